@@ -1,0 +1,433 @@
+//! The HIR verifier: checks a module and collects every error, each with its location
+//! (function, block, statement) and the printed statement. It runs after parsing and,
+//! in tests and debug builds, after every pass.
+//!
+//! Rules checked:
+//! * helper declarations match the runtime's helper set exactly (name, signature,
+//!   effects), and every helper called is declared;
+//! * entities are in range, local and callframe names are unique, parameters are locals;
+//! * the layout lists each block once; branch targets are in the layout;
+//! * the entry block is not a branch target, every block is reachable from the entry
+//!   (the unreachable-block policy: passes must delete what they make unreachable);
+//! * trees are trees: every node has one parent; nodes that yield nothing (stores,
+//!   callframe writes, assignments, void calls, checks) appear only as a statement root or
+//!   as the first operand of a comma;
+//! * types: operands agree, conditions and addresses are `i32`, stores are no wider than
+//!   their value, assignments and callframe writes match the destination, calls match the
+//!   helper's signature, returns match the function;
+//! * phis: one argument per predecessor, argument and destination types agree.
+
+use crate::helpers::HelperKind;
+use crate::ir::*;
+use crate::text::printer::stmt_to_string;
+use cranelift_entity::SecondaryMap;
+use std::collections::HashSet;
+use std::fmt;
+
+/// Where a verifier error is.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Location {
+    /// Index of the helper declaration, for errors about one.
+    pub helper: Option<usize>,
+    /// Index of the function in the module, and its name; `None` for module-level errors.
+    pub function: Option<(usize, String)>,
+    pub block: Option<Block>,
+    /// The statement (or terminator expression) root, and its text.
+    pub stmt: Option<(Expr, String)>,
+}
+
+/// One verifier error.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct VerifyError {
+    pub location: Location,
+    pub message: String,
+}
+
+impl fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some((_, name)) = &self.location.function {
+            write!(f, "function %{name}")?;
+            if let Some(b) = self.location.block {
+                write!(f, ", {b}")?;
+            }
+            if let Some((_, s)) = &self.location.stmt {
+                write!(f, ", `{s}`")?;
+            }
+            write!(f, ": ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// Verifies a whole module.
+pub fn verify_module(m: &Module) -> Result<(), Vec<VerifyError>> {
+    let mut errs = vec![];
+    let module_err = |errs: &mut Vec<VerifyError>, helper: Option<usize>, message: String| {
+        errs.push(VerifyError {
+            location: Location { helper, function: None, block: None, stmt: None },
+            message,
+        })
+    };
+    let mut seen = HashSet::new();
+    for (hi, h) in m.helpers.iter().enumerate() {
+        let module_err = |errs: &mut Vec<VerifyError>, message: String| module_err(errs, Some(hi), message);
+        if !seen.insert(h.name.clone()) {
+            module_err(&mut errs, format!("helper @{} is declared twice", h.name));
+        }
+        match HelperKind::from_name(&h.name) {
+            None => module_err(&mut errs, format!("helper @{} is not in the runtime's helper set", h.name)),
+            Some(k) => {
+                let want = k.decl();
+                if *h != want {
+                    let mut s = String::new();
+                    let _ = crate::text::printer::write_helper_decl(&mut s, &want);
+                    module_err(&mut errs, format!("declaration of @{} does not match the runtime: it is `{s}`", h.name));
+                }
+            }
+        }
+    }
+    let mut names = HashSet::new();
+    for (i, f) in m.functions.iter().enumerate() {
+        if !names.insert(f.name.clone()) {
+            module_err(&mut errs, None, format!("function %{} is defined twice", f.name));
+        }
+        let declared: Vec<HelperKind> =
+            m.helpers.iter().filter_map(|h| HelperKind::from_name(&h.name)).collect();
+        verify_function_into(f, i, Some(&declared), &mut errs);
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs)
+    }
+}
+
+/// Verifies one function on its own (helper declarations are not checked).
+pub fn verify_function(f: &Function) -> Result<(), Vec<VerifyError>> {
+    let mut errs = vec![];
+    verify_function_into(f, 0, None, &mut errs);
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs)
+    }
+}
+
+struct Ctx<'a> {
+    f: &'a Function,
+    index: usize,
+    errs: &'a mut Vec<VerifyError>,
+    block: Option<Block>,
+    stmt: Option<Expr>,
+    declared: Option<&'a [HelperKind]>,
+    parents: SecondaryMap<Expr, u32>,
+}
+
+impl Ctx<'_> {
+    fn err(&mut self, message: String) {
+        let stmt = self.stmt.map(|s| (s, stmt_to_string(self.f, s)));
+        self.errs.push(VerifyError {
+            location: Location {
+                helper: None,
+                function: Some((self.index, self.f.name.clone())),
+                block: self.block,
+                stmt,
+            },
+            message,
+        });
+    }
+
+    /// Checks the tree at `e` and returns its type (`None`: yields nothing). `valueless_ok`
+    /// says whether this position may hold a node that yields nothing.
+    fn check(&mut self, e: Expr, valueless_ok: bool) -> Option<Option<Type>> {
+        let f = self.f;
+        if !f.exprs.is_valid(e) {
+            self.err(format!("expression {e} does not exist"));
+            return None;
+        }
+        self.parents[e] += 1;
+        if self.parents[e] > 1 {
+            self.err(format!("expression {e} has more than one parent (trees may not share nodes)"));
+            return None;
+        }
+        let ty = match &f.exprs[e] {
+            ExprData::Const { ty, value } => {
+                if ty.normalize(*value) != *value {
+                    self.err(format!("constant {value} is not in canonical {ty} form"));
+                }
+                Some(*ty)
+            }
+            ExprData::Local(l) => {
+                if !f.locals.is_valid(*l) {
+                    self.err(format!("local {l} does not exist"));
+                    return None;
+                }
+                Some(f.locals[*l].ty)
+            }
+            ExprData::Unary { op, arg } => {
+                let t = self.value(*arg, op.name())?;
+                Some(t)
+            }
+            ExprData::Binary { op, lhs, rhs } => {
+                let a = self.value(*lhs, op.name());
+                let b = self.value(*rhs, op.name());
+                let (a, b) = (a?, b?);
+                if a != b {
+                    self.err(format!("operands of `{}` have different types: {a} and {b}", op.name()));
+                }
+                Some(a)
+            }
+            ExprData::Cmp { op, lhs, rhs } => {
+                let a = self.value(*lhs, op.name());
+                let b = self.value(*rhs, op.name());
+                let (a, b) = (a?, b?);
+                if a != b {
+                    self.err(format!("operands of `{}` have different types: {a} and {b}", op.name()));
+                }
+                Some(Type::I32)
+            }
+            ExprData::Convert { op, arg } => {
+                let t = self.value(*arg, op.name())?;
+                let (from, to) = op.types();
+                if t != from {
+                    self.err(format!("`{}` takes an {from} operand, found {t}", op.name()));
+                }
+                Some(to)
+            }
+            ExprData::Select { cond, if_true, if_false } => {
+                let c = self.value(*cond, "select");
+                let a = self.value(*if_true, "select");
+                let b = self.value(*if_false, "select");
+                if c.is_some_and(|c| c != Type::I32) {
+                    self.err("the condition of `select` must be i32".into());
+                }
+                let (a, b) = (a?, b?);
+                if a != b {
+                    self.err(format!("the arms of `select` have different types: {a} and {b}"));
+                }
+                Some(a)
+            }
+            ExprData::Load { ty, width, addr, .. } => {
+                if self.value(*addr, "load").is_some_and(|t| t != Type::I32) {
+                    self.err("a load address must be i32".into());
+                }
+                if width.bits() > ty.bits() {
+                    self.err(format!("a {}-bit load cannot yield {ty}", width.bits()));
+                }
+                Some(*ty)
+            }
+            ExprData::Store { width, addr, value } => {
+                if self.value(*addr, "store").is_some_and(|t| t != Type::I32) {
+                    self.err("a store address must be i32".into());
+                }
+                if let Some(t) = self.value(*value, "store") {
+                    if width.bits() > t.bits() {
+                        self.err(format!("a {}-bit store of an {t} value", width.bits()));
+                    }
+                }
+                None
+            }
+            ExprData::CfRead(v) => {
+                if !f.cfvars.is_valid(*v) {
+                    self.err(format!("callframe variable {v} does not exist"));
+                    return None;
+                }
+                Some(f.cfvars[*v].ty)
+            }
+            ExprData::CfWrite { var, value } => {
+                let t = self.value(*value, "cfwrite");
+                if !f.cfvars.is_valid(*var) {
+                    self.err(format!("callframe variable {var} does not exist"));
+                } else if let Some(t) = t {
+                    let vt = f.cfvars[*var].ty;
+                    if t != vt {
+                        self.err(format!("cfwrite of an {t} value to @{} of type {vt}", f.cfvars[*var].name));
+                    }
+                }
+                None
+            }
+            ExprData::Assign { local, value } => {
+                let t = self.value(*value, "assignment");
+                if !f.locals.is_valid(*local) {
+                    self.err(format!("local {local} does not exist"));
+                } else if let Some(t) = t {
+                    let lt = f.locals[*local].ty;
+                    if t != lt {
+                        self.err(format!("assignment of an {t} value to %{} of type {lt}", f.locals[*local].name));
+                    }
+                }
+                None
+            }
+            ExprData::Call { helper, args } => {
+                if let Some(d) = self.declared {
+                    if !d.contains(helper) {
+                        self.err(format!("call to {helper}, which the module does not declare"));
+                    }
+                }
+                let (params, ret) = helper.signature();
+                if args.len() != params.len() {
+                    self.err(format!("{helper} takes {} argument(s), found {}", params.len(), args.len()));
+                }
+                for (i, &a) in args.iter().enumerate() {
+                    if let Some(t) = self.value(a, helper.name()) {
+                        if let Some(&p) = params.get(i) {
+                            if p != t {
+                                self.err(format!("argument {} of {helper} must be {p}, found {t}", i + 1));
+                            }
+                        }
+                    }
+                }
+                ret
+            }
+            ExprData::TrapIf { cond, .. } => {
+                if self.value(*cond, "trapif").is_some_and(|t| t != Type::I32) {
+                    self.err("the condition of `trapif` must be i32".into());
+                }
+                None
+            }
+            ExprData::Comma { first, second } => {
+                self.check(*first, true);
+                self.check(*second, valueless_ok)?
+            }
+        };
+        if ty.is_none() && !valueless_ok {
+            self.err(format!("expression {e} yields nothing but is used as a value"));
+            return None;
+        }
+        Some(ty)
+    }
+
+    /// Checks an operand that must yield a value; `None` if it is broken.
+    fn value(&mut self, e: Expr, _user: &str) -> Option<Type> {
+        self.check(e, false).flatten()
+    }
+}
+
+fn verify_function_into(
+    f: &Function,
+    index: usize,
+    declared: Option<&[HelperKind]>,
+    errs: &mut Vec<VerifyError>,
+) {
+    let mut cx = Ctx { f, index, errs, block: None, stmt: None, declared, parents: SecondaryMap::new() };
+    let mut names = HashSet::new();
+    for (_, l) in f.locals.iter() {
+        if !names.insert(l.name.clone()) {
+            cx.err(format!("local %{} is declared twice", l.name));
+        }
+    }
+    let mut cfnames = HashSet::new();
+    for (_, v) in f.cfvars.iter() {
+        if !cfnames.insert(v.name.clone()) {
+            cx.err(format!("callframe variable @{} is declared twice", v.name));
+        }
+    }
+    for &p in &f.params {
+        if !f.locals.is_valid(p) {
+            cx.err(format!("parameter {p} is not a local"));
+        }
+    }
+    if f.layout.is_empty() {
+        cx.err("the function has no blocks".into());
+        return;
+    }
+    let mut in_layout = HashSet::new();
+    for &b in &f.layout {
+        if !f.blocks.is_valid(b) {
+            cx.err(format!("block {b} in the layout does not exist"));
+            return;
+        }
+        if !in_layout.insert(b) {
+            cx.err(format!("block {b} appears twice in the layout"));
+        }
+    }
+    let entry = f.entry();
+    for &b in &f.layout {
+        cx.block = Some(b);
+        for s in f.blocks[b].term.successors() {
+            if !in_layout.contains(&s) {
+                cx.err(format!("branch to {s}, which is not in the layout"));
+            } else if s == entry {
+                cx.err(format!("branch to the entry block {entry}"));
+            }
+        }
+    }
+    cx.block = None;
+    if cx.errs.iter().any(|e| e.location.function.as_ref().is_some_and(|(i, _)| *i == index)) {
+        return;
+    }
+    // Reachability.
+    let mut reached = HashSet::from([entry]);
+    let mut work = vec![entry];
+    while let Some(b) = work.pop() {
+        for s in f.blocks[b].term.successors() {
+            if reached.insert(s) {
+                work.push(s);
+            }
+        }
+    }
+    for &b in &f.layout {
+        if !reached.contains(&b) {
+            cx.block = Some(b);
+            cx.err(format!("block {b} is unreachable from the entry"));
+        }
+    }
+    let preds = f.predecessors();
+    for &b in &f.layout {
+        cx.block = Some(b);
+        let data = &f.blocks[b];
+        for phi in &data.phis {
+            cx.stmt = None;
+            if !f.locals.is_valid(phi.dest) {
+                cx.err(format!("phi destination {} does not exist", phi.dest));
+                continue;
+            }
+            let dt = f.locals[phi.dest].ty;
+            let dn = &f.locals[phi.dest].name;
+            let mut args: Vec<Block> = phi.args.iter().map(|(p, _)| *p).collect();
+            args.sort();
+            let mut want = preds[b].clone();
+            want.sort();
+            if args != want {
+                cx.err(format!("phi for %{dn} has arguments for {args:?} but the predecessors are {want:?}"));
+            }
+            for (_, a) in &phi.args {
+                if !f.locals.is_valid(*a) {
+                    cx.err(format!("phi argument {a} does not exist"));
+                } else if f.locals[*a].ty != dt {
+                    cx.err(format!("phi for %{dn} of type {dt} has an argument %{} of type {}", f.locals[*a].name, f.locals[*a].ty));
+                }
+            }
+        }
+        for &s in &data.stmts {
+            cx.stmt = Some(s);
+            cx.check(s, true);
+        }
+        if let Some(e) = data.term.expr() {
+            cx.stmt = Some(e);
+            let t = cx.check(e, false).flatten();
+            match (&data.term, t) {
+                (Terminator::Branch { .. }, Some(t)) if t != Type::I32 => {
+                    cx.err(format!("a branch condition must be i32, found {t}"));
+                }
+                (Terminator::Return(_), Some(t)) if t != f.ret => {
+                    cx.err(format!("returns {t} from a function returning {}", f.ret));
+                }
+                (Terminator::Switch { cases, .. }, Some(t)) => {
+                    for (k, _) in cases {
+                        if t.normalize(*k) != *k {
+                            cx.err(format!("case value {k} does not fit the {t} switch value"));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        cx.stmt = None;
+    }
+}
+
+/// Formats a list of errors one per line.
+pub fn format_errors(errs: &[VerifyError]) -> String {
+    errs.iter().map(|e| format!("{e}\n")).collect()
+}

@@ -1,0 +1,368 @@
+//! The reference interpreter: runs a HIR or SSA function on given inputs with fuel.
+//!
+//! It is the reference every other oracle is judged against, so it is written to be
+//! obviously correct rather than fast: it walks the trees recursively in evaluation
+//! order, keeps every value in canonical `i64` form (an `i32` sign-extended) and spells
+//! out each rule of the semantics in `tandem_core::ir`. One unit of fuel is spent per
+//! block entered and per node evaluated.
+
+use crate::outcome::{End, Event, Invalid, Outcome, Value};
+use crate::runtime::{call_helper, HelperEnv};
+use cranelift_entity::SecondaryMap;
+use tandem_core::ir::*;
+
+/// Inputs of one run.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct RunInput {
+    pub args: Vec<Value>,
+    /// Initial heap contents: (absolute address, bytes); the rest is zero.
+    pub heap: Vec<(u32, Vec<u8>)>,
+    /// Initial callframe values by variable index; missing ones are zero.
+    pub callframe: Vec<(CfVar, Value)>,
+    pub fuel: u64,
+}
+
+/// The default fuel of a run.
+pub const DEFAULT_FUEL: u64 = 1_000_000;
+
+/// Why a run stopped early inside the evaluator.
+enum Stop {
+    Trap(TrapKind),
+    Invalid(Invalid),
+}
+
+/// Errors in the inputs themselves (not in the program).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum InputError {
+    /// The argument list does not match the parameters.
+    Arguments(String),
+    /// An initial heap range lies outside the heap.
+    HeapRange(u32, usize),
+    /// An initial callframe value has the wrong type.
+    Callframe(String),
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InputError::Arguments(s) | InputError::Callframe(s) => f.write_str(s),
+            InputError::HeapRange(a, n) => write!(f, "{n} initial heap bytes at {a:#x} lie outside the heap"),
+        }
+    }
+}
+
+/// The machine state a run reads and writes.
+pub struct State {
+    pub heap: Vec<u8>,
+    pub callframe: Vec<Value>,
+    pub trace: Vec<Event>,
+}
+
+impl State {
+    /// The state a run starts in, after checking the inputs against `f`.
+    pub fn initial(f: &Function, input: &RunInput) -> Result<State, InputError> {
+        let mut heap = vec![0u8; HEAP_SIZE as usize];
+        for (addr, bytes) in &input.heap {
+            let off = addr.wrapping_sub(HEAP_BASE) as usize;
+            if *addr < HEAP_BASE || off + bytes.len() > heap.len() {
+                return Err(InputError::HeapRange(*addr, bytes.len()));
+            }
+            heap[off..off + bytes.len()].copy_from_slice(bytes);
+        }
+        let mut callframe: Vec<Value> = f.cfvars.values().map(|v| Value::zero(v.ty)).collect();
+        for (var, v) in &input.callframe {
+            let Some(d) = f.cfvars.get(*var) else {
+                return Err(InputError::Callframe(format!("no callframe variable {var}")));
+            };
+            if d.ty != v.ty() {
+                return Err(InputError::Callframe(format!("@{} is {}, given {v}", d.name, d.ty)));
+            }
+            callframe[var.index()] = *v;
+        }
+        Ok(State { heap, callframe, trace: vec![] })
+    }
+
+    fn check_bounds(addr: i64, bytes: u32) -> Result<usize, Invalid> {
+        let a = addr as u32;
+        let end = a as u64 + bytes as u64;
+        if a < HEAP_BASE || end > (HEAP_BASE + HEAP_SIZE) as u64 {
+            return Err(Invalid::OutOfBounds { addr: a, bytes });
+        }
+        Ok((a - HEAP_BASE) as usize)
+    }
+}
+
+use cranelift_entity::EntityRef;
+
+impl HelperEnv for State {
+    fn heap_read32(&mut self, addr: u32) -> u32 {
+        let o = (addr - HEAP_BASE) as usize;
+        u32::from_le_bytes(self.heap[o..o + 4].try_into().unwrap())
+    }
+    fn heap_write32(&mut self, addr: u32, value: u32) {
+        let o = (addr - HEAP_BASE) as usize;
+        self.heap[o..o + 4].copy_from_slice(&value.to_le_bytes());
+    }
+    fn cf_count(&self) -> usize {
+        self.callframe.len()
+    }
+    fn cf_get(&mut self, i: usize) -> Value {
+        self.callframe[i]
+    }
+    fn cf_set(&mut self, i: usize, value: i64) {
+        let ty = self.callframe[i].ty();
+        self.callframe[i] = Value::new(ty, value);
+    }
+    fn record(&mut self, event: Event) {
+        self.trace.push(event);
+    }
+}
+
+/// Runs `f` on `input`. `Err(InputError)` when the inputs do not fit the function;
+/// `Ok(Err(Invalid))` when the run is invalid; otherwise the outcome.
+pub fn run(f: &Function, input: &RunInput) -> Result<Result<Outcome, Invalid>, InputError> {
+    if input.args.len() != f.params.len() {
+        return Err(InputError::Arguments(format!(
+            "%{} takes {} argument(s), given {}",
+            f.name,
+            f.params.len(),
+            input.args.len()
+        )));
+    }
+    let mut locals: SecondaryMap<Local, i64> = SecondaryMap::new();
+    for (i, (&p, a)) in f.params.iter().zip(&input.args).enumerate() {
+        if f.locals[p].ty != a.ty() {
+            return Err(InputError::Arguments(format!(
+                "argument {} of %{} is {}, given {a}",
+                i + 1,
+                f.name,
+                f.locals[p].ty
+            )));
+        }
+        locals[p] = a.as_i64();
+    }
+    let state = State::initial(f, input)?;
+    let mut m = Machine { f, locals, state, fuel: input.fuel };
+    let end = match m.run_blocks() {
+        Ok(v) => End::Return(v),
+        Err(Stop::Trap(k)) => End::Trap(k),
+        Err(Stop::Invalid(i)) => return Ok(Err(i)),
+    };
+    let State { heap, callframe, trace } = m.state;
+    Ok(Ok(Outcome { end, trace, heap, callframe }))
+}
+
+struct Machine<'a> {
+    f: &'a Function,
+    locals: SecondaryMap<Local, i64>,
+    state: State,
+    fuel: u64,
+}
+
+impl Machine<'_> {
+    fn burn(&mut self) -> Result<(), Stop> {
+        if self.fuel == 0 {
+            return Err(Stop::Invalid(Invalid::FuelExhausted));
+        }
+        self.fuel -= 1;
+        Ok(())
+    }
+
+    fn run_blocks(&mut self) -> Result<Value, Stop> {
+        let f = self.f;
+        let mut prev: Option<Block> = None;
+        let mut b = f.entry();
+        loop {
+            self.burn()?;
+            let data = &f.blocks[b];
+            // Phis read the values at the end of the predecessor, all in parallel.
+            if let Some(p) = prev {
+                let vals: Vec<(Local, i64)> = data
+                    .phis
+                    .iter()
+                    .map(|phi| {
+                        let src = phi.args.iter().find(|(pb, _)| *pb == p).map(|(_, l)| *l);
+                        (phi.dest, src.map_or(0, |l| self.locals[l]))
+                    })
+                    .collect();
+                for (d, v) in vals {
+                    self.locals[d] = v;
+                }
+            }
+            for &s in &data.stmts {
+                self.eval(s)?;
+            }
+            prev = Some(b);
+            b = match &data.term {
+                Terminator::Jump(t) => *t,
+                Terminator::Branch { cond, then_dest, else_dest } => {
+                    if self.value(*cond)? != 0 {
+                        *then_dest
+                    } else {
+                        *else_dest
+                    }
+                }
+                Terminator::Return(e) => {
+                    let v = self.value(*e)?;
+                    return Ok(Value::new(f.ret, v));
+                }
+                Terminator::Switch { value, default, cases } => {
+                    let v = self.value(*value)?;
+                    cases.iter().find(|(k, _)| *k == v).map_or(*default, |(_, t)| *t)
+                }
+            };
+        }
+    }
+
+    /// Evaluates a node that yields a value.
+    fn value(&mut self, e: Expr) -> Result<i64, Stop> {
+        Ok(self.eval(e)?.expect("the verifier guarantees a value here"))
+    }
+
+    /// Evaluates the tree at `e`: operands first, left to right, then the node.
+    fn eval(&mut self, e: Expr) -> Result<Option<i64>, Stop> {
+        self.burn()?;
+        let f = self.f;
+        let ty = f.expr_type(e);
+        let norm = |v: i64| ty.map(|t| t.normalize(v));
+        Ok(match &f.exprs[e] {
+            ExprData::Const { value, .. } => Some(*value),
+            ExprData::Local(l) => Some(self.locals[*l]),
+            ExprData::Unary { op, arg } => {
+                let a = self.value(*arg)?;
+                norm(match op {
+                    UnOp::Neg => a.wrapping_neg(),
+                    UnOp::Not => !a,
+                })
+            }
+            ExprData::Binary { op, lhs, rhs } => {
+                let a = self.value(*lhs)?;
+                let b = self.value(*rhs)?;
+                let t = ty.unwrap();
+                Some(t.normalize(binary(*op, t, a, b).map_err(Stop::Trap)?))
+            }
+            ExprData::Cmp { op, lhs, rhs } => {
+                let t = f.expr_type(*lhs).unwrap();
+                let a = self.value(*lhs)?;
+                let b = self.value(*rhs)?;
+                Some(op.eval(t, a, b) as i64)
+            }
+            ExprData::Convert { op, arg } => {
+                let a = self.value(*arg)?;
+                Some(match op {
+                    ConvOp::Sext => a as i32 as i64,
+                    ConvOp::Zext => a as u32 as i64,
+                    ConvOp::Trunc => a as i32 as i64,
+                })
+            }
+            ExprData::Select { cond, if_true, if_false } => {
+                let c = self.value(*cond)?;
+                let a = self.value(*if_true)?;
+                let b = self.value(*if_false)?;
+                Some(if c != 0 { a } else { b })
+            }
+            ExprData::Load { ty, width, signed, addr } => {
+                let a = self.value(*addr)?;
+                let n = width.bytes();
+                let off = State::check_bounds(a, n).map_err(Stop::Invalid)?;
+                let mut raw = [0u8; 8];
+                raw[..n as usize].copy_from_slice(&self.state.heap[off..off + n as usize]);
+                let v = u64::from_le_bytes(raw);
+                let bits = width.bits();
+                let ext = if *signed && bits < 64 {
+                    ((v << (64 - bits)) as i64) >> (64 - bits)
+                } else {
+                    v as i64
+                };
+                Some(ty.normalize(ext))
+            }
+            ExprData::Store { width, addr, value } => {
+                let a = self.value(*addr)?;
+                let v = self.value(*value)?;
+                let n = width.bytes() as usize;
+                let off = State::check_bounds(a, width.bytes()).map_err(Stop::Invalid)?;
+                self.state.heap[off..off + n].copy_from_slice(&v.to_le_bytes()[..n]);
+                None
+            }
+            ExprData::CfRead(v) => Some(self.state.callframe[v.index()].as_i64()),
+            ExprData::CfWrite { var, value } => {
+                let v = self.value(*value)?;
+                self.state.cf_set(var.index(), v);
+                None
+            }
+            ExprData::Assign { local, value } => {
+                let v = self.value(*value)?;
+                self.locals[*local] = v;
+                None
+            }
+            ExprData::Call { helper, args } => {
+                let (params, _) = helper.signature();
+                let mut vals = vec![];
+                for (&a, &p) in args.iter().zip(params) {
+                    vals.push(Value::new(p, self.value(a)?));
+                }
+                call_helper(*helper, &vals, &mut self.state).map(|v| v.as_i64())
+            }
+            ExprData::TrapIf { cond, code } => {
+                if self.value(*cond)? != 0 {
+                    return Err(Stop::Trap(TrapKind::Check(*code)));
+                }
+                None
+            }
+            ExprData::Comma { first, second } => {
+                self.eval(*first)?;
+                self.eval(*second)?
+            }
+        })
+    }
+}
+
+/// The semantics of a binary operator on canonical operands of type `ty`; the result is
+/// not yet normalized. Divisions report their trap.
+pub fn binary(op: BinOp, ty: Type, a: i64, b: i64) -> Result<i64, TrapKind> {
+    let bits = ty.bits();
+    let (ua, ub) = match ty {
+        Type::I32 => (a as u32 as u64, b as u32 as u64),
+        Type::I64 => (a as u64, b as u64),
+    };
+    let min = match ty {
+        Type::I32 => i32::MIN as i64,
+        Type::I64 => i64::MIN,
+    };
+    let count = (b as u32) & (bits - 1);
+    Ok(match op {
+        BinOp::Add => a.wrapping_add(b),
+        BinOp::Sub => a.wrapping_sub(b),
+        BinOp::Mul => a.wrapping_mul(b),
+        BinOp::And => a & b,
+        BinOp::Or => a | b,
+        BinOp::Xor => a ^ b,
+        BinOp::Shl => ((ua << count) & mask(bits)) as i64,
+        BinOp::Lshr => (ua >> count) as i64,
+        BinOp::Ashr => a >> count,
+        BinOp::Sdiv | BinOp::Srem => {
+            if b == 0 || (a == min && b == -1) {
+                return Err(TrapKind::DivideError);
+            }
+            if op == BinOp::Sdiv {
+                a / b
+            } else {
+                a % b
+            }
+        }
+        BinOp::Udiv | BinOp::Urem => {
+            if ub == 0 {
+                return Err(TrapKind::DivideError);
+            }
+            (if op == BinOp::Udiv { ua / ub } else { ua % ub }) as i64
+        }
+    })
+}
+
+fn mask(bits: u32) -> u64 {
+    if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}

@@ -1,0 +1,84 @@
+//! The `tandem` command: the command-line layer over `tandem-oracle`. It turns reports
+//! into text and exit codes: 0 when everything passed, 1 on a mismatch, 2 on bad input.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use tandem_oracle::replay;
+
+#[derive(Parser)]
+#[command(name = "tandem", about = "Differential testing harness for the Tandem x86-32 compiler")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs every run of the given case files (folders are searched for `.tir` files) and
+    /// checks each against its expectation.
+    Run {
+        /// Case files or folders.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Rewrite the expectations of failing runs to what they did.
+        #[arg(long)]
+        bless: bool,
+        /// Print passing runs too.
+        #[arg(long, short)]
+        verbose: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run { paths, bless, verbose } => run(&paths, bless, verbose),
+    }
+}
+
+fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
+    let files = match replay::collect_files(paths) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let (mut passed, mut failed, mut bad) = (0, 0, 0);
+    for path in &files {
+        match replay::replay_file(path, bless) {
+            Err(e) => {
+                eprintln!("error: {e}");
+                bad += 1;
+            }
+            Ok(report) => {
+                for r in &report.runs {
+                    if r.mismatches.is_empty() {
+                        passed += 1;
+                        if verbose {
+                            println!("ok   {}:{}: {}", path.display(), r.line, r.title);
+                        }
+                    } else {
+                        failed += 1;
+                        println!("FAIL {}:{}: {}", path.display(), r.line, r.title);
+                        for m in &r.mismatches {
+                            println!("       {m}");
+                        }
+                    }
+                }
+                if report.blessed {
+                    println!("blessed {}", path.display());
+                }
+            }
+        }
+    }
+    println!("{} file(s): {passed} run(s) passed, {failed} failed, {bad} file(s) with bad input", files.len());
+    if bad > 0 {
+        ExitCode::from(2)
+    } else if failed > 0 && !bless {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,139 @@
+//! Replays case files: parses, verifies, runs every run in the reference interpreter and
+//! compares with the expectation (or blesses it). This is what `tandem run` and the
+//! corpus tests call; the command-line layer only turns [`FileReport`] into text and an
+//! exit code.
+
+use crate::casefile::{CaseFile, Run};
+use crate::interp;
+use std::path::{Path, PathBuf};
+use tandem_core::verify::verify_module;
+
+/// A problem with the input itself: the file is broken, not the program under test.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct BadInput {
+    pub path: PathBuf,
+    pub line: u32,
+    pub col: u32,
+    pub message: String,
+}
+
+impl std::fmt::Display for BadInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}: {}", self.path.display(), self.line, self.col, self.message)
+    }
+}
+
+/// The result of one run of a case file.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    /// Line of the `; run:` directive.
+    pub line: u32,
+    pub title: String,
+    /// Differences from the expectation; empty when the run passed.
+    pub mismatches: Vec<String>,
+}
+
+/// The result of replaying one file.
+#[derive(Clone, Debug)]
+pub struct FileReport {
+    pub path: PathBuf,
+    pub runs: Vec<RunReport>,
+    /// Whether `--bless` rewrote the file.
+    pub blessed: bool,
+}
+
+impl FileReport {
+    pub fn passed(&self) -> bool {
+        self.runs.iter().all(|r| r.mismatches.is_empty())
+    }
+}
+
+/// Parses and verifies a case file; every problem is a located [`BadInput`].
+pub fn load(path: &Path) -> Result<CaseFile, BadInput> {
+    let bad = |line, col, message| BadInput { path: path.to_path_buf(), line, col, message };
+    let src = std::fs::read_to_string(path).map_err(|e| bad(0, 0, format!("cannot read: {e}")))?;
+    let case = CaseFile::parse(&src).map_err(|e| bad(e.line, e.col, e.message))?;
+    if let Err(errs) = verify_module(&case.module) {
+        let e = &errs[0];
+        let (line, col) = case.source_map.position(&e.location);
+        let more = if errs.len() > 1 { format!(" (and {} more error(s))", errs.len() - 1) } else { String::new() };
+        return Err(bad(line, col, format!("{e}{more}")));
+    }
+    for r in &case.runs {
+        let Some(f) = case.module.function(&r.entry) else {
+            return Err(bad(r.line, 1, format!("no function %{} in this file", r.entry)));
+        };
+        r.input(f).map_err(|m| bad(r.line, 1, m))?;
+    }
+    Ok(case)
+}
+
+/// Replays one file; with `bless`, rewrites its expectations to what the runs did.
+pub fn replay_file(path: &Path, bless: bool) -> Result<FileReport, BadInput> {
+    let mut case = load(path)?;
+    let mut runs = vec![];
+    let mut actuals = vec![];
+    for r in &case.runs {
+        let f = case.module.function(&r.entry).expect("checked by load");
+        let input = r.input(f).expect("checked by load");
+        let actual = interp::run(f, &input).map_err(|e| BadInput {
+            path: path.to_path_buf(),
+            line: r.line,
+            col: 1,
+            message: e.to_string(),
+        })?;
+        let mismatches = r.check(f, &actual);
+        actuals.push(Some(Run::expectation_of(f, &actual)));
+        runs.push(RunReport { line: r.line, title: title(r), mismatches });
+    }
+    let mut blessed = false;
+    if bless && runs.iter().any(|r| !r.mismatches.is_empty()) {
+        case.bless(&actuals);
+        std::fs::write(path, case.print()).map_err(|e| BadInput {
+            path: path.to_path_buf(),
+            line: 0,
+            col: 0,
+            message: format!("cannot write: {e}"),
+        })?;
+        blessed = true;
+    }
+    Ok(FileReport { path: path.to_path_buf(), runs, blessed })
+}
+
+fn title(r: &Run) -> String {
+    let args: Vec<String> = r.args.iter().map(|a| a.to_string()).collect();
+    format!("%{}({})", r.entry, args.join(", "))
+}
+
+/// The `.tir` files named by `paths`: files as given, folders searched recursively, in
+/// sorted order.
+pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, BadInput> {
+    let mut out = vec![];
+    for p in paths {
+        if p.is_dir() {
+            let mut stack = vec![p.clone()];
+            while let Some(d) = stack.pop() {
+                let rd = std::fs::read_dir(&d).map_err(|e| BadInput {
+                    path: d.clone(),
+                    line: 0,
+                    col: 0,
+                    message: format!("cannot read folder: {e}"),
+                })?;
+                for entry in rd.flatten() {
+                    let q = entry.path();
+                    if q.is_dir() {
+                        stack.push(q);
+                    } else if q.extension().is_some_and(|x| x == "tir") {
+                        out.push(q);
+                    }
+                }
+            }
+        } else if p.exists() {
+            out.push(p.clone());
+        } else {
+            return Err(BadInput { path: p.clone(), line: 0, col: 0, message: "no such file or folder".into() });
+        }
+    }
+    out.sort();
+    Ok(out)
+}
