@@ -79,6 +79,14 @@ pub type Actual = Result<Outcome, Invalid>;
 impl Run {
     /// The interpreter inputs of this run against function `f`.
     pub fn input(&self, f: &Function) -> Result<RunInput, String> {
+        if self.args.len() != f.params.len() {
+            return Err(format!("%{} takes {} argument(s), given {}", f.name, f.params.len(), self.args.len()));
+        }
+        for (i, (&p, a)) in f.params.iter().zip(&self.args).enumerate() {
+            if f.locals[p].ty != a.ty() {
+                return Err(format!("argument {} of %{} is {}, given {a}", i + 1, f.name, f.locals[p].ty));
+            }
+        }
         let mut cf = vec![];
         for (n, v) in &self.callframe {
             let var = f
@@ -87,6 +95,9 @@ impl Run {
                 .find(|(_, d)| &d.name == n)
                 .map(|(v, _)| v)
                 .ok_or_else(|| format!("%{} has no callframe variable @{n}", f.name))?;
+            if f.cfvars[var].ty != v.ty() {
+                return Err(format!("@{n} is {}, given {v}", f.cfvars[var].ty));
+            }
             cf.push((var, *v));
         }
         Ok(RunInput {

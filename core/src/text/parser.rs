@@ -17,7 +17,7 @@ use std::collections::HashMap;
 /// Parses a module.
 pub fn parse_module(src: &str) -> Result<(Module, SourceMap), ParseError> {
     let toks = lex(src)?;
-    let mut p = Parser { toks, pos: 0 };
+    let mut p = Parser { toks, pos: 0, depth: 0 };
     let mut module = Module::default();
     let mut map = SourceMap::default();
     loop {
@@ -50,7 +50,13 @@ pub fn parse_module(src: &str) -> Result<(Module, SourceMap), ParseError> {
 struct Parser {
     toks: Vec<Token>,
     pos: usize,
+    /// Current expression nesting, bounded by [`MAX_DEPTH`] so that hostile input cannot
+    /// overflow the stack of the parser or of the recursive passes after it.
+    depth: usize,
 }
+
+/// The deepest expression nesting the parser accepts.
+pub const MAX_DEPTH: usize = 256;
 
 /// Name tables of the function being parsed.
 struct Scope {
@@ -500,6 +506,24 @@ impl Parser {
         map: &mut SourceMap,
     ) -> Result<Expr, ParseError> {
         let t = self.peek().clone();
+        if self.depth >= MAX_DEPTH {
+            return Err(self.err_at(&t, format!("expressions nest deeper than {MAX_DEPTH} levels")));
+        }
+        self.depth += 1;
+        let r = self.expr_inner(f, scope, index, map, &t);
+        self.depth -= 1;
+        r
+    }
+
+    fn expr_inner(
+        &mut self,
+        f: &mut Function,
+        scope: &mut Scope,
+        index: usize,
+        map: &mut SourceMap,
+        t: &Token,
+    ) -> Result<Expr, ParseError> {
+        let t = t.clone();
         let data = match &t.kind {
             TokenKind::Int(v) => {
                 let v = *v;

@@ -1,0 +1,167 @@
+//! Bad input gets a located error and exit code 2, never a panic: a table of broken case
+//! files with the line, column and message each must produce, checked both through the
+//! library and through the `tandem` binary; plus quickcheck properties that random and
+//! mutated text never makes the parser, verifier or interpreter panic.
+
+use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use std::path::PathBuf;
+use std::process::Command;
+use tandem_oracle::casefile::CaseFile;
+use tandem_oracle::interp;
+use tandem_oracle::replay;
+
+/// (file text, expected "line:col: message prefix")
+const BROKEN: &[(&str, &str)] = &[
+    ("function %f() -> i32 {\nb0:\n    ret %x\n}\n", "3:9: undefined local %x"),
+    ("function %f() -> i32 {\nb0:\n    jump b7\n}\n", "3:10: undefined block b7"),
+    ("function %f() -> i32 {\nb0:\n    ret add(1, 2:i64)\n}\n", "3:9: function %f, b0, `add(1, 2:i64)`: operands of `add` have different types"),
+    ("function %f() -> i32 {\nb0:\n    ret 1\nb1:\n    ret 2\n}\n", "4:1: function %f, b1: block b1 is unreachable"),
+    ("function %f() -> i32 {\nb0:\n    ret frob(1)\n}\n", "3:9: expected an expression, found unknown operator `frob`"),
+    ("function %f() -> i32 {\nb0:\n    ret 1\n", "4:1: expected a block label"),
+    ("helper @log(i32) -> void pure\nfunction %f() -> i32 {\nb0:\n    ret 1\n}\n", "1:1: declaration of @log does not match the runtime"),
+    ("function %f() -> i32 {\nb0:\n    %t = 1\n    ret 1\n}\n", "3:5: undefined local %t"),
+    ("function %f(i32 %a) -> i32 {\nb0:\n    ret %a\n}\n; run: %f(1, 2)\n", "5:1: %f takes 1 argument(s), given 2"),
+    ("function %f() -> i32 {\nb0:\n    ret 1\n}\n; run: %f()\n; heap: 0x00000010: 01\n", "6:9: 1 byte(s) at 0x10 lie outside the heap"),
+    ("function %f() -> i32 {\nb0:\n    ret 1\n}\n; run: %f()\n; expect: return one\n", "6:18: expected a value"),
+    ("function %f() -> i32 {\nb0:\n    ret 1\n}\n; trace: @log(1, 2)\n", "5:10: `; trace:` must follow a `; run:` line"),
+    ("function %f() -> i32 {\nb0:\n    ret 99999999999\n}\n", "3:9: constant 99999999999 does not fit in i32"),
+    ("function %f() -> i32 {\nb0:\n    ret 1 $\n}\n", "3:11: unexpected character `$`"),
+];
+
+fn write_temp(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tandem-bad-input-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn broken_files_get_located_errors() {
+    for (i, (text, want)) in BROKEN.iter().enumerate() {
+        let path = write_temp(&format!("case{i}.tir"), text);
+        let err = replay::load(&path).expect_err(want);
+        let got = format!("{}:{}: {}", err.line, err.col, err.message);
+        assert!(got.starts_with(want), "case {i}: expected `{want}`, got `{got}`");
+    }
+}
+
+#[test]
+fn the_binary_exits_2_with_file_line_col() {
+    let path = write_temp("cli.tir", BROKEN[0].0);
+    let out = Command::new(env!("CARGO_BIN_EXE_tandem")).arg("run").arg(&path).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("{}:3:9: undefined local %x", path.display())), "{stderr}");
+}
+
+#[test]
+fn the_binary_exits_1_on_a_mismatch_and_0_on_a_pass() {
+    let body = "function %f(i32 %a) -> i32 {\nb0:\n    ret add(%a, 1)\n}\n; run: %f(41)\n";
+    let fail = write_temp("mismatch.tir", &format!("{body}; expect: return 41\n"));
+    let pass = write_temp("pass.tir", &format!("{body}; expect: return 42\n"));
+    let run = |p: &PathBuf| Command::new(env!("CARGO_BIN_EXE_tandem")).arg("run").arg(p).output().unwrap();
+    let out = run(&fail);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("end: expected return 41, got return 42"));
+    assert_eq!(run(&pass).status.code(), Some(0));
+}
+
+/// Parses, verifies and (when valid) runs text; must never panic.
+fn exercise(text: &str) {
+    if let Ok(case) = CaseFile::parse(text) {
+        let _ = case.print();
+        if tandem_core::verify::verify_module(&case.module).is_ok() {
+            for r in &case.runs {
+                if let Some(f) = case.module.function(&r.entry) {
+                    if let Ok(mut input) = r.input(f) {
+                        input.fuel = input.fuel.min(10_000);
+                        if let Ok(actual) = interp::run(f, &input) {
+                            let _ = r.check(f, &actual);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn corpus_texts() -> Vec<String> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../corpus");
+    replay::collect_files(&[root]).unwrap().iter().map(|p| std::fs::read_to_string(p).unwrap()).collect()
+}
+
+/// A random edit of a corpus file: delete, duplicate or replace a span, or insert a token.
+#[derive(Clone, Debug)]
+struct Mutation {
+    file: usize,
+    edits: Vec<(u8, usize, usize, u8)>,
+}
+
+impl Arbitrary for Mutation {
+    fn arbitrary(g: &mut Gen) -> Self {
+        let n = 1 + usize::arbitrary(g) % 4;
+        Mutation {
+            file: usize::arbitrary(g),
+            edits: (0..n).map(|_| (u8::arbitrary(g), usize::arbitrary(g), usize::arbitrary(g) % 12, u8::arbitrary(g))).collect(),
+        }
+    }
+}
+
+const TOKENS: &[&str] = &[
+    "(", ")", ",", ":", "=", "[", "]", "{", "}", "->", "%a", "%t", "@x", "@log", "b0", "b1", "0", "-1", "i64",
+    "i32", "add", "sdiv", "load.i64.s8", "store.64", "comma", "phi", "ret", "br", "jump", "switch", "call",
+    "; run: %f(", "; expect: ", "trapif", "cfwrite", "\n", "9223372036854775808", "0xffffffff", "; heap-out: ",
+];
+
+fn mutate(text: &str, m: &Mutation) -> String {
+    let mut s: Vec<char> = text.chars().collect();
+    for &(kind, at, len, tok) in &m.edits {
+        if s.is_empty() {
+            break;
+        }
+        let at = at % s.len();
+        let end = (at + len).min(s.len());
+        match kind % 4 {
+            0 => {
+                s.drain(at..end);
+            }
+            1 => {
+                let dup: Vec<char> = s[at..end].to_vec();
+                s.splice(at..at, dup);
+            }
+            2 => {
+                let t: Vec<char> = TOKENS[tok as usize % TOKENS.len()].chars().collect();
+                s.splice(at..end, t);
+            }
+            _ => {
+                let t: Vec<char> = TOKENS[tok as usize % TOKENS.len()].chars().collect();
+                s.splice(at..at, t);
+            }
+        }
+    }
+    s.into_iter().collect()
+}
+
+#[test]
+fn mutated_corpus_text_never_panics() {
+    static TEXTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    fn prop(m: Mutation) -> TestResult {
+        let texts = TEXTS.get_or_init(corpus_texts);
+        let text = mutate(&texts[m.file % texts.len()], &m);
+        exercise(&text);
+        TestResult::passed()
+    }
+    QuickCheck::new().tests(3000).quickcheck(prop as fn(Mutation) -> TestResult);
+}
+
+#[test]
+fn random_text_never_panics() {
+    fn prop(s: String, toks: Vec<u8>) -> bool {
+        exercise(&s);
+        let joined: String = toks.iter().map(|t| TOKENS[*t as usize % TOKENS.len()]).collect::<Vec<_>>().join(" ");
+        exercise(&joined);
+        true
+    }
+    QuickCheck::new().tests(3000).quickcheck(prop as fn(String, Vec<u8>) -> bool);
+}
