@@ -5,6 +5,7 @@
 //! harness: the harness observes it only through its public types and the pass
 //! manager's hooks.
 
+pub mod abi;
 pub mod helpers;
 pub mod ir;
 pub mod text;
