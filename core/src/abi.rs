@@ -78,7 +78,7 @@ pub fn helper_address(h: RuntimeHelper) -> u32 {
     HELPER_BASE + HELPER_STRIDE * index
 }
 
-/// A compiled function: position-independent bytes to load at [`CODE_BASE`].
+/// A compiled function: bytes to load at [`CODE_BASE`] (calls to helpers are relative to it).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct MachineCode {
     pub bytes: Vec<u8>,
