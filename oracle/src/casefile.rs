@@ -77,7 +77,10 @@ pub struct ExpectedOutcome {
 pub type Actual = Result<Outcome, Invalid>;
 
 impl Run {
-    /// The interpreter inputs of this run against function `f`.
+    /// The interpreter inputs of this run against function `f`. Also checks that the
+    /// callframe lines of the run (`; cf:` and `; cf-out:`) name each variable at most
+    /// once and only variables `f` has, so that an expectation cannot pass while it states
+    /// something false about a variable that does not exist.
     pub fn input(&self, f: &Function) -> Result<RunInput, String> {
         if self.args.len() != f.params.len() {
             return Err(format!("%{} takes {} argument(s), given {}", f.name, f.params.len(), self.args.len()));
@@ -85,6 +88,24 @@ impl Run {
         for (i, (&p, a)) in f.params.iter().zip(&self.args).enumerate() {
             if f.locals[p].ty != a.ty() {
                 return Err(format!("argument {} of %{} is {}, given {a}", i + 1, f.name, f.locals[p].ty));
+            }
+        }
+        if let Some(Expected::Outcome(o)) = &self.expect {
+            for (i, (n, v)) in o.callframe.iter().enumerate() {
+                let Some(d) = f.cfvars.values().find(|d| &d.name == n) else {
+                    return Err(format!("`; cf-out:` names @{n}, but %{} has no callframe variable @{n}", f.name));
+                };
+                if d.ty != v.ty() {
+                    return Err(format!("`; cf-out:` gives @{n} the value {v}, but @{n} is {}", d.ty));
+                }
+                if o.callframe[..i].iter().any(|(m, _)| m == n) {
+                    return Err(format!("`; cf-out:` names @{n} twice"));
+                }
+            }
+        }
+        for (i, (n, _)) in self.callframe.iter().enumerate() {
+            if self.callframe[..i].iter().any(|(m, _)| m == n) {
+                return Err(format!("`; cf:` names @{n} twice"));
             }
         }
         let mut cf = vec![];

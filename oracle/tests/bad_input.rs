@@ -26,6 +26,12 @@ const BROKEN: &[(&str, &str)] = &[
     ("function %f() -> i32 {\nb0:\n    ret 1\n}\n; trace: @log(1, 2)\n", "5:10: `; trace:` must follow a `; run:` line"),
     ("function %f() -> i32 {\nb0:\n    ret 99999999999\n}\n", "3:9: constant 99999999999 does not fit in i32"),
     ("function %f() -> i32 {\nb0:\n    ret 1 $\n}\n", "3:11: unexpected character `$`"),
+    // An expectation about a callframe variable the function lacks, or about one variable
+    // twice, used to pass silently.
+    ("function %f() -> i32 {\nb0:\n    ret 0\n}\n; run: %f()\n; expect: return 0\n; cf-out: @zz = 5\n", "5:1: `; cf-out:` names @zz, but %f has no callframe variable @zz"),
+    ("function %f() -> i32 {\n    callframe i32 @a\nb0:\n    ret 0\n}\n; run: %f()\n; expect: return 0\n; cf-out: @a = 0, @a = 7\n", "6:1: `; cf-out:` names @a twice"),
+    ("function %f() -> i32 {\n    callframe i32 @a\nb0:\n    ret 0\n}\n; run: %f()\n; expect: return 0\n; cf-out: @a = 0:i64\n", "6:1: `; cf-out:` gives @a the value 0:i64, but @a is i32"),
+    ("function %f() -> i32 {\n    callframe i32 @a\nb0:\n    ret 0\n}\n; run: %f()\n; cf: @a = 1, @a = 2\n; expect: return 0\n; cf-out: @a = 2\n", "6:1: `; cf:` names @a twice"),
 ];
 
 fn write_temp(name: &str, text: &str) -> PathBuf {

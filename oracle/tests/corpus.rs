@@ -34,6 +34,9 @@ fn corpus_replays() {
     let mut failures = vec![];
     for path in corpus_files() {
         let report = replay::replay_file(&path, false).unwrap_or_else(|e| panic!("{e}"));
+        if report.runs.is_empty() {
+            failures.push(format!("{}: the file has no `; run:` line, so it checks nothing", path.display()));
+        }
         for r in report.runs {
             if !r.mismatches.is_empty() {
                 failures.push(format!("{}:{}: {}\n  {}", path.display(), r.line, r.title, r.mismatches.join("\n  ")));
