@@ -7,6 +7,7 @@
 
 pub mod abi;
 pub mod helpers;
+pub mod passes;
 pub mod ir;
 pub mod text;
 pub mod verify;
