@@ -14,7 +14,7 @@ use cranelift_entity::SecondaryMap;
 pub struct DomTree {
     /// The immediate dominator; `None` for the entry and for unreachable blocks.
     pub idom: SecondaryMap<Block, Option<Block>>,
-    /// Children in the dominator tree, in reverse post-order.
+    /// Children in the dominator tree, in block order.
     pub children: SecondaryMap<Block, Vec<Block>>,
     /// Reverse post-order positions, copied from the CFG for the intersection walk.
     rpo_index: SecondaryMap<Block, u32>,
@@ -64,6 +64,11 @@ impl DomTree {
             if let Some(d) = idom[b] {
                 children[d].push(b);
             }
+        }
+        // Children in block order, so that walks (and the version numbers SSA renaming
+        // hands out) follow the order a reader sees.
+        for &b in &cfg.rpo {
+            children[b].sort();
         }
         DomTree { idom, children, rpo_index: cfg.rpo_index.clone(), entry: Some(entry) }
     }

@@ -193,6 +193,8 @@ pub fn pass_by_name(name: &str) -> Option<&'static PassInfo> {
 #[derive(Clone)]
 pub struct Pipeline {
     pub passes: Vec<&'static PassInfo>,
+    /// The form of the IR the pipeline starts from.
+    pub start: Form,
 }
 
 impl fmt::Debug for Pipeline {
@@ -212,8 +214,13 @@ impl Pipeline {
     /// Builds a pipeline from pass names, checking that each pass finds the form it needs
     /// when the input is HIR.
     pub fn new(names: &[&str]) -> Result<Pipeline, PassError> {
+        Pipeline::new_from(Form::Hir, names)
+    }
+
+    /// Builds a pipeline whose input is in form `start`.
+    pub fn new_from(start: Form, names: &[&str]) -> Result<Pipeline, PassError> {
         let mut passes = vec![];
-        let mut form = Form::Hir;
+        let mut form = start;
         for &n in names {
             if n.is_empty() {
                 return Err(PassError::EmptyName);
@@ -227,18 +234,23 @@ impl Pipeline {
             form = p.produces.unwrap_or(form);
             passes.push(p);
         }
-        Ok(Pipeline { passes })
+        Ok(Pipeline { passes, start })
     }
 
-    /// Parses a comma-separated list such as `ssa,dce,ssa-destroy,cprop`.
+    /// Parses a comma-separated list such as `ssa,dce,ssa-destroy,cprop` (input in HIR).
     pub fn parse(list: &str) -> Result<Pipeline, PassError> {
+        Pipeline::parse_from(Form::Hir, list)
+    }
+
+    /// Parses a comma-separated list whose input is in form `start`.
+    pub fn parse_from(start: Form, list: &str) -> Result<Pipeline, PassError> {
         let names: Vec<&str> = list.split(',').map(str::trim).collect();
-        Pipeline::new(&names)
+        Pipeline::new_from(start, &names)
     }
 
     /// The form of the IR after the first `n` passes.
     pub fn form_after(&self, n: usize) -> Form {
-        self.passes[..n].iter().fold(Form::Hir, |f, p| p.produces.unwrap_or(f))
+        self.passes[..n].iter().fold(self.start, |f, p| p.produces.unwrap_or(f))
     }
 }
 
@@ -284,13 +296,12 @@ impl PassManager {
         f: &mut Function,
         hook: &mut dyn FnMut(&str, &Function, &Stats),
     ) -> Result<Vec<(&'static str, Stats)>, PassError> {
-        let has_phis = f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty());
-        if has_phis && pipeline.passes.first().and_then(|p| p.needs) == Some(Form::Hir) {
-            return Err(PassError::InputForm { function: f.name.clone(), expected: Form::Hir });
+        if !check_form(f, pipeline.start).is_empty() {
+            return Err(PassError::InputForm { function: f.name.clone(), expected: pipeline.start });
         }
         let mut out = vec![];
         let mut analyses = Analyses::compute(f);
-        let mut form = Form::Hir;
+        let mut form = pipeline.start;
         for p in &pipeline.passes {
             let stats = (p.run)(f, &analyses);
             form = p.produces.unwrap_or(form);
