@@ -165,7 +165,7 @@ impl Gen {
                 let y = self.rng.pick(I32_LOCALS).to_string();
                 let t = format!("{x} = {}", self.expr32(2));
                 self.lines.push(t);
-                match self.rng.below(4) {
+                match self.rng.below(5) {
                     0 => {
                         self.lines.push(format!("{y} = {x}"));
                         format!("call @log({y}, {})", self.expr32(1))
@@ -176,7 +176,7 @@ impl Gen {
                         format!("{x} = {}", self.expr32(2))
                     }
                     2 => {
-                        // x = u + e; y = x * e; u = e; use y; then x and y redefined.
+                        // x = u + e; y = x * e; maybe u = e; use y; then x and y redefined.
                         let k = I32_LOCALS.iter().position(|l| *l == x).unwrap();
                         let y = I32_LOCALS[(k + 1) % I32_LOCALS.len()];
                         let u = I32_LOCALS[(k + 2) % I32_LOCALS.len()];
@@ -185,13 +185,29 @@ impl Gen {
                         self.lines.push(format!("{x} = add({u}, {e})"));
                         let e = self.expr32(1);
                         self.lines.push(format!("{y} = mul({x}, {e})"));
-                        let e = self.expr32(1);
-                        self.lines.push(format!("{u} = {e}"));
+                        if self.rng.chance(50) {
+                            let e = self.expr32(1);
+                            self.lines.push(format!("{u} = {e}"));
+                        }
                         self.lines.push(format!("call @log({y}, {u})"));
                         let e = self.expr32(1);
                         self.lines.push(format!("{x} = {e}"));
                         let e = self.expr32(1);
                         format!("{y} = {e}")
+                    }
+                    3 => {
+                        // A tree reading memory, then a write to memory, then the use.
+                        self.lines.pop();
+                        let e = self.expr32(1);
+                        let a = self.addr();
+                        self.lines.push(format!("{x} = add(load.i32({a}), cfread(@v0))"));
+                        let w = match self.rng.below(3) {
+                            0 => format!("store.32({a}, {e})"),
+                            1 => format!("cfwrite(@v0, {e})"),
+                            _ => format!("{y} = call @heap_rmw({a}, {e})"),
+                        };
+                        self.lines.push(w);
+                        format!("call @log({x}, {y})")
                     }
                     _ => format!("call @log({x}, {})", self.expr32(1)),
                 }
