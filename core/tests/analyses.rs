@@ -51,7 +51,7 @@ fn dominators_frontiers_loops() {
     assert!(!a.domtree.dominates(b(3), b(4)));
     assert_eq!(a.domtree.preorder(), vec![b(0), b(1), b(2), b(3), b(4), b(5)]);
     // DF(b3) = {b2}; DF(b4) = {b1}; DF(b2) = {b1, b2}; DF(b1) = {b1}.
-    let mut df = |x: usize| {
+    let df = |x: usize| {
         let mut v = a.frontiers.frontier[b(x)].clone();
         v.sort();
         v

@@ -79,6 +79,8 @@ fn swap_and_lost_copy_values() {
         ("destroy-swap.tir", vec![7, 4, 0], 74),
         ("destroy-lost-copy.tir", vec![5], 4),
         ("destroy-lost-copy.tir", vec![1], 1),
+        ("destroy-branch-same-target.tir", vec![0], 3),
+        ("destroy-branch-same-target.tir", vec![-4], 3),
     ];
     for (file, args, want) in cases {
         let f = load(file);
@@ -118,7 +120,7 @@ fn random_campaign(seeds: std::ops::Range<u64>, pipeline: &Pipeline) -> (Vec<(&'
             let args = vec![
                 Value::new(Type::I32, r.below(11) as i64 - 5),
                 Value::new(Type::I32, r.below(200) as i64 - 100),
-                Value::new(Type::I64, r.next() as i64 >> 40),
+                Value::new(Type::I64, r.next_u64() as i64 >> 40),
             ];
             let mut inp = input(args);
             inp.fuel = 20_000;
@@ -229,7 +231,7 @@ fn folding_agrees_with_the_interpreter() {
     let edge: [i64; 10] = [0, 1, -1, 2, 31, 32, 63, i32::MIN as i64, i32::MAX as i64, i64::MIN];
     let mut r = minigen::Rng::new(99);
     let mut vals: Vec<i64> = edge.to_vec();
-    vals.extend((0..40).map(|_| r.next() as i64));
+    vals.extend((0..40).map(|_| r.next_u64() as i64));
     for ty in [Type::I32, Type::I64] {
         for op in BinOp::ALL {
             for &a in &vals {

@@ -1,8 +1,8 @@
 //! SSA destruction (`DESIGN.md` pass 4): every phi becomes a copy on each incoming edge,
 //! and the copies of one edge are a *parallel* copy, sequentialized so that no source is
 //! overwritten before it is read (the swap problem), with a fresh temporary to break each
-//! cycle. The copies of an edge go at the end of its predecessor when that block has a
-//! single successor; otherwise the edge is split by a new block holding them (the
+//! cycle. The copies of an edge go at the end of its predecessor when that block ends in
+//! a plain jump; otherwise the edge is split by a new block holding them (the
 //! lost-copy problem: copies placed before a branch would clobber a phi result that is
 //! still live on the other successor).
 //!
@@ -36,7 +36,9 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
             if seq.is_empty() {
                 continue;
             }
-            let at = if an.cfg.succs[p].len() == 1 {
+            // Copies go before the terminator, so only a plain jump may host them: a
+            // branch whose targets agree still reads its condition after them.
+            let at = if matches!(f.blocks[p].term, Terminator::Jump(_)) {
                 p
             } else {
                 stats.bump("edges_split");
