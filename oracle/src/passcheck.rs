@@ -12,7 +12,7 @@
 use crate::interp::{self, InputError, RunInput};
 use crate::outcome::{Invalid, Outcome};
 use tandem_core::ir::{Function, Module};
-use tandem_core::passes::{check_pipeline, PassError, PassManager, Pipeline, Stats};
+use tandem_core::passes::{check_pipeline, Form, PassError, PassManager, Pipeline, Stats};
 
 /// The verdict of one per-pass check.
 #[derive(Clone, Debug)]
@@ -149,10 +149,20 @@ pub fn check_module(m: &Module, entry: &str, input: &RunInput, pipeline: &Pipeli
     check_function(f, input, pipeline)
 }
 
-/// The problems [`check_function`] finds with the corpus pipeline
-/// (`ssa,dce,ssa-destroy,cprop`), as lines for a replay report.
+/// The pipeline a corpus case is checked after: `ssa,dce,ssa-destroy,cprop`, or for a
+/// function already in SSA form (it has phis), `dce,ssa-destroy,cprop`.
+pub fn replay_pipeline(f: &Function) -> Pipeline {
+    if f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty()) {
+        Pipeline::parse_from(Form::Ssa, "dce,ssa-destroy,cprop").expect("valid")
+    } else {
+        check_pipeline()
+    }
+}
+
+/// The problems [`check_function`] finds with [`replay_pipeline`], as lines for a replay
+/// report.
 pub fn replay_problems(f: &Function, input: &RunInput) -> Vec<String> {
-    match check_function(f, input, &check_pipeline()) {
+    match check_function(f, input, &replay_pipeline(f)) {
         Ok(c) => c.verdict.problems(),
         Err(e) => vec![format!("per-pass check: {e}")],
     }

@@ -11,7 +11,7 @@ use tandem_core::passes::{check_pipeline, default_pipeline, fold, Form, PassMana
 use tandem_oracle::casefile::CaseFile;
 use tandem_oracle::interp::{self, RunInput, DEFAULT_FUEL};
 use tandem_oracle::outcome::{End, Value};
-use tandem_oracle::passcheck::{check_function, check_with, Verdict};
+use tandem_oracle::passcheck::{check_function, check_with, replay_pipeline, Verdict};
 
 fn input(args: Vec<Value>) -> RunInput {
     RunInput { args, heap: vec![], callframe: vec![], fuel: DEFAULT_FUEL }
@@ -257,7 +257,7 @@ fn corpus_agrees_after_every_pass() {
         for run in &case.runs {
             let f = case.module.function(&run.entry).unwrap();
             let inp = run.input(f).unwrap();
-            let c = check_function(f, &inp, &check_pipeline()).unwrap();
+            let c = check_function(f, &inp, &replay_pipeline(f)).unwrap();
             assert!(c.verdict.is_ok(), "{}: {}", path.display(), c.verdict.problems().join("\n"));
             compared += matches!(c.verdict, Verdict::Agree) as usize;
         }
