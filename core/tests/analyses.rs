@@ -145,3 +145,40 @@ fn the_hook_sees_every_pass_and_ssa_is_checked() {
     let err = PassManager { verify: true }.run(&default_pipeline(), &mut h, &mut |_, _, _| {}).unwrap_err();
     assert!(matches!(err, PassError::InputForm { .. }));
 }
+
+#[test]
+fn strict_ssa_is_checked() {
+    // One definition, but the use in b2 is not dominated by it.
+    let f = parse(
+        "
+function %f(i32 %a) -> i32 {
+    local i32 %x
+b0:
+    br %a, b1, b2
+b1:
+    %x = 1
+    jump b2
+b2:
+    ret %x
+}
+",
+    );
+    let errs = check_form(&f, Form::Ssa);
+    assert_eq!(errs, vec!["SSA: use of %x in b2 is not dominated by its definition".to_string()]);
+    // A use after the definition in the same statement is fine; before it, not.
+    let g = parse(
+        "
+helper @log(i32, i32) -> void effects(observable)
+function %g(i32 %a) -> i32 {
+    local i32 %x
+    local i32 %y
+b0:
+    call @log(comma((%x = %a), %x), 0)
+    call @log(%y, comma((%y = 1), 0))
+    ret 0
+}
+",
+    );
+    let errs = check_form(&g, Form::Ssa);
+    assert_eq!(errs, vec!["SSA: use of %y in b0 is not dominated by its definition".to_string()]);
+}

@@ -8,7 +8,8 @@
 //! passes (`ssa,dce,ssa-destroy,cprop`): validation follows the form through the list, so
 //! `ssa-destroy` needs SSA and `cprop` needs HIR. [`PassManager::run`] verifies the IR
 //! after every pass when asked (always in tests and debug builds: the default), including
-//! the SSA rule "one definition per local" while the IR is in SSA form, and calls a hook
+//! the SSA rules (one definition per local, every use dominated by its definition)
+//! while the IR is in SSA form, and calls a hook
 //! with the IR after every pass so that the harness can interpret it.
 //!
 //! [`default_pipeline`] reads like the pass list of `DESIGN.md`; the passes of later
@@ -376,6 +377,65 @@ pub fn check_form(f: &Function, form: Form) -> Vec<String> {
                             def(*local, &mut errs);
                         }
                     }
+                }
+            }
+            if errs.is_empty() {
+                errs.extend(check_strict(f));
+            }
+        }
+    }
+    errs
+}
+
+/// Strict SSA: every use of a local is dominated by its definition (a phi argument by
+/// the end of its predecessor), and every local that is read is defined somewhere.
+fn check_strict(f: &Function) -> Vec<String> {
+    use crate::ir::{Block, Local};
+    use cranelift_entity::SecondaryMap;
+    let cfg = Cfg::compute(f);
+    let dt = DomTree::compute(f, &cfg);
+    // Where each local is defined: (block, statement position, node position). Phis are
+    // at (0, 0), statement `i` at `i + 1` with its nodes in evaluation order, and
+    // parameters before everything in the entry.
+    let mut site: SecondaryMap<Local, Option<(Block, usize, usize)>> = SecondaryMap::new();
+    for &p in &f.params {
+        site[p] = Some((f.entry(), 0, 0));
+    }
+    let roots = |b: Block| -> Vec<crate::ir::Expr> {
+        f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()).collect()
+    };
+    for &b in &f.layout {
+        for phi in &f.blocks[b].phis {
+            site[phi.dest] = Some((b, 0, 0));
+        }
+        for (i, s) in roots(b).into_iter().enumerate() {
+            for (k, n) in util::postorder(f, s).into_iter().enumerate() {
+                if let ExprData::Assign { local, .. } = f.exprs[n] {
+                    site[local] = Some((b, i + 1, k));
+                }
+            }
+        }
+    }
+    let mut errs = vec![];
+    let mut check = |l: Local, b: Block, at: (usize, usize), what: &str| match site[l] {
+        None => errs.push(format!("SSA: %{} is read in {b} but never defined", f.locals[l].name)),
+        Some((db, dpos, dk)) => {
+            let ok = if db == b { (dpos, dk) < at } else { dt.dominates(db, b) };
+            if !ok {
+                errs.push(format!("SSA: {what} of %{} in {b} is not dominated by its definition", f.locals[l].name));
+            }
+        }
+    };
+    for &b in &f.layout {
+        for phi in &f.blocks[b].phis {
+            for (p, a) in &phi.args {
+                check(*a, *p, (usize::MAX, usize::MAX), "phi argument");
+            }
+        }
+        for (i, s) in roots(b).into_iter().enumerate() {
+            for (k, n) in util::postorder(f, s).into_iter().enumerate() {
+                if let ExprData::Local(l) = f.exprs[n] {
+                    check(l, b, (i + 1, k), "use");
                 }
             }
         }
