@@ -140,7 +140,7 @@ impl Gen {
 
     fn stmt(&mut self) {
         let x = self.rng.pick(I32_LOCALS).to_string();
-        let line = match self.rng.below(21) {
+        let line = match self.rng.below(22) {
             0..=6 => format!("{x} = {}", self.expr32(3)),
             7 | 8 => format!("{x} = {}", self.rng.pick(I32_READS)),
             9 => format!("{x} = {}", self.rng.below(5)),
@@ -211,6 +211,16 @@ impl Gen {
                     }
                     _ => format!("call @log({x}, {})", self.expr32(1)),
                 }
+            }
+            20 => {
+                // A swap through a temporary (in a loop, SSA copy propagation turns it
+                // into phis that read each other).
+                let k = I32_LOCALS.iter().position(|l| *l == x).unwrap();
+                let y = I32_LOCALS[(k + 1) % I32_LOCALS.len()];
+                let t = I32_LOCALS[(k + 3) % I32_LOCALS.len()];
+                self.lines.push(format!("{t} = {x}"));
+                self.lines.push(format!("{x} = {y}"));
+                format!("{y} = {t}")
             }
             _ => "call @cf_trace()".to_string(),
         };
