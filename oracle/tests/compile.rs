@@ -18,9 +18,11 @@ b2:
 ";
 
 fn compile(args: &[&str]) -> (i32, String, String) {
+    // One file per call: the tests run in parallel.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!("tandem-compile-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("f.tir");
+    let p = dir.join(format!("f{}.tir", N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)));
     std::fs::write(&p, SRC).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_tandem")).arg("compile").arg(&p).args(args).output().unwrap();
     (
