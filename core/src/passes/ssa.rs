@@ -3,17 +3,17 @@
 //! liveness (a phi only where the local is live on entry), then renaming in a pre-order
 //! walk of the dominator tree with one stack of versions per original local.
 //!
-//! Versions are new locals named after the original (`%x.1`, `%x.2`, ... through
-//! `Function::new_local`). The IR gives every local the value 0 on entry, so a use that no
-//! definition reaches reads a zero version `%x.0`, defined by `%x.0 = 0` at the top of the
-//! entry block (only for locals that need one). Parameters are their own first version:
+//! Versions are new locals named after the original (`%x.1`, `%x.2`, ..., unique as
+//! `Function::new_local` makes them). The IR gives every local the value 0 on entry, so
+//! a use that no definition reaches reads a zero version `%x.0`, defined by `%x.0 = 0`
+//! at the top of the entry block (only for locals that need one). Parameters are their own first version:
 //! they keep their incoming value. Callframe variables and the heap stay in memory.
 //! Originals that no longer appear are removed from the function.
 //!
 //! Statistics: `phis` placed, `versions` created, `zero_inits` inserted.
 
 use super::liveness::Liveness;
-use super::util::{postorder, remove_unused_locals};
+use super::util::{postorder, remove_unused_locals, Namer};
 use super::{Analyses, Stats};
 use crate::ir::{Block, ExprData, Function, Local, Phi};
 use cranelift_entity::{EntityRef, SecondaryMap};
@@ -57,7 +57,12 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
     }
 
     // Renaming.
-    let mut r = Renamer { stacks: vec![vec![]; nlocals], zero: vec![None; nlocals], stats: &mut stats };
+    let mut r = Renamer {
+        stacks: vec![vec![]; nlocals],
+        zero: vec![None; nlocals],
+        namer: Namer::new(f),
+        stats: &mut stats,
+    };
     for &p in &f.params {
         r.stacks[p.index()].push(p);
     }
@@ -137,12 +142,14 @@ struct Renamer<'a> {
     stacks: Vec<Vec<Local>>,
     /// The zero version of each original, created on first need.
     zero: Vec<Option<Local>>,
+    namer: Namer,
     stats: &'a mut Stats,
 }
 
 impl Renamer<'_> {
     fn new_version(&mut self, f: &mut Function, x: Local) -> Local {
-        let v = f.new_local(&f.locals[x].name.clone(), f.locals[x].ty);
+        let (name, ty) = (f.locals[x].name.clone(), f.locals[x].ty);
+        let v = self.namer.new_local(f, &name, ty);
         self.stacks[x.index()].push(v);
         self.stats.bump("versions");
         v
@@ -152,9 +159,12 @@ impl Renamer<'_> {
         if let Some(&v) = self.stacks[x.index()].last() {
             return v;
         }
-        *self.zero[x.index()].get_or_insert_with(|| {
-            let name = format!("{}.0", f.locals[x].name);
-            f.new_local(&name, f.locals[x].ty)
-        })
+        if let Some(z) = self.zero[x.index()] {
+            return z;
+        }
+        let name = format!("{}.0", f.locals[x].name);
+        let z = self.namer.new_local(f, &name, f.locals[x].ty);
+        self.zero[x.index()] = Some(z);
+        z
     }
 }

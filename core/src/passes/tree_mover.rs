@@ -27,6 +27,10 @@
 //! * [`TreeMover::end_block`]: every slot in [U] becomes an *unsafe* move on the todo
 //!   list; the slots are reset to [E] with [W], the affecting lists cleared.
 //!
+//! The seed's [IndirectDefinition] is a write to memory here (locals have no address;
+//! the trees that can change under it are those that read the heap or the callframe),
+//! and its [IndirectUse] has no counterpart: nothing reads a local but a `Local` node.
+//!
 //! [`TreeMover::resolve`] walks the todo list at the end of the graph: safe moves happen,
 //! unsafe ones only if their slot is not flagged [X], neither happens if a linked move
 //! already happened or a must-be-dead slot is not dead. Statistics per kind of move:

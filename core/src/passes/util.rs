@@ -143,3 +143,35 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
     }
     removed
 }
+
+/// Hands out local names the way `Function::new_local` does (`base`, else `base.1`,
+/// `base.2`, ...) without rescanning every local for each name: passes that create
+/// thousands of locals (SSA versions) use it.
+pub struct Namer {
+    taken: std::collections::HashSet<String>,
+    next: std::collections::HashMap<String, u32>,
+}
+
+impl Namer {
+    /// A namer that knows the names of `f`'s locals.
+    pub fn new(f: &Function) -> Namer {
+        Namer { taken: f.locals.values().map(|d| d.name.clone()).collect(), next: Default::default() }
+    }
+
+    /// Adds a local named after `base` to `f`.
+    pub fn new_local(&mut self, f: &mut Function, base: &str, ty: crate::ir::Type) -> Local {
+        let mut name = base.to_string();
+        if self.taken.contains(&name) {
+            let n = self.next.entry(base.to_string()).or_insert(1);
+            loop {
+                name = format!("{base}.{n}");
+                *n += 1;
+                if !self.taken.contains(&name) {
+                    break;
+                }
+            }
+        }
+        self.taken.insert(name.clone());
+        f.locals.push(crate::ir::LocalData { name, ty })
+    }
+}
