@@ -3,11 +3,13 @@
 //! * [`outcome`] — the observable outcome of a run and precise diffs between outcomes;
 //! * [`runtime`] — the one implementation of each runtime helper;
 //! * [`interp`] — the reference interpreter (HIR and SSA, with fuel);
+//! * [`passcheck`] — the interpreter after every IR pass, against the reference;
 //! * [`casefile`] — `.tir` case files: module + runs + expectations, print/parse;
 //! * [`replay`] — runs case files and folders of them (`tandem run`).
 
 pub mod casefile;
 pub mod interp;
 pub mod outcome;
+pub mod passcheck;
 pub mod replay;
 pub mod runtime;

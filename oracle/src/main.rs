@@ -28,12 +28,94 @@ enum Command {
         #[arg(long, short)]
         verbose: bool,
     },
+    /// Compiles a file (a module or a case file) and prints the IR at a chosen point.
+    Compile {
+        /// The `.tir` file.
+        file: PathBuf,
+        /// What to print: `hir` (IR without phis) or `ssa` (IR with phis).
+        #[arg(long, default_value = "hir")]
+        emit: String,
+        /// Print the IR after this pass (default: after `ssa` for `--emit ssa`, else after
+        /// the last pass).
+        #[arg(long)]
+        after: Option<String>,
+        /// The passes to run, comma-separated (default: the default pipeline).
+        #[arg(long)]
+        pipeline: Option<String>,
+        /// Print each pass's statistics to standard error.
+        #[arg(long)]
+        stats: bool,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run { paths, bless, verbose } => run(&paths, bless, verbose),
+        Command::Compile { file, emit, after, pipeline, stats } => {
+            compile(&file, &emit, after.as_deref(), pipeline.as_deref(), stats)
+        }
+    }
+}
+
+fn compile(file: &std::path::Path, emit: &str, after: Option<&str>, pipeline: Option<&str>, stats: bool) -> ExitCode {
+    use tandem_core::passes::{default_pipeline, Form, PassManager, Pipeline};
+    let fail = |msg: String| {
+        eprintln!("error: {msg}");
+        ExitCode::from(2)
+    };
+    let want = match emit {
+        "hir" => Form::Hir,
+        "ssa" => Form::Ssa,
+        other => return fail(format!("--emit {other}: expected `hir` or `ssa`")),
+    };
+    let pipeline = match pipeline.map(Pipeline::parse).unwrap_or_else(|| Ok(default_pipeline())) {
+        Ok(p) => p,
+        Err(e) => return fail(format!("--pipeline: {e}")),
+    };
+    let after = after.or(if want == Form::Ssa { Some("ssa") } else { None });
+    let n = match after {
+        None => pipeline.passes.len(),
+        Some(a) => match pipeline.passes.iter().position(|p| p.name == a) {
+            Some(i) => i + 1,
+            None => return fail(format!("--after {a}: pass `{a}` is not in the pipeline `{pipeline}`")),
+        },
+    };
+    let form = pipeline.form_after(n);
+    if form != want {
+        let at = if n == 0 { "the input".to_string() } else { format!("after `{}`", pipeline.passes[n - 1].name) };
+        return fail(format!("the IR {at} is in {form} form, not {want}; use --emit {}", emit_name(form)));
+    }
+    let prefix = Pipeline { passes: pipeline.passes[..n].to_vec(), start: pipeline.start };
+    let case = match replay::load(file) {
+        Ok(c) => c,
+        Err(e) => return fail(e.to_string()),
+    };
+    let mut module = case.module;
+    let pm = PassManager { verify: true };
+    for f in &mut module.functions {
+        match pm.run(&prefix, f, &mut |_, _, _| {}) {
+            Ok(s) => {
+                if stats {
+                    for (pass, st) in s {
+                        eprintln!("%{} {pass}: {st}", f.name);
+                    }
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    print!("{module}");
+    ExitCode::SUCCESS
+}
+
+fn emit_name(f: tandem_core::passes::Form) -> &'static str {
+    match f {
+        tandem_core::passes::Form::Hir => "hir",
+        tandem_core::passes::Form::Ssa => "ssa",
     }
 }
 

@@ -1,7 +1,8 @@
 //! Replays case files: parses, verifies, runs every run in the reference interpreter and
-//! compares with the expectation (or blesses it). This is what `tandem run` and the
-//! corpus tests call; the command-line layer only turns [`FileReport`] into text and an
-//! exit code.
+//! compares with the expectation (or blesses it), and checks that the outcome stays the
+//! same after every pass of `ssa,dce,ssa-destroy,cprop` ([`crate::passcheck`]). This is
+//! what `tandem run` and the corpus tests call; the command-line layer only turns
+//! [`FileReport`] into text and an exit code.
 
 use crate::casefile::{CaseFile, Run};
 use crate::interp;
@@ -82,7 +83,9 @@ pub fn replay_file(path: &Path, bless: bool) -> Result<FileReport, BadInput> {
             col: 1,
             message: e.to_string(),
         })?;
-        let mismatches = r.check(f, &actual);
+        let mut mismatches = r.check(f, &actual);
+        // Every run must also give the same outcome after every pass of the pipeline.
+        mismatches.extend(crate::passcheck::replay_problems(f, &input));
         actuals.push(Some(Run::expectation_of(f, &actual)));
         runs.push(RunReport { line: r.line, title: title(r), mismatches });
     }

@@ -1,0 +1,63 @@
+//! The control-flow graph analysis: successors and predecessors of every block in the
+//! layout (duplicates removed: a branch whose two targets agree is one edge), and the
+//! reverse post-order from the entry. It is a snapshot: a pass that adds, removes or
+//! redirects blocks says so (`PassInfo::changes_cfg`) and the pass manager recomputes it.
+
+use crate::ir::{Block, Function};
+use cranelift_entity::SecondaryMap;
+
+/// Successors, predecessors and the reverse post-order of a function's blocks.
+#[derive(Clone, Debug, Default)]
+pub struct Cfg {
+    pub succs: SecondaryMap<Block, Vec<Block>>,
+    pub preds: SecondaryMap<Block, Vec<Block>>,
+    /// Blocks reachable from the entry in reverse post-order; the entry is first.
+    pub rpo: Vec<Block>,
+    /// Position of each block in `rpo` (`u32::MAX` for unreachable blocks).
+    pub rpo_index: SecondaryMap<Block, u32>,
+}
+
+impl Cfg {
+    /// Computes the CFG of `f`.
+    pub fn compute(f: &Function) -> Cfg {
+        let mut cfg = Cfg::default();
+        for &b in &f.layout {
+            let mut s = vec![];
+            for t in f.blocks[b].term.successors() {
+                if !s.contains(&t) {
+                    s.push(t);
+                }
+            }
+            for &t in &s {
+                cfg.preds[t].push(b);
+            }
+            cfg.succs[b] = s;
+        }
+        // Iterative depth-first search for the post-order.
+        let mut post = vec![];
+        let mut seen: SecondaryMap<Block, bool> = SecondaryMap::new();
+        let mut stack = vec![(f.entry(), 0usize)];
+        seen[f.entry()] = true;
+        while let Some((b, i)) = stack.pop() {
+            if i < cfg.succs[b].len() {
+                stack.push((b, i + 1));
+                let t = cfg.succs[b][i];
+                if !seen[t] {
+                    seen[t] = true;
+                    stack.push((t, 0));
+                }
+            } else {
+                post.push(b);
+            }
+        }
+        post.reverse();
+        for &b in &f.layout {
+            cfg.rpo_index[b] = u32::MAX;
+        }
+        for (i, &b) in post.iter().enumerate() {
+            cfg.rpo_index[b] = i as u32;
+        }
+        cfg.rpo = post;
+        cfg
+    }
+}

@@ -1,0 +1,139 @@
+//! `cprop` (`DESIGN.md` pass 5): local copy and constant propagation per block with
+//! constant folding, and the tree mover of `seeds/tree-mover.txt` running inside it,
+//! on non-SSA HIR.
+//!
+//! Each block is walked statement by statement, each tree in evaluation order. The ACP
+//! (available copies and constants) maps a local to the constant or the other local it
+//! was last assigned by a top-level statement of this block; a use of a local with an
+//! ACP entry is rewritten at once, and a node whose operands are all constants is folded
+//! (`super::fold`, exactly the semantics of `crate::ir`; a division that would trap is
+//! left alone). A definition of `x` removes the entries of `x` and those that copy `x`.
+//! A self-copy `x = x` left by propagation is deleted. Every event — a use after
+//! rewriting, a definition, a memory write, a forwarding copy, a movable tree
+//! definition, the end of the block — is passed to the [`TreeMover`]; its moves are
+//! performed after the last block.
+//!
+//! Statistics: `copies` and `consts` propagated, `folded` nodes, `self_copies` removed,
+//! and the tree mover's counters (see [`super::tree_mover`]).
+
+use super::fold::fold_node;
+use super::tree_mover::TreeMover;
+use super::util::{postorder, remove_unused_locals};
+use super::{Analyses, Stats};
+use crate::ir::{Block, ExprData, Function, Local, Type};
+use std::collections::HashMap;
+
+/// An ACP entry.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Avail {
+    Const(Type, i64),
+    Copy(Local),
+}
+
+/// Runs copy/constant propagation and the tree mover over `f`.
+pub fn run(f: &mut Function, _an: &Analyses) -> Stats {
+    let mut stats = Stats::default();
+    let mut tm = TreeMover::new(f.locals.len());
+    for b in f.layout.clone() {
+        cprop_block(f, b, &mut tm, &mut stats);
+    }
+    let deleted = tm.resolve(f, &mut stats);
+    for b in f.layout.clone() {
+        f.blocks[b].stmts.retain(|s| !deleted.contains(s));
+    }
+    remove_unused_locals(f);
+    stats
+}
+
+fn kill(acp: &mut HashMap<Local, Avail>, x: Local) {
+    acp.remove(&x);
+    acp.retain(|_, v| *v != Avail::Copy(x));
+}
+
+fn cprop_block(f: &mut Function, b: Block, tm: &mut TreeMover, stats: &mut Stats) {
+    let mut acp: HashMap<Local, Avail> = HashMap::new();
+    let stmts = f.blocks[b].stmts.clone();
+    let mut kept = vec![];
+    for s in stmts {
+        // A copy that propagation turns into `x = x` does nothing: drop it unseen.
+        if let ExprData::Assign { local, value } = f.exprs[s] {
+            if let ExprData::Local(y) = f.exprs[value] {
+                if y == local || acp.get(&y) == Some(&Avail::Copy(local)) {
+                    stats.bump("self_copies");
+                    continue;
+                }
+            }
+        }
+        cprop_tree(f, b, s, &mut acp, tm, stats, true);
+        kept.push(s);
+    }
+    f.blocks[b].stmts = kept;
+    if let Some(t) = f.blocks[b].term.expr() {
+        cprop_tree(f, b, t, &mut acp, tm, stats, false);
+    }
+    tm.end_block();
+}
+
+fn cprop_tree(
+    f: &mut Function,
+    b: Block,
+    root: crate::ir::Expr,
+    acp: &mut HashMap<Local, Avail>,
+    tm: &mut TreeMover,
+    stats: &mut Stats,
+    is_stmt: bool,
+) {
+    for n in postorder(f, root) {
+        match f.exprs[n].clone() {
+            ExprData::Local(l) => match acp.get(&l) {
+                Some(&Avail::Const(ty, value)) => {
+                    f.exprs[n] = ExprData::Const { ty, value };
+                    stats.bump("consts");
+                }
+                Some(&Avail::Copy(m)) => {
+                    f.exprs[n] = ExprData::Local(m);
+                    stats.bump("copies");
+                    tm.use_(m, n, stats);
+                }
+                None => tm.use_(l, n, stats),
+            },
+            ExprData::Assign { local: x, value } => {
+                tm.def(x, stats);
+                kill(acp, x);
+                if !(is_stmt && n == root) {
+                    continue;
+                }
+                match f.exprs[value] {
+                    ExprData::Const { ty, value } => {
+                        acp.insert(x, Avail::Const(ty, value));
+                    }
+                    ExprData::Local(y) => {
+                        if y != x {
+                            acp.insert(x, Avail::Copy(y));
+                            tm.copy(x, y, value, n);
+                        }
+                    }
+                    _ => {
+                        let reads_x = postorder(f, value).iter().any(|&e| f.exprs[e] == ExprData::Local(x));
+                        if !reads_x && !f.tree_has_side_effect(value) {
+                            tm.tree_def(f, b, x, n, value);
+                        }
+                    }
+                }
+            }
+            ExprData::Store { .. } | ExprData::CfWrite { .. } => tm.memory_write(stats),
+            ExprData::Call { helper, .. } => {
+                let e = helper.effects();
+                if e.writes_heap || e.writes_callframe {
+                    tm.memory_write(stats);
+                }
+            }
+            _ => {
+                if let Some((ty, value)) = fold_node(f, n) {
+                    f.exprs[n] = ExprData::Const { ty, value };
+                    stats.bump("folded");
+                }
+            }
+        }
+    }
+}

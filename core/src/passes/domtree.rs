@@ -1,0 +1,153 @@
+//! The dominator tree, computed with the iterative algorithm of Cooper, Harvey and
+//! Kennedy ("A Simple, Fast Dominance Algorithm", 2001), and dominance frontiers computed
+//! from it the same paper's way (walk up from each predecessor of a join block to the
+//! join block's immediate dominator). SSA construction (`seeds/ssapre.txt` assumes SSA
+//! form) places phis on the iterated dominance frontier of each variable's definitions.
+//! Both are snapshots of one CFG and are recomputed when a pass changes the CFG.
+
+use super::cfg::Cfg;
+use crate::ir::{Block, Function};
+use cranelift_entity::SecondaryMap;
+
+/// Immediate dominators and dominator-tree children of the reachable blocks.
+#[derive(Clone, Debug, Default)]
+pub struct DomTree {
+    /// The immediate dominator; `None` for the entry and for unreachable blocks.
+    pub idom: SecondaryMap<Block, Option<Block>>,
+    /// Children in the dominator tree, in block order.
+    pub children: SecondaryMap<Block, Vec<Block>>,
+    /// Reverse post-order positions, copied from the CFG for the intersection walk.
+    rpo_index: SecondaryMap<Block, u32>,
+    entry: Option<Block>,
+}
+
+impl DomTree {
+    /// Computes the dominator tree of `f` over `cfg`.
+    pub fn compute(f: &Function, cfg: &Cfg) -> DomTree {
+        let entry = f.entry();
+        let mut idom: SecondaryMap<Block, Option<Block>> = SecondaryMap::new();
+        idom[entry] = Some(entry);
+        let intersect = |idom: &SecondaryMap<Block, Option<Block>>, mut a: Block, mut b: Block| {
+            while a != b {
+                while cfg.rpo_index[a] > cfg.rpo_index[b] {
+                    a = idom[a].expect("processed");
+                }
+                while cfg.rpo_index[b] > cfg.rpo_index[a] {
+                    b = idom[b].expect("processed");
+                }
+            }
+            a
+        };
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for &b in cfg.rpo.iter().skip(1) {
+                let mut new: Option<Block> = None;
+                for &p in &cfg.preds[b] {
+                    if idom[p].is_none() {
+                        continue;
+                    }
+                    new = Some(match new {
+                        None => p,
+                        Some(n) => intersect(&idom, p, n),
+                    });
+                }
+                if new.is_some() && idom[b] != new {
+                    idom[b] = new;
+                    changed = true;
+                }
+            }
+        }
+        idom[entry] = None;
+        let mut children: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
+        for &b in cfg.rpo.iter().skip(1) {
+            if let Some(d) = idom[b] {
+                children[d].push(b);
+            }
+        }
+        // Children in block order, so that walks (and the version numbers SSA renaming
+        // hands out) follow the order a reader sees.
+        for &b in &cfg.rpo {
+            children[b].sort();
+        }
+        DomTree { idom, children, rpo_index: cfg.rpo_index.clone(), entry: Some(entry) }
+    }
+
+    /// Whether `a` dominates `b` (every block dominates itself).
+    pub fn dominates(&self, a: Block, mut b: Block) -> bool {
+        loop {
+            if a == b {
+                return true;
+            }
+            if self.rpo_index[b] <= self.rpo_index[a] {
+                return false;
+            }
+            match self.idom[b] {
+                Some(d) => b = d,
+                None => return false,
+            }
+        }
+    }
+
+    /// The blocks in dominator-tree pre-order, starting at the entry.
+    pub fn preorder(&self) -> Vec<Block> {
+        let mut out = vec![];
+        let mut stack: Vec<Block> = self.entry.into_iter().collect();
+        while let Some(b) = stack.pop() {
+            out.push(b);
+            stack.extend(self.children[b].iter().rev());
+        }
+        out
+    }
+}
+
+/// The dominance frontier of every block.
+#[derive(Clone, Debug, Default)]
+pub struct DominanceFrontiers {
+    pub frontier: SecondaryMap<Block, Vec<Block>>,
+}
+
+impl DominanceFrontiers {
+    /// Computes the frontiers from the CFG and the dominator tree.
+    pub fn compute(cfg: &Cfg, dt: &DomTree) -> DominanceFrontiers {
+        let mut frontier: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
+        for &b in &cfg.rpo {
+            if cfg.preds[b].len() < 2 {
+                continue;
+            }
+            let Some(id) = dt.idom[b] else { continue };
+            for &p in &cfg.preds[b] {
+                if cfg.rpo_index[p] == u32::MAX {
+                    continue;
+                }
+                let mut runner = p;
+                while runner != id {
+                    if !frontier[runner].contains(&b) {
+                        frontier[runner].push(b);
+                    }
+                    match dt.idom[runner] {
+                        Some(d) => runner = d,
+                        None => break,
+                    }
+                }
+            }
+        }
+        DominanceFrontiers { frontier }
+    }
+
+    /// The iterated dominance frontier of a set of blocks, sorted by block number.
+    pub fn iterated(&self, blocks: &[Block]) -> Vec<Block> {
+        let mut out: Vec<Block> = vec![];
+        let mut work: Vec<Block> = blocks.to_vec();
+        while let Some(b) = work.pop() {
+            for &d in &self.frontier[b] {
+                if !out.contains(&d) {
+                    out.push(d);
+                    work.push(d);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+}

@@ -1,0 +1,444 @@
+//! The pass manager and the IR-level passes of `DESIGN.md` ("The pipeline").
+//!
+//! A pass is a function over `&mut Function` plus the CFG analyses ([`Analyses`]),
+//! returning [`Stats`]: named counters of what it did. Each pass is described by a
+//! [`PassInfo`]: its name, the IR form it needs and the form it leaves ([`Form`]: HIR
+//! without phis, or SSA), and whether it changes the CFG, in which case the manager
+//! recomputes the analyses before the next pass. A [`Pipeline`] is a validated list of
+//! passes (`ssa,dce,ssa-destroy,cprop`): validation follows the form through the list, so
+//! `ssa-destroy` needs SSA and `cprop` needs HIR. [`PassManager::run`] verifies the IR
+//! after every pass when asked (always in tests and debug builds: the default), including
+//! the SSA rules (one definition per local, every use dominated by its definition)
+//! while the IR is in SSA form, and calls a hook
+//! with the IR after every pass so that the harness can interpret it.
+//!
+//! [`default_pipeline`] reads like the pass list of `DESIGN.md`; the passes of later
+//! issues (`memopt`, `ssapre`, the backend) join it as they land.
+
+pub mod cfg;
+pub mod cprop;
+pub mod dce;
+pub mod domtree;
+pub mod fold;
+pub mod liveness;
+pub mod loops;
+pub mod ssa;
+pub mod ssa_destroy;
+pub mod tree_mover;
+pub mod util;
+
+use crate::ir::{ExprData, Function, Module};
+use crate::verify::{verify_function, VerifyError};
+use std::fmt;
+
+pub use cfg::Cfg;
+pub use domtree::{DomTree, DominanceFrontiers};
+pub use liveness::Liveness;
+pub use loops::LoopNest;
+
+/// Named counters of what a pass did, in the order they were first touched.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Stats {
+    pub counters: Vec<(&'static str, u64)>,
+}
+
+impl Stats {
+    /// Adds `n` to the counter `name` (creating it at 0).
+    pub fn add(&mut self, name: &'static str, n: u64) {
+        match self.counters.iter_mut().find(|(k, _)| *k == name) {
+            Some((_, v)) => *v += n,
+            None => self.counters.push((name, n)),
+        }
+    }
+
+    /// Adds one to the counter `name`.
+    pub fn bump(&mut self, name: &'static str) {
+        self.add(name, 1);
+    }
+
+    /// The value of a counter (0 if it never fired).
+    pub fn get(&self, name: &str) -> u64 {
+        self.counters.iter().find(|(k, _)| *k == name).map_or(0, |(_, v)| *v)
+    }
+
+    /// Adds every counter of `other`.
+    pub fn merge(&mut self, other: &Stats) {
+        for (k, v) in &other.counters {
+            self.add(k, *v);
+        }
+    }
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        f.write_str(&parts.join(" "))
+    }
+}
+
+/// The form of the IR between passes.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Form {
+    /// HIR: no phis, a local may be assigned many times.
+    Hir,
+    /// SSA: phis allowed, every local defined once (parameters by the call).
+    Ssa,
+}
+
+impl fmt::Display for Form {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Form::Hir => "HIR",
+            Form::Ssa => "SSA",
+        })
+    }
+}
+
+/// The CFG analyses a pass may read. They describe the IR as it was when the pass began.
+#[derive(Clone, Debug)]
+pub struct Analyses {
+    pub cfg: Cfg,
+    pub domtree: DomTree,
+    pub frontiers: DominanceFrontiers,
+    pub loops: LoopNest,
+}
+
+impl Analyses {
+    /// Computes every CFG analysis of `f`.
+    pub fn compute(f: &Function) -> Analyses {
+        let cfg = Cfg::compute(f);
+        let domtree = DomTree::compute(f, &cfg);
+        let frontiers = DominanceFrontiers::compute(&cfg, &domtree);
+        let loops = LoopNest::compute(&cfg, &domtree);
+        Analyses { cfg, domtree, frontiers, loops }
+    }
+}
+
+/// Errors of the pass manager.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum PassError {
+    /// A pipeline names a pass that does not exist.
+    UnknownPass(String),
+    /// A pipeline is empty or has an empty name in it.
+    EmptyName,
+    /// A pass is placed where the IR is in the wrong form (e.g. `ssa-destroy` before `ssa`).
+    WrongForm { pass: &'static str, needs: Form, found: Form },
+    /// The input function's form does not match what the pipeline starts from.
+    InputForm { function: String, expected: Form },
+    /// The verifier rejected the IR a pass produced: a bug in that pass.
+    Verify { pass: &'static str, function: String, errors: Vec<String> },
+}
+
+impl fmt::Display for PassError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PassError::UnknownPass(n) => {
+                let names: Vec<&str> = PASSES.iter().map(|p| p.name).collect();
+                write!(f, "unknown pass `{n}` (known passes: {})", names.join(", "))
+            }
+            PassError::EmptyName => f.write_str("empty pass name in pipeline"),
+            PassError::WrongForm { pass, needs, found } => {
+                write!(f, "pass `{pass}` needs {needs} but the IR is in {found} form at that point")
+            }
+            PassError::InputForm { function, expected } => {
+                write!(f, "function %{function} is not in {expected} form, which the pipeline starts from")
+            }
+            PassError::Verify { pass, function, errors } => {
+                write!(f, "after pass `{pass}`, function %{function} fails verification:")?;
+                for e in errors {
+                    write!(f, "\n  {e}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for PassError {}
+
+/// The signature of a pass.
+pub type PassFn = fn(&mut Function, &Analyses) -> Stats;
+
+/// A pass and what the manager must know about it.
+pub struct PassInfo {
+    pub name: &'static str,
+    /// The form the pass needs; `None`: either.
+    pub needs: Option<Form>,
+    /// The form the pass leaves; `None`: unchanged.
+    pub produces: Option<Form>,
+    /// Whether the pass adds, removes or redirects blocks.
+    pub changes_cfg: bool,
+    pub run: PassFn,
+}
+
+/// Every IR-level pass.
+pub static PASSES: &[PassInfo] = &[
+    PassInfo { name: "ssa", needs: Some(Form::Hir), produces: Some(Form::Ssa), changes_cfg: false, run: ssa::run },
+    PassInfo { name: "dce", needs: None, produces: None, changes_cfg: false, run: dce::run },
+    PassInfo {
+        name: "ssa-destroy",
+        needs: Some(Form::Ssa),
+        produces: Some(Form::Hir),
+        changes_cfg: true,
+        run: ssa_destroy::run,
+    },
+    PassInfo { name: "cprop", needs: Some(Form::Hir), produces: None, changes_cfg: false, run: cprop::run },
+];
+
+/// Finds a pass by name.
+pub fn pass_by_name(name: &str) -> Option<&'static PassInfo> {
+    PASSES.iter().find(|p| p.name == name)
+}
+
+/// A validated list of passes.
+#[derive(Clone)]
+pub struct Pipeline {
+    pub passes: Vec<&'static PassInfo>,
+    /// The form of the IR the pipeline starts from.
+    pub start: Form,
+}
+
+impl fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Pipeline({})", self)
+    }
+}
+
+impl fmt::Display for Pipeline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.passes.iter().map(|p| p.name).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+impl Pipeline {
+    /// Builds a pipeline from pass names, checking that each pass finds the form it needs
+    /// when the input is HIR.
+    pub fn new(names: &[&str]) -> Result<Pipeline, PassError> {
+        Pipeline::new_from(Form::Hir, names)
+    }
+
+    /// Builds a pipeline whose input is in form `start`.
+    pub fn new_from(start: Form, names: &[&str]) -> Result<Pipeline, PassError> {
+        let mut passes = vec![];
+        let mut form = start;
+        for &n in names {
+            if n.is_empty() {
+                return Err(PassError::EmptyName);
+            }
+            let p = pass_by_name(n).ok_or_else(|| PassError::UnknownPass(n.to_string()))?;
+            if let Some(needs) = p.needs {
+                if needs != form {
+                    return Err(PassError::WrongForm { pass: p.name, needs, found: form });
+                }
+            }
+            form = p.produces.unwrap_or(form);
+            passes.push(p);
+        }
+        Ok(Pipeline { passes, start })
+    }
+
+    /// Parses a comma-separated list such as `ssa,dce,ssa-destroy,cprop` (input in HIR).
+    pub fn parse(list: &str) -> Result<Pipeline, PassError> {
+        Pipeline::parse_from(Form::Hir, list)
+    }
+
+    /// Parses a comma-separated list whose input is in form `start`.
+    pub fn parse_from(start: Form, list: &str) -> Result<Pipeline, PassError> {
+        let names: Vec<&str> = list.split(',').map(str::trim).collect();
+        Pipeline::new_from(start, &names)
+    }
+
+    /// The form of the IR after the first `n` passes.
+    pub fn form_after(&self, n: usize) -> Form {
+        self.passes[..n].iter().fold(self.start, |f, p| p.produces.unwrap_or(f))
+    }
+}
+
+/// The default IR-level pipeline, in the order of `DESIGN.md`.
+pub fn default_pipeline() -> Pipeline {
+    Pipeline::new(&[
+        // 1. Dominators, dominance frontiers, phi placement, renaming.
+        "ssa",
+        // 2. `memopt` and 3. `ssapre` join here when they land.
+        // 4. Dead code, then out of SSA with parallel copies.
+        "dce",
+        "ssa-destroy",
+        // 5. Local copy/constant propagation with the tree mover.
+        "cprop",
+    ])
+    .expect("the default pipeline is valid")
+}
+
+/// The pipeline every corpus case and generated program is checked after, pass by pass.
+pub fn check_pipeline() -> Pipeline {
+    Pipeline::parse("ssa,dce,ssa-destroy,cprop").expect("valid")
+}
+
+/// Runs pipelines over functions.
+#[derive(Copy, Clone, Debug)]
+pub struct PassManager {
+    /// Verify the IR after every pass (the default in tests and debug builds).
+    pub verify: bool,
+}
+
+impl Default for PassManager {
+    fn default() -> Self {
+        PassManager { verify: cfg!(debug_assertions) }
+    }
+}
+
+impl PassManager {
+    /// Runs `pipeline` over `f`, calling `hook(pass, f, stats)` after each pass. Returns
+    /// the statistics of each pass in order.
+    pub fn run(
+        &self,
+        pipeline: &Pipeline,
+        f: &mut Function,
+        hook: &mut dyn FnMut(&str, &Function, &Stats),
+    ) -> Result<Vec<(&'static str, Stats)>, PassError> {
+        if !check_form(f, pipeline.start).is_empty() {
+            return Err(PassError::InputForm { function: f.name.clone(), expected: pipeline.start });
+        }
+        let mut out = vec![];
+        let mut analyses = Analyses::compute(f);
+        let mut form = pipeline.start;
+        for p in &pipeline.passes {
+            let stats = (p.run)(f, &analyses);
+            form = p.produces.unwrap_or(form);
+            if self.verify {
+                let mut errors: Vec<String> = match verify_function(f) {
+                    Ok(()) => vec![],
+                    Err(es) => es.iter().map(VerifyError::to_string).collect(),
+                };
+                errors.extend(check_form(f, form));
+                if !errors.is_empty() {
+                    return Err(PassError::Verify { pass: p.name, function: f.name.clone(), errors });
+                }
+            }
+            if p.changes_cfg {
+                analyses = Analyses::compute(f);
+            }
+            hook(p.name, f, &stats);
+            out.push((p.name, stats));
+        }
+        Ok(out)
+    }
+
+    /// Runs `pipeline` over every function of a module.
+    pub fn run_module(
+        &self,
+        pipeline: &Pipeline,
+        m: &mut Module,
+        hook: &mut dyn FnMut(&str, &Function, &Stats),
+    ) -> Result<Stats, PassError> {
+        let mut total = Stats::default();
+        for f in &mut m.functions {
+            for (name, s) in self.run(pipeline, f, hook)? {
+                for (k, v) in &s.counters {
+                    let _ = name;
+                    total.add(k, *v);
+                }
+            }
+        }
+        Ok(total)
+    }
+}
+
+/// The form-specific rules: HIR has no phis; SSA defines each local at most once and never
+/// assigns a parameter.
+pub fn check_form(f: &Function, form: Form) -> Vec<String> {
+    let mut errs = vec![];
+    match form {
+        Form::Hir => {
+            for &b in &f.layout {
+                if !f.blocks[b].phis.is_empty() {
+                    errs.push(format!("{b} has phis but the IR should be in HIR form"));
+                }
+            }
+        }
+        Form::Ssa => {
+            let mut defined = util::LocalSet::new(f.locals.len());
+            for &p in &f.params {
+                defined.insert(p);
+            }
+            let mut def = |l: crate::ir::Local, errs: &mut Vec<String>| {
+                if !defined.insert(l) {
+                    errs.push(format!("SSA: local %{} is defined more than once", f.locals[l].name));
+                }
+            };
+            for &b in &f.layout {
+                for phi in &f.blocks[b].phis {
+                    def(phi.dest, &mut errs);
+                }
+                for s in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
+                    for n in util::postorder(f, s) {
+                        if let ExprData::Assign { local, .. } = &f.exprs[n] {
+                            def(*local, &mut errs);
+                        }
+                    }
+                }
+            }
+            if errs.is_empty() {
+                errs.extend(check_strict(f));
+            }
+        }
+    }
+    errs
+}
+
+/// Strict SSA: every use of a local is dominated by its definition (a phi argument by
+/// the end of its predecessor), and every local that is read is defined somewhere.
+fn check_strict(f: &Function) -> Vec<String> {
+    use crate::ir::{Block, Local};
+    use cranelift_entity::SecondaryMap;
+    let cfg = Cfg::compute(f);
+    let dt = DomTree::compute(f, &cfg);
+    // Where each local is defined: (block, statement position, node position). Phis are
+    // at (0, 0), statement `i` at `i + 1` with its nodes in evaluation order, and
+    // parameters before everything in the entry.
+    let mut site: SecondaryMap<Local, Option<(Block, usize, usize)>> = SecondaryMap::new();
+    for &p in &f.params {
+        site[p] = Some((f.entry(), 0, 0));
+    }
+    let roots = |b: Block| -> Vec<crate::ir::Expr> {
+        f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()).collect()
+    };
+    for &b in &f.layout {
+        for phi in &f.blocks[b].phis {
+            site[phi.dest] = Some((b, 0, 0));
+        }
+        for (i, s) in roots(b).into_iter().enumerate() {
+            for (k, n) in util::postorder(f, s).into_iter().enumerate() {
+                if let ExprData::Assign { local, .. } = f.exprs[n] {
+                    site[local] = Some((b, i + 1, k));
+                }
+            }
+        }
+    }
+    let mut errs = vec![];
+    let mut check = |l: Local, b: Block, at: (usize, usize), what: &str| match site[l] {
+        None => errs.push(format!("SSA: %{} is read in {b} but never defined", f.locals[l].name)),
+        Some((db, dpos, dk)) => {
+            let ok = if db == b { (dpos, dk) < at } else { dt.dominates(db, b) };
+            if !ok {
+                errs.push(format!("SSA: {what} of %{} in {b} is not dominated by its definition", f.locals[l].name));
+            }
+        }
+    };
+    for &b in &f.layout {
+        for phi in &f.blocks[b].phis {
+            for (p, a) in &phi.args {
+                check(*a, *p, (usize::MAX, usize::MAX), "phi argument");
+            }
+        }
+        for (i, s) in roots(b).into_iter().enumerate() {
+            for (k, n) in util::postorder(f, s).into_iter().enumerate() {
+                if let ExprData::Local(l) = f.exprs[n] {
+                    check(l, b, (i + 1, k), "use");
+                }
+            }
+        }
+    }
+    errs
+}

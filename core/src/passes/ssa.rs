@@ -1,0 +1,170 @@
+//! SSA construction (`DESIGN.md` pass 1; the form `seeds/ssapre.txt` works on): phis
+//! placed on the iterated dominance frontier of each local's definition blocks, pruned by
+//! liveness (a phi only where the local is live on entry), then renaming in a pre-order
+//! walk of the dominator tree with one stack of versions per original local.
+//!
+//! Versions are new locals named after the original (`%x.1`, `%x.2`, ..., unique as
+//! `Function::new_local` makes them). The IR gives every local the value 0 on entry, so
+//! a use that no definition reaches reads a zero version `%x.0`, defined by `%x.0 = 0`
+//! at the top of the entry block (only for locals that need one). Parameters are their own first version:
+//! they keep their incoming value. Callframe variables and the heap stay in memory.
+//! Originals that no longer appear are removed from the function.
+//!
+//! Statistics: `phis` placed, `versions` created, `zero_inits` inserted.
+
+use super::liveness::Liveness;
+use super::util::{postorder, remove_unused_locals, Namer};
+use super::{Analyses, Stats};
+use crate::ir::{Block, ExprData, Function, Local, Phi};
+use cranelift_entity::{EntityRef, SecondaryMap};
+
+/// Puts `f` (HIR without phis) into SSA form.
+pub fn run(f: &mut Function, an: &Analyses) -> Stats {
+    let mut stats = Stats::default();
+    let originals: Vec<Local> = f.locals.keys().collect();
+    let nlocals = originals.len();
+    let live = Liveness::compute(f, &an.cfg);
+
+    // Definition blocks of each local.
+    let mut def_blocks: Vec<Vec<Block>> = vec![vec![]; nlocals];
+    for &b in &an.cfg.rpo {
+        let data = &f.blocks[b];
+        for r in data.stmts.iter().copied().chain(data.term.expr()) {
+            for n in postorder(f, r) {
+                if let ExprData::Assign { local, .. } = f.exprs[n] {
+                    if !def_blocks[local.index()].contains(&b) {
+                        def_blocks[local.index()].push(b);
+                    }
+                }
+            }
+        }
+    }
+
+    // Phi placement; `phi_orig[b]` holds the original local of each phi of `b`.
+    let mut phi_orig: SecondaryMap<Block, Vec<Local>> = SecondaryMap::new();
+    for &x in &originals {
+        if def_blocks[x.index()].is_empty() {
+            continue;
+        }
+        for b in an.frontiers.iterated(&def_blocks[x.index()]) {
+            if live.live_in[b].contains(x) {
+                let args = an.cfg.preds[b].iter().map(|&p| (p, x)).collect();
+                f.blocks[b].phis.push(Phi { dest: x, args });
+                phi_orig[b].push(x);
+                stats.bump("phis");
+            }
+        }
+    }
+
+    // Renaming.
+    let mut r = Renamer {
+        stacks: vec![vec![]; nlocals],
+        zero: vec![None; nlocals],
+        namer: Namer::new(f),
+        stats: &mut stats,
+    };
+    for &p in &f.params {
+        r.stacks[p.index()].push(p);
+    }
+    enum Work {
+        Enter(Block),
+        Exit(Vec<Local>),
+    }
+    let mut work = vec![Work::Enter(f.entry())];
+    while let Some(w) = work.pop() {
+        let b = match w {
+            Work::Exit(pushed) => {
+                for x in pushed {
+                    r.stacks[x.index()].pop();
+                }
+                continue;
+            }
+            Work::Enter(b) => b,
+        };
+        let mut pushed = vec![];
+        for i in 0..f.blocks[b].phis.len() {
+            let x = phi_orig[b][i];
+            let v = r.new_version(f, x);
+            f.blocks[b].phis[i].dest = v;
+            pushed.push(x);
+        }
+        let roots: Vec<_> = f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()).collect();
+        for root in roots {
+            for n in postorder(f, root) {
+                match f.exprs[n] {
+                    ExprData::Local(x) => {
+                        let v = r.current(f, x);
+                        f.exprs[n] = ExprData::Local(v);
+                    }
+                    ExprData::Assign { local: x, value } => {
+                        let v = r.new_version(f, x);
+                        pushed.push(x);
+                        f.exprs[n] = ExprData::Assign { local: v, value };
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for &s in &an.cfg.succs[b] {
+            for i in 0..f.blocks[s].phis.len() {
+                let x = phi_orig[s][i];
+                let v = r.current(f, x);
+                for (p, a) in f.blocks[s].phis[i].args.iter_mut() {
+                    if *p == b {
+                        *a = v;
+                    }
+                }
+            }
+        }
+        work.push(Work::Exit(pushed));
+        for &c in an.domtree.children[b].iter().rev() {
+            work.push(Work::Enter(c));
+        }
+    }
+
+    // Zero versions are defined at the top of the entry block.
+    let mut inits = vec![];
+    for (i, z) in r.zero.iter().enumerate() {
+        if let Some(z) = *z {
+            let ty = f.locals[Local::new(i)].ty;
+            let c = f.add_expr(ExprData::Const { ty, value: 0 });
+            inits.push(f.add_expr(ExprData::Assign { local: z, value: c }));
+        }
+    }
+    stats.add("zero_inits", inits.len() as u64);
+    let entry = f.entry();
+    f.blocks[entry].stmts.splice(0..0, inits);
+    remove_unused_locals(f);
+    stats
+}
+
+struct Renamer<'a> {
+    stacks: Vec<Vec<Local>>,
+    /// The zero version of each original, created on first need.
+    zero: Vec<Option<Local>>,
+    namer: Namer,
+    stats: &'a mut Stats,
+}
+
+impl Renamer<'_> {
+    fn new_version(&mut self, f: &mut Function, x: Local) -> Local {
+        let (name, ty) = (f.locals[x].name.clone(), f.locals[x].ty);
+        let v = self.namer.new_local(f, &name, ty);
+        self.stacks[x.index()].push(v);
+        self.stats.bump("versions");
+        v
+    }
+
+    fn current(&mut self, f: &mut Function, x: Local) -> Local {
+        if let Some(&v) = self.stacks[x.index()].last() {
+            return v;
+        }
+        if let Some(z) = self.zero[x.index()] {
+            return z;
+        }
+        let name = format!("{}.0", f.locals[x].name);
+        let z = self.namer.new_local(f, &name, f.locals[x].ty);
+        self.zero[x.index()] = Some(z);
+        z
+    }
+}

@@ -1,0 +1,177 @@
+//! Small shared tools of the passes: a bit set over locals, the locals a tree reads and
+//! writes in evaluation order, and removal of locals no statement mentions any more
+//! (passes that delete definitions call it so printed IR lists only live names).
+
+use crate::ir::{ExprData, Expr, Function, Local};
+use cranelift_entity::{EntityRef, PrimaryMap, SecondaryMap};
+
+/// A fixed-size set of locals.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct LocalSet {
+    words: Vec<u64>,
+}
+
+impl LocalSet {
+    /// An empty set able to hold locals `0..n`.
+    pub fn new(n: usize) -> LocalSet {
+        LocalSet { words: vec![0; n.div_ceil(64)] }
+    }
+
+    pub fn contains(&self, l: Local) -> bool {
+        let i = l.index();
+        self.words.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+
+    /// Inserts `l`; true if it was not there.
+    pub fn insert(&mut self, l: Local) -> bool {
+        let i = l.index();
+        if i / 64 >= self.words.len() {
+            self.words.resize(i / 64 + 1, 0);
+        }
+        let was = self.words[i / 64] >> (i % 64) & 1 == 1;
+        self.words[i / 64] |= 1 << (i % 64);
+        !was
+    }
+
+    pub fn remove(&mut self, l: Local) {
+        let i = l.index();
+        if let Some(w) = self.words.get_mut(i / 64) {
+            *w &= !(1 << (i % 64));
+        }
+    }
+
+    /// Adds every member of `other`; true if the set grew.
+    pub fn union_with(&mut self, other: &LocalSet) -> bool {
+        if other.words.len() > self.words.len() {
+            self.words.resize(other.words.len(), 0);
+        }
+        let mut grew = false;
+        for (a, b) in self.words.iter_mut().zip(&other.words) {
+            let n = *a | *b;
+            grew |= n != *a;
+            *a = n;
+        }
+        grew
+    }
+
+    /// The members in index order.
+    pub fn iter(&self) -> impl Iterator<Item = Local> + '_ {
+        self.words.iter().enumerate().flat_map(|(wi, &w)| {
+            (0..64).filter(move |b| w >> b & 1 == 1).map(move |b| Local::new(wi * 64 + b))
+        })
+    }
+}
+
+/// A read or a write of a local by a tree.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Access {
+    Use(Local),
+    Def(Local),
+}
+
+/// The local reads and writes of the tree at `e`, in evaluation order.
+pub fn accesses(f: &Function, e: Expr) -> Vec<Access> {
+    let mut out = vec![];
+    f.visit_postorder(e, &mut |n| match &f.exprs[n] {
+        ExprData::Local(l) => out.push(Access::Use(*l)),
+        ExprData::Assign { local, .. } => out.push(Access::Def(*local)),
+        _ => {}
+    });
+    out
+}
+
+/// The nodes of the tree at `e` in evaluation (post-) order.
+pub fn postorder(f: &Function, e: Expr) -> Vec<Expr> {
+    let mut out = vec![];
+    f.visit_postorder(e, &mut |n| out.push(n));
+    out
+}
+
+/// Removes the locals that are neither parameters nor mentioned by any statement,
+/// terminator or phi, renumbering the rest in their old order. Returns how many went.
+pub fn remove_unused_locals(f: &mut Function) -> usize {
+    let mut used = LocalSet::new(f.locals.len());
+    for &p in &f.params {
+        used.insert(p);
+    }
+    for &b in &f.layout {
+        for phi in &f.blocks[b].phis {
+            used.insert(phi.dest);
+            for (_, a) in &phi.args {
+                used.insert(*a);
+            }
+        }
+    }
+    for r in f.roots() {
+        for a in accesses(f, r) {
+            match a {
+                Access::Use(l) | Access::Def(l) => used.insert(l),
+            };
+        }
+    }
+    let removed = f.locals.len() - used.iter().count();
+    if removed == 0 {
+        return 0;
+    }
+    let mut map: SecondaryMap<Local, Option<Local>> = SecondaryMap::new();
+    let mut locals = PrimaryMap::new();
+    for (l, d) in f.locals.iter() {
+        if used.contains(l) {
+            map[l] = Some(locals.push(d.clone()));
+        }
+    }
+    f.locals = locals;
+    let m = |l: Local| map[l].expect("used local");
+    for p in f.params.iter_mut() {
+        *p = m(*p);
+    }
+    for b in f.layout.clone() {
+        for phi in f.blocks[b].phis.iter_mut() {
+            phi.dest = m(phi.dest);
+            for (_, a) in phi.args.iter_mut() {
+                *a = m(*a);
+            }
+        }
+    }
+    for r in f.roots() {
+        for n in postorder(f, r) {
+            match &mut f.exprs[n] {
+                ExprData::Local(l) | ExprData::Assign { local: l, .. } => *l = m(*l),
+                _ => {}
+            }
+        }
+    }
+    removed
+}
+
+/// Hands out local names the way `Function::new_local` does (`base`, else `base.1`,
+/// `base.2`, ...) without rescanning every local for each name: passes that create
+/// thousands of locals (SSA versions) use it.
+pub struct Namer {
+    taken: std::collections::HashSet<String>,
+    next: std::collections::HashMap<String, u32>,
+}
+
+impl Namer {
+    /// A namer that knows the names of `f`'s locals.
+    pub fn new(f: &Function) -> Namer {
+        Namer { taken: f.locals.values().map(|d| d.name.clone()).collect(), next: Default::default() }
+    }
+
+    /// Adds a local named after `base` to `f`.
+    pub fn new_local(&mut self, f: &mut Function, base: &str, ty: crate::ir::Type) -> Local {
+        let mut name = base.to_string();
+        if self.taken.contains(&name) {
+            let n = self.next.entry(base.to_string()).or_insert(1);
+            loop {
+                name = format!("{base}.{n}");
+                *n += 1;
+                if !self.taken.contains(&name) {
+                    break;
+                }
+            }
+        }
+        self.taken.insert(name.clone());
+        f.locals.push(crate::ir::LocalData { name, ty })
+    }
+}

@@ -1,0 +1,169 @@
+//! The per-pass differential check (`DESIGN.md`, "Differential check"): the reference
+//! interpreter runs the original function, then the pass manager runs a pipeline and,
+//! through its hook, the interpreter runs the IR after every pass on the same input. The
+//! first pass after which the outcome differs from the reference is named in the verdict,
+//! with the diff and the IR it produced. A reference run that is invalid (out of fuel, a
+//! heap access out of bounds) is not compared. After-pass runs get more fuel than the
+//! reference (passes such as `ssa-destroy` add copies), so running out is a finding.
+//!
+//! This is the API the generator's campaigns call for every seed: [`check_function`]
+//! takes a function and a [`RunInput`] and returns a [`PassCheck`].
+
+use crate::interp::{self, InputError, RunInput};
+use crate::outcome::{Invalid, Outcome};
+use tandem_core::ir::{Function, Module};
+use tandem_core::passes::{check_pipeline, Form, PassError, PassManager, Pipeline, Stats};
+
+/// The verdict of one per-pass check.
+#[derive(Clone, Debug)]
+pub enum Verdict {
+    /// The reference run is invalid, so nothing was compared.
+    ReferenceInvalid(Invalid),
+    /// The outcome after every pass equals the reference outcome.
+    Agree,
+    /// The outcome changed after `pass` (the `index`-th pass, from 0), the first to do so.
+    Mismatch {
+        pass: String,
+        index: usize,
+        expected: Outcome,
+        actual: Result<Outcome, Invalid>,
+        /// The differences, one per line.
+        diff: Vec<String>,
+        /// The function as that pass left it, in the text format.
+        ir: String,
+    },
+    /// A pass produced IR the verifier rejects (a bug in that pass).
+    PassFailed(PassError),
+}
+
+impl Verdict {
+    /// Whether the check found nothing wrong.
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Verdict::Agree | Verdict::ReferenceInvalid(_))
+    }
+
+    /// A short description, one line per problem; empty when the check passed.
+    pub fn problems(&self) -> Vec<String> {
+        match self {
+            Verdict::Agree | Verdict::ReferenceInvalid(_) => vec![],
+            Verdict::Mismatch { pass, diff, .. } => {
+                let mut v = vec![format!("outcome changed after pass `{pass}`")];
+                v.extend(diff.iter().map(|d| format!("  {d}")));
+                v
+            }
+            Verdict::PassFailed(e) => vec![e.to_string()],
+        }
+    }
+}
+
+/// The result of a per-pass check: the verdict and every pass's statistics.
+#[derive(Clone, Debug)]
+pub struct PassCheck {
+    pub verdict: Verdict,
+    pub stats: Vec<(&'static str, Stats)>,
+}
+
+/// Errors that are the caller's, not the pipeline's.
+#[derive(Clone, Debug)]
+pub enum PassCheckError {
+    /// The input does not fit the function.
+    Input(InputError),
+    /// The pipeline cannot start from this function (e.g. it is in the wrong form).
+    Pipeline(PassError),
+    /// The module has no function of this name.
+    NoFunction(String),
+}
+
+impl std::fmt::Display for PassCheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PassCheckError::Input(e) => write!(f, "{e}"),
+            PassCheckError::Pipeline(e) => write!(f, "{e}"),
+            PassCheckError::NoFunction(n) => write!(f, "no function %{n}"),
+        }
+    }
+}
+
+/// How much more fuel an after-pass run gets than the reference.
+pub const FUEL_FACTOR: u64 = 4;
+
+/// Runs `pipeline` over a copy of `f`, interpreting the IR after every pass on `input`
+/// and comparing with the reference outcome.
+pub fn check_function(f: &Function, input: &RunInput, pipeline: &Pipeline) -> Result<PassCheck, PassCheckError> {
+    let pm = PassManager { verify: true };
+    check_with(f, input, |g, hook| pm.run(pipeline, g, hook))
+}
+
+/// The signature of the per-pass hook.
+pub type Hook<'a> = dyn FnMut(&str, &Function, &Stats) + 'a;
+
+/// [`check_function`] with any driver in place of the pass manager: `drive` transforms the
+/// function and calls the hook after each step. Tests use it to check that a broken
+/// step is caught and named.
+pub fn check_with(
+    f: &Function,
+    input: &RunInput,
+    drive: impl FnOnce(&mut Function, &mut Hook<'_>) -> Result<Vec<(&'static str, Stats)>, PassError>,
+) -> Result<PassCheck, PassCheckError> {
+    let reference = match interp::run(f, input).map_err(PassCheckError::Input)? {
+        Err(i) => return Ok(PassCheck { verdict: Verdict::ReferenceInvalid(i), stats: vec![] }),
+        Ok(o) => o,
+    };
+    let mut after_input = input.clone();
+    after_input.fuel = input.fuel.saturating_mul(FUEL_FACTOR);
+    let mut g = f.clone();
+    let mut first: Option<Verdict> = None;
+    let mut index = 0;
+    let result = drive(&mut g, &mut |pass: &str, ir: &Function, _: &Stats| {
+        if first.is_none() {
+            let actual = interp::run(ir, &after_input).expect("passes keep the signature");
+            let diff = match &actual {
+                Ok(o) => reference.diff(o),
+                Err(i) => vec![format!("expected {}, got {i}", reference.end)],
+            };
+            if !diff.is_empty() {
+                first = Some(Verdict::Mismatch {
+                    pass: pass.to_string(),
+                    index,
+                    expected: reference.clone(),
+                    actual,
+                    diff,
+                    ir: ir.to_string(),
+                });
+            }
+        }
+        index += 1;
+    });
+    match result {
+        Ok(stats) => Ok(PassCheck { verdict: first.unwrap_or(Verdict::Agree), stats }),
+        Err(e @ PassError::Verify { .. }) => {
+            Ok(PassCheck { verdict: first.unwrap_or(Verdict::PassFailed(e)), stats: vec![] })
+        }
+        Err(e) => Err(PassCheckError::Pipeline(e)),
+    }
+}
+
+/// [`check_function`] on the function `entry` of a module.
+pub fn check_module(m: &Module, entry: &str, input: &RunInput, pipeline: &Pipeline) -> Result<PassCheck, PassCheckError> {
+    let f = m.function(entry).ok_or_else(|| PassCheckError::NoFunction(entry.to_string()))?;
+    check_function(f, input, pipeline)
+}
+
+/// The pipeline a corpus case is checked after: `ssa,dce,ssa-destroy,cprop`, or for a
+/// function already in SSA form (it has phis), `dce,ssa-destroy,cprop`.
+pub fn replay_pipeline(f: &Function) -> Pipeline {
+    if f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty()) {
+        Pipeline::parse_from(Form::Ssa, "dce,ssa-destroy,cprop").expect("valid")
+    } else {
+        check_pipeline()
+    }
+}
+
+/// The problems [`check_function`] finds with [`replay_pipeline`], as lines for a replay
+/// report.
+pub fn replay_problems(f: &Function, input: &RunInput) -> Vec<String> {
+    match check_function(f, input, &replay_pipeline(f)) {
+        Ok(c) => c.verdict.problems(),
+        Err(e) => vec![format!("per-pass check: {e}")],
+    }
+}

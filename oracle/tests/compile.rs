@@ -1,0 +1,66 @@
+//! `tandem compile`: prints the IR after a chosen pass, and turns bad options into a
+//! clear message with exit code 2.
+
+use std::process::Command;
+
+const SRC: &str = "function %f(i32 %n) -> i32 {
+    local i32 %s
+b0:
+    br %n, b1, b2
+b1:
+    %s = add(%n, 1)
+    jump b2
+b2:
+    ret %s
+}
+; run: %f(1)
+; expect: return 2
+";
+
+fn compile(args: &[&str]) -> (i32, String, String) {
+    // One file per call: the tests run in parallel.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!("tandem-compile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("f{}.tir", N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)));
+    std::fs::write(&p, SRC).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tandem")).arg("compile").arg(&p).args(args).output().unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn emit_ssa_prints_phis() {
+    let (code, out, _) = compile(&["--emit", "ssa"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("%s.2 = phi(b0: %s.0, b1: %s.1)"), "{out}");
+    assert!(out.contains("%s.0 = 0"), "{out}");
+}
+
+#[test]
+fn emit_hir_after_the_pipeline_has_no_phis() {
+    let (code, out, err) = compile(&["--emit", "hir", "--pipeline", "ssa,ssa-destroy", "--stats"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("phi"), "{out}");
+    assert!(out.contains("%s.2 = %s.1"), "{out}");
+    assert!(err.contains("ssa-destroy: phis=1"), "{err}");
+}
+
+#[test]
+fn bad_options_are_explained() {
+    let (code, _, err) = compile(&["--emit", "hir", "--after", "ssa"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("the IR after `ssa` is in SSA form, not HIR; use --emit ssa"), "{err}");
+    let (code, _, err) = compile(&["--pipeline", "ssa,frob"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown pass `frob`"), "{err}");
+    let (code, _, err) = compile(&["--after", "cprop", "--pipeline", "ssa,dce"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("pass `cprop` is not in the pipeline `ssa,dce`"), "{err}");
+    let (code, _, err) = compile(&["--emit", "lir"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--emit lir"), "{err}");
+}
