@@ -257,7 +257,8 @@ fn corpus_agrees_after_every_pass() {
         for run in &case.runs {
             let f = case.module.function(&run.entry).unwrap();
             let inp = run.input(f).unwrap();
-            let c = check_function(f, &inp, &replay_pipeline(f)).unwrap();
+            let Some(pipeline) = replay_pipeline(f) else { continue };
+            let c = check_function(f, &inp, &pipeline).unwrap();
             assert!(c.verdict.is_ok(), "{}: {}", path.display(), c.verdict.problems().join("\n"));
             compared += matches!(c.verdict, Verdict::Agree) as usize;
         }
