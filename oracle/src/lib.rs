@@ -4,9 +4,11 @@
 //! * [`runtime`] — the one implementation of each runtime helper;
 //! * [`interp`] — the reference interpreter (HIR and SSA, with fuel);
 //! * [`casefile`] — `.tir` case files: module + runs + expectations, print/parse;
-//! * [`replay`] — runs case files and folders of them (`tandem run`).
+//! * [`replay`] — runs case files and folders of them (`tandem run`);
+//! * [`gen`] — the program generator (`tandem gen`) and the fuzz target's check.
 
 pub mod casefile;
+pub mod gen;
 pub mod interp;
 pub mod outcome;
 pub mod replay;

@@ -4,7 +4,7 @@
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tandem_oracle::replay;
+use tandem_oracle::{gen, replay};
 
 #[derive(Parser)]
 #[command(name = "tandem", about = "Differential testing harness for the Tandem x86-32 compiler")]
@@ -28,13 +28,50 @@ enum Command {
         #[arg(long, short)]
         verbose: bool,
     },
+    /// Generates random case files (with expectations from the reference interpreter),
+    /// or with --stats measures what the generator makes.
+    Gen {
+        /// The first seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// The profile: small, default, loops or memory.
+        #[arg(long, default_value = "default")]
+        profile: String,
+        /// How many consecutive seeds.
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+        /// Print statistics over the seeds instead of the cases.
+        #[arg(long)]
+        stats: bool,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run { paths, bless, verbose } => run(&paths, bless, verbose),
+        Command::Gen { seed, profile, count, stats } => generate(seed, &profile, count, stats),
     }
+}
+
+fn generate(seed: u64, profile: &str, count: u64, stats: bool) -> ExitCode {
+    let Some(p) = gen::Profile::from_name(profile) else {
+        let names: Vec<&str> = gen::Profile::ALL.iter().map(|p| p.name()).collect();
+        eprintln!("error: unknown profile `{profile}` (expected one of: {})", names.join(", "));
+        return ExitCode::from(2);
+    };
+    if stats {
+        let s = gen::stats(seed, count, &p.config());
+        print!("{s}");
+        return if s.broken.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) };
+    }
+    for (i, s) in (seed..seed.saturating_add(count)).enumerate() {
+        if i > 0 {
+            println!();
+        }
+        print!("{}", gen::render(s, p));
+    }
+    ExitCode::SUCCESS
 }
 
 fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
