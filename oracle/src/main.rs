@@ -2,6 +2,7 @@
 //! into text and exit codes: 0 when everything passed, 1 on a mismatch, 2 on bad input.
 
 use clap::{Parser, Subcommand};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tandem_oracle::{gen, replay};
@@ -60,16 +61,18 @@ fn generate(seed: u64, profile: &str, count: u64, stats: bool) -> ExitCode {
         eprintln!("error: unknown profile `{profile}` (expected one of: {})", names.join(", "));
         return ExitCode::from(2);
     };
+    // Output goes through a locked handle and a closed pipe (`| head`) ends quietly.
+    let mut out = std::io::stdout().lock();
     if stats {
         let s = gen::stats(seed, count, &p.config());
-        print!("{s}");
+        let _ = write!(out, "{s}");
         return if s.broken.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) };
     }
     for (i, s) in (seed..seed.saturating_add(count)).enumerate() {
-        if i > 0 {
-            println!();
+        let sep = if i > 0 { "\n" } else { "" };
+        if write!(out, "{sep}{}", gen::render(s, p)).is_err() {
+            break;
         }
-        print!("{}", gen::render(s, p));
     }
     ExitCode::SUCCESS
 }

@@ -196,6 +196,8 @@ pub(super) struct Gen<'a, S: Source> {
     nesting: u32,
     temps: u32,
     pub helpers_used: Vec<HelperKind>,
+    /// The shapes and policy patterns generated, by name, for the statistics.
+    pub shapes: Vec<&'static str>,
 }
 
 fn node_count(f: &Function, e: Expr) -> u64 {
@@ -319,6 +321,7 @@ impl<'a, S: Source> Gen<'a, S> {
             nesting: 0,
             temps: 0,
             helpers_used: vec![],
+            shapes: vec![],
         }
     }
 
@@ -331,6 +334,15 @@ impl<'a, S: Source> Gen<'a, S> {
     /// True with the given chance; false when the byte source is exhausted.
     fn chance(&mut self, permille: u32) -> bool {
         self.src.below(1000) >= 1000 - permille.min(1000)
+    }
+
+    /// The upper bound of the fuel a run uses, as counted so far.
+    pub(super) fn fuel_bound(&self) -> u64 {
+        self.cost
+    }
+
+    fn note(&mut self, shape: &'static str) {
+        self.shapes.push(shape);
     }
 
     fn on(&self, f: Feature) -> bool {
@@ -545,15 +557,18 @@ impl<'a, S: Source> Gen<'a, S> {
         }
         match self.pick(&choices) {
             0 => {
+                self.note("exit return");
                 let ret = self.f.ret;
                 let e = self.expr(ret, 2);
                 self.seal(Terminator::Return(e));
             }
             1 => {
+                self.note("exit break");
                 let t = self.loops.last().unwrap().exit;
                 self.seal(Terminator::Jump(t));
             }
             _ => {
+                self.note("exit continue");
                 let t = self.loops.last().unwrap().latch;
                 self.seal(Terminator::Jump(t));
             }
@@ -636,11 +651,13 @@ impl<'a, S: Source> Gen<'a, S> {
         let c = self.cond(2);
         // A rare duplicate edge: both ways lead to the join (SSA construction stress).
         if self.on(Feature::SsaStress) && self.chance(30) {
+            self.note("if with a duplicate edge");
             let join = self.create_block();
             self.seal(Terminator::Branch { cond: c, then_dest: join, else_dest: join });
             self.enter(join);
             return;
         }
+        self.note(if with_else { "if-else" } else { "if" });
         let then_b = self.create_block();
         let else_b = with_else.then(|| self.create_block());
         let join = self.create_block();
@@ -674,6 +691,7 @@ impl<'a, S: Source> Gen<'a, S> {
         self.push(init);
         // The bound: a constant, or a value masked to stay at most the trip count.
         let bound = if self.chance(300) {
+            self.note("loop with a masked bound");
             let mask = (trips + 1).next_power_of_two() / 2;
             let mask = mask.max(1) - 1;
             let e = self.expr(Type::I32, 1);
@@ -685,6 +703,10 @@ impl<'a, S: Source> Gen<'a, S> {
         };
         let trips = trips as u64;
         let bottom = self.chance(400);
+        self.note(if bottom { "loop bottom-tested" } else { "loop top-tested" });
+        if !self.loops.is_empty() {
+            self.note("loop nested");
+        }
         let header = (!bottom).then(|| self.create_block());
         let body = self.create_block();
         let latch = self.create_block();
@@ -705,9 +727,11 @@ impl<'a, S: Source> Gen<'a, S> {
                 let c = self.pick(&cfs);
                 if self.chance(500) {
                     if !self.noread_cf.contains(&c) {
+                        self.note("loop-invariant cfread");
                         self.frozen_cf.push(c);
                     }
                 } else if !self.frozen_cf.contains(&c) {
+                    self.note("loop-invariant cfwrite");
                     self.noread_cf.push(c);
                 }
             }
@@ -763,6 +787,7 @@ impl<'a, S: Source> Gen<'a, S> {
 
     /// Statements at the top of a loop body whose values do not change in the loop.
     fn invariant_stmts(&mut self) {
+        self.note("loop-invariant expressions");
         let n = 1 + self.below(3);
         for _ in 0..n {
             let ty = self.ty();
@@ -784,6 +809,7 @@ impl<'a, S: Source> Gen<'a, S> {
         }
         // A loop-invariant heap STORE to a hot address.
         if self.on(Feature::Store) && self.chance(300) {
+            self.note("loop-invariant store");
             let s = self.store(2);
             self.push(s);
         }
@@ -799,6 +825,7 @@ impl<'a, S: Source> Gen<'a, S> {
         } else {
             raw
         };
+        self.note("switch");
         let ncases = 1 + self.below(5);
         let join = self.create_block();
         let mut targets: Vec<Block> = vec![];
@@ -812,8 +839,10 @@ impl<'a, S: Source> Gen<'a, S> {
             used.push(k);
             // Shared case targets make duplicate edges and many-predecessor blocks.
             let t = if !targets.is_empty() && self.on(Feature::SsaStress) && self.chance(250) {
+                self.note("switch with a shared target");
                 self.pick(&targets)
             } else if self.on(Feature::SsaStress) && self.chance(100) {
+                self.note("switch case to the join");
                 join
             } else {
                 let b = self.create_block();
@@ -847,6 +876,7 @@ impl<'a, S: Source> Gen<'a, S> {
     /// Two blocks that jump to each other, both entered from outside: an irreducible
     /// loop, bounded by a shared counter.
     fn gen_irreducible(&mut self, depth: u32) {
+        self.note("irreducible loop");
         let trips = (1 + self.below(self.cfg.max_trip_count)) as u64;
         let k = self.new_temp(Type::I32);
         self.readable.retain(|&l| l != k);
@@ -891,6 +921,7 @@ impl<'a, S: Source> Gen<'a, S> {
         match mode {
             // Straight-line: the same expression twice.
             0 => {
+                self.note("redundancy straight-line");
                 let s = self.assign(t1, e);
                 self.push(s);
                 if self.chance(300) {
@@ -904,6 +935,7 @@ impl<'a, S: Source> Gen<'a, S> {
             }
             // A diamond with the expression in one or both arms and after the join.
             _ => {
+                self.note(["", "redundancy full (both arms)", "redundancy partial (one arm)", "redundancy killed on one arm"][mode as usize]);
                 let c = self.cond(1);
                 let then_b = self.create_block();
                 let else_b = self.create_block();
@@ -943,7 +975,9 @@ impl<'a, S: Source> Gen<'a, S> {
         let s = self.assign(t, e);
         self.push(s);
         let mut used = t;
+        self.note("tree-mover single-use tree");
         if self.chance(600) {
+            self.note("tree-mover copy");
             let c = self.new_temp(ty);
             let l = self.local(t);
             let s = self.assign(c, l);
@@ -969,6 +1003,7 @@ impl<'a, S: Source> Gen<'a, S> {
         let s = self.assign(u, x);
         self.push(s);
         if self.chance(700) {
+            self.note("tree-mover redefinition");
             let e2 = self.expr(ty, 2);
             let s = self.assign(t, e2);
             self.push(s);
@@ -983,6 +1018,16 @@ impl<'a, S: Source> Gen<'a, S> {
     /// access, or nothing.
     fn between(&mut self) {
         let k = self.below(8);
+        const NAMES: [&str; 8] = [
+            "between cf_trace",
+            "between cf_set",
+            "between heap_rmw",
+            "between log",
+            "between store",
+            "between store",
+            "between statement",
+            "between nothing",
+        ];
         let s = match k {
             0 if self.on(Feature::CfTrace) && self.noread_cf.is_empty() => self.call(HelperKind::CfTrace, vec![]),
             1 if self.on(Feature::CfSet) && self.frozen_cf.is_empty() && !self.f.cfvars.is_empty() => {
@@ -1002,8 +1047,12 @@ impl<'a, S: Source> Gen<'a, S> {
             }
             4 | 5 if self.on(Feature::Store) => self.store(1),
             6 => self.stmt(2),
-            _ => return,
+            _ => {
+                self.note("between nothing");
+                return;
+            }
         };
+        self.note(NAMES[k as usize]);
         self.push(s);
     }
 
@@ -1033,12 +1082,14 @@ impl<'a, S: Source> Gen<'a, S> {
         match self.below(5) {
             // LOAD-LOAD
             0 => {
+                self.note("cf LOAD-LOAD");
                 read(self);
                 self.between();
                 read(self);
             }
             // STORE-LOAD
             1 => {
+                self.note("cf STORE-LOAD");
                 let e = self.expr(ty, 2);
                 write(self, e);
                 self.between();
@@ -1046,6 +1097,7 @@ impl<'a, S: Source> Gen<'a, S> {
             }
             // LOAD-STORE
             2 => {
+                self.note("cf LOAD-STORE");
                 let t = read(self);
                 self.between();
                 let l = self.local(t);
@@ -1053,6 +1105,7 @@ impl<'a, S: Source> Gen<'a, S> {
             }
             // STORE-STORE (the first is dead unless something in between reads it)
             3 => {
+                self.note("cf STORE-STORE");
                 let e = self.expr(ty, 2);
                 write(self, e);
                 self.between();
@@ -1061,6 +1114,7 @@ impl<'a, S: Source> Gen<'a, S> {
             }
             // Stores on both arms, a load after the join.
             _ => {
+                self.note("cf stores on both arms, load after");
                 if !self.blocks_left(3) {
                     return;
                 }
@@ -1107,6 +1161,7 @@ impl<'a, S: Source> Gen<'a, S> {
         let can_store = self.on(Feature::Store);
         match self.below(4) {
             0 if can_load => {
+                self.note("heap LOAD-LOAD");
                 let a = take(self);
                 load(self, a);
                 self.between();
@@ -1114,6 +1169,7 @@ impl<'a, S: Source> Gen<'a, S> {
                 load(self, a);
             }
             1 if can_load && can_store => {
+                self.note("heap STORE-LOAD");
                 let e = self.expr(ty, 2);
                 let a = take(self);
                 store(self, a, e);
@@ -1122,6 +1178,7 @@ impl<'a, S: Source> Gen<'a, S> {
                 load(self, a);
             }
             2 if can_load && can_store => {
+                self.note("heap LOAD-STORE");
                 let a = take(self);
                 let t = load(self, a);
                 self.between();
@@ -1130,6 +1187,7 @@ impl<'a, S: Source> Gen<'a, S> {
                 store(self, a, l);
             }
             _ if can_store => {
+                self.note("heap STORE-STORE");
                 let e = self.expr(ty, 2);
                 let a = take(self);
                 store(self, a, e);
@@ -1148,6 +1206,7 @@ impl<'a, S: Source> Gen<'a, S> {
     /// Many values live at once, then combined (and a call in the middle that clobbers
     /// the caller-saved registers).
     fn reg_pressure(&mut self) {
+        self.note("register pressure");
         let n = 6 + self.below(9);
         let mut temps = vec![];
         for i in 0..n {
@@ -1308,6 +1367,7 @@ impl<'a, S: Source> Gen<'a, S> {
         let ty = self.ty();
         let x = self.expr(ty, depth.min(2));
         let cond = if self.chance(self.cfg.trap_check_permille) {
+            self.note("trapif that fires now and then");
             // Fires now and then: a few low bits equal a constant.
             let m = self.konst(ty, 15);
             let low = self.bin(BinOp::And, x, m);
@@ -1557,8 +1617,10 @@ impl<'a, S: Source> Gen<'a, S> {
             BinOp::Sdiv | BinOp::Udiv | BinOp::Srem | BinOp::Urem => {
                 let b = self.expr(ty, d);
                 if self.chance(self.cfg.unguarded_div_permille) {
+                    self.note("division unguarded");
                     return self.bin(op, a, b);
                 }
+                self.note("division guarded");
                 self.guarded_div(op, ty, a, b)
             }
             _ => {
@@ -1576,6 +1638,7 @@ impl<'a, S: Source> Gen<'a, S> {
         match self.below(3) {
             // select(b in {0, -1}, K, b): keeps the full range of other divisors.
             0 if pure_b => {
+                self.note("division guard select");
                 let b2 = self.f.clone_tree(b);
                 let k = self.pick(&[3i64, 7, 10, -3, 1000]);
                 let k = self.konst(ty, k);

@@ -224,8 +224,8 @@ impl Default for Config {
             swarm: true,
             feature_permille: 700,
             policies_off_permille: 150,
-            unguarded_div_permille: 25,
-            trap_check_permille: 150,
+            unguarded_div_permille: 15,
+            trap_check_permille: 100,
         }
     }
 }

@@ -35,6 +35,11 @@ use tandem_core::verify::{format_errors, verify_module};
 pub struct Generated {
     pub case: CaseFile,
     pub features: FeatureSet,
+    /// The shapes and policy patterns the generator made, by name (with repeats).
+    pub shapes: Vec<&'static str>,
+    /// The generator's upper bound of the fuel any run of the case uses (block entries
+    /// plus evaluated nodes, times the trip-count bounds of the enclosing loops).
+    pub fuel_bound: u64,
 }
 
 /// Generates the case of `seed` under `cfg`.
@@ -47,13 +52,15 @@ pub fn generate_from<S: Source>(src: &mut S, cfg: &Config) -> Generated {
     let mut g = build::Gen::new(src, cfg);
     g.function();
     let features = g.feats;
+    let shapes = std::mem::take(&mut g.shapes);
+    let fuel_bound = g.fuel_bound();
     let mut used = g.helpers_used.clone();
     used.sort();
     let f = std::mem::replace(&mut g.f, tandem_core::ir::Function::new("f", Type::I32));
     drop(g);
     let runs = (0..cfg.runs_per_case.max(1)).map(|_| make_run(src, &f)).collect();
     let module = Module { helpers: used.into_iter().map(HelperKind::decl).collect(), functions: vec![f] };
-    Generated { case: CaseFile::new(module, runs), features }
+    Generated { case: CaseFile::new(module, runs), features, shapes, fuel_bound }
 }
 
 /// A random value of type `ty`, biased to the edges.

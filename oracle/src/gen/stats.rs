@@ -29,6 +29,8 @@ pub struct Stats {
     pub nodes: u64,
     /// Uses of each operator, helper, node kind and terminator.
     pub uses: BTreeMap<String, u64>,
+    /// Shapes and policy patterns generated.
+    pub shapes: BTreeMap<String, u64>,
     /// Programs with each swarm feature on.
     pub features: BTreeMap<String, u64>,
 }
@@ -58,6 +60,9 @@ pub fn stats(first: u64, count: u64, cfg: &Config) -> Stats {
             if g.features.contains(feat) {
                 *s.features.entry(format!("{feat:?}")).or_default() += 1;
             }
+        }
+        for shape in &g.shapes {
+            *s.shapes.entry(shape.to_string()).or_default() += 1;
         }
         for f in &g.case.module.functions {
             s.blocks += f.layout.len() as u64;
@@ -162,6 +167,10 @@ impl fmt::Display for Stats {
         writeln!(f, "feature use (occurrences):")?;
         for (k, v) in &self.uses {
             writeln!(f, "  {k:<24} {v}")?;
+        }
+        writeln!(f, "shapes and policy patterns (occurrences):")?;
+        for (k, v) in &self.shapes {
+            writeln!(f, "  {k:<40} {v}")?;
         }
         writeln!(f, "swarm features (programs with the feature on):")?;
         for (k, v) in &self.features {

@@ -31,6 +31,34 @@ fn generated_cases_verify_round_trip_and_run_validly() {
 }
 
 #[test]
+fn the_fuel_bound_is_an_upper_bound_below_the_default_fuel() {
+    for profile in Profile::ALL {
+        for seed in 100..130 {
+            let g = generate(seed, &profile.config());
+            assert!(g.fuel_bound < crate::interp::DEFAULT_FUEL, "seed {seed}: bound {}", g.fuel_bound);
+            let f = &g.case.module.functions[0];
+            for r in &g.case.runs {
+                let mut input = r.input(f).unwrap();
+                input.fuel = g.fuel_bound;
+                let res = crate::interp::run(f, &input).unwrap();
+                assert_ne!(res, Err(crate::outcome::Invalid::FuelExhausted), "seed {seed} ({})", profile.name());
+            }
+        }
+    }
+}
+
+#[test]
+fn an_exhausted_byte_source_gives_the_smallest_program() {
+    // With no bytes every choice is 0: swarm turns every feature off, there are no
+    // parameters, one i32 variable, and the one statement and the return are leaves.
+    let t = TestCase::arbitrary(&mut Unstructured::new(&[])).unwrap();
+    let want = "function %f() -> i32 {\n    local i32 %v0\nb0:\n    %v0 = %v0\n    ret %v0\n}\n\
+                ; run: %f()\n; run: %f()\n; run: %f()\n";
+    assert_eq!(t.case.print(), want);
+    check_test_case(&t).unwrap();
+}
+
+#[test]
 fn the_first_seeds_of_every_profile_are_good() {
     for profile in Profile::ALL {
         for seed in 0..40 {
