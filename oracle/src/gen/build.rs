@@ -285,6 +285,22 @@ impl<'a, S: Source> Gen<'a, S> {
                 weight(f.map_or(true, on), src)
             })
             .collect();
+        let (mut items, mut exprs, mut stmts) = (items, exprs, stmts);
+        let bias = |w: &mut u32, b: u32| {
+            if *w > 0 {
+                *w += b;
+            }
+        };
+        bias(&mut items[3], cfg.loop_bias);
+        for i in [8, 9] {
+            bias(&mut items[i], cfg.memory_bias);
+        }
+        for i in [6, 7] {
+            bias(&mut exprs[i], cfg.memory_bias);
+        }
+        for i in [1, 2, 7] {
+            bias(&mut stmts[i], cfg.memory_bias);
+        }
         let i64_permille = if on(Feature::I64) { 150 + src.below(500) } else { 0 };
         let exit_permille = 100 + src.below(300);
         let w = Weights { items, exprs, stmts, binops, i64_permille, exit_permille };
@@ -463,7 +479,8 @@ impl<'a, S: Source> Gen<'a, S> {
 
     /// Generates the whole function.
     pub(super) fn function(&mut self) {
-        let nparams = self.below(self.cfg.max_params + 1);
+        // At least one parameter (when allowed), so that the runs of a case differ.
+        let nparams = (1 + self.below(self.cfg.max_params)).min(self.cfg.max_params);
         for i in 0..nparams {
             let ty = self.ty();
             let p = self.f.new_local(&format!("p{i}"), ty);
@@ -511,16 +528,15 @@ impl<'a, S: Source> Gen<'a, S> {
         self.region(0, false);
         // The return value folds many locals together so that their values are observed.
         let ret = self.f.ret;
-        let mut acc = self.expr(ret, 2);
+        let mut leaves = vec![self.expr(ret, 2)];
         let readable = self.readable.clone();
         for l in readable {
-            if self.chance(500) {
+            if leaves.len() < 32 && self.chance(500) {
                 let x = self.local(l);
-                let x = self.convert_to(x, ret);
-                let op = self.pick(&[BinOp::Xor, BinOp::Add, BinOp::Sub]);
-                acc = self.bin(op, acc, x);
+                leaves.push(self.convert_to(x, ret));
             }
         }
+        let acc = self.combine(leaves, &[BinOp::Xor, BinOp::Add, BinOp::Sub]);
         if self.on(Feature::CfTrace) && !self.f.cfvars.is_empty() && self.chance(300) {
             let c = self.call(HelperKind::CfTrace, vec![]);
             self.push(c);
@@ -1230,11 +1246,21 @@ impl<'a, S: Source> Gen<'a, S> {
             leaves.push(self.convert_to(l, ty));
         }
         // A balanced tree over the leaves keeps many of them live at once.
+        let all = self.combine(leaves, &[BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Xor, BinOp::Or, BinOp::And]);
+        let dst = self.new_temp(ty);
+        let s = self.assign(dst, all);
+        self.push(s);
+        self.vars.push(dst);
+    }
+
+    /// Combines same-typed values into one balanced tree of binary operators (its depth
+    /// grows with the logarithm of the number of values, far from the parser's limit).
+    fn combine(&mut self, mut leaves: Vec<Expr>, ops: &[BinOp]) -> Expr {
         while leaves.len() > 1 {
             let mut next = vec![];
             for pair in leaves.chunks(2) {
                 if pair.len() == 2 {
-                    let op = self.pick(&[BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Xor, BinOp::Or, BinOp::And]);
+                    let op = self.pick(ops);
                     next.push(self.bin(op, pair[0], pair[1]));
                 } else {
                     next.push(pair[0]);
@@ -1242,10 +1268,7 @@ impl<'a, S: Source> Gen<'a, S> {
             }
             leaves = next;
         }
-        let dst = self.new_temp(ty);
-        let s = self.assign(dst, leaves[0]);
-        self.push(s);
-        self.vars.push(dst);
+        leaves[0]
     }
 
     // ----- statements -----

@@ -205,6 +205,11 @@ pub struct Config {
     /// The chance that a `trapif` check is meant to fire sometimes (otherwise it is a
     /// range check on a value that rarely fails it).
     pub trap_check_permille: u32,
+    /// Added to the weight of loops (when they are on).
+    pub loop_bias: u32,
+    /// Added to the weights of heap and callframe accesses and of the memory policies
+    /// (when they are on).
+    pub memory_bias: u32,
 }
 
 impl Default for Config {
@@ -226,6 +231,8 @@ impl Default for Config {
             policies_off_permille: 150,
             unguarded_div_permille: 15,
             trap_check_permille: 100,
+            loop_bias: 0,
+            memory_bias: 0,
         }
     }
 }
@@ -282,9 +289,10 @@ impl Profile {
                 max_nesting: 5,
                 max_loop_depth: 4,
                 max_trip_count: 10,
+                loop_bias: 8,
                 ..d
             },
-            Profile::Memory => Config { max_cfvars: 6, max_vars: 4, ..d },
+            Profile::Memory => Config { max_cfvars: 6, max_vars: 4, memory_bias: 8, ..d },
         }
     }
 }

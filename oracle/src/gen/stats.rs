@@ -27,6 +27,8 @@ pub struct Stats {
     pub blocks: u64,
     pub statements: u64,
     pub nodes: u64,
+    /// The deepest expression tree seen (a leaf has depth 1).
+    pub max_depth: u64,
     /// Uses of each operator, helper, node kind and terminator.
     pub uses: BTreeMap<String, u64>,
     /// Shapes and policy patterns generated.
@@ -81,6 +83,7 @@ pub fn stats(first: u64, count: u64, cfg: &Config) -> Stats {
             }
             let roots: std::collections::BTreeSet<_> = f.roots().into_iter().collect();
             for &root in &roots {
+                s.max_depth = s.max_depth.max(tree_depth(f, root));
                 f.visit_postorder(root, &mut |e| {
                     s.nodes += 1;
                     let key = match &f.exprs[e] {
@@ -133,6 +136,11 @@ pub fn stats(first: u64, count: u64, cfg: &Config) -> Stats {
     s
 }
 
+/// The depth of the tree at `e` (a leaf has depth 1).
+pub fn tree_depth(f: &tandem_core::ir::Function, e: tandem_core::ir::Expr) -> u64 {
+    1 + f.exprs[e].operands().into_iter().map(|o| tree_depth(f, o)).max().unwrap_or(0)
+}
+
 fn pct(n: u64, d: u64) -> f64 {
     if d == 0 {
         0.0
@@ -159,10 +167,11 @@ impl fmt::Display for Stats {
         let c = self.cases.max(1) as f64;
         writeln!(
             f,
-            "per case: {:.1} blocks, {:.1} statements, {:.1} nodes",
+            "per case: {:.1} blocks, {:.1} statements, {:.1} nodes; deepest tree: {}",
             self.blocks as f64 / c,
             self.statements as f64 / c,
-            self.nodes as f64 / c
+            self.nodes as f64 / c,
+            self.max_depth
         )?;
         writeln!(f, "feature use (occurrences):")?;
         for (k, v) in &self.uses {

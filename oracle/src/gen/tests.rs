@@ -49,11 +49,12 @@ fn the_fuel_bound_is_an_upper_bound_below_the_default_fuel() {
 
 #[test]
 fn an_exhausted_byte_source_gives_the_smallest_program() {
-    // With no bytes every choice is 0: swarm turns every feature off, there are no
-    // parameters, one i32 variable, and the one statement and the return are leaves.
+    // With no bytes every choice is 0: the small profile, swarm turns every feature
+    // off, one i32 parameter and one i32 variable, the one statement and the return are
+    // the first readable local, and every argument is the first edge value, 0.
     let t = TestCase::arbitrary(&mut Unstructured::new(&[])).unwrap();
-    let want = "function %f() -> i32 {\n    local i32 %v0\nb0:\n    %v0 = %v0\n    ret %v0\n}\n\
-                ; run: %f()\n; run: %f()\n; run: %f()\n";
+    let want = "function %f(i32 %p0) -> i32 {\n    local i32 %v0\nb0:\n    %v0 = %p0\n    ret %p0\n}\n\
+                ; run: %f(0)\n; run: %f(0)\n; run: %f(0)\n";
     assert_eq!(t.case.print(), want);
     check_test_case(&t).unwrap();
 }
@@ -153,6 +154,8 @@ fn a_few_hundred_seeds_use_every_operator_and_helper() {
         assert!(has(k), "no {k}");
     }
     assert!(s.traps() > 0, "no run trapped");
+    // Far below the parser's nesting limit (256), so every case prints and parses back.
+    assert!(s.max_depth <= 64, "a tree {} deep", s.max_depth);
     assert!(s.fuel_exhausted == 0 && s.out_of_bounds == 0, "{s}");
 }
 
