@@ -154,6 +154,19 @@ fn a_few_hundred_seeds_use_every_operator_and_helper() {
         assert!(has(k), "no {k}");
     }
     assert!(s.traps() > 0, "no run trapped");
+    // Every control-flow shape and every policy pattern fires.
+    for shape in ["if", "if-else", "if with a duplicate edge", "loop top-tested", "loop bottom-tested",
+        "loop nested", "loop with a masked bound", "switch", "switch with a shared target",
+        "switch case to the join", "irreducible loop", "exit return", "exit break", "exit continue",
+        "loop-invariant expressions", "loop-invariant cfread", "loop-invariant cfwrite", "loop-invariant store",
+        "redundancy straight-line", "redundancy full (both arms)", "redundancy partial (one arm)",
+        "redundancy killed on one arm", "tree-mover single-use tree", "tree-mover copy", "tree-mover redefinition",
+        "cf LOAD-LOAD", "cf STORE-LOAD", "cf LOAD-STORE", "cf STORE-STORE", "cf stores on both arms, load after",
+        "heap LOAD-LOAD", "heap STORE-LOAD", "heap LOAD-STORE", "heap STORE-STORE", "between cf_trace",
+        "between cf_set", "between heap_rmw", "between log", "between store", "register pressure",
+        "division unguarded", "division guarded", "division guard select", "trapif that fires now and then"] {
+        assert!(s.shapes.get(shape).copied().unwrap_or(0) > 0, "no {shape}");
+    }
     // Far below the parser's nesting limit (256), so every case prints and parses back.
     assert!(s.max_depth <= 64, "a tree {} deep", s.max_depth);
     assert!(s.fuel_exhausted == 0 && s.out_of_bounds == 0, "{s}");
