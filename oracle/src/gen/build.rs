@@ -47,9 +47,10 @@ enum Item {
     CfMotion,
     HeapMotion,
     RegPressure,
+    IfChain,
 }
 
-const ITEMS: [Item; 11] = [
+const ITEMS: [Item; 12] = [
     Item::Stmts,
     Item::If,
     Item::IfElse,
@@ -61,6 +62,7 @@ const ITEMS: [Item; 11] = [
     Item::CfMotion,
     Item::HeapMotion,
     Item::RegPressure,
+    Item::IfChain,
 ];
 
 /// Expression kinds, in the order of [`Weights::exprs`]; the first is the leaf, so an
@@ -247,6 +249,7 @@ impl<'a, S: Source> Gen<'a, S> {
             weight(on(Feature::CfMotion) && on(Feature::CfVars), src),
             weight(on(Feature::HeapMotion) && (on(Feature::Load) || on(Feature::Store)), src),
             weight(on(Feature::RegPressure), src) / 2,
+            weight(on(Feature::If) && on(Feature::SsaStress), src) / 2,
         ];
         let exprs = vec![
             weight(true, src) + 6,
@@ -598,7 +601,7 @@ impl<'a, S: Source> Gen<'a, S> {
         let structures_ok = depth < self.cfg.max_nesting && self.blocks_left(6) && self.fits(400);
         if !structures_ok {
             for (i, it) in ITEMS.iter().enumerate() {
-                if matches!(it, Item::If | Item::IfElse | Item::Loop | Item::Switch | Item::Irreducible) {
+                if matches!(it, Item::If | Item::IfElse | Item::Loop | Item::Switch | Item::Irreducible | Item::IfChain) {
                     w[i] = 0;
                 }
             }
@@ -638,6 +641,7 @@ impl<'a, S: Source> Gen<'a, S> {
             Item::CfMotion => self.cf_motion(),
             Item::HeapMotion => self.heap_motion(),
             Item::RegPressure => self.reg_pressure(),
+            Item::IfChain => self.gen_if_chain(depth),
         }
     }
 
@@ -692,6 +696,34 @@ impl<'a, S: Source> Gen<'a, S> {
             if self.cur.is_some() {
                 self.seal(Terminator::Jump(join));
             }
+        }
+        self.enter(join);
+    }
+
+    /// `if c1 {..} else if c2 {..} ... else {..}` with every arm jumping straight to one
+    /// join: a block with many predecessors, where variables assigned in several arms
+    /// meet (SSA construction stress).
+    fn gen_if_chain(&mut self, depth: u32) {
+        let room = (self.cfg.max_blocks.saturating_sub(self.f.blocks.len() as u32) / 2).saturating_sub(1);
+        let k = (2 + self.below(4)).min(room.max(1));
+        self.note("if-else chain to one join");
+        // All blocks first, so that the structures nested in the arms see the count.
+        let join = self.create_block();
+        let blocks: Vec<(Block, Block)> = (0..k).map(|_| (self.create_block(), self.create_block())).collect();
+        for (arm, next) in blocks {
+            let c = self.cond(1);
+            self.seal(Terminator::Branch { cond: c, then_dest: arm, else_dest: next });
+            self.enter(arm);
+            self.region(depth + 1, true);
+            if self.cur.is_some() {
+                self.seal(Terminator::Jump(join));
+            }
+            self.enter(next);
+        }
+        // The last else falls through, so the join stays reachable.
+        self.region(depth + 1, false);
+        if self.cur.is_some() {
+            self.seal(Terminator::Jump(join));
         }
         self.enter(join);
     }
@@ -844,7 +876,9 @@ impl<'a, S: Source> Gen<'a, S> {
             raw
         };
         self.note("switch");
-        let ncases = 1 + self.below(5);
+        // Cases, the join and a default block must fit in the block limit.
+        let room = self.cfg.max_blocks.saturating_sub(self.f.blocks.len() as u32 + 2);
+        let ncases = (1 + self.below(5)).min(room.max(1));
         let join = self.create_block();
         let mut targets: Vec<Block> = vec![];
         let mut cases = vec![];

@@ -127,6 +127,8 @@ pub enum CheckError {
     Nondeterministic { run: usize, first: String, second: String },
     /// The re-parsed module behaves differently from the generated one.
     ParsedDiffers { run: usize, first: String, second: String },
+    /// A run is invalid although the generator promises valid runs.
+    InvalidRun { run: usize, why: Invalid },
 }
 
 impl fmt::Display for CheckError {
@@ -144,6 +146,7 @@ impl fmt::Display for CheckError {
             CheckError::ParsedDiffers { run, first, second } => {
                 write!(f, "run {run} differs after print/parse:\n{first}\n{second}")
             }
+            CheckError::InvalidRun { run, why } => write!(f, "run {run} is {why}"),
         }
     }
 }
@@ -192,9 +195,17 @@ pub fn check(case: &CaseFile) -> Result<Vec<RunResult>, CheckError> {
     Ok(a)
 }
 
-/// The fuzz target's check on a libFuzzer test case.
+/// The fuzz target's check on a libFuzzer test case: [`check`], and every run is valid,
+/// as the generator promises by construction (no fuel exhaustion, no heap access out of
+/// bounds).
 pub fn check_test_case(t: &TestCase) -> Result<Vec<RunResult>, CheckError> {
-    check(&t.case)
+    let results = check(&t.case)?;
+    for (run, r) in results.iter().enumerate() {
+        if let Err(why) = r {
+            return Err(CheckError::InvalidRun { run, why: *why });
+        }
+    }
+    Ok(results)
 }
 
 /// The case of `seed` with every run's expectation filled in from the interpreter, as

@@ -27,6 +27,10 @@ pub struct Stats {
     pub blocks: u64,
     pub statements: u64,
     pub nodes: u64,
+    /// The most blocks in one case.
+    pub max_case_blocks: u64,
+    /// The largest fuel bound the generator computed for a case.
+    pub max_fuel_bound: u64,
     /// The deepest expression tree seen (a leaf has depth 1).
     pub max_depth: u64,
     /// Uses of each operator, helper, node kind and terminator.
@@ -58,6 +62,7 @@ pub fn stats(first: u64, count: u64, cfg: &Config) -> Stats {
     for seed in first..first + count {
         let g = generate(seed, cfg);
         s.cases += 1;
+        s.max_fuel_bound = s.max_fuel_bound.max(g.fuel_bound);
         for feat in Feature::ALL {
             if g.features.contains(feat) {
                 *s.features.entry(format!("{feat:?}")).or_default() += 1;
@@ -68,6 +73,7 @@ pub fn stats(first: u64, count: u64, cfg: &Config) -> Stats {
         }
         for f in &g.case.module.functions {
             s.blocks += f.layout.len() as u64;
+            s.max_case_blocks = s.max_case_blocks.max(f.layout.len() as u64);
             for &b in &f.layout {
                 let data = &f.blocks[b];
                 s.statements += data.stmts.len() as u64;
@@ -167,11 +173,13 @@ impl fmt::Display for Stats {
         let c = self.cases.max(1) as f64;
         writeln!(
             f,
-            "per case: {:.1} blocks, {:.1} statements, {:.1} nodes; deepest tree: {}",
+            "per case: {:.1} blocks, {:.1} statements, {:.1} nodes; most blocks: {}; deepest tree: {}; largest fuel bound: {}",
             self.blocks as f64 / c,
             self.statements as f64 / c,
             self.nodes as f64 / c,
-            self.max_depth
+            self.max_case_blocks,
+            self.max_depth,
+            self.max_fuel_bound
         )?;
         writeln!(f, "feature use (occurrences):")?;
         for (k, v) in &self.uses {

@@ -164,9 +164,11 @@ fn a_few_hundred_seeds_use_every_operator_and_helper() {
         "cf LOAD-LOAD", "cf STORE-LOAD", "cf LOAD-STORE", "cf STORE-STORE", "cf stores on both arms, load after",
         "heap LOAD-LOAD", "heap STORE-LOAD", "heap LOAD-STORE", "heap STORE-STORE", "between cf_trace",
         "between cf_set", "between heap_rmw", "between log", "between store", "register pressure",
-        "division unguarded", "division guarded", "division guard select", "trapif that fires now and then"] {
+        "if-else chain to one join", "division unguarded", "division guarded", "division guard select", "trapif that fires now and then"] {
         assert!(s.shapes.get(shape).copied().unwrap_or(0) > 0, "no {shape}");
     }
+    assert!(s.max_case_blocks <= Config::default().max_blocks as u64, "{} blocks", s.max_case_blocks);
+    assert!(s.max_fuel_bound < crate::interp::DEFAULT_FUEL / 2, "fuel bound {}", s.max_fuel_bound);
     // Far below the parser's nesting limit (256), so every case prints and parses back.
     assert!(s.max_depth <= 64, "a tree {} deep", s.max_depth);
     assert!(s.fuel_exhausted == 0 && s.out_of_bounds == 0, "{s}");
