@@ -1345,12 +1345,19 @@ impl<'a, S: Source> Gen<'a, S> {
                 self.bin(op, a, b)
             }
             BinOp::Sdiv | BinOp::Udiv | BinOp::Srem | BinOp::Urem => {
-                let b = self.expr(ty, d);
                 if self.chance(self.cfg.unguarded_div_permille) {
                     self.note("division unguarded");
+                    if matches!(op, BinOp::Sdiv | BinOp::Srem) && self.chance(250) {
+                        // `MIN / -1` overflows: x86 `idiv` raises #DE for it too.
+                        self.note("division by -1 unguarded");
+                        let m1 = self.konst(ty, -1);
+                        return self.bin(op, a, m1);
+                    }
+                    let b = self.expr(ty, d);
                     return self.bin(op, a, b);
                 }
                 self.note("division guarded");
+                let b = self.expr(ty, d);
                 self.guarded_div(op, ty, a, b)
             }
             _ => {

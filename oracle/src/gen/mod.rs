@@ -10,7 +10,7 @@
 //!
 //! [`check`] is the fuzz target's body (STYLE.md item 7): the case verifies, prints and
 //! parses back to the same text, and the interpreter gives the same outcome twice and on
-//! the re-parsed module. [`stats`] measures what the generator makes.
+//! the re-parsed module. [`stats()`] measures what the generator makes.
 
 pub mod build;
 pub mod config;
@@ -129,6 +129,10 @@ pub enum CheckError {
     ParsedDiffers { run: usize, first: String, second: String },
     /// A run is invalid although the generator promises valid runs.
     InvalidRun { run: usize, why: Invalid },
+    /// This many expression nodes were built but placed in no tree.
+    Unplaced(usize),
+    /// The declared helpers are not exactly the called ones (both in table order).
+    HelperDecls { declared: Vec<String>, called: Vec<String> },
 }
 
 impl fmt::Display for CheckError {
@@ -147,6 +151,10 @@ impl fmt::Display for CheckError {
                 write!(f, "run {run} differs after print/parse:\n{first}\n{second}")
             }
             CheckError::InvalidRun { run, why } => write!(f, "run {run} is {why}"),
+            CheckError::Unplaced(n) => write!(f, "{n} expression node(s) are in no tree"),
+            CheckError::HelperDecls { declared, called } => {
+                write!(f, "declares helpers {declared:?} but calls {called:?}")
+            }
         }
     }
 }
@@ -195,10 +203,40 @@ pub fn check(case: &CaseFile) -> Result<Vec<RunResult>, CheckError> {
     Ok(a)
 }
 
-/// The fuzz target's check on a libFuzzer test case: [`check`], and every run is valid,
-/// as the generator promises by construction (no fuel exhaustion, no heap access out of
-/// bounds).
+/// The generator's promises about the shape of a case: every node built is placed in a
+/// tree, and the module declares exactly the helpers it calls.
+pub fn check_promises(case: &CaseFile) -> Result<(), CheckError> {
+    let mut called = vec![];
+    for f in &case.module.functions {
+        let mut placed = 0;
+        for r in f.roots() {
+            f.visit_postorder(r, &mut |e| {
+                placed += 1;
+                if let tandem_core::ir::ExprData::Call { helper, .. } = &f.exprs[e] {
+                    if !called.contains(helper) {
+                        called.push(*helper);
+                    }
+                }
+            });
+        }
+        if placed != f.exprs.len() {
+            return Err(CheckError::Unplaced(f.exprs.len() - placed));
+        }
+    }
+    called.sort();
+    let declared: Vec<String> = case.module.helpers.iter().map(|h| h.name.clone()).collect();
+    let want: Vec<String> = called.iter().map(|h| h.name().to_string()).collect();
+    if declared != want {
+        return Err(CheckError::HelperDecls { declared, called: want });
+    }
+    Ok(())
+}
+
+/// The fuzz target's check on a libFuzzer test case: [`check`], [`check_promises`], and
+/// every run is valid, as the generator promises by construction (no fuel exhaustion, no
+/// heap access out of bounds).
 pub fn check_test_case(t: &TestCase) -> Result<Vec<RunResult>, CheckError> {
+    check_promises(&t.case)?;
     let results = check(&t.case)?;
     for (run, r) in results.iter().enumerate() {
         if let Err(why) = r {

@@ -5,7 +5,7 @@
 //! stable.
 
 use super::config::{Config, Feature};
-use super::{check, generate};
+use super::{check, check_promises, generate};
 use crate::outcome::{End, Invalid};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -121,7 +121,7 @@ pub fn stats(first: u64, count: u64, cfg: &Config) -> Stats {
                 });
             }
         }
-        match check(&g.case) {
+        match check_promises(&g.case).and_then(|()| check(&g.case)) {
             Err(e) => s.broken.push((seed, e.to_string())),
             Ok(results) => {
                 for r in results {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 fn valid_and_checked(seed: u64, profile: Profile) -> Result<(), String> {
     let g = generate(seed, &profile.config());
+    check_promises(&g.case).map_err(|e| format!("seed {seed} ({}): {e}", profile.name()))?;
     let results = check(&g.case).map_err(|e| format!("seed {seed} ({}): {e}", profile.name()))?;
     for (i, r) in results.iter().enumerate() {
         if let Err(inv) = r {
@@ -105,6 +106,12 @@ fn limits_of_the_config_hold() {
                 });
             }
             called.sort();
+            // No node is left out of the trees (every node built is placed).
+            let mut placed = 0;
+            for r in f.roots() {
+                f.visit_postorder(r, &mut |_| placed += 1);
+            }
+            assert_eq!(placed, f.exprs.len(), "seed {seed}: nodes outside every tree");
             let declared: Vec<HelperKind> =
                 g.case.module.helpers.iter().map(|h| HelperKind::from_name(&h.name).unwrap()).collect();
             assert_eq!(called, declared, "seed {seed}");
