@@ -1,18 +1,22 @@
 //! Builds one random function: structured control flow (if/else, counted loops, switch,
 //! early exits, a little irreducible flow) lowered straight to a CFG of HIR blocks, with
-//! statements and expression trees that use every IR feature, and the policy clusters
-//! that target the passes.
+//! statements and expression trees that use every IR feature, and (in [`policies`]) the
+//! policy clusters that target the passes.
 //!
-//! Invariants kept by construction (checked by the tests, never repaired afterwards):
+//! Invariants kept by construction (checked by the tests and by the fuzz target's check,
+//! never repaired afterwards):
 //! * the module verifies: trees are well typed, nodes that yield nothing sit only at a
-//!   statement root or in the first operand of a comma, every helper called is declared;
+//!   statement root or in the first operand of a comma; every node built is placed in a
+//!   tree, and the module declares exactly the helpers it calls;
 //! * the entry block is never a branch target (targets are always fresh blocks) and every
 //!   block is reachable: an arm may end in an exit only when the other way to the join
 //!   stays open, and a default or fall-through path always reaches the join;
-//! * every run terminates within [`Config::fuel_budget`] fuel: loops count with a counter
-//!   local that nothing else assigns, trip counts are bounded by a constant or a masked
-//!   value, and the generator adds up the nodes each statement evaluates times the trip
-//!   counts around it, and stops adding code when the budget would be exceeded;
+//! * every run terminates within the fuel bound the generator computes, which stays near
+//!   [`Config::fuel_budget`] and far below the interpreter's default fuel: loops count
+//!   with a counter local that nothing else assigns, trip counts are bounded by a
+//!   constant or a masked value, and the generator adds up the block entries and nodes
+//!   each statement evaluates times the trip counts around it, and stops adding code
+//!   once the budget is reached;
 //! * heap accesses stay in bounds: every address is a constant inside the heap or
 //!   `HEAP_BASE + region + (e & mask)` with `mask + width <= region size`;
 //! * a division is guarded (its divisor can be neither 0 nor, if signed, -1 with a `MIN`
