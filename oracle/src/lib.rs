@@ -5,9 +5,11 @@
 //! * [`interp`] — the reference interpreter (HIR and SSA, with fuel);
 //! * [`passcheck`] — the interpreter after every IR pass, against the reference;
 //! * [`casefile`] — `.tir` case files: module + runs + expectations, print/parse;
-//! * [`replay`] — runs case files and folders of them (`tandem run`).
+//! * [`replay`] — runs case files and folders of them (`tandem run`);
+//! * [`gen`] — the program generator (`tandem gen`) and the fuzz target's check.
 
 pub mod casefile;
+pub mod gen;
 pub mod interp;
 pub mod outcome;
 pub mod passcheck;

@@ -2,9 +2,10 @@
 //! into text and exit codes: 0 when everything passed, 1 on a mismatch, 2 on bad input.
 
 use clap::{Parser, Subcommand};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tandem_oracle::replay;
+use tandem_oracle::{gen, replay};
 
 #[derive(Parser)]
 #[command(name = "tandem", about = "Differential testing harness for the Tandem x86-32 compiler")]
@@ -46,6 +47,22 @@ enum Command {
         #[arg(long)]
         stats: bool,
     },
+    /// Generates random case files (with expectations from the reference interpreter),
+    /// or with --stats measures what the generator makes.
+    Gen {
+        /// The first seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// The profile: small, default, loops or memory.
+        #[arg(long, default_value = "default")]
+        profile: String,
+        /// How many consecutive seeds.
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+        /// Print statistics over the seeds instead of the cases.
+        #[arg(long)]
+        stats: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -55,6 +72,7 @@ fn main() -> ExitCode {
         Command::Compile { file, emit, after, pipeline, stats } => {
             compile(&file, &emit, after.as_deref(), pipeline.as_deref(), stats)
         }
+        Command::Gen { seed, profile, count, stats } => generate(seed, &profile, count, stats),
     }
 }
 
@@ -117,6 +135,28 @@ fn emit_name(f: tandem_core::passes::Form) -> &'static str {
         tandem_core::passes::Form::Hir => "hir",
         tandem_core::passes::Form::Ssa => "ssa",
     }
+}
+
+fn generate(seed: u64, profile: &str, count: u64, stats: bool) -> ExitCode {
+    let Some(p) = gen::Profile::from_name(profile) else {
+        let names: Vec<&str> = gen::Profile::ALL.iter().map(|p| p.name()).collect();
+        eprintln!("error: unknown profile `{profile}` (expected one of: {})", names.join(", "));
+        return ExitCode::from(2);
+    };
+    // Output goes through a locked handle and a closed pipe (`| head`) ends quietly.
+    let mut out = std::io::stdout().lock();
+    if stats {
+        let s = gen::stats(seed, count, &p.config());
+        let _ = write!(out, "{s}");
+        return if s.broken.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) };
+    }
+    for (i, s) in (seed..seed.saturating_add(count)).enumerate() {
+        let sep = if i > 0 { "\n" } else { "" };
+        if write!(out, "{sep}{}", gen::render(s, p)).is_err() {
+            break;
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {

@@ -1,0 +1,350 @@
+//! The policy clusters of the generator: short statement sequences (and small diamonds)
+//! shaped to make one optimization fire, each a method of [`Gen`] called as a region
+//! item. They follow the seeds:
+//! * [`Gen::redundancy`]: full and partial redundancy of `ssapre.txt` ("FullRedundancy1",
+//!   "FullRedundancy2", "PartialRedundancy"), and a variant killed on one path;
+//! * [`Gen::tree_mover`]: a single-use local defined by a tree, a copy and a constant
+//!   next to it, then a redefinition that makes the move "safe" (`tree-mover.txt`,
+//!   "Base logic" and the ACT states);
+//! * [`Gen::cf_motion`] and [`Gen::heap_motion`]: LOAD-LOAD, STORE-LOAD, LOAD-STORE,
+//!   STORE-STORE (dead STORE) of `callframe-data-motion.md` ("Types of optimization to
+//!   be considered") with a helper call, an aliasing access or nothing in between
+//!   ([`Gen::between`]); the loop-invariant LOAD and STORE shapes are made by the loop
+//!   generator, which freezes what the loop must not touch;
+//! * [`Gen::reg_pressure`]: many values live at once, across a call.
+//!
+//! The invariants of the parent module hold here too: every tree placed is well typed,
+//! heap addresses come from [`Gen::addr`], and locals frozen by an enclosing loop are
+//! never assigned (fresh temporaries are used instead).
+
+use super::*;
+
+impl<S: Source> Gen<'_, S> {
+
+    /// The same pure expression on several paths: full and partial redundancy.
+    pub(super) fn redundancy(&mut self) {
+        let ty = self.ty();
+        self.pure_mode = true;
+        let e = self.expr(ty, 3);
+        self.pure_mode = false;
+        let t1 = self.new_temp(ty);
+        let mode = self.below(4);
+        match mode {
+            // Straight-line: the same expression twice.
+            0 => {
+                self.note("redundancy straight-line");
+                let s = self.assign(t1, e);
+                self.push(s);
+                if self.chance(300) {
+                    let s = self.stmt(2);
+                    self.push(s);
+                }
+                let e2 = self.f.clone_tree(e);
+                let t2 = self.new_temp(ty);
+                let s = self.assign(t2, e2);
+                self.push(s);
+            }
+            // A diamond with the expression in one or both arms and after the join.
+            _ => {
+                self.note(["", "redundancy full (both arms)", "redundancy partial (one arm)", "redundancy killed on one arm"][mode as usize]);
+                let c = self.cond(1);
+                let then_b = self.create_block();
+                let else_b = self.create_block();
+                let join = self.create_block();
+                self.seal(Terminator::Branch { cond: c, then_dest: then_b, else_dest: else_b });
+                self.enter(then_b);
+                let s = self.assign(t1, e);
+                self.push(s);
+                self.seal(Terminator::Jump(join));
+                self.enter(else_b);
+                if mode == 1 {
+                    let e2 = self.f.clone_tree(e);
+                    let s = self.assign(t1, e2);
+                    self.push(s);
+                } else if mode == 3 {
+                    // Kill an operand on this path: not redundant here.
+                    let s = self.stmt(2);
+                    self.push(s);
+                }
+                self.seal(Terminator::Jump(join));
+                self.enter(join);
+                let e3 = self.f.clone_tree(e);
+                let t2 = self.new_temp(ty);
+                let s = self.assign(t2, e3);
+                self.push(s);
+            }
+        }
+        self.templates.push(e);
+        self.vars.push(t1);
+    }
+
+    /// `%t = tree; %c = %t; %k = const; %u = op(%c, %k); ...; %t = tree2`.
+    pub(super) fn tree_mover(&mut self) {
+        let ty = self.ty();
+        let t = self.new_temp(ty);
+        let e = self.expr(ty, 3);
+        let s = self.assign(t, e);
+        self.push(s);
+        let mut used = t;
+        self.note("tree-mover single-use tree");
+        if self.chance(600) {
+            self.note("tree-mover copy");
+            let c = self.new_temp(ty);
+            let l = self.local(t);
+            let s = self.assign(c, l);
+            self.push(s);
+            used = c;
+        }
+        let k = self.new_temp(ty);
+        let v = self.pick(&INTERESTING[..14]);
+        let kc = self.konst(ty, v);
+        let s = self.assign(k, kc);
+        self.push(s);
+        if self.chance(300) {
+            // Something in between that may block the move (an effect, or a
+            // redefinition of an operand of the tree).
+            let s = self.stmt(2);
+            self.push(s);
+        }
+        let u = self.new_temp(ty);
+        let a = self.local(used);
+        let b = self.local(k);
+        let op = self.pick(&[BinOp::Add, BinOp::Sub, BinOp::Xor, BinOp::Mul, BinOp::And]);
+        let x = self.bin(op, a, b);
+        let s = self.assign(u, x);
+        self.push(s);
+        if self.chance(700) {
+            self.note("tree-mover redefinition");
+            let e2 = self.expr(ty, 2);
+            let s = self.assign(t, e2);
+            self.push(s);
+        }
+        self.vars.push(u);
+        if self.chance(500) {
+            self.vars.push(t);
+        }
+    }
+
+    /// Something between two accesses of the same place: a helper call, an aliasing
+    /// access, or nothing.
+    pub(super) fn between(&mut self) {
+        let k = self.below(8);
+        const NAMES: [&str; 8] = [
+            "between cf_trace",
+            "between cf_set",
+            "between heap_rmw",
+            "between log",
+            "between store",
+            "between store",
+            "between statement",
+            "between nothing",
+        ];
+        let s = match k {
+            0 if self.on(Feature::CfTrace) && self.noread_cf.is_empty() => self.call(HelperKind::CfTrace, vec![]),
+            1 if self.on(Feature::CfSet) && self.frozen_cf.is_empty() && !self.f.cfvars.is_empty() => {
+                let i = self.expr(Type::I32, 1);
+                let v = self.expr(Type::I32, 1);
+                self.call(HelperKind::CfSet, vec![i, v])
+            }
+            2 if self.on(Feature::HeapRmw) => {
+                let a = self.addr_value(1);
+                let d = self.expr(Type::I32, 1);
+                self.call(HelperKind::HeapRmw, vec![a, d])
+            }
+            3 if self.on(Feature::Log) => {
+                let a = self.expr(Type::I32, 1);
+                let b = self.expr(Type::I32, 1);
+                self.call(HelperKind::Log, vec![a, b])
+            }
+            4 | 5 if self.on(Feature::Store) => self.store(1),
+            6 => self.stmt(2),
+            _ => {
+                self.note("between nothing");
+                return;
+            }
+        };
+        self.note(NAMES[k as usize]);
+        self.push(s);
+    }
+
+    pub(super) fn cf_motion(&mut self) {
+        let cfs: Vec<CfVar> = self
+            .f
+            .cfvars
+            .keys()
+            .filter(|c| !self.frozen_cf.contains(c) && !self.noread_cf.contains(c))
+            .collect();
+        if cfs.is_empty() {
+            return;
+        }
+        let v = self.pick(&cfs);
+        let ty = self.f.cfvars[v].ty;
+        let read = |g: &mut Self| {
+            let t = g.new_temp(ty);
+            let r = g.add(ExprData::CfRead(v));
+            let s = g.assign(t, r);
+            g.push(s);
+            t
+        };
+        let write = |g: &mut Self, value: Expr| {
+            let s = g.add(ExprData::CfWrite { var: v, value });
+            g.push(s);
+        };
+        match self.below(5) {
+            // LOAD-LOAD
+            0 => {
+                self.note("cf LOAD-LOAD");
+                read(self);
+                self.between();
+                read(self);
+            }
+            // STORE-LOAD
+            1 => {
+                self.note("cf STORE-LOAD");
+                let e = self.expr(ty, 2);
+                write(self, e);
+                self.between();
+                read(self);
+            }
+            // LOAD-STORE
+            2 => {
+                self.note("cf LOAD-STORE");
+                let t = read(self);
+                self.between();
+                let l = self.local(t);
+                write(self, l);
+            }
+            // STORE-STORE (the first is dead unless something in between reads it)
+            3 => {
+                self.note("cf STORE-STORE");
+                let e = self.expr(ty, 2);
+                write(self, e);
+                self.between();
+                let e = self.expr(ty, 2);
+                write(self, e);
+            }
+            // Stores on both arms, a load after the join.
+            _ => {
+                self.note("cf stores on both arms, load after");
+                if !self.blocks_left(3) {
+                    return;
+                }
+                let c = self.cond(1);
+                let a = self.create_block();
+                let b = self.create_block();
+                let join = self.create_block();
+                self.seal(Terminator::Branch { cond: c, then_dest: a, else_dest: b });
+                for blk in [a, b] {
+                    self.enter(blk);
+                    let e = self.expr(ty, 2);
+                    write(self, e);
+                    if self.chance(300) {
+                        self.between();
+                    }
+                    self.seal(Terminator::Jump(join));
+                }
+                self.enter(join);
+                read(self);
+            }
+        }
+    }
+
+    pub(super) fn heap_motion(&mut self) {
+        let ty = self.ty();
+        let widths: Vec<MemWidth> = MemWidth::ALL.into_iter().filter(|w| w.bits() <= ty.bits()).collect();
+        let width = self.pick(&widths);
+        let addr = self.addr(width, 1);
+        let signed = width.bits() < ty.bits() && self.chance(500);
+        let mut first = true;
+        let mut take = move |g: &mut Self| if std::mem::take(&mut first) { addr } else { g.f.clone_tree(addr) };
+        let load = |g: &mut Self, a: Expr| {
+            let t = g.new_temp(ty);
+            let l = g.add(ExprData::Load { ty, width, signed, addr: a });
+            let s = g.assign(t, l);
+            g.push(s);
+            t
+        };
+        let store = |g: &mut Self, a: Expr, value: Expr| {
+            let s = g.add(ExprData::Store { width, addr: a, value });
+            g.push(s);
+        };
+        let can_load = self.on(Feature::Load);
+        let can_store = self.on(Feature::Store);
+        match self.below(4) {
+            0 if can_load => {
+                self.note("heap LOAD-LOAD");
+                let a = take(self);
+                load(self, a);
+                self.between();
+                let a = take(self);
+                load(self, a);
+            }
+            1 if can_load && can_store => {
+                self.note("heap STORE-LOAD");
+                let e = self.expr(ty, 2);
+                let a = take(self);
+                store(self, a, e);
+                self.between();
+                let a = take(self);
+                load(self, a);
+            }
+            2 if can_load && can_store => {
+                self.note("heap LOAD-STORE");
+                let a = take(self);
+                let t = load(self, a);
+                self.between();
+                let l = self.local(t);
+                let a = take(self);
+                store(self, a, l);
+            }
+            _ if can_store => {
+                self.note("heap STORE-STORE");
+                let e = self.expr(ty, 2);
+                let a = take(self);
+                store(self, a, e);
+                self.between();
+                let e = self.expr(ty, 2);
+                let a = take(self);
+                store(self, a, e);
+            }
+            _ => {
+                let a = take(self);
+                load(self, a);
+            }
+        }
+    }
+
+    /// Many values live at once, then combined (and a call in the middle that clobbers
+    /// the caller-saved registers).
+    pub(super) fn reg_pressure(&mut self) {
+        self.note("register pressure");
+        let n = 6 + self.below(9);
+        let mut temps = vec![];
+        for i in 0..n {
+            let ty = self.ty();
+            let t = self.new_temp(ty);
+            let e = self.expr(ty, 2);
+            let s = self.assign(t, e);
+            self.push(s);
+            temps.push(t);
+            if i == n / 2 && self.on(Feature::Log) && self.chance(500) {
+                let a = self.expr(Type::I32, 1);
+                let b = self.expr(Type::I32, 1);
+                let c = self.call(HelperKind::Log, vec![a, b]);
+                self.push(c);
+            }
+        }
+        let ty = self.ty();
+        let mut leaves: Vec<Expr> = vec![];
+        for t in temps {
+            let l = self.local(t);
+            leaves.push(self.convert_to(l, ty));
+        }
+        // A balanced tree over the leaves keeps many of them live at once.
+        let all = self.combine(leaves, &[BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Xor, BinOp::Or, BinOp::And]);
+        let dst = self.new_temp(ty);
+        let s = self.assign(dst, all);
+        self.push(s);
+        self.vars.push(dst);
+    }
+}

@@ -1,0 +1,202 @@
+//! Properties of the generator: every case verifies, round-trips through print and parse,
+//! runs deterministically and validly (no fuel exhaustion, no out-of-bounds access, as
+//! the generator promises by construction), and the same seed gives the same text.
+
+use super::*;
+use quickcheck::{QuickCheck, TestResult};
+use rand::{RngCore, SeedableRng};
+use std::time::{Duration, Instant};
+
+fn valid_and_checked(seed: u64, profile: Profile) -> Result<(), String> {
+    let g = generate(seed, &profile.config());
+    check_promises(&g.case).map_err(|e| format!("seed {seed} ({}): {e}", profile.name()))?;
+    let results = check(&g.case).map_err(|e| format!("seed {seed} ({}): {e}", profile.name()))?;
+    for (i, r) in results.iter().enumerate() {
+        if let Err(inv) = r {
+            return Err(format!("seed {seed} ({}), run {i}: {inv}\n{}", profile.name(), g.case.print()));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn generated_cases_verify_round_trip_and_run_validly() {
+    fn prop(seed: u64, p: u8) -> TestResult {
+        let profile = Profile::ALL[p as usize % Profile::ALL.len()];
+        match valid_and_checked(seed, profile) {
+            Ok(()) => TestResult::passed(),
+            Err(e) => TestResult::error(e),
+        }
+    }
+    QuickCheck::new().tests(150).quickcheck(prop as fn(u64, u8) -> TestResult);
+}
+
+#[test]
+fn the_fuel_bound_is_an_upper_bound_below_the_default_fuel() {
+    for profile in Profile::ALL {
+        for seed in 100..130 {
+            let g = generate(seed, &profile.config());
+            assert!(g.fuel_bound < crate::interp::DEFAULT_FUEL, "seed {seed}: bound {}", g.fuel_bound);
+            let f = &g.case.module.functions[0];
+            for r in &g.case.runs {
+                let mut input = r.input(f).unwrap();
+                input.fuel = g.fuel_bound;
+                let res = crate::interp::run(f, &input).unwrap();
+                assert_ne!(res, Err(crate::outcome::Invalid::FuelExhausted), "seed {seed} ({})", profile.name());
+            }
+        }
+    }
+}
+
+#[test]
+fn an_exhausted_byte_source_gives_the_smallest_program() {
+    // With no bytes every choice is 0: the small profile, swarm turns every feature
+    // off, one i32 parameter and one i32 variable, the one statement and the return are
+    // the first readable local, and every argument is the first edge value, 0.
+    let t = TestCase::arbitrary(&mut Unstructured::new(&[])).unwrap();
+    let want = "function %f(i32 %p0) -> i32 {\n    local i32 %v0\nb0:\n    %v0 = %p0\n    ret %p0\n}\n\
+                ; run: %f(0)\n; run: %f(0)\n; run: %f(0)\n";
+    assert_eq!(t.case.print(), want);
+    check_test_case(&t).unwrap();
+}
+
+#[test]
+fn the_first_seeds_of_every_profile_are_good() {
+    for profile in Profile::ALL {
+        for seed in 0..40 {
+            if let Err(e) = valid_and_checked(seed, profile) {
+                panic!("{e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_text() {
+    for seed in [0u64, 1, 42, 1 << 40] {
+        let a = render(seed, Profile::Default);
+        let b = render(seed, Profile::Default);
+        assert_eq!(a, b);
+    }
+    let distinct: std::collections::BTreeSet<String> =
+        (0..20).map(|s| generate(s, &Config::default()).case.print()).collect();
+    assert!(distinct.len() >= 19, "only {} distinct programs out of 20", distinct.len());
+}
+
+#[test]
+fn limits_of_the_config_hold() {
+    for profile in Profile::ALL {
+        let cfg = profile.config();
+        for seed in 0..30 {
+            let g = generate(seed, &cfg);
+            let f = &g.case.module.functions[0];
+            assert!(f.layout.len() as u32 <= cfg.max_blocks, "seed {seed}: {} blocks", f.layout.len());
+            assert!(f.params.len() as u32 <= cfg.max_params);
+            assert!(f.cfvars.len() as u32 <= cfg.max_cfvars);
+            assert_eq!(g.case.runs.len() as u32, cfg.runs_per_case);
+            // Exactly the helpers called are declared.
+            let mut called = vec![];
+            for r in f.roots() {
+                f.visit_postorder(r, &mut |e| {
+                    if let tandem_core::ir::ExprData::Call { helper, .. } = &f.exprs[e] {
+                        if !called.contains(helper) {
+                            called.push(*helper);
+                        }
+                    }
+                });
+            }
+            called.sort();
+            // No node is left out of the trees (every node built is placed).
+            let mut placed = 0;
+            for r in f.roots() {
+                f.visit_postorder(r, &mut |_| placed += 1);
+            }
+            assert_eq!(placed, f.exprs.len(), "seed {seed}: nodes outside every tree");
+            let declared: Vec<HelperKind> =
+                g.case.module.helpers.iter().map(|h| HelperKind::from_name(&h.name).unwrap()).collect();
+            assert_eq!(called, declared, "seed {seed}");
+        }
+    }
+}
+
+#[test]
+fn swarm_turns_features_and_policies_off() {
+    let cfg = Config::default();
+    let sets: Vec<FeatureSet> = (0..200).map(|s| generate(s, &cfg).features).collect();
+    for feat in Feature::ALL {
+        let on = sets.iter().filter(|s| s.contains(feat)).count();
+        assert!(on > 0 && on < sets.len(), "{feat:?} is on in {on} of {} programs", sets.len());
+    }
+    let no_policy = sets.iter().filter(|s| Feature::POLICIES.iter().all(|p| !s.contains(*p))).count();
+    assert!(no_policy >= 10, "only {no_policy} of 200 programs have every policy off");
+    let all = Config { swarm: false, ..Config::default() };
+    assert_eq!(generate(3, &all).features, FeatureSet::all());
+}
+
+#[test]
+fn a_few_hundred_seeds_use_every_operator_and_helper() {
+    let s = stats(0, 300, &Config::default());
+    assert!(s.broken.is_empty(), "{:?}", s.broken.first());
+    let has = |k: &str| s.uses.get(k).copied().unwrap_or(0) > 0;
+    for op in BinOp::ALL {
+        for ty in ["i32", "i64"] {
+            assert!(has(&format!("op {}.{ty}", op.name())), "no {} on {ty}", op.name());
+        }
+    }
+    for op in CmpOp::ALL {
+        assert!(has(&format!("op {}", op.name())), "no {}", op.name());
+    }
+    for op in UnOp::ALL {
+        assert!(has(&format!("op {}", op.name())), "no {}", op.name());
+    }
+    for op in ConvOp::ALL {
+        assert!(has(&format!("op {}", op.name())), "no {}", op.name());
+    }
+    for h in HelperKind::ALL {
+        assert!(has(&format!("helper {h}")), "no {h}");
+    }
+    for k in ["node comma", "node assign (nested)", "node trapif", "node cfread", "node cfwrite", "node select",
+        "node store.8", "node store.16", "node store.32", "node store.64", "node load.i64", "node load.i32.s8",
+        "node load.i64.u32", "term switch", "term br", "term ret"] {
+        assert!(has(k), "no {k}");
+    }
+    assert!(s.traps() > 0, "no run trapped");
+    // Every control-flow shape and every policy pattern fires.
+    for shape in ["if", "if-else", "if with a duplicate edge", "loop top-tested", "loop bottom-tested",
+        "loop nested", "loop with a masked bound", "switch", "switch with a shared target",
+        "switch case to the join", "irreducible loop", "exit return", "exit break", "exit continue",
+        "loop-invariant expressions", "loop-invariant cfread", "loop-invariant cfwrite", "loop-invariant store",
+        "redundancy straight-line", "redundancy full (both arms)", "redundancy partial (one arm)",
+        "redundancy killed on one arm", "tree-mover single-use tree", "tree-mover copy", "tree-mover redefinition",
+        "cf LOAD-LOAD", "cf STORE-LOAD", "cf LOAD-STORE", "cf STORE-STORE", "cf stores on both arms, load after",
+        "heap LOAD-LOAD", "heap STORE-LOAD", "heap LOAD-STORE", "heap STORE-STORE", "between cf_trace",
+        "between cf_set", "between heap_rmw", "between log", "between store", "register pressure",
+        "if-else chain to one join", "division unguarded", "division guarded", "division guard select", "trapif that fires now and then"] {
+        assert!(s.shapes.get(shape).copied().unwrap_or(0) > 0, "no {shape}");
+    }
+    assert!(s.max_case_blocks <= Config::default().max_blocks as u64, "{} blocks", s.max_case_blocks);
+    assert!(s.max_fuel_bound < crate::interp::DEFAULT_FUEL / 2, "fuel bound {}", s.max_fuel_bound);
+    // Far below the parser's nesting limit (256), so every case prints and parses back.
+    assert!(s.max_depth <= 64, "a tree {} deep", s.max_depth);
+    assert!(s.fuel_exhausted == 0 && s.out_of_bounds == 0, "{s}");
+}
+
+#[test]
+fn the_fuzz_check_runs_for_a_second_on_random_bytes() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let start = Instant::now();
+    let mut n = 0;
+    while start.elapsed() < Duration::from_secs(1) || n < 20 {
+        let len = (rng.next_u32() % 4096) as usize;
+        let mut bytes = vec![0u8; len];
+        rng.fill_bytes(&mut bytes);
+        let mut u = Unstructured::new(&bytes);
+        let t = TestCase::arbitrary(&mut u).expect("a test case from any bytes");
+        if let Err(e) = check_test_case(&t) {
+            panic!("{e}\n{}", t.case.print());
+        }
+        n += 1;
+    }
+}
+
+use tandem_core::ir::{BinOp, CmpOp, ConvOp, UnOp};
