@@ -6,6 +6,7 @@
 //! manager's hooks.
 
 pub mod abi;
+pub mod backend;
 pub mod helpers;
 pub mod ir;
 pub mod text;

@@ -28,13 +28,59 @@ enum Command {
         #[arg(long, short)]
         verbose: bool,
     },
+    /// Compiles every function of a case file with the x86 backend and prints the LIR
+    /// after each backend pass (`--emit lir`) or the disassembly (`--emit asm`).
+    Compile {
+        file: PathBuf,
+        /// What to print: `lir` (after every backend pass) or `asm`; both when omitted.
+        #[arg(long)]
+        emit: Option<EmitKind>,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum EmitKind {
+    Lir,
+    Asm,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run { paths, bless, verbose } => run(&paths, bless, verbose),
+        Command::Compile { file, emit } => compile(&file, emit),
     }
+}
+
+fn compile(path: &std::path::Path, emit: Option<EmitKind>) -> ExitCode {
+    let case = match replay::load(path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    for f in &case.module.functions {
+        let staged = match tandem_core::backend::compile_staged(f) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: %{}: {e}", f.name);
+                return ExitCode::from(2);
+            }
+        };
+        if emit != Some(EmitKind::Asm) {
+            for (pass, text) in &staged.lir {
+                println!("; after {pass}");
+                println!("{text}");
+            }
+        }
+        if emit != Some(EmitKind::Lir) {
+            println!("; %{}: {} bytes", f.name, staged.code.bytes.len());
+            print!("{}", tandem_core::backend::disassemble(&staged.code));
+        }
+        println!("; stats {:?}", staged.stats);
+    }
+    ExitCode::SUCCESS
 }
 
 fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
