@@ -5,9 +5,10 @@
 //! The pass walks each block in execution order and
 //! * turns the address of every load and store into an x86 address mode
 //!   `[base + index * scale + disp]` (a contained [`Op::Addr`] node);
-//! * contains constants as immediates and variable reads as memory (or global register)
-//!   operands where the instruction accepts them and no write of the variable lies
-//!   between the read and its user;
+//! * contains constants as immediates, and variable and callframe reads as memory (or
+//!   global register) operands where the instruction accepts them and no write of the
+//!   variable (for the callframe: no write of it and no helper call) lies between the
+//!   read and its user;
 //! * fuses a compare into the branch or `trapif` that uses it;
 //! * moves helper-call arguments into [`Op::Arg`] stores placed right before the call,
 //!   once every argument has been evaluated (nested calls use the same area);
@@ -122,44 +123,58 @@ fn const_of(f: &LirFunction, u: Use) -> Option<i64> {
     }
 }
 
-/// Builds the contained address-mode node for address value `a`.
+/// Builds the contained address-mode node for address value `a`: a constant is a bare
+/// displacement; `add(x, k)` adds `k` to the displacement of `x`'s mode; `add(x, y)` is
+/// `base + index`, with `shl(i, s)` (`s` in 0..=3) on either side as a scaled index.
 fn address_mode(f: &mut LirFunction, a: Use, dropped: &mut HashSet<Node>, stats: &mut LowerStats) -> Node {
     let mut base: Option<Use> = None;
     let mut index: Option<(Use, u8)> = None;
     let mut disp: i64 = 0;
-    if let Some(k) = const_of(f, a) {
-        dropped.insert(a.node);
+    let mut cur = a;
+    let is_add = |f: &LirFunction, u: Use| f.nodes[u.node].op == Op::Binary(BinOp::Add) && !f.nodes[u.node].contained;
+    if let Some(k) = const_of(f, cur) {
+        dropped.insert(cur.node);
         disp = k;
-    } else if f.nodes[a.node].op == Op::Binary(BinOp::Add) {
-        dropped.insert(a.node);
-        let (x, y) = (f.nodes[a.node].args[0], f.nodes[a.node].args[1]);
-        let scaled = |f: &LirFunction, u: Use| -> Option<(Use, u8)> {
-            if f.nodes[u.node].op != Op::Binary(BinOp::Shl) {
-                return None;
-            }
-            let s = const_of(f, f.nodes[u.node].args[1])?;
-            (0..=3).contains(&s).then(|| (f.nodes[u.node].args[0], 1u8 << s))
-        };
-        if let Some(k) = const_of(f, y) {
-            dropped.insert(y.node);
-            base = Some(x);
-            disp = k;
-        } else if let Some((i, s)) = scaled(f, y) {
-            dropped.insert(y.node);
-            dropped.insert(f.nodes[y.node].args[1].node);
-            base = Some(x);
-            index = Some((i, s));
-        } else if let Some((i, s)) = scaled(f, x) {
-            dropped.insert(x.node);
-            dropped.insert(f.nodes[x.node].args[1].node);
-            base = Some(y);
-            index = Some((i, s));
-        } else {
-            base = Some(x);
-            index = Some((y, 1));
-        }
     } else {
-        base = Some(a);
+        if is_add(f, cur) {
+            if let Some(k) = const_of(f, f.nodes[cur.node].args[1]) {
+                dropped.insert(cur.node);
+                dropped.insert(f.nodes[cur.node].args[1].node);
+                disp = k;
+                cur = f.nodes[cur.node].args[0];
+            }
+        }
+        if is_add(f, cur) {
+            dropped.insert(cur.node);
+            let (x, y) = (f.nodes[cur.node].args[0], f.nodes[cur.node].args[1]);
+            let scaled = |f: &LirFunction, u: Use| -> Option<(Use, u8)> {
+                if f.nodes[u.node].op != Op::Binary(BinOp::Shl) {
+                    return None;
+                }
+                let s = const_of(f, f.nodes[u.node].args[1])?;
+                (0..=3).contains(&s).then(|| (f.nodes[u.node].args[0], 1u8 << s))
+            };
+            if let Some(k) = const_of(f, y) {
+                dropped.insert(y.node);
+                base = Some(x);
+                disp = disp.wrapping_add(k);
+            } else if let Some((i, s)) = scaled(f, y) {
+                dropped.insert(y.node);
+                dropped.insert(f.nodes[y.node].args[1].node);
+                base = Some(x);
+                index = Some((i, s));
+            } else if let Some((i, s)) = scaled(f, x) {
+                dropped.insert(x.node);
+                dropped.insert(f.nodes[x.node].args[1].node);
+                base = Some(y);
+                index = Some((i, s));
+            } else {
+                base = Some(x);
+                index = Some((y, 1));
+            }
+        } else {
+            base = Some(cur);
+        }
     }
     if disp != 0 || index.is_some() || base.is_none() {
         stats.address_modes += 1;
@@ -219,6 +234,18 @@ fn contain_operands(f: &mut LirFunction, live: &[Node], pos: usize, n: Node, sta
             Op::Read(v) if matches!(acc, Accepts::Rm | Accepts::ImmRm) => {
                 let Some(def_pos) = live.iter().position(|&m| m == a.node) else { continue };
                 let written = live[def_pos + 1..pos].iter().any(|&m| f.nodes[m].op == Op::Write(v));
+                if !written {
+                    f.nodes[a.node].contained = true;
+                    stats.memory_operands += 1;
+                }
+            }
+            // A callframe read becomes an absolute memory operand when no callframe
+            // write of it and no helper call (which may write the callframe) intervenes.
+            Op::CfRead { var, offset } if matches!(acc, Accepts::Rm | Accepts::ImmRm) => {
+                let Some(def_pos) = live.iter().position(|&m| m == a.node) else { continue };
+                let written = live[def_pos + 1..pos].iter().any(|&m| {
+                    matches!(f.nodes[m].op, Op::Call(_)) || f.nodes[m].op == Op::CfWrite { var, offset }
+                });
                 if !written {
                     f.nodes[a.node].contained = true;
                     stats.memory_operands += 1;

@@ -34,7 +34,7 @@ use cranelift_entity::SecondaryMap;
 use super::lir::*;
 use super::lower::{constraints, ResultReg};
 use super::x86::{Reg, RegSet};
-use crate::ir::Block;
+use crate::ir::{Block, CALLFRAME_BASE, CALLFRAME_SLOT};
 
 /// Where an operand of a machine instruction is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -209,11 +209,22 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
         pool = pool.without(*r);
     }
     let mut shared = Shared { spill_base, next_slot: 0, free_slots: vec![], used: RegSet::NONE, decisions: vec![], stats };
+    // The values some node of the lowered function uses (nodes dropped by earlier passes
+    // stay in the arena but are not looked at).
+    let mut used = HashSet::new();
+    for n in f.all_nodes() {
+        used.extend(f.nodes[n].args.iter().copied());
+    }
     let mut code = SecondaryMap::new();
     for &b in &f.layout {
-        let mut la = LocalAllocator::new(f, &home, &globals, pool, &mut shared);
+        let mut la = LocalAllocator::new(f, &home, &globals, pool, &used, &mut shared);
         for &n in &f.blocks[b].nodes {
             la.node(n)?;
+        }
+        // Every temp dies within its block: a register still holding one is a leak.
+        if let Some(r) = Reg::ALL.into_iter().find(|r| matches!(la.regs[r.index()], RegState::Moveable(_) | RegState::Busy(_))) {
+            let node = *f.blocks[b].nodes.last().expect("a block ends in a terminator");
+            return Err(RegallocError { node, message: format!("{r} still holds a temp at the end of {b}") });
         }
         code[b] = std::mem::take(&mut la.out);
     }
@@ -340,7 +351,7 @@ pub struct LocalAllocator<'a> {
     regs: [RegState; 6],
     pool: RegSet,
     loc: HashMap<Use, ValLoc>,
-    used: HashSet<Use>,
+    used: &'a HashSet<Use>,
     out: Vec<MInst>,
     shared: &'a mut Shared,
 }
@@ -351,16 +362,13 @@ impl<'a> LocalAllocator<'a> {
         home: &'a SecondaryMap<Var, Option<Operand>>,
         globals: &[(Var, Reg)],
         pool: RegSet,
+        used: &'a HashSet<Use>,
         shared: &'a mut Shared,
     ) -> Self {
         // At the start of the basic block, the registers are set to the free state.
         let mut regs = [RegState::Free; 6];
         for (v, r) in globals {
             regs[r.index()] = RegState::Allocated(*v);
-        }
-        let mut used = HashSet::new();
-        for (_, d) in f.nodes.iter() {
-            used.extend(d.args.iter().copied());
         }
         LocalAllocator { f, home, regs, pool, loc: HashMap::new(), used, out: vec![], shared }
     }
@@ -672,6 +680,10 @@ impl<'a> LocalAllocator<'a> {
             match d.op {
                 Op::Const(k) => ops.push(Operand::Imm(k as i32)),
                 Op::Read(v) => ops.push(self.home(v)),
+                Op::CfRead { var, offset } => {
+                    let disp = CALLFRAME_BASE + CALLFRAME_SLOT * var.as_u32() + offset;
+                    ops.push(Operand::Mem(Mem { base: None, index: None, disp: disp as i32 }));
+                }
                 Op::Addr { has_base, scale, disp } => {
                     let base = has_base.then(|| Base::Reg(regs.next().unwrap()));
                     let index = (scale != 0).then(|| (regs.next().unwrap(), scale));
