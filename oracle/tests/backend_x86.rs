@@ -29,6 +29,18 @@ fn agree(emu: &mut Emulator, src: &str, inputs: &[RunInput]) -> usize {
     for inp in inputs {
         let v = check(&f, inp, &code, emu).unwrap();
         if v.is_failure() {
+            // Leave a replayable case file behind.
+            let args: Vec<String> = inp.args.iter().map(|a| a.to_string()).collect();
+            let mut case = format!("{src}; run: %f({})\n", args.join(", "));
+            for (base, bytes) in &inp.heap {
+                for (i, row) in bytes.chunks(16).enumerate() {
+                    let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
+                    case += &format!("; heap: {:#010x}: {}\n", base + 16 * i as u32, hex.join(" "));
+                }
+            }
+            let out = std::env::temp_dir().join("tandem-backend-failure.tir");
+            let _ = std::fs::write(&out, case);
+            eprintln!("replayable case written to {}", out.display());
             let staged = tandem_core::backend::compile_staged(&f).unwrap();
             let lir = &staged.lir.last().unwrap().1;
             panic!(
@@ -296,4 +308,255 @@ fn loops_commas_and_register_pressure() {
         .map(|v| input(v.iter().map(|&x| Value::I64(x)).collect()))
         .collect();
     agree(&mut emu, &src, &ins);
+}
+
+/// A small random program generator for this test only (the harness's own generator is
+/// another component): typed expression trees over every operator, commas with embedded
+/// assignments, stores, callframe writes, helper calls and checks, in a function with a
+/// diamond, a bounded loop and a switch. Addresses are masked into the heap.
+struct RandomProgram {
+    state: u64,
+    vars: Vec<(String, Type)>,
+}
+
+impl RandomProgram {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        self.state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn konst(&mut self, ty: Type) -> String {
+        let v = match self.below(4) {
+            0 => edges(ty)[self.below(edges(ty).len() as u64) as usize],
+            1 => self.below(70) as i64 - 5,
+            _ => ty.normalize(self.next() as i64 >> self.below(60)),
+        };
+        lit(ty, ty.normalize(v))
+    }
+
+    fn var(&mut self, ty: Type, writable: bool) -> Option<String> {
+        let c: Vec<String> = self
+            .vars
+            .iter()
+            .filter(|(n, t)| *t == ty && (!writable || n != "k"))
+            .map(|(n, _)| format!("%{n}"))
+            .collect();
+        (!c.is_empty()).then(|| c[self.below(c.len() as u64) as usize].clone())
+    }
+
+    fn addr(&mut self, d: u32) -> String {
+        let e = self.expr(Type::I32, d);
+        format!("add(and({e}, 4064), {})", HEAP_BASE as i64 + self.below(25) as i64)
+    }
+
+    fn ty(&mut self) -> Type {
+        if self.below(2) == 0 {
+            Type::I32
+        } else {
+            Type::I64
+        }
+    }
+
+    fn expr(&mut self, ty: Type, d: u32) -> String {
+        let leaf = d == 0 || self.below(8) == 0;
+        if leaf {
+            return match self.below(3) {
+                0 => self.konst(ty),
+                _ => self.var(ty, false).unwrap_or_else(|| self.konst(ty)),
+            };
+        }
+        let d = d - 1;
+        match self.below(15) {
+            0 => {
+                let u = if self.below(2) == 0 { "neg" } else { "not" };
+                format!("{u}({})", self.expr(ty, d))
+            }
+            1..=4 => {
+                let op = tandem_core::ir::BinOp::ALL[self.below(13) as usize].name();
+                let a = self.expr(ty, d);
+                format!("{op}({a}, {})", self.expr(ty, d))
+            }
+            5 if ty == Type::I32 => {
+                let op = tandem_core::ir::CmpOp::ALL[self.below(10) as usize].name();
+                let t = self.ty();
+                let a = self.expr(t, d);
+                format!("{op}({a}, {})", self.expr(t, d))
+            }
+            5 | 6 => match ty {
+                Type::I32 => format!("trunc({})", self.expr(Type::I64, d)),
+                Type::I64 => {
+                    let c = if self.below(2) == 0 { "sext" } else { "zext" };
+                    format!("{c}({})", self.expr(Type::I32, d))
+                }
+            },
+            7 => {
+                let c = self.expr(Type::I32, d);
+                let a = self.expr(ty, d);
+                format!("select({c}, {a}, {})", self.expr(ty, d))
+            }
+            8 => {
+                let w = [8, 16, 32, 64][self.below(if ty == Type::I32 { 3 } else { 4 }) as usize];
+                let name = if w == ty.bits() {
+                    format!("load.{ty}")
+                } else {
+                    format!("load.{ty}.{}{w}", if self.below(2) == 0 { "s" } else { "u" })
+                };
+                format!("{name}({})", self.addr(d))
+            }
+            9 => format!("cfread(@c{})", if ty == Type::I32 { 0 } else { 1 }),
+            10 => match ty {
+                Type::I32 => {
+                    let h = if self.below(2) == 0 { "mix" } else { "heap_rmw" };
+                    let a = if h == "mix" { self.expr(Type::I32, d) } else { self.addr(d) };
+                    format!("call @{h}({a}, {})", self.expr(Type::I32, d))
+                }
+                Type::I64 => {
+                    let a = self.expr(Type::I64, d);
+                    format!("call @mix64({a}, {})", self.expr(Type::I64, d))
+                }
+            },
+            11 => {
+                let s = self.effect(d);
+                format!("comma({s}, {})", self.expr(ty, d))
+            }
+            _ => {
+                let op = ["add", "sub", "mul", "xor", "shl", "ashr"][self.below(6) as usize];
+                let a = self.expr(ty, d);
+                format!("{op}({a}, {})", self.konst(ty))
+            }
+        }
+    }
+
+    /// An expression that yields nothing.
+    fn effect(&mut self, d: u32) -> String {
+        match self.below(7) {
+            0 | 1 => {
+                let t = self.ty();
+                let v = self.var(t, true).unwrap();
+                format!("({v} = {})", self.expr(t, d))
+            }
+            2 => {
+                let t = self.ty();
+                let w = [8, 16, 32, 64][self.below(if t == Type::I32 { 3 } else { 4 }) as usize];
+                let a = self.addr(d);
+                format!("store.{w}({a}, {})", self.expr(t, d))
+            }
+            3 => {
+                let t = self.ty();
+                format!("cfwrite(@c{}, {})", if t == Type::I32 { 0 } else { 1 }, self.expr(t, d))
+            }
+            4 => {
+                let a = self.expr(Type::I32, d);
+                format!("call @log({a}, {})", self.expr(Type::I32, d))
+            }
+            5 => match self.below(3) {
+                0 => format!("call @log64({})", self.expr(Type::I64, d)),
+                1 => "call @cf_trace()".to_string(),
+                _ => {
+                    let a = self.expr(Type::I32, d);
+                    format!("call @cf_set({a}, {})", self.expr(Type::I32, d))
+                }
+            },
+            _ => {
+                let t = self.ty();
+                let a = self.expr(t, d);
+                format!("trapif(eq({a}, {}), {})", self.konst(t), self.below(100))
+            }
+        }
+    }
+
+    fn stmts(&mut self, n: u64) -> String {
+        let mut s = String::new();
+        for _ in 0..1 + self.below(n) {
+            let d = 1 + self.below(4) as u32;
+            let e = self.effect(d);
+            // An assignment statement is written without the parentheses of its
+            // embedded form.
+            let e = if e.starts_with("(%") { e[1..e.len() - 1].to_string() } else { e };
+            s += &format!("    {e}\n");
+        }
+        s
+    }
+
+    fn program(seed: u64) -> String {
+        let mut g = RandomProgram { state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1, vars: vec![] };
+        let params = [("a", Type::I32), ("b", Type::I64), ("c", Type::I32)];
+        let locals = [("x", Type::I32), ("y", Type::I64), ("z", Type::I32), ("w", Type::I64), ("k", Type::I32)];
+        g.vars = params.iter().chain(&locals).map(|(n, t)| (n.to_string(), *t)).collect();
+        let ret = g.ty();
+        let mut src = String::from(
+            "helper @log(i32, i32) -> void effects(observable)\n\
+             helper @log64(i64) -> void effects(observable)\n\
+             helper @cf_trace() -> void effects(reads_callframe, observable)\n\
+             helper @cf_set(i32, i32) -> void effects(writes_callframe)\n\
+             helper @heap_rmw(i32, i32) -> i32 effects(reads_heap, writes_heap)\n\
+             helper @mix(i32, i32) -> i32 pure\n\
+             helper @mix64(i64, i64) -> i64 pure\n",
+        );
+        src += &format!("function %f(i32 %a, i64 %b, i32 %c) -> {ret} {{\n    callframe i32 @c0\n    callframe i64 @c1\n");
+        for (n, t) in &locals {
+            src += &format!("    local {t} %{n}\n");
+        }
+        src += "b0:\n";
+        src += &g.stmts(4);
+        let c = g.expr(Type::I32, 3);
+        src += &format!("    br {c}, b1, b2\nb1:\n{}    jump b3\nb2:\n{}    jump b3\n", g.stmts(3), g.stmts(3));
+        src += &format!("b3:\n{}    %k = add(%k, 1)\n    br slt(%k, 3), b3, b4\n", g.stmts(3));
+        let v = g.expr(Type::I32, 2);
+        src += &format!("b4:\n    switch and({v}, 3), default b5, [0: b6, 2: b5]\nb5:\n{}    jump b6\n", g.stmts(2));
+        let r = g.expr(ret, 4);
+        src += &format!("b6:\n    ret {r}\n}}\n");
+        src
+    }
+}
+
+#[test]
+fn random_programs_agree_with_the_interpreter() {
+    let mut emu = Emulator::new().unwrap();
+    let mut compared = 0;
+    let mut heap_rng = RandomProgram { state: 77, vars: vec![] };
+    let heap: Vec<u8> = (0..tandem_core::ir::HEAP_SIZE).map(|_| heap_rng.next() as u8).collect();
+    // `TANDEM_RANDOM_PROGRAMS=N` runs more programs than the default.
+    let n: u64 = std::env::var("TANDEM_RANDOM_PROGRAMS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
+    for seed in 0..n {
+        let src = RandomProgram::program(seed);
+        let ins: Vec<RunInput> = (0..3)
+            .map(|i| RunInput {
+                args: vec![
+                    Value::I32(EDGE32[(seed as usize + i) % EDGE32.len()] as i32),
+                    Value::I64(EDGE64[(seed as usize * 3 + i) % EDGE64.len()]),
+                    Value::I32(i as i32 * 7 - 3),
+                ],
+                heap: if i == 0 { vec![] } else { vec![(HEAP_BASE, heap.clone())] },
+                callframe: vec![],
+                fuel: 10_000,
+            })
+            .collect();
+        compared += agree(&mut emu, &src, &ins);
+    }
+    assert!(compared > 600, "{compared}");
+}
+
+/// Debugging aid: `TANDEM_CASE=file.tir cargo test -p tandem-oracle --test backend_x86
+/// case_file -- --ignored --nocapture` checks every run of one case file against the x86
+/// code and prints the verdicts.
+#[test]
+#[ignore]
+fn case_file() {
+    let path = PathBuf::from(std::env::var("TANDEM_CASE").expect("TANDEM_CASE names a case file"));
+    let case = replay::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let mut emu = Emulator::new().unwrap();
+    for run in &case.runs {
+        let f = case.module.function(&run.entry).unwrap();
+        let code = compile(f).unwrap();
+        let v = check(f, &run.input(f).unwrap(), &code, &mut emu).unwrap();
+        println!("{}: {v}", run.line);
+    }
 }

@@ -174,6 +174,12 @@ impl Decomposer<'_> {
         let val: Option<Val> = if !wide && !cmp64 && !self.touches_pairs(n) {
             let results = data.results;
             let new_args = self.flat_args(n);
+            // Variables are renumbered: an `i64` variable before this one took two slots.
+            let op = match op {
+                Op::Read(v) => Op::Read(self.var_map[&v].0),
+                Op::Write(v) => Op::Write(self.var_map[&v].0),
+                o => o,
+            };
             let r = self.emit(op, results, new_args);
             match results {
                 0 => None,
