@@ -392,3 +392,26 @@ fn global_allocator_prefers_loop_variables() {
     assert_eq!(&names[..2], &["i", "s"], "{names:?}");
     assert_eq!(names.len(), 3);
 }
+
+#[test]
+fn allocation_checker_accepts_the_allocator_and_catches_broken_allocations() {
+    use tandem_core::backend::regalloc::MInst;
+    use tandem_core::backend::regalloc_check::check_allocation;
+    let src = "helper @heap_rmw(i32, i32) -> i32 effects(reads_heap, writes_heap)\n\
+               function %f() -> i32 {\n    local i32 %local1\nb0:\n    \
+               %local1 = shl(%local1, call @heap_rmw(0, 0))\n    ret %local1\n}\n";
+    let (l, a) = allocate_like_the_seed(src);
+    check_allocation(&l, &a).unwrap();
+    let b0 = l.layout[0];
+    // Without the spill around the call, the reload finds nothing and shl's operand is lost.
+    let mut broken = a.clone();
+    broken.code[b0].retain(|i| !matches!(i, MInst::Spill { .. }));
+    let errs = check_allocation(&l, &broken).unwrap_err();
+    assert!(errs.iter().any(|e| e.contains("copies no live value")), "{errs:#?}");
+    // Without the move of the call's result into ecx, the shift count is not in ecx.
+    let mut broken = a.clone();
+    let mv = broken.code[b0].iter().position(|i| matches!(i, MInst::Move { src: tandem_core::backend::regalloc::Operand::Reg(_), .. })).unwrap();
+    broken.code[b0].remove(mv);
+    let errs = check_allocation(&l, &broken).unwrap_err();
+    assert!(errs.iter().any(|e| e.contains("expected in ecx")), "{errs:#?}");
+}

@@ -7,7 +7,8 @@
 //! [`regalloc`](regalloc::regalloc) (global + the seed's local allocator) and
 //! [`emit`](emit::emit) (bytes through `iced-x86`). The LIR validator
 //! ([`lir::validate`]) runs after every LIR pass in debug builds and tests, so a pass
-//! that breaks the seed's four properties fails at once with the printed node.
+//! that breaks the seed's four properties fails at once with the printed node; the
+//! register allocation checker ([`regalloc_check`]) verifies the allocation likewise.
 //!
 //! The backend takes HIR without phis (the pipeline destroys SSA first) and no IR
 //! optimization runs here.
@@ -18,6 +19,7 @@ pub mod lir;
 pub mod lower;
 pub mod rationalize;
 pub mod regalloc;
+pub mod regalloc_check;
 pub mod x86;
 
 use std::fmt;
@@ -37,6 +39,8 @@ pub enum CompileError {
     InvalidLir { pass: &'static str, errors: Vec<String> },
     /// An instruction needed more registers than the allocator could give (a backend bug).
     Regalloc(String),
+    /// The register allocation checker found a value in the wrong place (a backend bug).
+    InvalidAllocation(Vec<String>),
     /// The encoder refused an instruction (a backend bug).
     Encode(String),
 }
@@ -52,6 +56,9 @@ impl fmt::Display for CompileError {
                 write!(f, "invalid LIR after {pass}:\n  {}", errors.join("\n  "))
             }
             CompileError::Regalloc(s) => write!(f, "register allocation failed: {s}"),
+            CompileError::InvalidAllocation(errs) => {
+                write!(f, "the register allocation checker failed:\n  {}", errs.join("\n  "))
+            }
             CompileError::Encode(s) => write!(f, "encoding failed: {s}"),
         }
     }
@@ -132,6 +139,9 @@ pub fn compile_with(f: &Function, opts: RegallocOptions, print: bool) -> Result<
     let alloc = regalloc::regalloc(&l, opts)
         .map_err(|e| CompileError::Regalloc(format!("{}: {} ({})", e.node, e.message, l.node_text(e.node))))?;
     stats.regalloc = alloc.stats;
+    if validate {
+        regalloc_check::check_allocation(&l, &alloc).map_err(|errs| CompileError::InvalidAllocation(errs))?;
+    }
     if print {
         stages.push(("regalloc", alloc.print(&l)));
     }

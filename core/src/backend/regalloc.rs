@@ -100,6 +100,9 @@ pub enum MInst {
     Move { dst: Reg, src: Operand },
     /// `mov [ebp + slot], src`: a spill inserted by the allocator.
     Spill { slot: i32, src: Reg },
+    /// A read of a variable satisfied by a register that already holds its value (the
+    /// seed's freeable state): no code, but the register now holds the read's value.
+    Reuse { node: Node, reg: Reg },
     /// A lowered node with its operands (one per argument; a fused compare contributes
     /// its two) and the registers of its results (`None`: unused).
     Node { node: Node, ops: Vec<Operand>, results: Vec<Option<Reg>> },
@@ -538,6 +541,7 @@ impl<'a> LocalAllocator<'a> {
                 if self.used.contains(&Use::of(n)) {
                     self.regs[r.index()] = RegState::Moveable(Use::of(n));
                     self.loc.insert(Use::of(n), ValLoc::Reg(r));
+                    self.out.push(MInst::Reuse { node: n, reg: r });
                     self.shared.stats.reused += 1;
                     self.log(format!("{r} = {text} (reused)"));
                 }
@@ -711,6 +715,7 @@ impl Allocation {
                 s += &match i {
                     MInst::Move { dst, src } => format!("    mov {dst}, {src}\n"),
                     MInst::Spill { slot, src } => format!("    spill {}, {src}\n", Operand::Mem(Mem::frame(*slot))),
+                    MInst::Reuse { node, reg } => format!("    {reg} = {} (reused)   ; {node}\n", f.node_text(*node)),
                     MInst::Node { node, ops, results } => {
                         let res: Vec<String> = results.iter().map(|r| r.map_or("_".into(), |r| r.to_string())).collect();
                         let lhs = if res.is_empty() { String::new() } else { format!("{} = ", res.join(", ")) };
