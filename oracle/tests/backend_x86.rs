@@ -523,6 +523,7 @@ fn random_programs_agree_with_the_interpreter() {
     let mut compared = 0;
     let mut heap_rng = RandomProgram { state: 77, vars: vec![] };
     let heap: Vec<u8> = (0..tandem_core::ir::HEAP_SIZE).map(|_| heap_rng.next() as u8).collect();
+    let mut totals = [0usize; 7];
     // `TANDEM_RANDOM_PROGRAMS=N` runs more programs than the default.
     let n: u64 = std::env::var("TANDEM_RANDOM_PROGRAMS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
     for seed in 0..n {
@@ -540,8 +541,19 @@ fn random_programs_agree_with_the_interpreter() {
             })
             .collect();
         compared += agree(&mut emu, &src, &ins);
+        let st = tandem_core::backend::compile_staged(&func(&src)).unwrap().stats;
+        totals[0] += st.rationalize.commas;
+        totals[1] += st.decompose.decomposed;
+        totals[2] += st.decompose.helper_calls;
+        totals[3] += st.lower.address_modes + st.lower.memory_operands + st.lower.fused_compares;
+        totals[4] += st.regalloc.spills;
+        totals[5] += st.regalloc.globals;
+        totals[6] += st.regalloc.reused;
     }
     assert!(compared > 600, "{compared}");
+    // The programs exercise every pass: commas, 64-bit pairs and helpers, contained
+    // operands, spills, global registers and freeable-register reuse all occur.
+    assert!(totals.iter().all(|&t| t > 0), "{totals:?}");
 }
 
 /// Debugging aid: `TANDEM_CASE=file.tir cargo test -p tandem-oracle --test backend_x86
@@ -559,4 +571,46 @@ fn case_file() {
         let v = check(f, &run.input(f).unwrap(), &code, &mut emu).unwrap();
         println!("{}: {v}", run.line);
     }
+}
+
+/// Throughput of the backend and the emulator on the random programs (debug-profile
+/// figures; run with `cargo test --release -p tandem-oracle --test backend_x86 throughput
+/// -- --ignored --nocapture` for release figures).
+#[test]
+#[ignore]
+fn throughput() {
+    use std::time::Instant;
+    let sources: Vec<String> = (0..500).map(RandomProgram::program).collect();
+    let funcs: Vec<Function> = sources.iter().map(|s| func(s)).collect();
+    let t = Instant::now();
+    let codes: Vec<_> = funcs.iter().map(|f| compile(f).unwrap()).collect();
+    let compile_s = t.elapsed().as_secs_f64();
+    let mut emu = Emulator::new().unwrap();
+    let inp = RunInput {
+        args: vec![Value::I32(5), Value::I64(-3), Value::I32(9)],
+        heap: vec![],
+        callframe: vec![],
+        fuel: 10_000,
+    };
+    let t = Instant::now();
+    for (f, c) in funcs.iter().zip(&codes) {
+        let _ = emu.run(c, f, &inp).unwrap();
+    }
+    let emu_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    for f in &funcs {
+        let c = compile(f).unwrap();
+        let _ = check(f, &inp, &c, &mut emu).unwrap();
+    }
+    let e2e_s = t.elapsed().as_secs_f64();
+    let n = funcs.len() as f64;
+    let bytes: usize = codes.iter().map(|c| c.bytes.len()).sum();
+    println!(
+        "{} programs, {:.0} code bytes each: compile {:.0}/s, emulate {:.0}/s, compile+interpret+emulate+compare {:.0}/s",
+        funcs.len(),
+        bytes as f64 / n,
+        n / compile_s,
+        n / emu_s,
+        n / e2e_s
+    );
 }
