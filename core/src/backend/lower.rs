@@ -354,7 +354,7 @@ pub fn constraints(f: &LirFunction, n: Node) -> Constraints {
         Op::Store { width: MemWidth::W8 } => {
             // The address mode's registers come first, then the value.
             let naddr = register_operands(f, d.args[0].node).len();
-            masks.extend(std::iter::repeat(any).take(naddr));
+            masks.extend(std::iter::repeat_n(any, naddr));
             masks.push(RegSet::BYTE);
         }
         Op::Call(h) => {

@@ -140,7 +140,7 @@ pub fn compile_with(f: &Function, opts: RegallocOptions, print: bool) -> Result<
         .map_err(|e| CompileError::Regalloc(format!("{}: {} ({})", e.node, e.message, l.node_text(e.node))))?;
     stats.regalloc = alloc.stats;
     if validate {
-        regalloc_check::check_allocation(&l, &alloc).map_err(|errs| CompileError::InvalidAllocation(errs))?;
+        regalloc_check::check_allocation(&l, &alloc).map_err(CompileError::InvalidAllocation)?;
     }
     if print {
         stages.push(("regalloc", alloc.print(&l)));
