@@ -590,3 +590,59 @@ fn bad_inputs_are_errors_not_findings() {
     let empty = MachineCode { bytes: vec![], entry: 0 };
     assert!(emu.run(&empty, &f, &input(vec![Value::I32(1)])).is_err());
 }
+
+#[test]
+fn bench_fixed_program_agrees_with_its_ir() {
+    use tandem_oracle::bench::{fixed_function, fixed_program, FIXED_N};
+    let f = fixed_function();
+    tandem_core::verify::verify_module(&parse_module(tandem_oracle::bench::FIXED_PROGRAM).unwrap().0).unwrap();
+    let code = fixed_program();
+    let mut emu = Emulator::new().unwrap();
+    for n in [FIXED_N, 1, 0, -4, 3] {
+        let v = check(&f, &input(vec![Value::I32(n)]), &code, &mut emu).unwrap();
+        let Verdict::Agree(o) = v else { panic!("n = {n}: {v}") };
+        // The loop runs max(n, 1) times and logs (s, i) once at the end.
+        assert_eq!(o.trace.len(), 1);
+        assert_eq!(o.trace[0].args[1], Value::I32(n.max(1)));
+    }
+}
+
+#[test]
+fn bench_runs_and_reports_every_measurement() {
+    let m = tandem_oracle::bench::emulator_bench(20).unwrap();
+    assert_eq!(m.len(), 7);
+    assert!(m.iter().all(|x| x.runs > 0 && x.seconds > 0.0));
+}
+
+#[test]
+fn deep_stack_frames_work_and_are_poisoned_afresh() {
+    let f = func(RET0);
+    let mut emu = Emulator::new().unwrap();
+    let inp = input(vec![]);
+    // A 64 KiB frame, below the per-run poisoned window: read its lowest slot (poison),
+    // write it, read it back. The stack's bottom and the guard page below it too.
+    let deep = |store: bool| {
+        asm(move |a| {
+            a.sub(esp, 0x10000)?;
+            if store {
+                a.mov(dword_ptr(esp), 0x7777_7777)?;
+            }
+            a.mov(eax, dword_ptr(esp))?;
+            a.add(esp, 0x10000)?;
+            a.ret()
+        })
+    };
+    let poison = u32::from_le_bytes([emu::STACK_POISON; 4]) as i32;
+    for _ in 0..2 {
+        assert_eq!(run(&mut emu, &deep(true), &f, &inp).unwrap().end, End::Return(Value::I32(0x7777_7777)));
+        assert_eq!(run(&mut emu, &deep(false), &f, &inp).unwrap().end, End::Return(Value::I32(poison)));
+        assert_eq!(run(&mut emu, &deep(false), &f, &inp).unwrap().end, End::Return(Value::I32(poison)));
+    }
+    let bottom = asm(|a| {
+        a.mov(eax, dword_ptr(STACK_BASE))?;
+        a.mov(ecx, dword_ptr(STACK_BASE - 4))?;
+        a.ret()
+    });
+    let (kind, _, address, _) = fault(run(&mut emu, &bottom, &f, &inp));
+    assert_eq!((kind, address), (FaultKind::ReadUnmapped, Some(STACK_BASE - 4)));
+}
