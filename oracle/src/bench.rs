@@ -97,7 +97,11 @@ impl fmt::Display for Measurement {
     }
 }
 
-fn time(name: &'static str, runs: u64, mut body: impl FnMut() -> Result<(), BenchError>) -> Result<Measurement, BenchError> {
+fn time(
+    name: &'static str,
+    runs: u64,
+    mut body: impl FnMut() -> Result<(), BenchError>,
+) -> Result<Measurement, BenchError> {
     let start = Instant::now();
     for _ in 0..runs {
         body()?;
@@ -203,7 +207,10 @@ pub fn emulator_bench(runs: u64) -> Result<Vec<Measurement>, BenchError> {
     })?);
     let mut emu = Emulator::new().map_err(BenchError::Emulator)?;
     out.push(time("runner, trivial program: reused Emulator", runs, || {
-        emu.run(&tcode, &tf, &tinput).map_err(BenchError::Emulator)?.map(|_| ()).map_err(|f| BenchError::Disagreement(f.to_string()))
+        emu.run(&tcode, &tf, &tinput)
+            .map_err(BenchError::Emulator)?
+            .map(|_| ())
+            .map_err(|f| BenchError::Disagreement(f.to_string()))
     })?);
 
     let f = fixed_function();
@@ -211,7 +218,10 @@ pub fn emulator_bench(runs: u64) -> Result<Vec<Measurement>, BenchError> {
     let input = RunInput { args: vec![Value::I32(FIXED_N)], heap: vec![], callframe: vec![], fuel: DEFAULT_FUEL };
     agree(check(&f, &input, &code, &mut emu).map_err(|e| BenchError::Disagreement(e.to_string()))?)?;
     out.push(time("runner, fixed program (10 helper calls): emulate", runs, || {
-        emu.run(&code, &f, &input).map_err(BenchError::Emulator)?.map(|_| ()).map_err(|f| BenchError::Disagreement(f.to_string()))
+        emu.run(&code, &f, &input)
+            .map_err(BenchError::Emulator)?
+            .map(|_| ())
+            .map_err(|f| BenchError::Disagreement(f.to_string()))
     })?);
     // Two byte-different copies of the program, alternated, so that every run loads and
     // translates new code, as a campaign's fresh programs do.
@@ -221,7 +231,10 @@ pub fn emulator_bench(runs: u64) -> Result<Vec<Measurement>, BenchError> {
     out.push(time("runner, fixed program, new code every run: emulate", runs, || {
         flip = !flip;
         let c = if flip { &other } else { &code };
-        emu.run(c, &f, &input).map_err(BenchError::Emulator)?.map(|_| ()).map_err(|f| BenchError::Disagreement(f.to_string()))
+        emu.run(c, &f, &input)
+            .map_err(BenchError::Emulator)?
+            .map(|_| ())
+            .map_err(|f| BenchError::Disagreement(f.to_string()))
     })?);
     out.push(time("runner, fixed program: interpreter + emulate + diff", runs, || {
         agree(check(&f, &input, &code, &mut emu).map_err(|e| BenchError::Disagreement(e.to_string()))?)

@@ -33,11 +33,11 @@
 use crate::interp::{InputError, RunInput, State};
 use crate::outcome::{End, Event, Outcome, Value};
 use crate::runtime::{call_helper, HelperEnv};
-use iced_x86::{Decoder, DecoderOptions, Formatter, Instruction, IntelFormatter};
+use iced_x86::{Decoder, DecoderOptions, Formatter, Instruction, IntelFormatter, Mnemonic};
 use std::fmt;
 use tandem_core::abi::{
-    MachineCode, RuntimeHelper, CHECK_TRAP_VECTOR, CODE_BASE, CODE_SIZE_MAX, HELPER_BASE, RETURN_SENTINEL,
-    STACK_BASE, STACK_SIZE,
+    MachineCode, RuntimeHelper, CHECK_TRAP_VECTOR, CODE_BASE, CODE_SIZE_MAX, HELPER_BASE, RETURN_SENTINEL, STACK_BASE,
+    STACK_SIZE,
 };
 use tandem_core::ir::{BinOp, Function, TrapKind, Type, CALLFRAME_BASE, CALLFRAME_SLOT, HEAP_BASE, HEAP_SIZE};
 use unicorn_engine::unicorn_const::{uc_error, Arch, HookType, MemType, Mode, Prot};
@@ -135,6 +135,8 @@ pub enum FaultKind {
     FetchProtected,
     /// An instruction the CPU does not know.
     InvalidOpcode,
+    /// A `hlt` instruction.
+    Halt,
     /// An interrupt other than #DE and the check trap; `int3` is what fills the code
     /// region past the code and the sentinel page, so a jump there lands here.
     Interrupt(u32),
@@ -157,6 +159,7 @@ impl fmt::Display for FaultKind {
             FaultKind::ReadProtected => f.write_str("read of unreadable memory"),
             FaultKind::FetchProtected => f.write_str("execution of non-code memory"),
             FaultKind::InvalidOpcode => f.write_str("invalid opcode"),
+            FaultKind::Halt => f.write_str("hlt executed"),
             FaultKind::Interrupt(v) => write!(f, "unexpected interrupt {v:#x}"),
             FaultKind::IntoHelperStub => f.write_str("jump into the helper stubs at no helper's address"),
             FaultKind::OutsideCode => f.write_str("execution outside the code"),
@@ -197,7 +200,7 @@ pub enum Finding {
     /// The run executed more than `budget` instructions without returning or trapping.
     /// It is a bug only when the interpreter's run of the same input terminated; the
     /// differential check ([`crate::diff`]) decides that.
-    Timeout { budget: u64, registers: Registers },
+    Timeout { budget: u64, registers: Registers, disassembly: String },
     /// A fault that is not one of the IR's traps: `pc` is the instruction that faulted
     /// (or the address execution reached), `address` the data address it touched when
     /// the fault is a memory access, `disassembly` the code around `pc`.
@@ -215,8 +218,8 @@ pub enum Finding {
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Finding::Timeout { budget, registers } => {
-                write!(f, "timeout: more than {budget} instructions\n  registers: {registers}")
+            Finding::Timeout { budget, registers, disassembly } => {
+                write!(f, "timeout: more than {budget} instructions\n  registers: {registers}\n{disassembly}")
             }
             Finding::Fault { kind, pc, address, registers, disassembly } => {
                 write!(f, "fault: {kind} at pc {pc:#010x}")?;
@@ -259,6 +262,8 @@ struct Hooked {
     code_len: u32,
     /// Whether the run touched the stack below the window, which mapped it.
     deep_stack_mapped: bool,
+    /// The last block of the code that started executing: (address, size in bytes).
+    last_block: Option<(u32, u32)>,
     /// Every runtime helper with its address (fixed; looked up on every call).
     helpers: Vec<(u32, RuntimeHelper)>,
 }
@@ -295,11 +300,15 @@ impl Emulator {
         // Declared before `uc`, so that an early return drops `uc` first.
         let mut code = CodeBuffer::new(CODE_SIZE_MAX as usize);
         code.bytes_mut().fill(INT3);
-        let mut uc: Uc<'static> = Unicorn::new_with_data(Arch::X86, Mode::MODE_32, Hooked {
-            helpers: RuntimeHelper::all().into_iter().map(|h| (h.address(), h)).collect(),
-            ..Hooked::default()
-        })
-            .map_err(uc_err("creating the x86-32 engine"))?;
+        let mut uc: Uc<'static> = Unicorn::new_with_data(
+            Arch::X86,
+            Mode::MODE_32,
+            Hooked {
+                helpers: RuntimeHelper::all().into_iter().map(|h| (h.address(), h)).collect(),
+                ..Hooked::default()
+            },
+        )
+        .map_err(uc_err("creating the x86-32 engine"))?;
         let rw = Prot::READ | Prot::WRITE;
         let rx = Prot::READ | Prot::EXEC;
         uc.mem_map(HEAP_BASE as u64, page_round(HEAP_SIZE) as u64, rw).map_err(uc_err("mapping the heap"))?;
@@ -315,6 +324,15 @@ impl Emulator {
 
         uc.add_code_hook(HELPER_BASE as u64, (HELPER_BASE + PAGE - 1) as u64, helper_hook)
             .map_err(uc_err("hooking the helper stubs"))?;
+        // Remember the last block entered in the code, to show where a wild jump came from.
+        uc.add_block_hook(
+            CODE_BASE as u64,
+            (CODE_BASE + CODE_SIZE_MAX - 1) as u64,
+            |uc: &mut Uc<'_>, addr: u64, size: u32| {
+                uc.get_data_mut().last_block = Some((addr as u32, size));
+            },
+        )
+        .map_err(uc_err("hooking code blocks"))?;
         uc.add_intr_hook(|uc: &mut Uc<'_>, vector: u32| {
             let pc = reg(uc, RegisterX86::EIP);
             let stop = if vector == 0 {
@@ -363,7 +381,15 @@ impl Emulator {
         })
         .map_err(uc_err("hooking memory faults"))?;
         let pristine = uc.context_init().map_err(uc_err("saving the initial CPU state"))?;
-        Ok(Emulator { uc, code, code_high_water: 0, loaded: vec![], stack_poison: vec![STACK_POISON; STACK_WINDOW as usize], pristine, runs: 0 })
+        Ok(Emulator {
+            uc,
+            code,
+            code_high_water: 0,
+            loaded: vec![],
+            stack_poison: vec![STACK_POISON; STACK_WINDOW as usize],
+            pristine,
+            runs: 0,
+        })
     }
 
     /// How many runs this instance has executed.
@@ -373,7 +399,12 @@ impl Emulator {
 
     /// Runs `code` as the compilation of `f` on `input`, with a budget of
     /// `input.fuel * INSNS_PER_FUEL` instructions.
-    pub fn run(&mut self, code: &MachineCode, f: &Function, input: &RunInput) -> Result<Result<Outcome, Finding>, EmuError> {
+    pub fn run(
+        &mut self,
+        code: &MachineCode,
+        f: &Function,
+        input: &RunInput,
+    ) -> Result<Result<Outcome, Finding>, EmuError> {
         self.run_with_budget(code, f, input, input.fuel.saturating_mul(INSNS_PER_FUEL))
     }
 
@@ -406,6 +437,7 @@ impl Emulator {
             data.cf_types = f.cfvars.values().map(|v| v.ty).collect();
             data.helper_calls = 0;
             data.code_len = len as u32;
+            data.last_block = None;
         }
         self.runs += 1;
 
@@ -442,7 +474,16 @@ impl Emulator {
                         Type::I64 => Value::I64(((edx as u64) << 32 | eax as u64) as i64),
                     })
                 }
-                Ok(()) => return Ok(Err(Finding::Timeout { budget, registers: self.registers() })),
+                Ok(()) => {
+                    // Unicorn also stops without an error after `hlt`.
+                    let insns = decode(&code.bytes);
+                    if let Some(h) = insns.iter().find(|i| i.next_ip() as u32 == pc && i.mnemonic() == Mnemonic::Hlt) {
+                        return Ok(Err(self.fault(FaultKind::Halt, h.ip() as u32, None, code)));
+                    }
+                    let registers = self.registers();
+                    let disassembly = disassemble_around(&code.bytes, pc, None);
+                    return Ok(Err(Finding::Timeout { budget, registers, disassembly }));
+                }
             },
         };
         if let Some(offset) = self.callframe_spill(f)? {
@@ -521,7 +562,9 @@ impl Emulator {
     /// returns the entry `esp`.
     fn load_stack(&mut self, f: &Function, input: &RunInput) -> Result<u32, EmuError> {
         if self.uc.get_data().deep_stack_mapped {
-            self.uc.mem_unmap(STACK_BASE as u64, (STACK_WINDOW_BASE - STACK_BASE) as u64).map_err(uc_err("unmapping the deep stack"))?;
+            self.uc
+                .mem_unmap(STACK_BASE as u64, (STACK_WINDOW_BASE - STACK_BASE) as u64)
+                .map_err(uc_err("unmapping the deep stack"))?;
             self.uc.get_data_mut().deep_stack_mapped = false;
         }
         self.uc.mem_write(STACK_WINDOW_BASE as u64, &self.stack_poison).map_err(uc_err("poisoning the stack"))?;
@@ -600,11 +643,7 @@ impl Emulator {
             .uc
             .mem_read_as_vec(CALLFRAME_BASE as u64, n * CALLFRAME_SLOT as usize)
             .map_err(uc_err("reading the callframe"))?;
-        Ok(f.cfvars
-            .values()
-            .zip(raw.chunks(CALLFRAME_SLOT as usize))
-            .map(|(v, slot)| read_slot(v.ty, slot))
-            .collect())
+        Ok(f.cfvars.values().zip(raw.chunks(CALLFRAME_SLOT as usize)).map(|(v, slot)| read_slot(v.ty, slot)).collect())
     }
 
     fn registers(&self) -> Registers {
@@ -626,7 +665,8 @@ impl Emulator {
     fn fault(&self, kind: FaultKind, pc: u32, address: Option<u32>, code: &MachineCode) -> Finding {
         let mut registers = self.registers();
         registers.eip = pc;
-        Finding::Fault { kind, pc, address, registers, disassembly: disassemble_around(&code.bytes, pc) }
+        let came_from = self.uc.get_data().last_block;
+        Finding::Fault { kind, pc, address, registers, disassembly: disassemble_around(&code.bytes, pc, came_from) }
     }
 }
 
@@ -827,40 +867,58 @@ fn helper_hook(uc: &mut Uc<'_>, addr: u64, _size: u32) {
 const CONTEXT_BEFORE: usize = 6;
 const CONTEXT_AFTER: usize = 3;
 
-/// The code around `pc`, one instruction a line with its address and bytes, the
-/// instruction at `pc` marked with `=>`. The code is decoded from its start (x86 cannot be
-/// decoded backwards), so a `pc` in the middle of an instruction shows the instruction
-/// that contains it. A `pc` outside the code says so and shows the end of the code.
-pub fn disassemble_around(bytes: &[u8], pc: u32) -> String {
+/// The code decoded from its start (x86 cannot be decoded backwards).
+fn decode(bytes: &[u8]) -> Vec<Instruction> {
     let mut decoder = Decoder::with_ip(32, bytes, CODE_BASE as u64, DecoderOptions::NONE);
-    let mut formatter = IntelFormatter::new();
-    let mut insns: Vec<Instruction> = vec![];
+    let mut insns = vec![];
     let mut ins = Instruction::default();
     while decoder.can_decode() {
         decoder.decode_out(&mut ins);
         insns.push(ins);
     }
-    let inside = |i: &Instruction| (i.ip() as u32..i.next_ip() as u32).contains(&pc);
-    let (window, note) = match insns.iter().position(inside) {
-        Some(k) => (k.saturating_sub(CONTEXT_BEFORE)..(k + 1 + CONTEXT_AFTER).min(insns.len()), None),
-        None => (
-            insns.len().saturating_sub(CONTEXT_BEFORE)..insns.len(),
-            Some(format!("  (pc {pc:#010x} is outside the {} bytes of code; the code ends with:)", bytes.len())),
-        ),
-    };
-    let mut out = String::new();
-    if let Some(n) = note {
-        out.push_str(&n);
-        out.push('\n');
-    }
+    insns
+}
+
+/// One listing line: marker, address, bytes, Intel syntax.
+fn listing_line(bytes: &[u8], i: &Instruction, mark: &str, formatter: &mut IntelFormatter) -> String {
     let mut text = String::new();
-    for i in &insns[window] {
-        text.clear();
-        formatter.format(i, &mut text);
-        let start = (i.ip() as u32 - CODE_BASE) as usize;
-        let raw: Vec<String> = bytes[start..start + i.len()].iter().map(|b| format!("{b:02x}")).collect();
-        let mark = if inside(i) { "=>" } else { "  " };
-        out.push_str(&format!("  {mark} {:08x}  {:<24} {text}\n", i.ip(), raw.join(" ")));
+    formatter.format(i, &mut text);
+    let start = (i.ip() as u32 - CODE_BASE) as usize;
+    let raw: Vec<String> = bytes[start..start + i.len()].iter().map(|b| format!("{b:02x}")).collect();
+    format!("  {mark} {:08x}  {:<24} {text}\n", i.ip(), raw.join(" "))
+}
+
+/// The code around `pc`, one instruction a line with its address and bytes, the
+/// instruction at `pc` marked with `=>`. A `pc` in the middle of an instruction shows
+/// the instruction that contains it. For a `pc` outside the code, `came_from` (the last
+/// block of the code that ran: address and size) names the instruction that left the
+/// code, marked `->`, and the listing is around it.
+pub fn disassemble_around(bytes: &[u8], pc: u32, came_from: Option<(u32, u32)>) -> String {
+    let insns = decode(bytes);
+    let mut formatter = IntelFormatter::new();
+    let inside = |i: &Instruction, a: u32| (i.ip() as u32..i.next_ip() as u32).contains(&a);
+    let mut out = String::new();
+    let (center, mark) = match insns.iter().position(|i| inside(i, pc)) {
+        Some(k) => (k, "=>"),
+        None => {
+            out.push_str(&format!("  (pc {pc:#010x} is outside the {} bytes of code", bytes.len()));
+            let exit = came_from.and_then(|(a, size)| insns.iter().position(|i| i.next_ip() as u32 == a + size));
+            match exit {
+                Some(k) => {
+                    out.push_str(&format!("; it left the code at {:#010x})\n", insns[k].ip()));
+                    (k, "->")
+                }
+                None => {
+                    out.push_str("; the code ends with:)\n");
+                    (insns.len().saturating_sub(1), "  ")
+                }
+            }
+        }
+    };
+    let window = center.saturating_sub(CONTEXT_BEFORE)..(center + 1 + CONTEXT_AFTER).min(insns.len());
+    for k in window {
+        let m = if k == center { mark } else { "  " };
+        out.push_str(&listing_line(bytes, &insns[k], m, &mut formatter));
     }
     out
 }
@@ -868,18 +926,6 @@ pub fn disassemble_around(bytes: &[u8], pc: u32) -> String {
 /// The whole code, disassembled with addresses (for `tandem compile --emit asm` and
 /// reports).
 pub fn disassemble(bytes: &[u8]) -> String {
-    let mut decoder = Decoder::with_ip(32, bytes, CODE_BASE as u64, DecoderOptions::NONE);
     let mut formatter = IntelFormatter::new();
-    let mut out = String::new();
-    let mut text = String::new();
-    let mut ins = Instruction::default();
-    while decoder.can_decode() {
-        decoder.decode_out(&mut ins);
-        text.clear();
-        formatter.format(&ins, &mut text);
-        let start = (ins.ip() as u32 - CODE_BASE) as usize;
-        let raw: Vec<String> = bytes[start..start + ins.len()].iter().map(|b| format!("{b:02x}")).collect();
-        out.push_str(&format!("{:08x}  {:<24} {text}\n", ins.ip(), raw.join(" ")));
-    }
-    out
+    decode(bytes).iter().map(|i| listing_line(bytes, i, "", &mut formatter)).collect()
 }
