@@ -83,18 +83,40 @@ impl std::error::Error for CheckError {}
 
 /// Runs `f` on `input` in the interpreter and `code` (its compilation) in `emu`, and
 /// compares. The x86 run gets `input.fuel * INSNS_PER_FUEL` instructions; using them up
-/// is a finding, since the interpreter terminated within its fuel.
+/// is a finding, since the interpreter terminated within its fuel. A run the interpreter
+/// finds invalid is not executed on x86 at all.
 pub fn check(f: &Function, input: &RunInput, code: &MachineCode, emu: &mut Emulator) -> Result<Verdict, CheckError> {
-    let interp = match interp::run(f, input).map_err(CheckError::Input)? {
-        Ok(o) => o,
-        Err(invalid) => return Ok(Verdict::Skipped(invalid)),
-    };
-    let x86 = match emu.run(code, f, input).map_err(CheckError::Emulator)? {
-        Ok(o) => o,
-        Err(finding) => return Ok(Verdict::Finding { interp, finding }),
-    };
-    let diff = interp.diff(&x86);
-    Ok(if diff.is_empty() { Verdict::Agree(interp) } else { Verdict::Disagree { interp, x86, diff } })
+    match interp::run(f, input).map_err(CheckError::Input)? {
+        Ok(expected) => check_against(expected, f, input, code, emu).map_err(CheckError::Emulator),
+        Err(invalid) => Ok(Verdict::Skipped(invalid)),
+    }
+}
+
+/// Like [`check`] with the interpreter's outcome already known (for comparing several
+/// compilations of one function, e.g. before and after each pass, on the same input).
+pub fn check_against(
+    expected: Outcome,
+    f: &Function,
+    input: &RunInput,
+    code: &MachineCode,
+    emu: &mut Emulator,
+) -> Result<Verdict, EmuError> {
+    Ok(verdict(expected, emu.run(code, f, input)?))
+}
+
+/// The verdict on an x86 run against the interpreter's outcome of the same input.
+pub fn verdict(interp: Outcome, x86: Result<Outcome, Finding>) -> Verdict {
+    match x86 {
+        Err(finding) => Verdict::Finding { interp, finding },
+        Ok(x86) => {
+            let diff = interp.diff(&x86);
+            if diff.is_empty() {
+                Verdict::Agree(interp)
+            } else {
+                Verdict::Disagree { interp, x86, diff }
+            }
+        }
+    }
 }
 
 /// One row of a side-by-side listing: the two cells.
@@ -111,8 +133,7 @@ pub fn side_by_side(left_title: &str, left: &Outcome, right_title: &str, right: 
         let cell = |o: &Outcome| o.trace.get(i).map_or(String::new(), |e| format!("trace {e}"));
         rows.push((cell(left), cell(right)));
     }
-    let mut addrs: Vec<u32> =
-        left.heap_rows().into_iter().chain(right.heap_rows()).map(|(a, _)| a).collect();
+    let mut addrs: Vec<u32> = left.heap_rows().into_iter().chain(right.heap_rows()).map(|(a, _)| a).collect();
     addrs.sort_unstable();
     addrs.dedup();
     for a in addrs {

@@ -11,7 +11,7 @@
 //! | helper stubs | `HELPER_BASE`, one page | rx | `hlt`; a code hook intercepts every stub |
 //! | code | `CODE_BASE` .. `+CODE_SIZE_MAX` | rx | the machine code, then `int3` |
 //! | return sentinel | `RETURN_SENTINEL`, one page | rx | `int3`; reaching it ends the run |
-//! | stack | `STACK_BASE` .. `+STACK_SIZE` | rw | [`STACK_POISON`], the arguments at the very top (guard pages on both sides) |
+//! | stack | `STACK_BASE` .. `+STACK_SIZE` | rw | [`STACK_POISON`], the arguments at the very top (guard pages on both sides); see [`STACK_WINDOW`] |
 //!
 //! Invariants the runner keeps:
 //! * The Unicorn instance is created once per [`Emulator`] and reused: every run rewrites
@@ -33,11 +33,11 @@
 use crate::interp::{InputError, RunInput, State};
 use crate::outcome::{End, Event, Outcome, Value};
 use crate::runtime::{call_helper, HelperEnv};
-use iced_x86::{Decoder, DecoderOptions, Formatter, Instruction, IntelFormatter};
+use iced_x86::{Decoder, DecoderOptions, Formatter, Instruction, IntelFormatter, Mnemonic};
 use std::fmt;
 use tandem_core::abi::{
-    MachineCode, RuntimeHelper, CHECK_TRAP_VECTOR, CODE_BASE, CODE_SIZE_MAX, HELPER_BASE, RETURN_SENTINEL,
-    STACK_BASE, STACK_SIZE,
+    MachineCode, RuntimeHelper, CHECK_TRAP_VECTOR, CODE_BASE, CODE_SIZE_MAX, HELPER_BASE, RETURN_SENTINEL, STACK_BASE,
+    STACK_SIZE,
 };
 use tandem_core::ir::{BinOp, Function, TrapKind, Type, CALLFRAME_BASE, CALLFRAME_SLOT, HEAP_BASE, HEAP_SIZE};
 use unicorn_engine::unicorn_const::{uc_error, Arch, HookType, MemType, Mode, Prot};
@@ -63,6 +63,13 @@ pub const ENTRY_EBX: u32 = 0xCA11_EBB0;
 pub const ENTRY_ESI: u32 = 0xCA11_E510;
 pub const ENTRY_EDI: u32 = 0xCA11_ED10;
 pub const ENTRY_EBP: u32 = 0xCA11_EB90;
+/// The top part of the stack that is mapped and poisoned at the start of every run.
+/// The rest of the stack (down to `STACK_BASE`) is mapped, poisoned, only when a run
+/// touches it, and unmapped again before the next run: every run sees a fully poisoned
+/// stack without paying for rewriting all of it.
+pub const STACK_WINDOW: u32 = 0x4000;
+/// The lowest address of the stack window.
+pub const STACK_WINDOW_BASE: u32 = STACK_BASE + STACK_SIZE - STACK_WINDOW;
 /// How many x86 instructions a run may execute per unit of interpreter fuel. One fuel
 /// unit is one IR node or block; the most expensive nodes (64-bit shifts by a variable
 /// count, 64-bit multiplies with spills around them) take well under 32 instructions.
@@ -128,6 +135,8 @@ pub enum FaultKind {
     FetchProtected,
     /// An instruction the CPU does not know.
     InvalidOpcode,
+    /// A `hlt` instruction.
+    Halt,
     /// An interrupt other than #DE and the check trap; `int3` is what fills the code
     /// region past the code and the sentinel page, so a jump there lands here.
     Interrupt(u32),
@@ -150,6 +159,7 @@ impl fmt::Display for FaultKind {
             FaultKind::ReadProtected => f.write_str("read of unreadable memory"),
             FaultKind::FetchProtected => f.write_str("execution of non-code memory"),
             FaultKind::InvalidOpcode => f.write_str("invalid opcode"),
+            FaultKind::Halt => f.write_str("hlt executed"),
             FaultKind::Interrupt(v) => write!(f, "unexpected interrupt {v:#x}"),
             FaultKind::IntoHelperStub => f.write_str("jump into the helper stubs at no helper's address"),
             FaultKind::OutsideCode => f.write_str("execution outside the code"),
@@ -190,7 +200,7 @@ pub enum Finding {
     /// The run executed more than `budget` instructions without returning or trapping.
     /// It is a bug only when the interpreter's run of the same input terminated; the
     /// differential check ([`crate::diff`]) decides that.
-    Timeout { budget: u64, registers: Registers },
+    Timeout { budget: u64, registers: Registers, disassembly: String },
     /// A fault that is not one of the IR's traps: `pc` is the instruction that faulted
     /// (or the address execution reached), `address` the data address it touched when
     /// the fault is a memory access, `disassembly` the code around `pc`.
@@ -208,8 +218,8 @@ pub enum Finding {
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Finding::Timeout { budget, registers } => {
-                write!(f, "timeout: more than {budget} instructions\n  registers: {registers}")
+            Finding::Timeout { budget, registers, disassembly } => {
+                write!(f, "timeout: more than {budget} instructions\n  registers: {registers}\n{disassembly}")
             }
             Finding::Fault { kind, pc, address, registers, disassembly } => {
                 write!(f, "fault: {kind} at pc {pc:#010x}")?;
@@ -250,17 +260,28 @@ struct Hooked {
     helper_calls: u64,
     /// The length of the running code.
     code_len: u32,
+    /// Whether the run touched the stack below the window, which mapped it.
+    deep_stack_mapped: bool,
+    /// The last block of the code that started executing: (address, size in bytes).
+    last_block: Option<(u32, u32)>,
+    /// Every runtime helper with its address (fixed; looked up on every call).
+    helpers: Vec<(u32, RuntimeHelper)>,
 }
 
 type Uc<'a> = Unicorn<'a, Hooked>;
 
 /// One reused Unicorn instance with the environment of `tandem_core::abi` mapped.
 pub struct Emulator {
+    /// Declared first so that it is dropped (closed) before `code`, whose memory it maps.
     uc: Uc<'static>,
+    /// The host memory behind the code region.
+    code: CodeBuffer,
     /// The largest code length loaded so far: the part of the code region that must be
     /// refilled with `int3` when shorter code is loaded.
     code_high_water: u32,
-    /// The stack's contents at the start of every run: all poison.
+    /// The code bytes currently loaded.
+    loaded: Vec<u8>,
+    /// The stack window's contents at the start of every run: all poison.
     stack_poison: Vec<u8>,
     /// The CPU state right after creation, restored before every run. Registers alone
     /// are not enough: after a #DE the CPU remembers the exception in flight, and the
@@ -276,22 +297,42 @@ fn page_round(n: u32) -> u32 {
 impl Emulator {
     /// Creates the Unicorn instance, maps the regions and installs the hooks.
     pub fn new() -> Result<Emulator, EmuError> {
-        let mut uc: Uc<'static> = Unicorn::new_with_data(Arch::X86, Mode::MODE_32, Hooked::default())
-            .map_err(uc_err("creating the x86-32 engine"))?;
+        // Declared before `uc`, so that an early return drops `uc` first.
+        let mut code = CodeBuffer::new(CODE_SIZE_MAX as usize);
+        code.bytes_mut().fill(INT3);
+        let mut uc: Uc<'static> = Unicorn::new_with_data(
+            Arch::X86,
+            Mode::MODE_32,
+            Hooked {
+                helpers: RuntimeHelper::all().into_iter().map(|h| (h.address(), h)).collect(),
+                ..Hooked::default()
+            },
+        )
+        .map_err(uc_err("creating the x86-32 engine"))?;
         let rw = Prot::READ | Prot::WRITE;
         let rx = Prot::READ | Prot::EXEC;
         uc.mem_map(HEAP_BASE as u64, page_round(HEAP_SIZE) as u64, rw).map_err(uc_err("mapping the heap"))?;
         uc.mem_map(CALLFRAME_BASE as u64, CALLFRAME_SIZE as u64, rw).map_err(uc_err("mapping the callframe"))?;
         uc.mem_map(HELPER_BASE as u64, PAGE as u64, rx).map_err(uc_err("mapping the helper stubs"))?;
-        uc.mem_map(CODE_BASE as u64, CODE_SIZE_MAX as u64, rx).map_err(uc_err("mapping the code"))?;
+        // SAFETY: `code` is CODE_SIZE_MAX bytes and outlives `uc` (see `Emulator`).
+        unsafe { uc.mem_map_ptr(CODE_BASE as u64, CODE_SIZE_MAX as u64, rx, code.ptr.cast()) }
+            .map_err(uc_err("mapping the code"))?;
         uc.mem_map(RETURN_SENTINEL as u64, PAGE as u64, rx).map_err(uc_err("mapping the return sentinel"))?;
-        uc.mem_map(STACK_BASE as u64, STACK_SIZE as u64, rw).map_err(uc_err("mapping the stack"))?;
+        uc.mem_map(STACK_WINDOW_BASE as u64, STACK_WINDOW as u64, rw).map_err(uc_err("mapping the stack"))?;
         uc.mem_write(HELPER_BASE as u64, &vec![HLT; PAGE as usize]).map_err(uc_err("filling the helper stubs"))?;
-        uc.mem_write(CODE_BASE as u64, &vec![INT3; CODE_SIZE_MAX as usize]).map_err(uc_err("filling the code"))?;
         uc.mem_write(RETURN_SENTINEL as u64, &vec![INT3; PAGE as usize]).map_err(uc_err("filling the sentinel"))?;
 
         uc.add_code_hook(HELPER_BASE as u64, (HELPER_BASE + PAGE - 1) as u64, helper_hook)
             .map_err(uc_err("hooking the helper stubs"))?;
+        // Remember the last block entered in the code, to show where a wild jump came from.
+        uc.add_block_hook(
+            CODE_BASE as u64,
+            (CODE_BASE + CODE_SIZE_MAX - 1) as u64,
+            |uc: &mut Uc<'_>, addr: u64, size: u32| {
+                uc.get_data_mut().last_block = Some((addr as u32, size));
+            },
+        )
+        .map_err(uc_err("hooking code blocks"))?;
         uc.add_intr_hook(|uc: &mut Uc<'_>, vector: u32| {
             let pc = reg(uc, RegisterX86::EIP);
             let stop = if vector == 0 {
@@ -316,6 +357,11 @@ impl Emulator {
             | HookType::MEM_WRITE_PROT
             | HookType::MEM_FETCH_PROT;
         uc.add_mem_hook(bad_mem, 1, 0, |uc: &mut Uc<'_>, ty: MemType, addr: u64, _size: usize, _value: i64| {
+            let data_access = matches!(ty, MemType::READ_UNMAPPED | MemType::WRITE_UNMAPPED);
+            if data_access && (STACK_BASE as u64..STACK_WINDOW_BASE as u64).contains(&addr) && map_deep_stack(uc) {
+                // The access is retried on the newly mapped deep stack.
+                return true;
+            }
             let kind = match ty {
                 MemType::READ_UNMAPPED => FaultKind::ReadUnmapped,
                 MemType::WRITE_UNMAPPED => FaultKind::WriteUnmapped,
@@ -335,7 +381,15 @@ impl Emulator {
         })
         .map_err(uc_err("hooking memory faults"))?;
         let pristine = uc.context_init().map_err(uc_err("saving the initial CPU state"))?;
-        Ok(Emulator { uc, code_high_water: 0, stack_poison: vec![STACK_POISON; STACK_SIZE as usize], pristine, runs: 0 })
+        Ok(Emulator {
+            uc,
+            code,
+            code_high_water: 0,
+            loaded: vec![],
+            stack_poison: vec![STACK_POISON; STACK_WINDOW as usize],
+            pristine,
+            runs: 0,
+        })
     }
 
     /// How many runs this instance has executed.
@@ -345,7 +399,12 @@ impl Emulator {
 
     /// Runs `code` as the compilation of `f` on `input`, with a budget of
     /// `input.fuel * INSNS_PER_FUEL` instructions.
-    pub fn run(&mut self, code: &MachineCode, f: &Function, input: &RunInput) -> Result<Result<Outcome, Finding>, EmuError> {
+    pub fn run(
+        &mut self,
+        code: &MachineCode,
+        f: &Function,
+        input: &RunInput,
+    ) -> Result<Result<Outcome, Finding>, EmuError> {
         self.run_with_budget(code, f, input, input.fuel.saturating_mul(INSNS_PER_FUEL))
     }
 
@@ -360,7 +419,7 @@ impl Emulator {
         budget: u64,
     ) -> Result<Result<Outcome, Finding>, EmuError> {
         let len = code.bytes.len();
-        if len > CODE_SIZE_MAX as usize || code.entry as usize >= len.max(1) {
+        if len > CODE_SIZE_MAX as usize || code.entry as usize >= len {
             return Err(EmuError::CodeSize { len, entry: code.entry });
         }
         if f.cfvars.len() * CALLFRAME_SLOT as usize > CALLFRAME_SIZE as usize {
@@ -378,6 +437,7 @@ impl Emulator {
             data.cf_types = f.cfvars.values().map(|v| v.ty).collect();
             data.helper_calls = 0;
             data.code_len = len as u32;
+            data.last_block = None;
         }
         self.runs += 1;
 
@@ -414,7 +474,16 @@ impl Emulator {
                         Type::I64 => Value::I64(((edx as u64) << 32 | eax as u64) as i64),
                     })
                 }
-                Ok(()) => return Ok(Err(Finding::Timeout { budget, registers: self.registers() })),
+                Ok(()) => {
+                    // Unicorn also stops without an error after `hlt`.
+                    let insns = decode(&code.bytes);
+                    if let Some(h) = insns.iter().find(|i| i.next_ip() as u32 == pc && i.mnemonic() == Mnemonic::Hlt) {
+                        return Ok(Err(self.fault(FaultKind::Halt, h.ip() as u32, None, code)));
+                    }
+                    let registers = self.registers();
+                    let disassembly = disassemble_around(&code.bytes, pc, None);
+                    return Ok(Err(Finding::Timeout { budget, registers, disassembly }));
+                }
             },
         };
         if let Some(offset) = self.callframe_spill(f)? {
@@ -451,16 +520,26 @@ impl Emulator {
     }
 
     fn load_code(&mut self, bytes: &[u8]) -> Result<(), EmuError> {
+        if self.loaded == bytes {
+            // The same program again (another input): its translated blocks stay valid,
+            // since the code region is read-only to the program.
+            return Ok(());
+        }
         let len = bytes.len() as u32;
-        self.uc.mem_write(CODE_BASE as u64, bytes).map_err(uc_err("writing the code"))?;
+        // The code region is read-only to the program, so it is written through its host
+        // memory (`uc.mem_write` would flip its protection twice, which costs more than
+        // the rest of a run).
+        let mem = self.code.bytes_mut();
+        mem[..len as usize].copy_from_slice(bytes);
         if self.code_high_water > len {
-            let fill = vec![INT3; (self.code_high_water - len) as usize];
-            self.uc.mem_write((CODE_BASE + len) as u64, &fill).map_err(uc_err("clearing old code"))?;
+            mem[len as usize..self.code_high_water as usize].fill(INT3);
         }
         let end = CODE_BASE + self.code_high_water.max(len);
         // Translated blocks of the previous program must not survive the new bytes.
         self.uc.ctl_remove_cache(CODE_BASE as u64, end as u64).map_err(uc_err("dropping translated code"))?;
         self.code_high_water = len;
+        self.loaded.clear();
+        self.loaded.extend_from_slice(bytes);
         Ok(())
     }
 
@@ -482,7 +561,13 @@ impl Emulator {
     /// Poisons the stack, stores the arguments and the return address at its top, and
     /// returns the entry `esp`.
     fn load_stack(&mut self, f: &Function, input: &RunInput) -> Result<u32, EmuError> {
-        self.uc.mem_write(STACK_BASE as u64, &self.stack_poison).map_err(uc_err("poisoning the stack"))?;
+        if self.uc.get_data().deep_stack_mapped {
+            self.uc
+                .mem_unmap(STACK_BASE as u64, (STACK_WINDOW_BASE - STACK_BASE) as u64)
+                .map_err(uc_err("unmapping the deep stack"))?;
+            self.uc.get_data_mut().deep_stack_mapped = false;
+        }
+        self.uc.mem_write(STACK_WINDOW_BASE as u64, &self.stack_poison).map_err(uc_err("poisoning the stack"))?;
         let mut frame = RETURN_SENTINEL.to_le_bytes().to_vec();
         for a in &input.args {
             match a {
@@ -546,6 +631,9 @@ impl Emulator {
             .uc
             .mem_read_as_vec((CALLFRAME_BASE as usize + used) as u64, CALLFRAME_SIZE as usize - used)
             .map_err(uc_err("reading the callframe"))?;
+        if rest.iter().all(|&b| b == CALLFRAME_POISON) {
+            return Ok(None);
+        }
         Ok(rest.iter().position(|&b| b != CALLFRAME_POISON).map(|i| (used + i) as u32))
     }
 
@@ -555,11 +643,7 @@ impl Emulator {
             .uc
             .mem_read_as_vec(CALLFRAME_BASE as u64, n * CALLFRAME_SLOT as usize)
             .map_err(uc_err("reading the callframe"))?;
-        Ok(f.cfvars
-            .values()
-            .zip(raw.chunks(CALLFRAME_SLOT as usize))
-            .map(|(v, slot)| read_slot(v.ty, slot))
-            .collect())
+        Ok(f.cfvars.values().zip(raw.chunks(CALLFRAME_SLOT as usize)).map(|(v, slot)| read_slot(v.ty, slot)).collect())
     }
 
     fn registers(&self) -> Registers {
@@ -581,7 +665,34 @@ impl Emulator {
     fn fault(&self, kind: FaultKind, pc: u32, address: Option<u32>, code: &MachineCode) -> Finding {
         let mut registers = self.registers();
         registers.eip = pc;
-        Finding::Fault { kind, pc, address, registers, disassembly: disassemble_around(&code.bytes, pc) }
+        let came_from = self.uc.get_data().last_block;
+        Finding::Fault { kind, pc, address, registers, disassembly: disassemble_around(&code.bytes, pc, came_from) }
+    }
+}
+
+/// Host memory handed to Unicorn with `mem_map_ptr`: a leaked boxed slice, freed on
+/// drop. It is reached only through short-lived slices while no emulation runs.
+struct CodeBuffer {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl CodeBuffer {
+    fn new(len: usize) -> CodeBuffer {
+        let ptr = Box::into_raw(vec![0u8; len].into_boxed_slice()).cast::<u8>();
+        CodeBuffer { ptr, len }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: `ptr` is a live allocation of `len` bytes owned by `self`.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for CodeBuffer {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from `Box::into_raw` of a boxed slice of `len` bytes.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.len)) });
     }
 }
 
@@ -601,6 +712,22 @@ fn reg(uc: &Uc<'_>, r: RegisterX86) -> u32 {
 fn set_reg(uc: &mut Uc<'_>, r: RegisterX86, v: u32) {
     // Writing a general register of the engine's own architecture cannot fail.
     let _ = uc.reg_write(r, v as u64);
+}
+
+/// Maps the stack below the window, filled with poison, the first time a run touches it.
+/// False if mapping failed (the access then faults).
+fn map_deep_stack(uc: &mut Uc<'_>) -> bool {
+    if uc.get_data().deep_stack_mapped {
+        return false;
+    }
+    let size = STACK_WINDOW_BASE - STACK_BASE;
+    if uc.mem_map(STACK_BASE as u64, size as u64, Prot::READ | Prot::WRITE).is_err()
+        || uc.mem_write(STACK_BASE as u64, &vec![STACK_POISON; size as usize]).is_err()
+    {
+        return false;
+    }
+    uc.get_data_mut().deep_stack_mapped = true;
+    true
 }
 
 /// Records why the run stops (the first cause wins) and stops the emulation.
@@ -676,7 +803,7 @@ fn runtime_signature(h: RuntimeHelper) -> (&'static [Type], Option<Type>) {
 /// returns to the caller like a cdecl callee that clobbers all it may.
 fn helper_hook(uc: &mut Uc<'_>, addr: u64, _size: u32) {
     let pc = addr as u32;
-    let Some(helper) = RuntimeHelper::at(pc) else {
+    let Some(helper) = uc.get_data().helpers.iter().find(|(a, _)| *a == pc).map(|(_, h)| *h) else {
         stop_with(uc, Stop::Fault { kind: FaultKind::IntoHelperStub, pc, address: None });
         return;
     };
@@ -740,40 +867,58 @@ fn helper_hook(uc: &mut Uc<'_>, addr: u64, _size: u32) {
 const CONTEXT_BEFORE: usize = 6;
 const CONTEXT_AFTER: usize = 3;
 
-/// The code around `pc`, one instruction a line with its address and bytes, the
-/// instruction at `pc` marked with `=>`. The code is decoded from its start (x86 cannot be
-/// decoded backwards), so a `pc` in the middle of an instruction shows the instruction
-/// that contains it. A `pc` outside the code says so and shows the end of the code.
-pub fn disassemble_around(bytes: &[u8], pc: u32) -> String {
+/// The code decoded from its start (x86 cannot be decoded backwards).
+fn decode(bytes: &[u8]) -> Vec<Instruction> {
     let mut decoder = Decoder::with_ip(32, bytes, CODE_BASE as u64, DecoderOptions::NONE);
-    let mut formatter = IntelFormatter::new();
-    let mut insns: Vec<Instruction> = vec![];
+    let mut insns = vec![];
     let mut ins = Instruction::default();
     while decoder.can_decode() {
         decoder.decode_out(&mut ins);
         insns.push(ins);
     }
-    let inside = |i: &Instruction| (i.ip() as u32..i.next_ip() as u32).contains(&pc);
-    let (window, note) = match insns.iter().position(inside) {
-        Some(k) => (k.saturating_sub(CONTEXT_BEFORE)..(k + 1 + CONTEXT_AFTER).min(insns.len()), None),
-        None => (
-            insns.len().saturating_sub(CONTEXT_BEFORE)..insns.len(),
-            Some(format!("  (pc {pc:#010x} is outside the {} bytes of code; the code ends with:)", bytes.len())),
-        ),
-    };
-    let mut out = String::new();
-    if let Some(n) = note {
-        out.push_str(&n);
-        out.push('\n');
-    }
+    insns
+}
+
+/// One listing line: marker, address, bytes, Intel syntax.
+fn listing_line(bytes: &[u8], i: &Instruction, mark: &str, formatter: &mut IntelFormatter) -> String {
     let mut text = String::new();
-    for i in &insns[window] {
-        text.clear();
-        formatter.format(i, &mut text);
-        let start = (i.ip() as u32 - CODE_BASE) as usize;
-        let raw: Vec<String> = bytes[start..start + i.len()].iter().map(|b| format!("{b:02x}")).collect();
-        let mark = if inside(i) { "=>" } else { "  " };
-        out.push_str(&format!("  {mark} {:08x}  {:<24} {text}\n", i.ip(), raw.join(" ")));
+    formatter.format(i, &mut text);
+    let start = (i.ip() as u32 - CODE_BASE) as usize;
+    let raw: Vec<String> = bytes[start..start + i.len()].iter().map(|b| format!("{b:02x}")).collect();
+    format!("  {mark} {:08x}  {:<24} {text}\n", i.ip(), raw.join(" "))
+}
+
+/// The code around `pc`, one instruction a line with its address and bytes, the
+/// instruction at `pc` marked with `=>`. A `pc` in the middle of an instruction shows
+/// the instruction that contains it. For a `pc` outside the code, `came_from` (the last
+/// block of the code that ran: address and size) names the instruction that left the
+/// code, marked `->`, and the listing is around it.
+pub fn disassemble_around(bytes: &[u8], pc: u32, came_from: Option<(u32, u32)>) -> String {
+    let insns = decode(bytes);
+    let mut formatter = IntelFormatter::new();
+    let inside = |i: &Instruction, a: u32| (i.ip() as u32..i.next_ip() as u32).contains(&a);
+    let mut out = String::new();
+    let (center, mark) = match insns.iter().position(|i| inside(i, pc)) {
+        Some(k) => (k, "=>"),
+        None => {
+            out.push_str(&format!("  (pc {pc:#010x} is outside the {} bytes of code", bytes.len()));
+            let exit = came_from.and_then(|(a, size)| insns.iter().position(|i| i.next_ip() as u32 == a + size));
+            match exit {
+                Some(k) => {
+                    out.push_str(&format!("; it left the code at {:#010x})\n", insns[k].ip()));
+                    (k, "->")
+                }
+                None => {
+                    out.push_str("; the code ends with:)\n");
+                    (insns.len().saturating_sub(1), "  ")
+                }
+            }
+        }
+    };
+    let window = center.saturating_sub(CONTEXT_BEFORE)..(center + 1 + CONTEXT_AFTER).min(insns.len());
+    for k in window {
+        let m = if k == center { mark } else { "  " };
+        out.push_str(&listing_line(bytes, &insns[k], m, &mut formatter));
     }
     out
 }
@@ -781,18 +926,6 @@ pub fn disassemble_around(bytes: &[u8], pc: u32) -> String {
 /// The whole code, disassembled with addresses (for `tandem compile --emit asm` and
 /// reports).
 pub fn disassemble(bytes: &[u8]) -> String {
-    let mut decoder = Decoder::with_ip(32, bytes, CODE_BASE as u64, DecoderOptions::NONE);
     let mut formatter = IntelFormatter::new();
-    let mut out = String::new();
-    let mut text = String::new();
-    let mut ins = Instruction::default();
-    while decoder.can_decode() {
-        decoder.decode_out(&mut ins);
-        text.clear();
-        formatter.format(&ins, &mut text);
-        let start = (ins.ip() as u32 - CODE_BASE) as usize;
-        let raw: Vec<String> = bytes[start..start + ins.len()].iter().map(|b| format!("{b:02x}")).collect();
-        out.push_str(&format!("{:08x}  {:<24} {text}\n", ins.ip(), raw.join(" ")));
-    }
-    out
+    decode(bytes).iter().map(|i| listing_line(bytes, i, "", &mut formatter)).collect()
 }

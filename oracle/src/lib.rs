@@ -6,8 +6,10 @@
 //! * [`casefile`] — `.tir` case files: module + runs + expectations, print/parse;
 //! * [`replay`] — runs case files and folders of them (`tandem run`);
 //! * [`emu`] — the Unicorn runner for compiled x86-32 code;
-//! * [`diff`] — the differential check, interpreter vs x86.
+//! * [`diff`] — the differential check, interpreter vs x86;
+//! * [`bench`] — throughput measurements (`tandem bench`).
 
+pub mod bench;
 pub mod casefile;
 pub mod diff;
 pub mod emu;

@@ -36,6 +36,13 @@ enum Command {
         #[arg(long)]
         emit: Option<EmitKind>,
     },
+    /// Measures throughput: bare Unicorn runs, the runner with a reused and a fresh
+    /// instance, and the differential check on a fixed program. Build with `--release`.
+    Bench {
+        /// Runs per measurement.
+        #[arg(long, default_value_t = 20_000)]
+        runs: u64,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -49,6 +56,22 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run { paths, bless, verbose } => run(&paths, bless, verbose),
         Command::Compile { file, emit } => compile(&file, emit),
+        Command::Bench { runs } => bench(runs),
+    }
+}
+
+fn bench(runs: u64) -> ExitCode {
+    match tandem_oracle::bench::emulator_bench(runs) {
+        Ok(measurements) => {
+            for m in measurements {
+                println!("{m}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
     }
 }
 

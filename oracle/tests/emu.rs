@@ -33,7 +33,12 @@ fn helper(h: HelperKind) -> u64 {
     RuntimeHelper::Ir(h).address() as u64
 }
 
-fn run(emu: &mut Emulator, code: &MachineCode, f: &Function, inp: &RunInput) -> Result<tandem_oracle::outcome::Outcome, Finding> {
+fn run(
+    emu: &mut Emulator,
+    code: &MachineCode,
+    f: &Function,
+    inp: &RunInput,
+) -> Result<tandem_oracle::outcome::Outcome, Finding> {
     emu.run(code, f, inp).expect("the emulator works")
 }
 
@@ -293,7 +298,12 @@ fn idiv_by_zero_and_min_by_minus_one_are_divide_errors() {
     let mut emu = Emulator::new().unwrap();
     // Every case runs twice on one instance (`run`, then inside `check`): a second #DE
     // after a first must still be a #DE, not a double fault.
-    let cases = [(7, 2, End::Return(Value::I32(3))), (-7, 2, End::Return(Value::I32(-3))), (7, 0, End::Trap(TrapKind::DivideError)), (i32::MIN, -1, End::Trap(TrapKind::DivideError))];
+    let cases = [
+        (7, 2, End::Return(Value::I32(3))),
+        (-7, 2, End::Return(Value::I32(-3))),
+        (7, 0, End::Trap(TrapKind::DivideError)),
+        (i32::MIN, -1, End::Trap(TrapKind::DivideError)),
+    ];
     for (x, y, want) in cases {
         let inp = input(vec![Value::I32(x), Value::I32(y)]);
         assert_eq!(run(&mut emu, &code, &f, &inp).unwrap().end, want, "{x} / {y}");
@@ -385,7 +395,9 @@ fn infinite_loops_time_out() {
     let mut inp = input(vec![]);
     inp.fuel = 100;
     match check(&f, &inp, &spin_call, &mut emu).unwrap() {
-        Verdict::Finding { finding: Finding::Timeout { budget, .. }, .. } => assert_eq!(budget, 100 * emu::INSNS_PER_FUEL),
+        Verdict::Finding { finding: Finding::Timeout { budget, .. }, .. } => {
+            assert_eq!(budget, 100 * emu::INSNS_PER_FUEL)
+        }
         v => panic!("{v}"),
     }
 
@@ -406,8 +418,22 @@ fn wild_jumps_and_bad_accesses_are_faults_with_disassembly() {
         a.mov(eax, 0x1234_5678)?;
         a.jmp(eax)
     });
-    let (kind, pc, _, _) = fault(run(&mut emu, &jump, &f, &inp));
+    let (kind, pc, _, dis) = fault(run(&mut emu, &jump, &f, &inp));
     assert_eq!((kind, pc), (FaultKind::FetchUnmapped, 0x1234_5678));
+    // The listing points at the instruction that left the code.
+    let left: Vec<&str> = dis.lines().filter(|l| l.trim_start().starts_with("->")).collect();
+    assert_eq!(left.len(), 1, "{dis}");
+    assert!(left[0].contains("jmp eax"), "{dis}");
+
+    // A return through a clobbered return address is traced back to the `ret`.
+    let bad_ret = asm(|a| {
+        a.mov(dword_ptr(esp), 0x0000_1000)?;
+        a.xor(eax, eax)?;
+        a.ret()
+    });
+    let (kind, pc, _, dis) = fault(run(&mut emu, &bad_ret, &f, &inp));
+    assert_eq!((kind, pc), (FaultKind::FetchUnmapped, 0x1000));
+    assert!(dis.lines().any(|l| l.trim_start().starts_with("->") && l.ends_with("ret")), "{dis}");
 
     // A read from the guard page just below the heap; the disassembly marks it.
     let below_heap = asm(|a| {
@@ -457,6 +483,14 @@ fn wild_jumps_and_bad_accesses_are_faults_with_disassembly() {
 
     let int5 = asm(|a| a.int(5));
     assert_eq!(fault(run(&mut emu, &int5, &f, &inp)).0, FaultKind::Interrupt(5));
+
+    let halt = asm(|a| {
+        a.nop()?;
+        a.hlt()?;
+        a.ret()
+    });
+    let (kind, pc, _, _) = fault(run(&mut emu, &halt, &f, &inp));
+    assert_eq!((kind, pc), (FaultKind::Halt, CODE_BASE + 1));
 }
 
 #[test]
@@ -570,7 +604,10 @@ fn side_by_side_marks_the_differing_rows() {
     let mut emu = Emulator::new().unwrap();
     let inp = input(vec![Value::I32(3)]);
     let Verdict::Disagree { interp, x86, diff } = check(&f, &inp, &code, &mut emu).unwrap() else { panic!() };
-    assert_eq!(diff, vec!["heap 0x100020..0x100021: expected 03, got 00", "heap 0x100024..0x100025: expected 00, got 03"]);
+    assert_eq!(
+        diff,
+        vec!["heap 0x100020..0x100021: expected 03, got 00", "heap 0x100024..0x100025: expected 00, got 03"]
+    );
     let text = side_by_side("interpreter", &interp, "x86", &x86);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4, "{text}");
@@ -589,4 +626,89 @@ fn bad_inputs_are_errors_not_findings() {
     assert!(emu.run(&code, &f, &input(vec![Value::I64(1)])).is_err());
     let empty = MachineCode { bytes: vec![], entry: 0 };
     assert!(emu.run(&empty, &f, &input(vec![Value::I32(1)])).is_err());
+}
+
+#[test]
+fn bench_fixed_program_agrees_with_its_ir() {
+    use tandem_oracle::bench::{fixed_function, fixed_program, FIXED_N};
+    let f = fixed_function();
+    tandem_core::verify::verify_module(&parse_module(tandem_oracle::bench::FIXED_PROGRAM).unwrap().0).unwrap();
+    let code = fixed_program();
+    let mut emu = Emulator::new().unwrap();
+    for n in [FIXED_N, 1, 0, -4, 3] {
+        let v = check(&f, &input(vec![Value::I32(n)]), &code, &mut emu).unwrap();
+        let Verdict::Agree(o) = v else { panic!("n = {n}: {v}") };
+        // The loop runs max(n, 1) times and logs (s, i) once at the end.
+        assert_eq!(o.trace.len(), 1);
+        assert_eq!(o.trace[0].args[1], Value::I32(n.max(1)));
+    }
+}
+
+#[test]
+fn bench_runs_and_reports_every_measurement() {
+    let m = tandem_oracle::bench::emulator_bench(20).unwrap();
+    assert_eq!(m.len(), 7);
+    assert!(m.iter().all(|x| x.runs > 0 && x.seconds > 0.0));
+}
+
+#[test]
+fn deep_stack_frames_work_and_are_poisoned_afresh() {
+    let f = func(RET0);
+    let mut emu = Emulator::new().unwrap();
+    let inp = input(vec![]);
+    // A 64 KiB frame, below the per-run poisoned window: read its lowest slot (poison),
+    // write it, read it back. The stack's bottom and the guard page below it too.
+    let deep = |store: bool| {
+        asm(move |a| {
+            a.sub(esp, 0x10000)?;
+            if store {
+                a.mov(dword_ptr(esp), 0x7777_7777)?;
+            }
+            a.mov(eax, dword_ptr(esp))?;
+            a.add(esp, 0x10000)?;
+            a.ret()
+        })
+    };
+    let poison = u32::from_le_bytes([emu::STACK_POISON; 4]) as i32;
+    for _ in 0..2 {
+        assert_eq!(run(&mut emu, &deep(true), &f, &inp).unwrap().end, End::Return(Value::I32(0x7777_7777)));
+        assert_eq!(run(&mut emu, &deep(false), &f, &inp).unwrap().end, End::Return(Value::I32(poison)));
+        assert_eq!(run(&mut emu, &deep(false), &f, &inp).unwrap().end, End::Return(Value::I32(poison)));
+    }
+    let bottom = asm(|a| {
+        a.mov(eax, dword_ptr(STACK_BASE))?;
+        a.mov(ecx, dword_ptr(STACK_BASE - 4))?;
+        a.ret()
+    });
+    let (kind, _, address, _) = fault(run(&mut emu, &bottom, &f, &inp));
+    assert_eq!((kind, address), (FaultKind::ReadUnmapped, Some(STACK_BASE - 4)));
+}
+
+#[test]
+fn trap_kind_and_code_must_match() {
+    let f = func("function %f(i32 %a) -> i32 {\nb0:\n    trapif(%a, 9)\n    ret 0\n}\n");
+    let inp = input(vec![Value::I32(1)]);
+    let expected = tandem_oracle::interp::run(&f, &inp).unwrap().unwrap();
+    let mut emu = Emulator::new().unwrap();
+    let trap = |code: u32| {
+        asm(move |a| {
+            a.mov(eax, code)?;
+            a.int(0x41)
+        })
+    };
+    let v = tandem_oracle::diff::check_against(expected.clone(), &f, &inp, &trap(9), &mut emu).unwrap();
+    assert!(matches!(v, Verdict::Agree(_)), "{v}");
+    match tandem_oracle::diff::check_against(expected.clone(), &f, &inp, &trap(8), &mut emu).unwrap() {
+        Verdict::Disagree { diff, .. } => assert_eq!(diff, vec!["end: expected trap check(9), got trap check(8)"]),
+        v => panic!("{v}"),
+    }
+    let divide = asm(|a| {
+        a.xor(ecx, ecx)?;
+        a.cdq()?;
+        a.idiv(ecx)
+    });
+    match tandem_oracle::diff::check_against(expected, &f, &inp, &divide, &mut emu).unwrap() {
+        Verdict::Disagree { diff, .. } => assert_eq!(diff, vec!["end: expected trap check(9), got trap divide_error"]),
+        v => panic!("{v}"),
+    }
 }
