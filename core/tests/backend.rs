@@ -415,3 +415,24 @@ fn allocation_checker_accepts_the_allocator_and_catches_broken_allocations() {
     let errs = check_allocation(&l, &broken).unwrap_err();
     assert!(errs.iter().any(|e| e.contains("expected in ecx")), "{errs:#?}");
 }
+
+#[test]
+fn global_variables_are_used_in_place_by_instructions_that_only_read_them() {
+    // %p and %i live in callee-saved registers; the store's address mode and the
+    // compare read them there without copies.
+    let f = func(
+        "function %f(i32 %p, i32 %n) -> i32 {\n    local i32 %i\nb0:\n    jump b1\nb1:\n    \
+         store.32(add(%p, shl(%i, 2)), %i)\n    %i = add(%i, 1)\n    br slt(%i, %n), b1, b2\nb2:\n    ret %i\n}\n",
+    );
+    let staged = compile_staged(&f).unwrap();
+    assert!(staged.stats.regalloc.aliased >= 3, "{:?}", staged.stats.regalloc);
+    let ins = decode(&staged.code.bytes);
+    let callee_saved = [Register::EBX, Register::ESI, Register::EDI];
+    let store = ins
+        .iter()
+        .find(|i| i.mnemonic() == Mnemonic::Mov && i.op0_kind() == OpKind::Memory && i.memory_index_scale() == 4)
+        .unwrap_or_else(|| panic!("{}", listing(&ins)));
+    assert!(callee_saved.contains(&store.memory_base()), "{}", listing(&ins));
+    assert!(callee_saved.contains(&store.memory_index()), "{}", listing(&ins));
+    assert!(callee_saved.contains(&store.op1_register()), "{}", listing(&ins));
+}

@@ -460,7 +460,7 @@ pub fn emit(f: &LirFunction, alloc: &Allocation) -> Result<MachineCode, EmitErro
                 MInst::Move { dst, src } => e.mov_to_reg(*dst, src)?,
                 MInst::Spill { slot, src } => e.mov_to(&Operand::Mem(Mem::frame(*slot)), &Operand::Reg(*src), MemWidth::W32)?,
                 MInst::Node { node, ops, results } => e.node(*node, ops, results, next)?,
-                MInst::Reuse { .. } => {}
+                MInst::Reuse { .. } | MInst::Alias { .. } => {}
             }
         }
     }

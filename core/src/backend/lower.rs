@@ -273,6 +273,9 @@ pub enum ResultReg {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Constraints {
     pub operands: Vec<(Use, RegSet)>,
+    /// Per operand: the instruction only reads it (it may then sit in a register the
+    /// global allocator owns, since nothing overwrites it).
+    pub read_only: Vec<bool>,
     pub clobbers: RegSet,
     pub results: Vec<ResultReg>,
 }
@@ -382,5 +385,21 @@ pub fn constraints(f: &LirFunction, n: Node) -> Constraints {
         }
     }
     masks.resize(ops.len(), any);
-    Constraints { operands: ops.into_iter().zip(masks).collect(), clobbers, results }
+    let read_only: Vec<bool> = (0..ops.len())
+        .map(|i| match &d.op {
+            Op::Store { .. }
+            | Op::Load { .. }
+            | Op::Arg { .. }
+            | Op::Write(_)
+            | Op::CfWrite { .. }
+            | Op::Branch { .. }
+            | Op::TrapIf(_)
+            | Op::Switch { .. } => true,
+            Op::CmpPair(_) => i == 0,
+            Op::Shld | Op::Shrd | Op::MulWide => i == 1,
+            Op::Binary(b) => b.can_trap() && i == 1,
+            _ => false,
+        })
+        .collect();
+    Constraints { operands: ops.into_iter().zip(masks).collect(), read_only, clobbers, results }
 }

@@ -139,11 +139,11 @@ pub fn compile_with(f: &Function, opts: RegallocOptions, print: bool) -> Result<
     let alloc = regalloc::regalloc(&l, opts)
         .map_err(|e| CompileError::Regalloc(format!("{}: {} ({})", e.node, e.message, l.node_text(e.node))))?;
     stats.regalloc = alloc.stats;
-    if validate {
-        regalloc_check::check_allocation(&l, &alloc).map_err(CompileError::InvalidAllocation)?;
-    }
     if print {
         stages.push(("regalloc", alloc.print(&l)));
+    }
+    if validate {
+        regalloc_check::check_allocation(&l, &alloc).map_err(CompileError::InvalidAllocation)?;
     }
     let code = emit::emit(&l, &alloc).map_err(|e| CompileError::Encode(e.0))?;
     stats.code_bytes = code.bytes.len();

@@ -103,6 +103,9 @@ pub enum MInst {
     /// A read of a variable satisfied by a register that already holds its value (the
     /// seed's freeable state): no code, but the register now holds the read's value.
     Reuse { node: Node, reg: Reg },
+    /// A read of a variable the global allocator keeps in `reg`, used only by an
+    /// instruction that does not overwrite it: no copy, the operand is `reg` itself.
+    Alias { node: Node, reg: Reg },
     /// A lowered node with its operands (one per argument; a fused compare contributes
     /// its two) and the registers of its results (`None`: unused).
     Node { node: Node, ops: Vec<Operand>, results: Vec<Option<Reg>> },
@@ -157,6 +160,8 @@ pub struct RegallocStats {
     pub moves: usize,
     /// Variable reads satisfied by a freeable register without a load.
     pub reused: usize,
+    /// Reads of global variables used in place, without a copy.
+    pub aliased: usize,
     /// Spill slots in the frame.
     pub spill_slots: usize,
 }
@@ -221,6 +226,7 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
     let mut code = SecondaryMap::new();
     for &b in &f.layout {
         let mut la = LocalAllocator::new(f, &home, &globals, pool, &used, &mut shared);
+        la.find_aliases(b);
         for &n in &f.blocks[b].nodes {
             la.node(n)?;
         }
@@ -355,6 +361,8 @@ pub struct LocalAllocator<'a> {
     pool: RegSet,
     loc: HashMap<Use, ValLoc>,
     used: &'a HashSet<Use>,
+    /// Reads of global variables whose one user only reads them: they are not copied.
+    aliases: HashSet<Node>,
     out: Vec<MInst>,
     shared: &'a mut Shared,
 }
@@ -373,7 +381,29 @@ impl<'a> LocalAllocator<'a> {
         for (v, r) in globals {
             regs[r.index()] = RegState::Allocated(*v);
         }
-        LocalAllocator { f, home, regs, pool, loc: HashMap::new(), used, out: vec![], shared }
+        LocalAllocator { f, home, regs, pool, loc: HashMap::new(), used, aliases: HashSet::new(), out: vec![], shared }
+    }
+
+    /// Finds the reads of globally allocated variables that need no copy: the one user
+    /// reads the operand without overwriting it, accepts the register, and no write of
+    /// the variable lies between the read and the user.
+    fn find_aliases(&mut self, b: Block) {
+        let f = self.f;
+        let list = &f.blocks[b].nodes;
+        for (upos, &user) in list.iter().enumerate() {
+            let c = constraints(f, user);
+            for (i, (u, mask)) in c.operands.iter().enumerate() {
+                let Op::Read(v) = f.nodes[u.node].op else { continue };
+                let Some(Operand::Reg(g)) = self.home[v] else { continue };
+                if !c.read_only[i] || !mask.contains(g) {
+                    continue;
+                }
+                let Some(rpos) = list.iter().position(|&m| m == u.node) else { continue };
+                if list[rpos + 1..upos].iter().all(|&m| f.nodes[m].op != Op::Write(v)) {
+                    self.aliases.insert(u.node);
+                }
+            }
+        }
     }
 
     fn log(&mut self, what: String) {
@@ -505,6 +535,8 @@ impl<'a> LocalAllocator<'a> {
     /// Places operand `u` in a register of `mask` and marks it busy.
     fn place(&mut self, u: Use, mask: RegSet) -> Result<Reg, String> {
         match self.loc.get(&u).copied() {
+            // An aliased global variable stays where it is, allocated.
+            Some(ValLoc::Reg(r)) if matches!(self.regs[r.index()], RegState::Allocated(_)) => Ok(r),
             Some(ValLoc::Reg(r)) if mask.contains(r) => {
                 self.regs[r.index()] = RegState::Busy(u);
                 Ok(r)
@@ -534,6 +566,15 @@ impl<'a> LocalAllocator<'a> {
         let f = self.f;
         let d = &f.nodes[n];
         let text = f.node_text(n);
+        if self.aliases.contains(&n) {
+            let Op::Read(v) = d.op else { unreachable!("only reads are aliased") };
+            let Some(Operand::Reg(g)) = self.home[v] else { unreachable!("aliased reads are of globals") };
+            self.loc.insert(Use::of(n), ValLoc::Reg(g));
+            self.out.push(MInst::Alias { node: n, reg: g });
+            self.shared.stats.aliased += 1;
+            self.log(format!("{g} = {text} (global)"));
+            return Ok(());
+        }
         // A read of a memory variable whose value a register still holds reuses it.
         if let Op::Read(v) = d.op {
             let cached = Reg::ALL.into_iter().find(|r| self.regs[r.index()] == RegState::Freeable(v));
@@ -612,7 +653,9 @@ impl<'a> LocalAllocator<'a> {
             self.loc.remove(u);
         }
         for r in regs_of.iter().flatten() {
-            self.regs[r.index()] = RegState::Free;
+            if !matches!(self.regs[r.index()], RegState::Allocated(_)) {
+                self.regs[r.index()] = RegState::Free;
+            }
         }
         for r in clobbers.and(self.pool).iter() {
             self.regs[r.index()] = RegState::Free;
@@ -643,7 +686,10 @@ impl<'a> LocalAllocator<'a> {
                 }
             }
             if let (Some(Operand::Reg(r)), Some(Operand::Mem(_))) = (ops.first(), self.home[v]) {
-                self.set_register_freeable(*r, v);
+                // Not when the value came from a global variable's own register.
+                if !matches!(self.regs[r.index()], RegState::Allocated(_)) {
+                    self.set_register_freeable(*r, v);
+                }
             }
         }
         if matches!(d.op, Op::Call(_)) {
@@ -716,6 +762,7 @@ impl Allocation {
                     MInst::Move { dst, src } => format!("    mov {dst}, {src}\n"),
                     MInst::Spill { slot, src } => format!("    spill {}, {src}\n", Operand::Mem(Mem::frame(*slot))),
                     MInst::Reuse { node, reg } => format!("    {reg} = {} (reused)   ; {node}\n", f.node_text(*node)),
+                    MInst::Alias { node, reg } => format!("    {reg} = {} (global, not copied)   ; {node}\n", f.node_text(*node)),
                     MInst::Node { node, ops, results } => {
                         let res: Vec<String> = results.iter().map(|r| r.map_or("_".into(), |r| r.to_string())).collect();
                         let lhs = if res.is_empty() { String::new() } else { format!("{} = ", res.join(", ")) };

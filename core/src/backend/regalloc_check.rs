@@ -5,7 +5,8 @@
 //! every register and spill slot holds: an allocator move copies the value, a spill
 //! stores it, an instruction kills what it clobbers (a call: `eax ecx edx`; a division or
 //! wide multiply: `eax edx`), kills its operands (they are single-use) and defines its
-//! results. A write of a register to a memory variable leaves the register holding the
+//! results; an aliased read of a global variable puts its value in the variable's
+//! register until a write of the variable. A write of a register to a memory variable leaves the register holding the
 //! variable (the seed's freeable state); a reused read must find it there. At every instruction it checks that each register operand holds exactly the
 //! value the LIR says it uses, that no instruction writes a register owned by the global
 //! allocator, and that every callee-saved register written is saved in the prologue.
@@ -25,6 +26,8 @@ pub fn check_allocation(f: &LirFunction, alloc: &Allocation) -> Result<(), Vec<S
     for &b in &f.layout {
         let mut regs: HashMap<Reg, Use> = HashMap::new();
         let mut holds_var: HashMap<Reg, Var> = HashMap::new();
+        // Aliased reads: several reads of one global variable may share its register.
+        let mut aliased: HashMap<Use, Reg> = HashMap::new();
         let mut slots: HashMap<i32, Use> = HashMap::new();
         let written = |r: Reg, what: &str, errs: &mut Vec<String>| {
             if globals.contains(r) {
@@ -36,6 +39,13 @@ pub fn check_allocation(f: &LirFunction, alloc: &Allocation) -> Result<(), Vec<S
         };
         for inst in &alloc.code[b] {
             match inst {
+                MInst::Alias { node, reg } => {
+                    let ok = matches!(f.nodes[*node].op, Op::Read(v) if alloc.home[v] == Some(Operand::Reg(*reg)));
+                    if !ok || !globals.contains(*reg) {
+                        errs.push(format!("{b}: {} aliased to {reg}, which is not its global register", f.node_text(*node)));
+                    }
+                    aliased.insert(Use::of(*node), *reg);
+                }
                 MInst::Reuse { node, reg } => {
                     let Op::Read(v) = f.nodes[*node].op else {
                         errs.push(format!("{b}: reuse of {reg} for {}, which is no read", f.node_text(*node)));
@@ -74,7 +84,7 @@ pub fn check_allocation(f: &LirFunction, alloc: &Allocation) -> Result<(), Vec<S
                     let mut expected = vec![];
                     inline_operands(f, n, ops, &mut 0, &mut expected);
                     for (u, r) in &expected {
-                        if regs.get(r) != Some(u) {
+                        if regs.get(r) != Some(u) && aliased.get(u) != Some(r) {
                             errs.push(format!(
                                 "{b} {n} ({text}): operand {u} expected in {r}, which holds {}",
                                 regs.get(r).map_or("nothing".to_string(), |v| v.to_string())
@@ -93,13 +103,21 @@ pub fn check_allocation(f: &LirFunction, alloc: &Allocation) -> Result<(), Vec<S
                         holds_var.remove(&r);
                     }
                     if let Op::Write(v) = f.nodes[n].op {
+                        // A write of a global variable overwrites any alias of its old value.
+                        if let Some(Operand::Reg(g)) = alloc.home[v] {
+                            aliased.retain(|_, r| *r != g);
+                        }
                         holds_var.retain(|_, w| *w != v);
                         if let (Some(Operand::Reg(r)), Some(Operand::Mem(_))) = (ops.first(), alloc.home[v]) {
-                            holds_var.insert(*r, v);
+                            if !globals.contains(*r) {
+                                holds_var.insert(*r, v);
+                            }
                         }
                     }
-                    for (_, r) in &expected {
-                        regs.remove(r);
+                    for (u, r) in &expected {
+                        if aliased.remove(u).is_none() {
+                            regs.remove(r);
+                        }
                     }
                     for (i, r) in results.iter().enumerate() {
                         if let Some(r) = r {
