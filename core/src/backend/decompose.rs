@@ -399,6 +399,9 @@ impl Decomposer<'_> {
                     let (x, c) = (self.read(t), self.konst(k));
                     Val::P(self.bin(BinOp::Shl, x, c), hi)
                 }
+                // A count of exactly 32 moves a half across without shifting it.
+                (BinOp::Shl, false) if k == 32 => Val::P(self.konst(0), al),
+                (BinOp::Lshr, false) if k == 32 => Val::P(ah, self.konst(0)),
                 (BinOp::Shl, false) => {
                     let c = self.konst(k - 32);
                     let hi = self.bin(BinOp::Shl, al, c);
