@@ -488,7 +488,15 @@ impl RandomProgram {
     fn program(seed: u64) -> String {
         let mut g = RandomProgram { state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1, vars: vec![] };
         let params = [("a", Type::I32), ("b", Type::I64), ("c", Type::I32)];
-        let locals = [("x", Type::I32), ("y", Type::I64), ("z", Type::I32), ("w", Type::I64), ("k", Type::I32)];
+        let locals = [
+            ("x", Type::I32),
+            ("y", Type::I64),
+            ("z", Type::I32),
+            ("w", Type::I64),
+            ("u", Type::I32),
+            ("v", Type::I64),
+            ("k", Type::I32),
+        ];
         g.vars = params.iter().chain(&locals).map(|(n, t)| (n.to_string(), *t)).collect();
         let ret = g.ty();
         let mut src = String::from(
@@ -509,8 +517,9 @@ impl RandomProgram {
         let c = g.expr(Type::I32, 3);
         src += &format!("    br {c}, b1, b2\nb1:\n{}    jump b3\nb2:\n{}    jump b3\n", g.stmts(3), g.stmts(3));
         src += &format!("b3:\n{}    %k = add(%k, 1)\n    br slt(%k, 3), b3, b4\n", g.stmts(3));
-        let v = g.expr(Type::I32, 2);
-        src += &format!("b4:\n    switch and({v}, 3), default b5, [0: b6, 2: b5]\nb5:\n{}    jump b6\n", g.stmts(2));
+        let sw = if seed % 2 == 0 { format!("and({}, 3)", g.expr(Type::I32, 2)) } else { format!("and({}, 4294967299:i64)", g.expr(Type::I64, 2)) };
+        let wide_case = if seed % 2 == 0 { 1 } else { 4294967296i64 };
+        src += &format!("b4:\n    switch {sw}, default b5, [0: b6, {wide_case}: b6, 2: b5]\nb5:\n{}    jump b6\n", g.stmts(2));
         let r = g.expr(ret, 4);
         src += &format!("b6:\n    ret {r}\n}}\n");
         src
