@@ -322,6 +322,9 @@ pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
                 if d.results > 0 && d.ty != Type::I32 {
                     err(Some(n), "an i64 value after decomposition".into());
                 }
+                if matches!(d.op, Op::Convert(_) | Op::Cmp { ty: Type::I64, .. }) {
+                    err(Some(n), "a 64-bit operation after decomposition".into());
+                }
             }
         }
     }

@@ -15,8 +15,11 @@
 //! * drops constants and reads whose value is unused.
 //!
 //! Contained nodes leave the linear order and hang under their one user. The fixed
-//! registers, two-address ties and clobbers that x86 imposes are the [`constraints`] of
-//! each lowered node, which the register allocator obeys.
+//! registers (`cl` for shift counts, `edx:eax` for `div`/`idiv` and the wide multiply,
+//! `eax`/`edx:eax` for call and return values), the two-address form (a result tied to
+//! the register of the operand the instruction overwrites) and the clobbers (`eax ecx
+//! edx` for calls) are the [`constraints`] of each lowered node, which the register
+//! allocator obeys.
 
 use std::collections::HashSet;
 
