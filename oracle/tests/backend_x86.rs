@@ -257,8 +257,6 @@ fn callframe_helpers_checks_and_switches() {
     let ins: Vec<RunInput> = [0, 1, 2, -3, 4].into_iter().map(|a| input(vec![Value::I32(a)])).collect();
     agree(&mut emu, src, &ins);
     for ty in [Type::I32, Type::I64] {
-        let k = |v: i64| lit(ty, v);
-        let _ = k;
         let src = format!(
             "function %f({ty} %v) -> i32 {{\nb0:\n    switch %v, default b3, [0: b1, 5: b2, {}: b1, -1: b2]\n\
              b1:\n    ret 1\nb2:\n    ret 2\nb3:\n    ret 3\n}}\n",
@@ -517,8 +515,8 @@ impl RandomProgram {
         let c = g.expr(Type::I32, 3);
         src += &format!("    br {c}, b1, b2\nb1:\n{}    jump b3\nb2:\n{}    jump b3\n", g.stmts(3), g.stmts(3));
         src += &format!("b3:\n{}    %k = add(%k, 1)\n    br slt(%k, 3), b3, b4\n", g.stmts(3));
-        let sw = if seed % 2 == 0 { format!("and({}, 3)", g.expr(Type::I32, 2)) } else { format!("and({}, 4294967299:i64)", g.expr(Type::I64, 2)) };
-        let wide_case = if seed % 2 == 0 { 1 } else { 4294967296i64 };
+        let sw = if seed.is_multiple_of(2) { format!("and({}, 3)", g.expr(Type::I32, 2)) } else { format!("and({}, 4294967299:i64)", g.expr(Type::I64, 2)) };
+        let wide_case = if seed.is_multiple_of(2) { 1 } else { 4294967296i64 };
         src += &format!("b4:\n    switch {sw}, default b5, [0: b6, {wide_case}: b6, 2: b5]\nb5:\n{}    jump b6\n", g.stmts(2));
         let r = g.expr(ret, 4);
         src += &format!("b6:\n    ret {r}\n}}\n");

@@ -25,7 +25,6 @@ use std::collections::HashSet;
 
 use super::lir::*;
 use super::x86::{Reg, RegSet};
-use crate::abi::RuntimeHelper;
 use crate::ir::{BinOp, MemWidth};
 
 /// What lowering did.
@@ -363,10 +362,9 @@ pub fn constraints(f: &LirFunction, n: Node) -> Constraints {
             masks.extend(std::iter::repeat_n(any, naddr));
             masks.push(RegSet::BYTE);
         }
-        Op::Call(h) => {
+        Op::Call(_) => {
             clobbers = RegSet::CALLER_SAVED;
             let n = d.results;
-            let _: RuntimeHelper = *h;
             if n >= 1 {
                 results.push(ResultReg::Fixed(Reg::Eax));
             }
