@@ -7,9 +7,18 @@
 //! * [`casefile`] — `.tir` case files: module + runs + expectations, print/parse;
 //! * [`replay`] — runs case files and folders of them (`tandem run`);
 //! * [`gen`] — the program generator (`tandem gen`) and the fuzz target's check.
+//! * [`emu`] — the Unicorn runner for compiled x86-32 code;
+//! * [`diff`] — the differential check, interpreter vs x86;
+//! * [`check`] — the full check of one run: reference, every IR pass, x86 without and with
+//!   the passes;
+//! * [`bench`] — throughput measurements (`tandem bench`).
 
+pub mod bench;
 pub mod casefile;
+pub mod check;
 pub mod gen;
+pub mod diff;
+pub mod emu;
 pub mod interp;
 pub mod outcome;
 pub mod passcheck;

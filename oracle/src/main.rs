@@ -29,18 +29,22 @@ enum Command {
         #[arg(long, short)]
         verbose: bool,
     },
-    /// Compiles a file (a module or a case file) and prints the IR at a chosen point.
+    /// Compiles every function of a file (a module or a case file) and prints it at a
+    /// chosen point: the IR after an IR pass (`--emit hir|ssa`), the LIR after each
+    /// backend pass (`--emit lir`) or the machine code with addresses (`--emit asm`).
     Compile {
         /// The `.tir` file.
         file: PathBuf,
-        /// What to print: `hir` (IR without phis) or `ssa` (IR with phis).
-        #[arg(long, default_value = "hir")]
+        /// What to print: `hir` (IR without phis), `ssa` (IR with phis), `lir` (after each
+        /// backend pass) or `asm` (disassembly).
+        #[arg(long, default_value = "asm")]
         emit: String,
-        /// Print the IR after this pass (default: after `ssa` for `--emit ssa`, else after
-        /// the last pass).
+        /// For `hir`/`ssa`: print the IR after this pass (default: after `ssa` for
+        /// `--emit ssa`, else after the last pass).
         #[arg(long)]
         after: Option<String>,
-        /// The passes to run, comma-separated (default: the default pipeline).
+        /// The IR passes to run, comma-separated (default: the default pipeline; `none`
+        /// runs no IR pass, so the backend sees the input as written).
         #[arg(long)]
         pipeline: Option<String>,
         /// Print each pass's statistics to standard error.
@@ -63,6 +67,13 @@ enum Command {
         #[arg(long)]
         stats: bool,
     },
+    /// Measures throughput: bare Unicorn runs, the runner with a reused and a fresh
+    /// instance, and the differential check on a fixed program. Build with `--release`.
+    Bench {
+        /// Runs per measurement.
+        #[arg(long, default_value_t = 20_000)]
+        runs: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -73,6 +84,7 @@ fn main() -> ExitCode {
             compile(&file, &emit, after.as_deref(), pipeline.as_deref(), stats)
         }
         Command::Gen { seed, profile, count, stats } => generate(seed, &profile, count, stats),
+        Command::Bench { runs } => bench(runs),
     }
 }
 
@@ -82,15 +94,24 @@ fn compile(file: &std::path::Path, emit: &str, after: Option<&str>, pipeline: Op
         eprintln!("error: {msg}");
         ExitCode::from(2)
     };
-    let want = match emit {
-        "hir" => Form::Hir,
-        "ssa" => Form::Ssa,
-        other => return fail(format!("--emit {other}: expected `hir` or `ssa`")),
+    let (want, backend) = match emit {
+        "hir" => (Form::Hir, None),
+        "ssa" => (Form::Ssa, None),
+        "lir" => (Form::Hir, Some(false)),
+        "asm" => (Form::Hir, Some(true)),
+        other => return fail(format!("--emit {other}: expected `hir`, `ssa`, `lir` or `asm`")),
     };
-    let pipeline = match pipeline.map(Pipeline::parse).unwrap_or_else(|| Ok(default_pipeline())) {
-        Ok(p) => p,
-        Err(e) => return fail(format!("--pipeline: {e}")),
+    let pipeline = match pipeline {
+        Some("none") => Pipeline { passes: vec![], start: Form::Hir },
+        Some(p) => match Pipeline::parse(p) {
+            Ok(p) => p,
+            Err(e) => return fail(format!("--pipeline: {e}")),
+        },
+        None => default_pipeline(),
     };
+    if backend.is_some() && after.is_some() {
+        return fail("--after applies to --emit hir|ssa; the backend always starts after the whole pipeline".into());
+    }
     let after = after.or(if want == Form::Ssa { Some("ssa") } else { None });
     let n = match after {
         None => pipeline.passes.len(),
@@ -102,7 +123,8 @@ fn compile(file: &std::path::Path, emit: &str, after: Option<&str>, pipeline: Op
     let form = pipeline.form_after(n);
     if form != want {
         let at = if n == 0 { "the input".to_string() } else { format!("after `{}`", pipeline.passes[n - 1].name) };
-        return fail(format!("the IR {at} is in {form} form, not {want}; use --emit {}", emit_name(form)));
+        let hint = if backend.is_some() { "the backend needs IR without phis".to_string() } else { format!("use --emit {}", emit_name(form)) };
+        return fail(format!("the IR {at} is in {form} form, not {want}; {hint}"));
     }
     let prefix = Pipeline { passes: pipeline.passes[..n].to_vec(), start: pipeline.start };
     let case = match replay::load(file) {
@@ -126,7 +148,31 @@ fn compile(file: &std::path::Path, emit: &str, after: Option<&str>, pipeline: Op
             }
         }
     }
-    print!("{module}");
+    let Some(asm) = backend else {
+        print!("{module}");
+        return ExitCode::SUCCESS;
+    };
+    for f in &module.functions {
+        let staged = match tandem_core::backend::compile_staged(f) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: %{}: {e}", f.name);
+                return ExitCode::from(1);
+            }
+        };
+        if !asm {
+            for (pass, text) in &staged.lir {
+                println!("; %{} after {pass}", f.name);
+                println!("{text}");
+            }
+        } else {
+            println!("; %{}: {} bytes", f.name, staged.code.bytes.len());
+            print!("{}", tandem_core::backend::disassemble(&staged.code));
+        }
+        if stats {
+            eprintln!("%{} backend: {:?}", f.name, staged.stats);
+        }
+    }
     ExitCode::SUCCESS
 }
 
@@ -159,6 +205,21 @@ fn generate(seed: u64, profile: &str, count: u64, stats: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+fn bench(runs: u64) -> ExitCode {
+    match tandem_oracle::bench::emulator_bench(runs) {
+        Ok(measurements) => {
+            for m in measurements {
+                println!("{m}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
     let files = match replay::collect_files(paths) {
         Ok(f) => f,
@@ -167,38 +228,68 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut emu = match tandem_oracle::emu::Emulator::new() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: cannot start the emulator: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // Output goes through a locked handle so that a closed pipe (`| head`) ends quietly.
+    let mut out = std::io::stdout().lock();
     let (mut passed, mut failed, mut bad) = (0, 0, 0);
     for path in &files {
-        match replay::replay_file(path, bless) {
+        match replay::replay_file(path, bless, &mut emu) {
             Err(e) => {
                 eprintln!("error: {e}");
                 bad += 1;
             }
             Ok(report) => {
+                let mut text = String::new();
                 for r in &report.runs {
-                    if r.mismatches.is_empty() {
+                    // With --bless, an expectation mismatch has been rewritten; a stage
+                    // disagreement never is.
+                    let expectation_ok = r.mismatches.is_empty() || bless;
+                    if expectation_ok && r.problems.is_empty() {
                         passed += 1;
                         if verbose {
-                            println!("ok   {}:{}: {}", path.display(), r.line, r.title);
+                            text += &format!("ok   {}:{}: {}\n", path.display(), r.line, r.title);
                         }
-                    } else {
-                        failed += 1;
-                        println!("FAIL {}:{}: {}", path.display(), r.line, r.title);
+                        continue;
+                    }
+                    failed += 1;
+                    text += &format!("FAIL {}:{}: {}\n", path.display(), r.line, r.title);
+                    if !expectation_ok {
+                        text += "       the reference interpreter does not match the expectation:\n";
                         for m in &r.mismatches {
-                            println!("       {m}");
+                            text += &format!("         {m}\n");
+                        }
+                    }
+                    for p in &r.problems {
+                        text += &format!("       stage `{}` disagrees with the reference interpreter:\n", p.stage);
+                        for l in &p.lines {
+                            text += &format!("         {l}\n");
+                        }
+                        if let Some(sbs) = &p.side_by_side {
+                            for l in sbs.lines() {
+                                text += &format!("         {l}\n");
+                            }
                         }
                     }
                 }
                 if report.blessed {
-                    println!("blessed {}", path.display());
+                    text += &format!("blessed {}\n", path.display());
+                }
+                if write!(out, "{text}").is_err() {
+                    return ExitCode::from(1);
                 }
             }
         }
     }
-    println!("{} file(s): {passed} run(s) passed, {failed} failed, {bad} file(s) with bad input", files.len());
+    let _ = writeln!(out, "{} file(s): {passed} run(s) passed, {failed} failed, {bad} file(s) with bad input", files.len());
     if bad > 0 {
         ExitCode::from(2)
-    } else if failed > 0 && !bless {
+    } else if failed > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

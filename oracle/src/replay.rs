@@ -1,11 +1,13 @@
 //! Replays case files: parses, verifies, runs every run in the reference interpreter and
-//! compares with the expectation (or blesses it), and checks that the outcome stays the
-//! same after every pass of `ssa,dce,ssa-destroy,cprop` ([`crate::passcheck`]). This is
-//! what `tandem run` and the corpus tests call; the command-line layer only turns
-//! [`FileReport`] into text and an exit code.
+//! compares with the expectation (or blesses it), then checks every later stage against
+//! the reference with [`crate::check::check_run`]: the interpreter after every pass of
+//! `ssa,dce,ssa-destroy,cprop`, and the x86 code in the emulator without and with those
+//! passes. This is what `tandem run` and the corpus tests call; the command-line layer
+//! only turns [`FileReport`] into text and an exit code.
 
 use crate::casefile::{CaseFile, Run};
-use crate::interp;
+use crate::check::{check_run, Problem};
+use crate::emu::Emulator;
 use std::path::{Path, PathBuf};
 use tandem_core::verify::verify_module;
 
@@ -30,8 +32,17 @@ pub struct RunReport {
     /// Line of the `; run:` directive.
     pub line: u32,
     pub title: String,
-    /// Differences from the expectation; empty when the run passed.
+    /// Differences between the reference interpreter and the expectation.
     pub mismatches: Vec<String>,
+    /// Stages (IR passes, x86) whose outcome differs from the reference interpreter's.
+    pub problems: Vec<Problem>,
+}
+
+impl RunReport {
+    /// Whether the run matched its expectation and every stage agreed.
+    pub fn passed(&self) -> bool {
+        self.mismatches.is_empty() && self.problems.is_empty()
+    }
 }
 
 /// The result of replaying one file.
@@ -45,7 +56,7 @@ pub struct FileReport {
 
 impl FileReport {
     pub fn passed(&self) -> bool {
-        self.runs.iter().all(|r| r.mismatches.is_empty())
+        self.runs.iter().all(RunReport::passed)
     }
 }
 
@@ -69,25 +80,24 @@ pub fn load(path: &Path) -> Result<CaseFile, BadInput> {
     Ok(case)
 }
 
-/// Replays one file; with `bless`, rewrites its expectations to what the runs did.
-pub fn replay_file(path: &Path, bless: bool) -> Result<FileReport, BadInput> {
+/// Replays one file in `emu`; with `bless`, rewrites the expectations of runs whose
+/// reference outcome differs from them (stage disagreements are never blessed away).
+pub fn replay_file(path: &Path, bless: bool, emu: &mut Emulator) -> Result<FileReport, BadInput> {
     let mut case = load(path)?;
     let mut runs = vec![];
     let mut actuals = vec![];
     for r in &case.runs {
         let f = case.module.function(&r.entry).expect("checked by load");
         let input = r.input(f).expect("checked by load");
-        let actual = interp::run(f, &input).map_err(|e| BadInput {
+        let checked = check_run(f, &input, emu).map_err(|e| BadInput {
             path: path.to_path_buf(),
             line: r.line,
             col: 1,
             message: e.to_string(),
         })?;
-        let mut mismatches = r.check(f, &actual);
-        // Every run must also give the same outcome after every pass of the pipeline.
-        mismatches.extend(crate::passcheck::replay_problems(f, &input));
-        actuals.push(Some(Run::expectation_of(f, &actual)));
-        runs.push(RunReport { line: r.line, title: title(r), mismatches });
+        let mismatches = r.check(f, &checked.reference);
+        actuals.push(Some(Run::expectation_of(f, &checked.reference)));
+        runs.push(RunReport { line: r.line, title: title(r), mismatches, problems: checked.problems });
     }
     let mut blessed = false;
     if bless && runs.iter().any(|r| !r.mismatches.is_empty()) {

@@ -57,10 +57,29 @@ fn bad_options_are_explained() {
     let (code, _, err) = compile(&["--pipeline", "ssa,frob"]);
     assert_eq!(code, 2);
     assert!(err.contains("unknown pass `frob`"), "{err}");
-    let (code, _, err) = compile(&["--after", "cprop", "--pipeline", "ssa,dce"]);
+    let (code, _, err) = compile(&["--emit", "hir", "--after", "cprop", "--pipeline", "ssa,dce"]);
     assert_eq!(code, 2);
     assert!(err.contains("pass `cprop` is not in the pipeline `ssa,dce`"), "{err}");
-    let (code, _, err) = compile(&["--emit", "lir"]);
+    let (code, _, err) = compile(&["--emit", "llvm"]);
     assert_eq!(code, 2);
-    assert!(err.contains("--emit lir"), "{err}");
+    assert!(err.contains("--emit llvm: expected `hir`, `ssa`, `lir` or `asm`"), "{err}");
+    let (code, _, err) = compile(&["--emit", "asm", "--after", "ssa"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--after applies to --emit hir|ssa"), "{err}");
+    let (code, _, err) = compile(&["--emit", "asm", "--pipeline", "ssa"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("the backend needs IR without phis"), "{err}");
+}
+
+#[test]
+fn emit_lir_and_asm_show_the_backend() {
+    let (code, out, err) = compile(&["--emit", "lir"]);
+    assert_eq!(code, 0, "{err}");
+    for pass in ["rationalize", "decompose", "lower", "regalloc"] {
+        assert!(out.contains(&format!("; %f after {pass}")), "{pass} missing:\n{out}");
+    }
+    let (code, out, err) = compile(&["--emit", "asm", "--pipeline", "none"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("; %f: "), "{out}");
+    assert!(out.contains("ret"), "{out}");
 }

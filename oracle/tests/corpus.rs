@@ -1,5 +1,6 @@
 //! Every corpus file round-trips through parse/print byte for byte and replays with every
-//! run matching its expectation.
+//! run matching its expectation and every stage (IR passes, x86) agreeing with the
+//! reference interpreter.
 
 use std::path::PathBuf;
 use tandem_oracle::casefile::CaseFile;
@@ -32,14 +33,24 @@ fn corpus_round_trips_byte_for_byte() {
 #[test]
 fn corpus_replays() {
     let mut failures = vec![];
+    let mut emu = tandem_oracle::emu::Emulator::new().unwrap();
     for path in corpus_files() {
-        let report = replay::replay_file(&path, false).unwrap_or_else(|e| panic!("{e}"));
+        let report = replay::replay_file(&path, false, &mut emu).unwrap_or_else(|e| panic!("{e}"));
         if report.runs.is_empty() {
             failures.push(format!("{}: the file has no `; run:` line, so it checks nothing", path.display()));
         }
         for r in report.runs {
-            if !r.mismatches.is_empty() {
-                failures.push(format!("{}:{}: {}\n  {}", path.display(), r.line, r.title, r.mismatches.join("\n  ")));
+            if !r.passed() {
+                let problems: Vec<String> =
+                    r.problems.iter().map(|p| format!("stage {}: {}", p.stage, p.lines.join("; "))).collect();
+                failures.push(format!(
+                    "{}:{}: {}\n  {}\n  {}",
+                    path.display(),
+                    r.line,
+                    r.title,
+                    r.mismatches.join("\n  "),
+                    problems.join("\n  ")
+                ));
             }
         }
     }

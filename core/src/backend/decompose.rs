@@ -1,0 +1,526 @@
+//! Decomposition: every 64-bit operation into operations on 32-bit pairs
+//! (`seeds/removing-embedded-statements.md`, "3.i. Decomposition").
+//!
+//! The pass walks each block's linear order once and replaces every `i64` node by a
+//! contiguous sequence of `i32` nodes inserted at its place, mapping the old value to a
+//! `(lo, hi)` pair of new values. `i64` variables (and parameters and callframe
+//! variables) are split into two dwords. Where the expansion needs a half more than once
+//! (multiply, variable shifts, sign extension, 64-bit loads and stores), the half is
+//! written to a fresh temporary [`Var`] and read back, so every edge stays single-use.
+//!
+//! Invariants of the output: every value is `i32`; `AddLo`/`SubLo` are immediately
+//! followed by their `AddHi`/`SubHi` (they communicate through the carry flag); the
+//! right-hand halves of a `CmpPair` are variables or constants so lowering can contain
+//! them; 64-bit division and remainder are calls of the runtime helpers
+//! `Sdiv64`/`Udiv64`/`Srem64`/`Urem64`, which trap as the IR does.
+
+use std::collections::HashMap;
+
+use cranelift_entity::SecondaryMap;
+
+use super::lir::*;
+use crate::abi::RuntimeHelper;
+use crate::ir::*;
+
+/// What decomposition did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DecomposeStats {
+    /// `i64` nodes replaced by 32-bit sequences.
+    pub decomposed: usize,
+    /// `i64` variables split into two halves.
+    pub split_vars: usize,
+    /// Temporaries introduced for halves used more than once.
+    pub temps: usize,
+    /// 64-bit divisions and remainders turned into helper calls.
+    pub helper_calls: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Val {
+    W(Use),
+    P(Use, Use),
+}
+
+/// Rewrites `f` so that every value is 32 bits wide.
+pub fn decompose(f: &LirFunction) -> (LirFunction, DecomposeStats) {
+    let mut stats = DecomposeStats::default();
+    let mut out = LirFunction {
+        name: f.name.clone(),
+        ret: f.ret,
+        arg_bytes: f.arg_bytes,
+        vars: Default::default(),
+        cfvars: f.cfvars.clone(),
+        nodes: Default::default(),
+        blocks: SecondaryMap::new(),
+        layout: f.layout.clone(),
+        decomposed: true,
+    };
+    let mut var_map: HashMap<Var, (Var, Option<Var>)> = HashMap::new();
+    for (v, d) in &f.vars {
+        let hi_kind = match d.kind {
+            VarKind::Param { offset } => VarKind::Param { offset: offset + 4 },
+            k => k,
+        };
+        if d.ty == Type::I64 {
+            stats.split_vars += 1;
+            let lo = out.add_var(format!("{}.lo", d.name), Type::I32, d.kind);
+            let hi = out.add_var(format!("{}.hi", d.name), Type::I32, hi_kind);
+            var_map.insert(v, (lo, Some(hi)));
+        } else {
+            var_map.insert(v, (out.add_var(d.name.clone(), Type::I32, d.kind), None));
+        }
+    }
+    for &b in &f.layout {
+        let mut d = Decomposer { src: f, out: &mut out, list: vec![], vals: HashMap::new(), var_map: &var_map, stats: &mut stats };
+        for &n in &f.blocks[b].nodes {
+            d.node(n);
+        }
+        let list = std::mem::take(&mut d.list);
+        out.blocks[b].nodes = list;
+    }
+    (out, stats)
+}
+
+struct Decomposer<'a> {
+    src: &'a LirFunction,
+    out: &'a mut LirFunction,
+    list: Vec<Node>,
+    vals: HashMap<Use, Val>,
+    var_map: &'a HashMap<Var, (Var, Option<Var>)>,
+    stats: &'a mut DecomposeStats,
+}
+
+const I: Type = Type::I32;
+
+impl Decomposer<'_> {
+    fn emit(&mut self, op: Op, results: u8, args: Vec<Use>) -> Use {
+        let n = self.out.add_node(op, I, results, args);
+        self.list.push(n);
+        Use::of(n)
+    }
+
+    fn konst(&mut self, v: i64) -> Use {
+        self.emit(Op::Const(v as i32 as i64), 1, vec![])
+    }
+
+    fn bin(&mut self, op: BinOp, a: Use, b: Use) -> Use {
+        self.emit(Op::Binary(op), 1, vec![a, b])
+    }
+
+    fn read(&mut self, v: Var) -> Use {
+        self.emit(Op::Read(v), 1, vec![])
+    }
+
+    /// Writes `u` to a fresh temporary so that it can be read several times.
+    fn temp(&mut self, u: Use) -> Var {
+        self.stats.temps += 1;
+        let v = self.out.add_var(format!("t{}", self.out.vars.len()), I, VarKind::Temp);
+        self.emit(Op::Write(v), 0, vec![u]);
+        v
+    }
+
+    fn word(&self, u: Use) -> Use {
+        match self.vals[&u] {
+            Val::W(w) => w,
+            Val::P(..) => panic!("an i64 value where an i32 is expected"),
+        }
+    }
+
+    fn pair(&self, u: Use) -> (Use, Use) {
+        match self.vals[&u] {
+            Val::P(lo, hi) => (lo, hi),
+            Val::W(_) => panic!("an i32 value where an i64 is expected"),
+        }
+    }
+
+    /// The constant value of an old argument, if it is a constant node.
+    fn old_const(&self, u: Use) -> Option<i64> {
+        match self.src.nodes[u.node].op {
+            Op::Const(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// A word argument (or the low word of a pair: a shift count).
+    fn low(&self, u: Use) -> Use {
+        match self.vals[&u] {
+            Val::W(w) => w,
+            Val::P(lo, _) => lo,
+        }
+    }
+
+    /// Splits the arguments of old node `n` into words, expanding pairs in place.
+    fn flat_args(&self, n: Node) -> Vec<Use> {
+        let mut v = vec![];
+        for &a in &self.src.nodes[n].args {
+            match self.vals[&a] {
+                Val::W(w) => v.push(w),
+                Val::P(lo, hi) => {
+                    v.push(lo);
+                    v.push(hi);
+                }
+            }
+        }
+        v
+    }
+
+    fn node(&mut self, n: Node) {
+        let data = &self.src.nodes[n];
+        let wide = data.results > 0 && data.ty == Type::I64;
+        let args = data.args.clone();
+        let op = data.op.clone();
+        // Operand type of a compare.
+        let cmp64 = matches!(op, Op::Cmp { ty: Type::I64, .. });
+        let val: Option<Val> = if !wide && !cmp64 && !self.touches_pairs(n) {
+            let results = data.results;
+            let new_args = self.flat_args(n);
+            // Variables are renumbered: an `i64` variable before this one took two slots.
+            let op = match op {
+                Op::Read(v) => Op::Read(self.var_map[&v].0),
+                Op::Write(v) => Op::Write(self.var_map[&v].0),
+                o => o,
+            };
+            let r = self.emit(op, results, new_args);
+            match results {
+                0 => None,
+                1 => Some(Val::W(r)),
+                _ => Some(Val::P(r, Use { node: r.node, result: 1 })),
+            }
+        } else {
+            self.stats.decomposed += 1;
+            self.wide(n, op, &args)
+        };
+        if let Some(v) = val {
+            self.vals.insert(Use::of(n), v);
+        }
+    }
+
+    /// Whether a non-`i64` node still needs a special expansion because of `i64` operands.
+    fn touches_pairs(&self, n: Node) -> bool {
+        let d = &self.src.nodes[n];
+        match &d.op {
+            Op::Convert(ConvOp::Trunc) => true,
+            Op::Write(v) => self.src.vars[*v].ty == Type::I64,
+            Op::Store { .. } | Op::CfWrite { .. } | Op::Switch { .. } | Op::Return | Op::Call(_) => {
+                d.args.iter().any(|a| matches!(self.vals[a], Val::P(..)))
+            }
+            Op::Binary(BinOp::Shl | BinOp::Lshr | BinOp::Ashr) => false,
+            _ => false,
+        }
+    }
+
+    fn wide(&mut self, n: Node, op: Op, args: &[Use]) -> Option<Val> {
+        let data = &self.src.nodes[n];
+        Some(match op {
+            Op::Const(v) => {
+                let lo = self.konst(v);
+                Val::P(lo, self.konst(v >> 32))
+            }
+            Op::Read(v) => {
+                let (lo, hi) = self.var_map[&v];
+                let a = self.read(lo);
+                Val::P(a, self.read(hi.expect("an i64 variable has two halves")))
+            }
+            Op::Write(v) => {
+                let (lo, hi) = self.var_map[&v];
+                let (a, b) = self.pair(args[0]);
+                self.emit(Op::Write(lo), 0, vec![a]);
+                self.emit(Op::Write(hi.expect("an i64 variable has two halves")), 0, vec![b]);
+                return None;
+            }
+            Op::Unary(UnOp::Not) => {
+                let (a, b) = self.pair(args[0]);
+                let lo = self.emit(Op::Unary(UnOp::Not), 1, vec![a]);
+                Val::P(lo, self.emit(Op::Unary(UnOp::Not), 1, vec![b]))
+            }
+            Op::Unary(UnOp::Neg) => {
+                let (a, b) = self.pair(args[0]);
+                let z1 = self.konst(0);
+                let z2 = self.konst(0);
+                let lo = self.emit(Op::SubLo, 1, vec![z1, a]);
+                Val::P(lo, self.emit(Op::SubHi, 1, vec![z2, b]))
+            }
+            Op::Binary(b) => self.binary(b, args[0], args[1]),
+            Op::Cmp { op, .. } => Val::W(self.compare(op, args[0], args[1])),
+            Op::Convert(ConvOp::Sext) => {
+                let a = self.word(args[0]);
+                let t = self.temp(a);
+                let lo = self.read(t);
+                let r = self.read(t);
+                let k = self.konst(31);
+                Val::P(lo, self.bin(BinOp::Ashr, r, k))
+            }
+            Op::Convert(ConvOp::Zext) => {
+                let a = self.word(args[0]);
+                Val::P(a, self.konst(0))
+            }
+            Op::Convert(ConvOp::Trunc) => Val::W(self.pair(args[0]).0),
+            Op::Select => {
+                let c = self.word(args[0]);
+                let (tl, th) = self.pair(args[1]);
+                let (fl, fh) = self.pair(args[2]);
+                let tc = self.temp(c);
+                let c1 = self.read(tc);
+                let lo = self.emit(Op::Select, 1, vec![c1, tl, fl]);
+                let c2 = self.read(tc);
+                Val::P(lo, self.emit(Op::Select, 1, vec![c2, th, fh]))
+            }
+            Op::Load { width, signed } => {
+                let addr = self.word(args[0]);
+                if width == MemWidth::W64 {
+                    let ta = self.temp(addr);
+                    let a1 = self.read(ta);
+                    let lo = self.emit(Op::Load { width: MemWidth::W32, signed: false }, 1, vec![a1]);
+                    let a2 = self.read(ta);
+                    let four = self.konst(4);
+                    let a2 = self.bin(BinOp::Add, a2, four);
+                    Val::P(lo, self.emit(Op::Load { width: MemWidth::W32, signed: false }, 1, vec![a2]))
+                } else {
+                    let lo = self.emit(Op::Load { width, signed }, 1, vec![addr]);
+                    if signed {
+                        let t = self.temp(lo);
+                        let lo = self.read(t);
+                        let r = self.read(t);
+                        let k = self.konst(31);
+                        Val::P(lo, self.bin(BinOp::Ashr, r, k))
+                    } else {
+                        Val::P(lo, self.konst(0))
+                    }
+                }
+            }
+            Op::Store { width } => {
+                let addr = self.word(args[0]);
+                let (lo, hi) = self.pair(args[1]);
+                if width == MemWidth::W64 {
+                    let ta = self.temp(addr);
+                    let a1 = self.read(ta);
+                    self.emit(Op::Store { width: MemWidth::W32 }, 0, vec![a1, lo]);
+                    let a2 = self.read(ta);
+                    let four = self.konst(4);
+                    let a2 = self.bin(BinOp::Add, a2, four);
+                    self.emit(Op::Store { width: MemWidth::W32 }, 0, vec![a2, hi]);
+                } else {
+                    self.emit(Op::Store { width }, 0, vec![addr, lo]);
+                }
+                return None;
+            }
+            Op::CfRead { var, .. } => {
+                let lo = self.emit(Op::CfRead { var, offset: 0 }, 1, vec![]);
+                Val::P(lo, self.emit(Op::CfRead { var, offset: 4 }, 1, vec![]))
+            }
+            Op::CfWrite { var, .. } => {
+                let (lo, hi) = self.pair(args[0]);
+                self.emit(Op::CfWrite { var, offset: 0 }, 0, vec![lo]);
+                self.emit(Op::CfWrite { var, offset: 4 }, 0, vec![hi]);
+                return None;
+            }
+            Op::Call(h) => {
+                let flat = self.flat_args(n);
+                let r = self.emit(Op::Call(h), data.results * if data.ty == Type::I64 { 2 } else { 1 }, flat);
+                if data.results == 0 {
+                    return None;
+                }
+                if data.ty == Type::I64 {
+                    Val::P(r, Use { node: r.node, result: 1 })
+                } else {
+                    Val::W(r)
+                }
+            }
+            Op::Return | Op::Switch { .. } => {
+                let flat = self.flat_args(n);
+                self.emit(op, 0, flat);
+                return None;
+            }
+            other => panic!("decompose: unexpected {:?} before decomposition", other),
+        })
+    }
+
+    fn binary(&mut self, op: BinOp, a: Use, b: Use) -> Val {
+        match op {
+            BinOp::Add | BinOp::Sub => {
+                let (al, ah) = self.pair(a);
+                let (bl, bh) = self.pair(b);
+                let (lo_op, hi_op) = if op == BinOp::Add { (Op::AddLo, Op::AddHi) } else { (Op::SubLo, Op::SubHi) };
+                let lo = self.emit(lo_op, 1, vec![al, bl]);
+                Val::P(lo, self.emit(hi_op, 1, vec![ah, bh]))
+            }
+            BinOp::And | BinOp::Or | BinOp::Xor => {
+                let (al, ah) = self.pair(a);
+                let (bl, bh) = self.pair(b);
+                let lo = self.bin(op, al, bl);
+                Val::P(lo, self.bin(op, ah, bh))
+            }
+            BinOp::Mul => {
+                let (al, ah) = self.pair(a);
+                let (bl, bh) = self.pair(b);
+                let tal = self.temp(al);
+                let tah = self.temp(ah);
+                let tbl = self.temp(bl);
+                let tbh = self.temp(bh);
+                let (x, y) = (self.read(tal), self.read(tbl));
+                let w = self.emit(Op::MulWide, 2, vec![x, y]);
+                let (x, y) = (self.read(tah), self.read(tbl));
+                let c1 = self.bin(BinOp::Mul, x, y);
+                let (x, y) = (self.read(tal), self.read(tbh));
+                let c2 = self.bin(BinOp::Mul, x, y);
+                let hi = self.bin(BinOp::Add, Use { node: w.node, result: 1 }, c1);
+                let hi = self.bin(BinOp::Add, hi, c2);
+                Val::P(w, hi)
+            }
+            BinOp::Shl | BinOp::Lshr | BinOp::Ashr => self.shift(op, a, b),
+            BinOp::Sdiv | BinOp::Udiv | BinOp::Srem | BinOp::Urem => {
+                self.stats.helper_calls += 1;
+                let h = match op {
+                    BinOp::Sdiv => RuntimeHelper::Sdiv64,
+                    BinOp::Udiv => RuntimeHelper::Udiv64,
+                    BinOp::Srem => RuntimeHelper::Srem64,
+                    _ => RuntimeHelper::Urem64,
+                };
+                let (al, ah) = self.pair(a);
+                let (bl, bh) = self.pair(b);
+                let r = self.emit(Op::Call(h), 2, vec![al, ah, bl, bh]);
+                Val::P(r, Use { node: r.node, result: 1 })
+            }
+        }
+    }
+
+    fn shift(&mut self, op: BinOp, a: Use, b: Use) -> Val {
+        let (al, ah) = self.pair(a);
+        if let Some(k) = self.old_const(b) {
+            let k = k & 63;
+            if k == 0 {
+                return Val::P(al, ah);
+            }
+            return match (op, k < 32) {
+                (BinOp::Shl, true) => {
+                    let t = self.temp(al);
+                    let (x, c) = (self.read(t), self.konst(k));
+                    let hi = self.emit(Op::Shld, 1, vec![ah, x, c]);
+                    let (x, c) = (self.read(t), self.konst(k));
+                    Val::P(self.bin(BinOp::Shl, x, c), hi)
+                }
+                // A count of exactly 32 moves a half across without shifting it.
+                (BinOp::Shl, false) if k == 32 => Val::P(self.konst(0), al),
+                (BinOp::Lshr, false) if k == 32 => Val::P(ah, self.konst(0)),
+                (BinOp::Shl, false) => {
+                    let c = self.konst(k - 32);
+                    let hi = self.bin(BinOp::Shl, al, c);
+                    Val::P(self.konst(0), hi)
+                }
+                (_, true) => {
+                    let t = self.temp(ah);
+                    let (x, c) = (self.read(t), self.konst(k));
+                    let lo = self.emit(Op::Shrd, 1, vec![al, x, c]);
+                    let (x, c) = (self.read(t), self.konst(k));
+                    Val::P(lo, self.bin(op, x, c))
+                }
+                (BinOp::Lshr, false) => {
+                    let c = self.konst(k - 32);
+                    let lo = self.bin(BinOp::Lshr, ah, c);
+                    Val::P(lo, self.konst(0))
+                }
+                (_, false) => {
+                    let t = self.temp(ah);
+                    let (x, c) = (self.read(t), self.konst(k - 32));
+                    let lo = self.bin(BinOp::Ashr, x, c);
+                    let (x, c) = (self.read(t), self.konst(31));
+                    Val::P(lo, self.bin(BinOp::Ashr, x, c))
+                }
+            };
+        }
+        // A variable count: x86 masks counts to 5 bits, so shift by `count & 31` with
+        // `shld`/`shrd` and the plain shift, then fix the result up when `count & 32`.
+        let count = self.low(b);
+        let tc = self.temp(count);
+        let tl = self.temp(al);
+        let th = self.temp(ah);
+        let big = |d: &mut Self| {
+            let (c, k) = (d.read(tc), d.konst(32));
+            d.bin(BinOp::And, c, k)
+        };
+        match op {
+            BinOp::Shl => {
+                let (h, l, c) = (self.read(th), self.read(tl), self.read(tc));
+                let s_hi = self.emit(Op::Shld, 1, vec![h, l, c]);
+                let (l, c) = (self.read(tl), self.read(tc));
+                let s_lo = self.bin(BinOp::Shl, l, c);
+                let ts = self.temp(s_lo);
+                let g = big(self);
+                let x = self.read(ts);
+                let hi = self.emit(Op::Select, 1, vec![g, x, s_hi]);
+                let g = big(self);
+                let (z, x) = (self.konst(0), self.read(ts));
+                let lo = self.emit(Op::Select, 1, vec![g, z, x]);
+                Val::P(lo, hi)
+            }
+            _ => {
+                let (l, h, c) = (self.read(tl), self.read(th), self.read(tc));
+                let s_lo = self.emit(Op::Shrd, 1, vec![l, h, c]);
+                let (h, c) = (self.read(th), self.read(tc));
+                let s_hi = self.bin(op, h, c);
+                let ts = self.temp(s_hi);
+                let g = big(self);
+                let x = self.read(ts);
+                let lo = self.emit(Op::Select, 1, vec![g, x, s_lo]);
+                let g = big(self);
+                let fill = if op == BinOp::Lshr {
+                    self.konst(0)
+                } else {
+                    let (h, k) = (self.read(th), self.konst(31));
+                    self.bin(BinOp::Ashr, h, k)
+                };
+                let x = self.read(ts);
+                let hi = self.emit(Op::Select, 1, vec![g, fill, x]);
+                Val::P(lo, hi)
+            }
+        }
+    }
+
+    /// A 64-bit compare yielding an `i32` truth value.
+    fn compare(&mut self, op: CmpOp, a: Use, b: Use) -> Use {
+        let (al, ah) = self.pair(a);
+        let (bl, bh) = self.pair(b);
+        let cmp32 = |op| Op::Cmp { op, ty: I };
+        match op {
+            CmpOp::Eq | CmpOp::Ne => {
+                let x = self.bin(BinOp::Xor, al, bl);
+                let y = self.bin(BinOp::Xor, ah, bh);
+                let o = self.bin(BinOp::Or, x, y);
+                let z = self.konst(0);
+                self.emit(cmp32(op), 1, vec![o, z])
+            }
+            _ => {
+                // `cmp xlo, ylo; sbb xhi, yhi` computes the flags of `x - y` over 64
+                // bits; `a > b` is `b < a` and `a <= b` is `b >= a`.
+                let (pair_op, swap) = match op {
+                    CmpOp::Slt => (CmpOp::Slt, false),
+                    CmpOp::Sge => (CmpOp::Sge, false),
+                    CmpOp::Sgt => (CmpOp::Slt, true),
+                    CmpOp::Sle => (CmpOp::Sge, true),
+                    CmpOp::Ult => (CmpOp::Ult, false),
+                    CmpOp::Uge => (CmpOp::Uge, false),
+                    CmpOp::Ugt => (CmpOp::Ult, true),
+                    _ => (CmpOp::Uge, true),
+                };
+                let ((xl, xh), (yl, yh)) = if swap { ((bl, bh), (al, ah)) } else { ((al, ah), (bl, bh)) };
+                // The right-hand halves go through temporaries unless they are
+                // constants, so that lowering can contain them as memory operands.
+                let yl = self.containable(yl);
+                let yh = self.containable(yh);
+                self.emit(Op::CmpPair(pair_op), 1, vec![xl, xh, yl, yh])
+            }
+        }
+    }
+
+    /// `u` itself if it is a constant, else the read of a temporary written right here
+    /// (so that no write of the variable can come between the read and its use).
+    fn containable(&mut self, u: Use) -> Use {
+        match self.out.nodes[u.node].op {
+            Op::Const(_) => u,
+            _ => {
+                let t = self.temp(u);
+                self.read(t)
+            }
+        }
+    }
+}

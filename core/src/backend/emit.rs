@@ -1,0 +1,469 @@
+//! Emission: allocated machine instructions to IA-32 bytes through `iced-x86`.
+//!
+//! The frame follows [`crate::abi`]: cdecl entry (`push ebp; mov ebp, esp; sub esp,
+//! frame`), callee-saved registers the function uses saved in frame slots, every HIR
+//! local zeroed (the IR says locals start at 0), globally allocated parameters loaded
+//! from their incoming slots. Callframe variables are absolute memory operands at
+//! `CALLFRAME_BASE + 8 * index`; helpers are called by `call rel32` to their fixed
+//! runtime addresses, with arguments in the outgoing area at `[esp]`. A failed `trapif`
+//! executes `int 0x41` with the code in `eax`; 32-bit divisions rely on the CPU's own
+//! #DE. A `select` is branch-free (`neg; sbb; xor; and; xor`), so no `cmov` is needed.
+
+use std::collections::HashMap;
+
+use iced_x86::code_asm::{CodeAssembler, CodeLabel};
+use iced_x86::{Code, Instruction, MemoryOperand, Register};
+
+use super::lir::*;
+use super::regalloc::{Allocation, Base, MInst, Mem, Operand};
+use super::x86::Reg;
+use crate::abi::{helper_address, MachineCode, CHECK_TRAP_VECTOR, CODE_BASE};
+use crate::ir::{BinOp, Block, CmpOp, MemWidth, UnOp, CALLFRAME_BASE, CALLFRAME_SLOT};
+
+/// An encoding failure (a backend bug: an operand shape no instruction takes).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct EmitError(pub String);
+
+impl From<iced_x86::IcedError> for EmitError {
+    fn from(e: iced_x86::IcedError) -> Self {
+        EmitError(e.to_string())
+    }
+}
+
+type R<T> = Result<T, EmitError>;
+
+fn mem(m: &Mem) -> MemoryOperand {
+    let base = match m.base {
+        Some(Base::Reg(r)) => r.r32(),
+        Some(Base::Ebp) => Register::EBP,
+        Some(Base::Esp) => Register::ESP,
+        None => Register::None,
+    };
+    let (index, scale) = m.index.map_or((Register::None, 1), |(r, s)| (r.r32(), s as u32));
+    let size = if base == Register::None {
+        4
+    } else if m.disp == 0 {
+        0
+    } else if i8::try_from(m.disp).is_ok() {
+        1
+    } else {
+        4
+    };
+    MemoryOperand::new(base, index, scale, m.disp as i64, size, false, Register::None)
+}
+
+fn reg(o: &Operand) -> R<Reg> {
+    match o {
+        Operand::Reg(r) => Ok(*r),
+        o => Err(EmitError(format!("expected a register, got {o}"))),
+    }
+}
+
+struct Emitter<'a> {
+    a: CodeAssembler,
+    f: &'a LirFunction,
+    alloc: &'a Allocation,
+    labels: HashMap<Block, CodeLabel>,
+}
+
+#[derive(Clone, Copy)]
+enum Alu {
+    Add,
+    Adc,
+    Sub,
+    Sbb,
+    And,
+    Or,
+    Xor,
+    Cmp,
+}
+
+impl Alu {
+    fn codes(self) -> (Code, Code) {
+        match self {
+            Alu::Add => (Code::Add_r32_rm32, Code::Add_rm32_imm32),
+            Alu::Adc => (Code::Adc_r32_rm32, Code::Adc_rm32_imm32),
+            Alu::Sub => (Code::Sub_r32_rm32, Code::Sub_rm32_imm32),
+            Alu::Sbb => (Code::Sbb_r32_rm32, Code::Sbb_rm32_imm32),
+            Alu::And => (Code::And_r32_rm32, Code::And_rm32_imm32),
+            Alu::Or => (Code::Or_r32_rm32, Code::Or_rm32_imm32),
+            Alu::Xor => (Code::Xor_r32_rm32, Code::Xor_rm32_imm32),
+            Alu::Cmp => (Code::Cmp_r32_rm32, Code::Cmp_rm32_imm32),
+        }
+    }
+}
+
+/// The `setcc` code of a compare.
+fn setcc(op: CmpOp) -> Code {
+    match op {
+        CmpOp::Eq => Code::Sete_rm8,
+        CmpOp::Ne => Code::Setne_rm8,
+        CmpOp::Slt => Code::Setl_rm8,
+        CmpOp::Sle => Code::Setle_rm8,
+        CmpOp::Sgt => Code::Setg_rm8,
+        CmpOp::Sge => Code::Setge_rm8,
+        CmpOp::Ult => Code::Setb_rm8,
+        CmpOp::Ule => Code::Setbe_rm8,
+        CmpOp::Ugt => Code::Seta_rm8,
+        CmpOp::Uge => Code::Setae_rm8,
+    }
+}
+
+/// The compare that holds exactly when `op` does not.
+fn negate(op: CmpOp) -> CmpOp {
+    match op {
+        CmpOp::Eq => CmpOp::Ne,
+        CmpOp::Ne => CmpOp::Eq,
+        CmpOp::Slt => CmpOp::Sge,
+        CmpOp::Sge => CmpOp::Slt,
+        CmpOp::Sle => CmpOp::Sgt,
+        CmpOp::Sgt => CmpOp::Sle,
+        CmpOp::Ult => CmpOp::Uge,
+        CmpOp::Uge => CmpOp::Ult,
+        CmpOp::Ule => CmpOp::Ugt,
+        CmpOp::Ugt => CmpOp::Ule,
+    }
+}
+
+impl Emitter<'_> {
+    fn ins(&mut self, i: Result<Instruction, iced_x86::IcedError>) -> R<()> {
+        self.a.add_instruction(i?)?;
+        Ok(())
+    }
+
+    fn jcc(&mut self, op: CmpOp, l: CodeLabel) -> R<()> {
+        let a = &mut self.a;
+        match op {
+            CmpOp::Eq => a.je(l),
+            CmpOp::Ne => a.jne(l),
+            CmpOp::Slt => a.jl(l),
+            CmpOp::Sle => a.jle(l),
+            CmpOp::Sgt => a.jg(l),
+            CmpOp::Sge => a.jge(l),
+            CmpOp::Ult => a.jb(l),
+            CmpOp::Ule => a.jbe(l),
+            CmpOp::Ugt => a.ja(l),
+            CmpOp::Uge => a.jae(l),
+        }?;
+        Ok(())
+    }
+
+    /// `mov dst, src` for a register destination.
+    fn mov_to_reg(&mut self, dst: Reg, src: &Operand) -> R<()> {
+        match src {
+            Operand::Reg(s) if *s == dst => Ok(()),
+            Operand::Reg(s) => self.ins(Instruction::with2(Code::Mov_r32_rm32, dst.r32(), s.r32())),
+            Operand::Mem(m) => self.ins(Instruction::with2(Code::Mov_r32_rm32, dst.r32(), mem(m))),
+            Operand::Imm(k) => self.ins(Instruction::with2(Code::Mov_r32_imm32, dst.r32(), *k)),
+        }
+    }
+
+    /// `mov dst, src` for any destination of `width` (register sources of byte width
+    /// must have a byte form).
+    fn mov_to(&mut self, dst: &Operand, src: &Operand, width: MemWidth) -> R<()> {
+        match dst {
+            Operand::Reg(d) => self.mov_to_reg(*d, src),
+            Operand::Mem(m) => {
+                let m = mem(m);
+                match (width, src) {
+                    (MemWidth::W8, Operand::Reg(s)) => self.ins(Instruction::with2(Code::Mov_rm8_r8, m, s.r8())),
+                    (MemWidth::W8, Operand::Imm(k)) => self.ins(Instruction::with2(Code::Mov_rm8_imm8, m, *k as u8 as u32)),
+                    (MemWidth::W16, Operand::Reg(s)) => self.ins(Instruction::with2(Code::Mov_rm16_r16, m, s.r16())),
+                    (MemWidth::W16, Operand::Imm(k)) => self.ins(Instruction::with2(Code::Mov_rm16_imm16, m, *k as u16 as u32)),
+                    (_, Operand::Reg(s)) => self.ins(Instruction::with2(Code::Mov_rm32_r32, m, s.r32())),
+                    (_, Operand::Imm(k)) => self.ins(Instruction::with2(Code::Mov_rm32_imm32, m, *k)),
+                    (_, Operand::Mem(_)) => Err(EmitError("memory to memory move".into())),
+                }
+            }
+            Operand::Imm(_) => Err(EmitError("move to an immediate".into())),
+        }
+    }
+
+    fn alu(&mut self, op: Alu, dst: Reg, src: &Operand) -> R<()> {
+        let (rm, imm) = op.codes();
+        match src {
+            Operand::Reg(s) => self.ins(Instruction::with2(rm, dst.r32(), s.r32())),
+            Operand::Mem(m) => self.ins(Instruction::with2(rm, dst.r32(), mem(m))),
+            Operand::Imm(k) => self.ins(Instruction::with2(imm, dst.r32(), *k)),
+        }
+    }
+
+    fn unary(&mut self, code: Code, src: &Operand) -> R<()> {
+        match src {
+            Operand::Reg(s) => self.ins(Instruction::with1(code, s.r32())),
+            Operand::Mem(m) => self.ins(Instruction::with1(code, mem(m))),
+            Operand::Imm(_) => Err(EmitError("an immediate where r/m32 is needed".into())),
+        }
+    }
+
+    fn shift(&mut self, op: BinOp, dst: Reg, count: &Operand) -> R<()> {
+        let (cl, imm) = match op {
+            BinOp::Shl => (Code::Shl_rm32_CL, Code::Shl_rm32_imm8),
+            BinOp::Lshr => (Code::Shr_rm32_CL, Code::Shr_rm32_imm8),
+            _ => (Code::Sar_rm32_CL, Code::Sar_rm32_imm8),
+        };
+        match count {
+            Operand::Reg(Reg::Ecx) => self.ins(Instruction::with2(cl, dst.r32(), Register::CL)),
+            Operand::Imm(k) => self.ins(Instruction::with2(imm, dst.r32(), (*k as u32) & 31)),
+            o => Err(EmitError(format!("shift count in {o}"))),
+        }
+    }
+
+    fn setcc(&mut self, op: CmpOp, r: Reg) -> R<()> {
+        self.ins(Instruction::with1(setcc(op), r.r8()))?;
+        self.ins(Instruction::with2(Code::Movzx_r32_rm8, r.r32(), r.r8()))
+    }
+
+    fn label(&self, b: Block) -> CodeLabel {
+        self.labels[&b]
+    }
+
+    fn jump(&mut self, b: Block, next: Option<Block>) -> R<()> {
+        if Some(b) != next {
+            let l = self.label(b);
+            self.a.jmp(l)?;
+        }
+        Ok(())
+    }
+
+    fn epilogue(&mut self) -> R<()> {
+        for &(r, slot) in &self.alloc.saved {
+            self.mov_to_reg(r, &Operand::Mem(Mem::frame(slot)))?;
+        }
+        self.ins(Instruction::with2(Code::Mov_r32_rm32, Register::ESP, Register::EBP))?;
+        self.ins(Instruction::with1(Code::Pop_r32, Register::EBP))?;
+        self.a.ret()?;
+        Ok(())
+    }
+
+    fn prologue(&mut self) -> R<()> {
+        self.ins(Instruction::with1(Code::Push_r32, Register::EBP))?;
+        self.ins(Instruction::with2(Code::Mov_r32_rm32, Register::EBP, Register::ESP))?;
+        self.ins(Instruction::with2(Code::Sub_rm32_imm32, Register::ESP, self.alloc.frame_bytes as i32))?;
+        for &(r, slot) in &self.alloc.saved {
+            self.mov_to(&Operand::Mem(Mem::frame(slot)), &Operand::Reg(r), MemWidth::W32)?;
+        }
+        for (v, d) in &self.f.vars {
+            let home = self.alloc.home[v].expect("every variable has a home");
+            match d.kind {
+                VarKind::Local => self.mov_to(&home, &Operand::Imm(0), MemWidth::W32)?,
+                VarKind::Param { offset } => {
+                    if let Operand::Reg(r) = home {
+                        self.mov_to_reg(r, &Operand::Mem(Mem::frame(8 + offset as i32)))?;
+                    }
+                }
+                VarKind::Temp => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn node(&mut self, n: Node, ops: &[Operand], results: &[Option<Reg>], next: Option<Block>) -> R<()> {
+        let f = self.f;
+        let d = &f.nodes[n];
+        let res = |i: usize| results.get(i).copied().flatten();
+        // The destination of a two-address instruction is its first register operand.
+        match &d.op {
+            Op::Const(k) => {
+                if let Some(r) = res(0) {
+                    self.mov_to_reg(r, &Operand::Imm(*k as i32))?;
+                }
+            }
+            Op::Read(v) => {
+                if let Some(r) = res(0) {
+                    let home = self.alloc.home[*v].unwrap();
+                    self.mov_to_reg(r, &home)?;
+                }
+            }
+            Op::Write(v) => {
+                let home = self.alloc.home[*v].unwrap();
+                self.mov_to(&home, &ops[0], MemWidth::W32)?;
+            }
+            Op::Unary(u) => {
+                let code = if *u == UnOp::Neg { Code::Neg_rm32 } else { Code::Not_rm32 };
+                self.unary(code, &ops[0])?;
+            }
+            Op::Binary(b) => {
+                let dst = reg(&ops[0])?;
+                match b {
+                    BinOp::Add => self.alu(Alu::Add, dst, &ops[1])?,
+                    BinOp::Sub => self.alu(Alu::Sub, dst, &ops[1])?,
+                    BinOp::And => self.alu(Alu::And, dst, &ops[1])?,
+                    BinOp::Or => self.alu(Alu::Or, dst, &ops[1])?,
+                    BinOp::Xor => self.alu(Alu::Xor, dst, &ops[1])?,
+                    BinOp::Mul => match &ops[1] {
+                        Operand::Imm(k) => {
+                            self.ins(Instruction::with3(Code::Imul_r32_rm32_imm32, dst.r32(), dst.r32(), *k))?
+                        }
+                        Operand::Reg(s) => self.ins(Instruction::with2(Code::Imul_r32_rm32, dst.r32(), s.r32()))?,
+                        Operand::Mem(m) => self.ins(Instruction::with2(Code::Imul_r32_rm32, dst.r32(), mem(m)))?,
+                    },
+                    BinOp::Shl | BinOp::Lshr | BinOp::Ashr => self.shift(*b, dst, &ops[1])?,
+                    BinOp::Sdiv | BinOp::Srem => {
+                        self.ins(Ok(Instruction::with(Code::Cdq)))?;
+                        self.unary(Code::Idiv_rm32, &ops[1])?;
+                    }
+                    BinOp::Udiv | BinOp::Urem => {
+                        self.mov_to_reg(Reg::Edx, &Operand::Imm(0))?;
+                        self.unary(Code::Div_rm32, &ops[1])?;
+                    }
+                }
+            }
+            Op::AddLo => self.alu(Alu::Add, reg(&ops[0])?, &ops[1])?,
+            Op::AddHi => self.alu(Alu::Adc, reg(&ops[0])?, &ops[1])?,
+            Op::SubLo => self.alu(Alu::Sub, reg(&ops[0])?, &ops[1])?,
+            Op::SubHi => self.alu(Alu::Sbb, reg(&ops[0])?, &ops[1])?,
+            Op::Cmp { op, .. } => {
+                let dst = reg(&ops[0])?;
+                self.alu(Alu::Cmp, dst, &ops[1])?;
+                self.setcc(*op, dst)?;
+            }
+            Op::CmpPair(op) => {
+                let (lo, hi) = (reg(&ops[0])?, reg(&ops[1])?);
+                self.alu(Alu::Cmp, lo, &ops[2])?;
+                self.alu(Alu::Sbb, hi, &ops[3])?;
+                self.setcc(*op, hi)?;
+            }
+            Op::Select => {
+                let (c, t, fl) = (reg(&ops[0])?, reg(&ops[1])?, reg(&ops[2])?);
+                // c = (c != 0) ? -1 : 0; f ^= (t ^ f) & c.
+                self.ins(Instruction::with1(Code::Neg_rm32, c.r32()))?;
+                self.alu(Alu::Sbb, c, &Operand::Reg(c))?;
+                self.alu(Alu::Xor, t, &Operand::Reg(fl))?;
+                self.alu(Alu::And, t, &Operand::Reg(c))?;
+                self.alu(Alu::Xor, fl, &Operand::Reg(t))?;
+            }
+            Op::Shld | Op::Shrd => {
+                let (dst, src) = (reg(&ops[0])?, reg(&ops[1])?);
+                let shld = matches!(d.op, Op::Shld);
+                match &ops[2] {
+                    Operand::Reg(Reg::Ecx) => {
+                        let code = if shld { Code::Shld_rm32_r32_CL } else { Code::Shrd_rm32_r32_CL };
+                        self.ins(Instruction::with3(code, dst.r32(), src.r32(), Register::CL))?
+                    }
+                    Operand::Imm(k) => {
+                        let code = if shld { Code::Shld_rm32_r32_imm8 } else { Code::Shrd_rm32_r32_imm8 };
+                        self.ins(Instruction::with3(code, dst.r32(), src.r32(), (*k as u32) & 31))?
+                    }
+                    o => return Err(EmitError(format!("double shift count in {o}"))),
+                }
+            }
+            Op::MulWide => self.unary(Code::Mul_rm32, &ops[1])?,
+            Op::Load { width, signed } => {
+                let Some(r) = res(0) else { return Ok(()) };
+                let Operand::Mem(m) = &ops[0] else { return Err(EmitError("load without an address".into())) };
+                let code = match (width, signed) {
+                    (MemWidth::W8, true) => Code::Movsx_r32_rm8,
+                    (MemWidth::W8, false) => Code::Movzx_r32_rm8,
+                    (MemWidth::W16, true) => Code::Movsx_r32_rm16,
+                    (MemWidth::W16, false) => Code::Movzx_r32_rm16,
+                    _ => Code::Mov_r32_rm32,
+                };
+                self.ins(Instruction::with2(code, r.r32(), mem(m)))?;
+            }
+            Op::Store { width } => self.mov_to(&ops[0], &ops[1], *width)?,
+            Op::CfRead { var, offset } => {
+                if let Some(r) = res(0) {
+                    self.mov_to_reg(r, &cf_operand(var.as_u32(), *offset))?;
+                }
+            }
+            Op::CfWrite { var, offset } => self.mov_to(&cf_operand(var.as_u32(), *offset), &ops[0], MemWidth::W32)?,
+            Op::Arg { offset } => {
+                let m = Operand::Mem(Mem { base: Some(Base::Esp), index: None, disp: *offset as i32 });
+                self.mov_to(&m, &ops[0], MemWidth::W32)?;
+            }
+            Op::Call(h) => {
+                self.a.call(helper_address(*h) as u64)?;
+            }
+            Op::TrapIf(code) => {
+                let mut skip = self.a.create_label();
+                if self.f.nodes[d.args[0].node].contained {
+                    let Op::Cmp { op, .. } = self.f.nodes[d.args[0].node].op else { unreachable!() };
+                    self.alu(Alu::Cmp, reg(&ops[0])?, &ops[1])?;
+                    self.jcc(negate(op), skip)?;
+                } else {
+                    let c = reg(&ops[0])?;
+                    self.ins(Instruction::with2(Code::Test_rm32_r32, c.r32(), c.r32()))?;
+                    self.a.je(skip)?;
+                }
+                self.mov_to_reg(Reg::Eax, &Operand::Imm(*code as i32))?;
+                self.ins(Instruction::with1(Code::Int_imm8, CHECK_TRAP_VECTOR as u32))?;
+                self.a.set_label(&mut skip)?;
+                self.a.zero_bytes()?;
+            }
+            Op::Jump(b) => self.jump(*b, next)?,
+            Op::Branch { then_dest, else_dest } => {
+                let then_l = self.label(*then_dest);
+                if self.f.nodes[d.args[0].node].contained {
+                    let Op::Cmp { op, .. } = self.f.nodes[d.args[0].node].op else { unreachable!() };
+                    self.alu(Alu::Cmp, reg(&ops[0])?, &ops[1])?;
+                    self.jcc(op, then_l)?;
+                } else {
+                    let c = reg(&ops[0])?;
+                    self.ins(Instruction::with2(Code::Test_rm32_r32, c.r32(), c.r32()))?;
+                    self.a.jne(then_l)?;
+                }
+                self.jump(*else_dest, next)?;
+            }
+            Op::Return => self.epilogue()?,
+            Op::Switch { default, cases } => {
+                if ops.len() == 1 {
+                    let r = reg(&ops[0])?;
+                    for (k, b) in cases {
+                        self.alu(Alu::Cmp, r, &Operand::Imm(*k as i32))?;
+                        let l = self.label(*b);
+                        self.a.je(l)?;
+                    }
+                } else {
+                    let (lo, hi) = (reg(&ops[0])?, reg(&ops[1])?);
+                    for (k, b) in cases {
+                        let mut skip = self.a.create_label();
+                        self.alu(Alu::Cmp, lo, &Operand::Imm(*k as i32))?;
+                        self.a.jne(skip)?;
+                        self.alu(Alu::Cmp, hi, &Operand::Imm((*k >> 32) as i32))?;
+                        let l = self.label(*b);
+                        self.a.je(l)?;
+                        self.a.set_label(&mut skip)?;
+                        self.a.zero_bytes()?;
+                    }
+                }
+                self.jump(*default, next)?;
+            }
+            Op::Convert(_) | Op::Addr { .. } => return Err(EmitError(format!("{} cannot be emitted", f.node_text(n)))),
+        }
+        Ok(())
+    }
+}
+
+fn cf_operand(var: u32, offset: u32) -> Operand {
+    Operand::Mem(Mem { base: None, index: None, disp: (CALLFRAME_BASE + CALLFRAME_SLOT * var + offset) as i32 })
+}
+
+/// Encodes the allocated function; the entry is at offset 0.
+pub fn emit(f: &LirFunction, alloc: &Allocation) -> Result<MachineCode, EmitError> {
+    let mut e = Emitter { a: CodeAssembler::new(32)?, f, alloc, labels: HashMap::new() };
+    for &b in &f.layout {
+        let l = e.a.create_label();
+        e.labels.insert(b, l);
+    }
+    e.prologue()?;
+    for (i, &b) in f.layout.iter().enumerate() {
+        let next = f.layout.get(i + 1).copied();
+        let mut l = e.labels[&b];
+        e.a.set_label(&mut l)?;
+        e.labels.insert(b, l);
+        // A label needs an instruction of its own: a block may emit nothing (a jump to
+        // the next block), so a zero-byte pseudo-instruction carries it.
+        e.a.zero_bytes()?;
+        for inst in &alloc.code[b] {
+            match inst {
+                MInst::Move { dst, src } => e.mov_to_reg(*dst, src)?,
+                MInst::Spill { slot, src } => e.mov_to(&Operand::Mem(Mem::frame(*slot)), &Operand::Reg(*src), MemWidth::W32)?,
+                MInst::Node { node, ops, results } => e.node(*node, ops, results, next)?,
+                MInst::Reuse { .. } | MInst::Alias { .. } => {}
+            }
+        }
+    }
+    let bytes = e.a.assemble(CODE_BASE as u64)?;
+    Ok(MachineCode { bytes, entry: 0 })
+}

@@ -1,0 +1,421 @@
+//! The backend IR (LIR): per block, one linear sequence of nodes with no statements and
+//! no embedded statements (`seeds/removing-embedded-statements.md`, "Approach").
+//!
+//! Nodes live in an arena ([`LirFunction::nodes`]); the execution order of a block is the
+//! separate list [`LirBlock::nodes`], so a pass inserts or removes nodes without
+//! renumbering. An edge from a node to one of its arguments is a [`Use`] of a
+//! single-def single-use (SDSU) temporary; it carries dataflow only, never ordering.
+//! Values that are read more than once are written to a [`Var`] and read back.
+//!
+//! After lowering, a node may be *contained* (seed section 6): it is then absent from the
+//! linear order and is referenced only by the one node that contains it (an immediate,
+//! a memory operand, an address mode or a compare fused into a branch).
+//!
+//! [`validate`] checks the four properties of the seed's "Add utilities for working with
+//! LIR" section after every backend pass: the linear threading is loop-free, every SDSU
+//! temp is singly used, every def occurs before its use, and every used def is present
+//! (in the linear order or as a contained node of its one user).
+
+use cranelift_entity::{entity_impl, PrimaryMap, SecondaryMap};
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use crate::abi::RuntimeHelper;
+use crate::ir::{BinOp, Block, CfVar, CmpOp, ConvOp, MemWidth, Type, UnOp};
+
+/// A LIR node.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Node(u32);
+entity_impl!(Node, "n");
+
+/// A LIR variable: a HIR local (or one half of an `i64` local) or a backend temporary.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Var(u32);
+entity_impl!(Var, "v");
+
+/// One result of a node used as an argument: `n5` or `n5.1` for a second result.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct Use {
+    pub node: Node,
+    pub result: u8,
+}
+
+impl Use {
+    /// The first (usually only) result of `node`.
+    pub fn of(node: Node) -> Use {
+        Use { node, result: 0 }
+    }
+}
+
+impl fmt::Display for Use {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.result == 0 {
+            write!(f, "{}", self.node)
+        } else {
+            write!(f, "{}.{}", self.node, self.result)
+        }
+    }
+}
+
+/// Where a variable's value lives before register allocation decides otherwise.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum VarKind {
+    /// A parameter: its home is the incoming argument at `[ebp + 8 + offset]`.
+    Param { offset: u32 },
+    /// A HIR local other than a parameter; it starts at zero.
+    Local,
+    /// A backend temporary, always written before it is read within one block.
+    Temp,
+}
+
+/// A variable's declaration.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct VarData {
+    pub name: String,
+    pub ty: Type,
+    pub kind: VarKind,
+}
+
+/// The operation of a node. Which operations may appear depends on the stage: the
+/// `i64` forms only before decomposition, the pair forms only after it, `Addr` and
+/// `Arg` only after lowering.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Op {
+    /// A constant of the node's type.
+    Const(i64),
+    /// Reads a variable.
+    Read(Var),
+    /// Writes its one argument to a variable.
+    Write(Var),
+    Unary(UnOp),
+    Binary(BinOp),
+    /// Compares two arguments of the operand type `ty`; yields `i32` 0/1.
+    Cmp { op: CmpOp, ty: Type },
+    /// A width conversion (before decomposition only).
+    Convert(ConvOp),
+    /// `(cond, if_true, if_false)`.
+    Select,
+    /// Loads from the address argument.
+    Load { width: MemWidth, signed: bool },
+    /// Stores `(address, value)`.
+    Store { width: MemWidth },
+    /// Reads the callframe variable's dword at byte `offset` (0, or 4 for an `i64` high half).
+    CfRead { var: CfVar, offset: u32 },
+    /// Writes its argument to the callframe variable's dword at byte `offset`.
+    CfWrite { var: CfVar, offset: u32 },
+    /// Calls a runtime helper; yields 0, 1 or 2 (`lo`, `hi`) results.
+    Call(RuntimeHelper),
+    /// Traps with `Check(code)` if the argument is non-zero.
+    TrapIf(u32),
+    /// `add` of low halves that produces the carry for the [`Op::AddHi`] right after it.
+    AddLo,
+    /// `adc` of high halves.
+    AddHi,
+    /// `sub` of low halves that produces the borrow for the [`Op::SubHi`] right after it.
+    SubLo,
+    /// `sbb` of high halves.
+    SubHi,
+    /// `shld hi, lo, count`: `(hi, lo, count)` yields the new high half.
+    Shld,
+    /// `shrd lo, hi, count`: `(lo, hi, count)` yields the new low half.
+    Shrd,
+    /// Unsigned 32x32 to 64 multiply: `(a, b)` yields `(lo, hi)`.
+    MulWide,
+    /// A 64-bit compare of `(alo, ahi, blo, bhi)` by `cmp`/`sbb`; `op` is one of
+    /// `slt sge ult uge`.
+    CmpPair(CmpOp),
+    /// An address mode `[base + index * scale + disp]` (contained, after lowering):
+    /// the arguments are the base if `has_base`, then the index if `scale != 0`.
+    Addr { has_base: bool, scale: u8, disp: i32 },
+    /// Stores its argument to the outgoing argument area at `[esp + offset]`.
+    Arg { offset: u32 },
+    Jump(Block),
+    /// Goes to `then_dest` if the argument is non-zero.
+    Branch { then_dest: Block, else_dest: Block },
+    /// Returns its argument(s): one, or `(lo, hi)` after decomposition of an `i64`.
+    Return,
+    /// Goes to the first case equal to the argument(s), else to `default`.
+    Switch { default: Block, cases: Vec<(i64, Block)> },
+}
+
+impl Op {
+    /// Whether the node ends a block.
+    pub fn is_terminator(&self) -> bool {
+        matches!(self, Op::Jump(_) | Op::Branch { .. } | Op::Return | Op::Switch { .. })
+    }
+
+    /// Whether the node has an effect or may trap, so it can never be dropped or moved.
+    pub fn has_side_effect(&self) -> bool {
+        match self {
+            Op::Write(_)
+            | Op::Store { .. }
+            | Op::CfWrite { .. }
+            | Op::Call(_)
+            | Op::TrapIf(_)
+            | Op::Arg { .. }
+            | Op::AddLo
+            | Op::SubLo => true,
+            Op::Binary(b) => b.can_trap(),
+            o => o.is_terminator(),
+        }
+    }
+}
+
+/// A node: operation, result type, number of results and argument edges.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct NodeData {
+    pub op: Op,
+    /// The type of the results (meaningless when `results == 0`).
+    pub ty: Type,
+    /// How many values the node defines (0, 1 or 2).
+    pub results: u8,
+    pub args: Vec<Use>,
+    /// Absent from the linear order, part of its one user (after lowering).
+    pub contained: bool,
+}
+
+/// A block: its nodes in execution order; the last one is the terminator.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct LirBlock {
+    pub nodes: Vec<Node>,
+}
+
+/// A function in LIR.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct LirFunction {
+    pub name: String,
+    /// The HIR result type (an `i64` is returned as two dwords after decomposition).
+    pub ret: Type,
+    /// Bytes of incoming arguments.
+    pub arg_bytes: u32,
+    pub vars: PrimaryMap<Var, VarData>,
+    /// Types of the callframe variables by index.
+    pub cfvars: Vec<Type>,
+    pub nodes: PrimaryMap<Node, NodeData>,
+    pub blocks: SecondaryMap<Block, LirBlock>,
+    pub layout: Vec<Block>,
+    /// Set once decomposition has run: every value is then 32 bits wide.
+    pub decomposed: bool,
+}
+
+impl LirFunction {
+    /// Adds a node to the arena (not to any block).
+    pub fn add_node(&mut self, op: Op, ty: Type, results: u8, args: Vec<Use>) -> Node {
+        self.nodes.push(NodeData { op, ty, results, args, contained: false })
+    }
+
+    /// Adds a variable.
+    pub fn add_var(&mut self, name: String, ty: Type, kind: VarKind) -> Var {
+        self.vars.push(VarData { name, ty, kind })
+    }
+
+    /// Every node of the function in layout order, contained nodes included (each right
+    /// before its user, children first).
+    pub fn all_nodes(&self) -> Vec<Node> {
+        let mut v = vec![];
+        for &b in &self.layout {
+            for &n in &self.blocks[b].nodes {
+                self.push_contained(n, &mut v);
+                v.push(n);
+            }
+        }
+        v
+    }
+
+    fn push_contained(&self, n: Node, out: &mut Vec<Node>) {
+        for a in &self.nodes[n].args {
+            if self.nodes[a.node].contained {
+                self.push_contained(a.node, out);
+                out.push(a.node);
+            }
+        }
+    }
+
+    /// Number of nodes in linear order over all blocks.
+    pub fn linear_len(&self) -> usize {
+        self.layout.iter().map(|&b| self.blocks[b].nodes.len()).sum()
+    }
+}
+
+/// A property of the seed the LIR breaks.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct LirError {
+    pub block: Block,
+    pub node: Option<Node>,
+    pub message: String,
+}
+
+impl fmt::Display for LirError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.node {
+            Some(n) => write!(f, "{} {}: {}", self.block, n, self.message),
+            None => write!(f, "{}: {}", self.block, self.message),
+        }
+    }
+}
+
+/// Checks the seed's four properties, plus the shape rules the backend relies on:
+/// each block ends in exactly one terminator, flag producers (`AddLo`, `SubLo`) are
+/// immediately followed by their consumer, and after decomposition every value is `i32`.
+/// Returns every violation found.
+pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
+    let mut errs = vec![];
+    let mut seen_anywhere: HashSet<Node> = HashSet::new();
+    let mut uses: HashMap<Use, Node> = HashMap::new();
+    for &b in &f.layout {
+        let mut err = |node: Option<Node>, message: String| errs.push(LirError { block: b, node, message });
+        let nodes = &f.blocks[b].nodes;
+        // Property 1: the linear threading is loop-free (no node appears twice, in this
+        // block or in any other).
+        let mut defined: HashSet<Node> = HashSet::new();
+        for (i, &n) in nodes.iter().enumerate() {
+            if !seen_anywhere.insert(n) {
+                err(Some(n), "appears twice in the linear order (the threading has a loop)".into());
+            }
+            let data = &f.nodes[n];
+            if data.contained {
+                err(Some(n), "is contained but present in the linear order".into());
+            }
+            let is_last = i + 1 == nodes.len();
+            if data.op.is_terminator() != is_last {
+                err(Some(n), if is_last { "the block does not end in a terminator".into() } else { "terminator before the end of the block".into() });
+            }
+            if matches!(data.op, Op::AddLo | Op::SubLo) {
+                let next = nodes.get(i + 1).map(|&m| &f.nodes[m].op);
+                let want = if data.op == Op::AddLo { Op::AddHi } else { Op::SubHi };
+                if next != Some(&want) {
+                    err(Some(n), format!("{:?} is not immediately followed by its {:?}", data.op, want));
+                }
+            }
+            // Properties 2-4 on every argument, looking through contained nodes.
+            let mut stack = vec![n];
+            while let Some(user) = stack.pop() {
+                for &u in &f.nodes[user].args {
+                    if u.result >= f.nodes[u.node].results {
+                        err(Some(user), format!("uses {u}, which has no such result"));
+                    }
+                    if let Some(prev) = uses.insert(u, user) {
+                        err(Some(user), format!("uses {u}, already used by {prev} (temps must be singly used)"));
+                    }
+                    if f.nodes[u.node].contained {
+                        if !seen_anywhere.insert(u.node) {
+                            err(Some(user), format!("contains {}, which is also elsewhere", u.node));
+                        }
+                        stack.push(u.node);
+                    } else if !defined.contains(&u.node) {
+                        if nodes.contains(&u.node) {
+                            err(Some(user), format!("uses {u} before its def"));
+                        } else {
+                            err(Some(user), format!("uses {u}, whose def is not in this block's linear order"));
+                        }
+                    }
+                }
+            }
+            defined.insert(n);
+        }
+        if nodes.is_empty() {
+            err(None, "empty block".into());
+        }
+        if f.decomposed {
+            for &n in nodes {
+                let d = &f.nodes[n];
+                if d.results > 0 && d.ty != Type::I32 {
+                    err(Some(n), "an i64 value after decomposition".into());
+                }
+                if matches!(d.op, Op::Convert(_) | Op::Cmp { ty: Type::I64, .. }) {
+                    err(Some(n), "a 64-bit operation after decomposition".into());
+                }
+            }
+        }
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs)
+    }
+}
+
+impl fmt::Display for LirFunction {
+    /// The linear dump: one node per line, contained nodes printed inside their user.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "lir %{} -> {} {{", self.name, self.ret)?;
+        for (v, d) in &self.vars {
+            let kind = match d.kind {
+                VarKind::Param { offset } => format!("param +{offset}"),
+                VarKind::Local => "local".into(),
+                VarKind::Temp => "temp".into(),
+            };
+            writeln!(f, "    {v}: {} %{} ({kind})", d.ty, d.name)?;
+        }
+        for &b in &self.layout {
+            writeln!(f, "{b}:")?;
+            for &n in &self.blocks[b].nodes {
+                let d = &self.nodes[n];
+                let lhs = match d.results {
+                    0 => String::new(),
+                    1 => format!("{n}:{} = ", d.ty),
+                    _ => format!("{n}, {n}.1:{} = ", d.ty),
+                };
+                writeln!(f, "    {lhs}{}", self.node_text(n))?;
+            }
+        }
+        writeln!(f, "}}")
+    }
+}
+
+impl LirFunction {
+    /// The text of a node's operation and arguments (contained arguments inline).
+    pub fn node_text(&self, n: Node) -> String {
+        let d = &self.nodes[n];
+        let name = op_name(&d.op);
+        let args: Vec<String> = d
+            .args
+            .iter()
+            .map(|u| if self.nodes[u.node].contained { format!("[{}]", self.node_text(u.node)) } else { u.to_string() })
+            .collect();
+        if args.is_empty() {
+            name
+        } else {
+            format!("{name} {}", args.join(", "))
+        }
+    }
+}
+
+/// The mnemonic of an operation with its immediate fields.
+pub fn op_name(op: &Op) -> String {
+    match op {
+        Op::Const(v) => format!("const {v}"),
+        Op::Read(v) => format!("read {v}"),
+        Op::Write(v) => format!("write {v}"),
+        Op::Unary(u) => u.name().into(),
+        Op::Binary(b) => b.name().into(),
+        Op::Cmp { op, ty } => format!("cmp.{}.{ty}", op.name()),
+        Op::Convert(c) => c.name().into(),
+        Op::Select => "select".into(),
+        Op::Load { width, signed } => format!("load{}{}", width.bits(), if *signed { "s" } else { "u" }),
+        Op::Store { width } => format!("store{}", width.bits()),
+        Op::CfRead { var, offset } => format!("cfread {var}+{offset}"),
+        Op::CfWrite { var, offset } => format!("cfwrite {var}+{offset}"),
+        Op::Call(h) => format!("call {h:?}"),
+        Op::TrapIf(c) => format!("trapif {c}"),
+        Op::AddLo => "add.lo".into(),
+        Op::AddHi => "add.hi".into(),
+        Op::SubLo => "sub.lo".into(),
+        Op::SubHi => "sub.hi".into(),
+        Op::Shld => "shld".into(),
+        Op::Shrd => "shrd".into(),
+        Op::MulWide => "mulwide".into(),
+        Op::CmpPair(c) => format!("cmppair.{}", c.name()),
+        Op::Addr { has_base, scale, disp } => {
+            format!("addr base={} scale={scale} disp={disp}", if *has_base { "yes" } else { "no" })
+        }
+        Op::Arg { offset } => format!("arg +{offset}"),
+        Op::Jump(b) => format!("jump {b}"),
+        Op::Branch { then_dest, else_dest } => format!("branch {then_dest}, {else_dest}"),
+        Op::Return => "ret".into(),
+        Op::Switch { default, cases } => {
+            let cs: Vec<String> = cases.iter().map(|(k, b)| format!("{k}: {b}")).collect();
+            format!("switch default {default}, [{}]", cs.join(", "))
+        }
+    }
+}

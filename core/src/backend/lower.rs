@@ -1,0 +1,406 @@
+//! Lowering: the LIR to the shapes x86 instructions take
+//! (`seeds/removing-embedded-statements.md`, "3.ii. Lowering" and "6. Remove contained
+//! nodes from the LIR's execution order").
+//!
+//! The pass walks each block in execution order and
+//! * turns the address of every load and store into an x86 address mode
+//!   `[base + index * scale + disp]` (a contained [`Op::Addr`] node);
+//! * contains constants as immediates, and variable and callframe reads as memory (or
+//!   global register) operands where the instruction accepts them and no write of the
+//!   variable (for the callframe: no write of it and no helper call) lies between the
+//!   read and its user;
+//! * fuses a compare into the branch or `trapif` that uses it;
+//! * moves helper-call arguments into [`Op::Arg`] stores placed right before the call,
+//!   once every argument has been evaluated (nested calls use the same area);
+//! * drops constants and reads whose value is unused.
+//!
+//! Contained nodes leave the linear order and hang under their one user. The fixed
+//! registers (`cl` for shift counts, `edx:eax` for `div`/`idiv` and the wide multiply,
+//! `eax`/`edx:eax` for call and return values), the two-address form (a result tied to
+//! the register of the operand the instruction overwrites) and the clobbers (`eax ecx
+//! edx` for calls) are the [`constraints`] of each lowered node, which the register
+//! allocator obeys.
+
+use std::collections::HashSet;
+
+use super::lir::*;
+use super::x86::{Reg, RegSet};
+use crate::ir::{BinOp, MemWidth};
+
+/// What lowering did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LowerStats {
+    /// Loads and stores given an address mode with more than a bare base register.
+    pub address_modes: usize,
+    /// Constants contained as immediates.
+    pub immediates: usize,
+    /// Variable reads contained as memory operands.
+    pub memory_operands: usize,
+    /// Compares fused into a branch or check.
+    pub fused_compares: usize,
+    /// Helper-call arguments turned into outgoing-argument stores.
+    pub call_args: usize,
+    /// Unused constants and reads dropped.
+    pub dead: usize,
+}
+
+/// Lowers `f` in place.
+pub fn lower(f: &mut LirFunction) -> LowerStats {
+    let mut stats = LowerStats::default();
+    let layout = f.layout.clone();
+    for b in layout {
+        let mut list = std::mem::take(&mut f.blocks[b].nodes);
+        // Helper-call arguments become outgoing stores right before the call.
+        let mut with_args = Vec::with_capacity(list.len());
+        for &n in &list {
+            if matches!(f.nodes[n].op, Op::Call(_)) {
+                let args = std::mem::take(&mut f.nodes[n].args);
+                for (i, a) in args.into_iter().enumerate() {
+                    stats.call_args += 1;
+                    let s = f.add_node(Op::Arg { offset: 4 * i as u32 }, crate::ir::Type::I32, 0, vec![a]);
+                    with_args.push(s);
+                }
+            }
+            with_args.push(n);
+        }
+        list = with_args;
+        let mut dropped: HashSet<Node> = HashSet::new();
+        // Address modes.
+        for &n in &list {
+            if matches!(f.nodes[n].op, Op::Load { .. } | Op::Store { .. }) {
+                let a = f.nodes[n].args[0];
+                let addr = address_mode(f, a, &mut dropped, &mut stats);
+                f.nodes[n].args[0] = Use::of(addr);
+            }
+        }
+        // Compare fusion.
+        for &n in &list {
+            if matches!(f.nodes[n].op, Op::Branch { .. } | Op::TrapIf(_)) {
+                let c = f.nodes[n].args[0].node;
+                if matches!(f.nodes[c].op, Op::Cmp { .. }) && !dropped.contains(&c) {
+                    f.nodes[c].contained = true;
+                    stats.fused_compares += 1;
+                }
+            }
+        }
+        // Immediates and memory operands.
+        let live: Vec<Node> = list.iter().copied().filter(|n| !dropped.contains(n) && !f.nodes[*n].contained).collect();
+        for (pos, &n) in live.iter().enumerate() {
+            contain_operands(f, &live, pos, n, &mut stats);
+        }
+        // Unused constants and reads.
+        let mut used: HashSet<Node> = HashSet::new();
+        for &n in &live {
+            collect_uses(f, n, &mut used);
+        }
+        let mut out = vec![];
+        for n in live {
+            if f.nodes[n].contained {
+                continue;
+            }
+            if matches!(f.nodes[n].op, Op::Const(_) | Op::Read(_)) && !used.contains(&n) {
+                stats.dead += 1;
+                continue;
+            }
+            out.push(n);
+        }
+        f.blocks[b].nodes = out;
+    }
+    stats
+}
+
+fn collect_uses(f: &LirFunction, n: Node, used: &mut HashSet<Node>) {
+    for a in &f.nodes[n].args {
+        used.insert(a.node);
+        if f.nodes[a.node].contained {
+            collect_uses(f, a.node, used);
+        }
+    }
+}
+
+fn const_of(f: &LirFunction, u: Use) -> Option<i64> {
+    match f.nodes[u.node].op {
+        Op::Const(v) if !f.nodes[u.node].contained => Some(v),
+        _ => None,
+    }
+}
+
+/// Builds the contained address-mode node for address value `a`: a constant is a bare
+/// displacement; `add(x, k)` adds `k` to the displacement of `x`'s mode; `add(x, y)` is
+/// `base + index`, with `shl(i, s)` (`s` in 0..=3) on either side as a scaled index.
+fn address_mode(f: &mut LirFunction, a: Use, dropped: &mut HashSet<Node>, stats: &mut LowerStats) -> Node {
+    let mut base: Option<Use> = None;
+    let mut index: Option<(Use, u8)> = None;
+    let mut disp: i64 = 0;
+    let mut cur = a;
+    let is_add = |f: &LirFunction, u: Use| f.nodes[u.node].op == Op::Binary(BinOp::Add) && !f.nodes[u.node].contained;
+    if let Some(k) = const_of(f, cur) {
+        dropped.insert(cur.node);
+        disp = k;
+    } else {
+        if is_add(f, cur) {
+            if let Some(k) = const_of(f, f.nodes[cur.node].args[1]) {
+                dropped.insert(cur.node);
+                dropped.insert(f.nodes[cur.node].args[1].node);
+                disp = k;
+                cur = f.nodes[cur.node].args[0];
+            }
+        }
+        if is_add(f, cur) {
+            dropped.insert(cur.node);
+            let (x, y) = (f.nodes[cur.node].args[0], f.nodes[cur.node].args[1]);
+            let scaled = |f: &LirFunction, u: Use| -> Option<(Use, u8)> {
+                if f.nodes[u.node].op != Op::Binary(BinOp::Shl) {
+                    return None;
+                }
+                let s = const_of(f, f.nodes[u.node].args[1])?;
+                (0..=3).contains(&s).then(|| (f.nodes[u.node].args[0], 1u8 << s))
+            };
+            if let Some(k) = const_of(f, y) {
+                dropped.insert(y.node);
+                base = Some(x);
+                disp = disp.wrapping_add(k);
+            } else if let Some((i, s)) = scaled(f, y) {
+                dropped.insert(y.node);
+                dropped.insert(f.nodes[y.node].args[1].node);
+                base = Some(x);
+                index = Some((i, s));
+            } else if let Some((i, s)) = scaled(f, x) {
+                dropped.insert(x.node);
+                dropped.insert(f.nodes[x.node].args[1].node);
+                base = Some(y);
+                index = Some((i, s));
+            } else {
+                base = Some(x);
+                index = Some((y, 1));
+            }
+        } else {
+            base = Some(cur);
+        }
+    }
+    if disp != 0 || index.is_some() || base.is_none() {
+        stats.address_modes += 1;
+    }
+    let mut args = vec![];
+    args.extend(base);
+    args.extend(index.map(|(i, _)| i));
+    let op = Op::Addr { has_base: base.is_some(), scale: index.map_or(0, |(_, s)| s), disp: disp as i32 };
+    let n = f.add_node(op, crate::ir::Type::I32, 1, args);
+    f.nodes[n].contained = true;
+    n
+}
+
+/// What an argument position accepts besides a register.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Accepts {
+    Reg,
+    Imm,
+    Rm,
+    ImmRm,
+}
+
+/// The containment each argument position of a lowered node accepts.
+fn accepts(op: &Op, i: usize) -> Accepts {
+    use Accepts::*;
+    match (op, i) {
+        (Op::Binary(BinOp::Add | BinOp::Sub | BinOp::And | BinOp::Or | BinOp::Xor | BinOp::Mul), 1) => ImmRm,
+        (Op::Binary(BinOp::Shl | BinOp::Lshr | BinOp::Ashr), 1) => Imm,
+        (Op::Binary(_), 1) => Rm,
+        (Op::AddLo | Op::AddHi | Op::SubLo | Op::SubHi, 1) => ImmRm,
+        (Op::Cmp { .. }, 1) => ImmRm,
+        (Op::Shld | Op::Shrd, 2) => Imm,
+        (Op::MulWide, 1) => Rm,
+        (Op::CmpPair(_), 2 | 3) => ImmRm,
+        (Op::Store { .. }, 1) => Imm,
+        (Op::Write(_) | Op::CfWrite { .. } | Op::Arg { .. }, 0) => Imm,
+        _ => Reg,
+    }
+}
+
+fn contain_operands(f: &mut LirFunction, live: &[Node], pos: usize, n: Node, stats: &mut LowerStats) {
+    let args = f.nodes[n].args.clone();
+    for (i, a) in args.iter().enumerate() {
+        let d = &f.nodes[a.node];
+        if d.contained {
+            if matches!(d.op, Op::Cmp { .. }) {
+                contain_operands(f, live, pos, a.node, stats);
+            }
+            continue;
+        }
+        let acc = accepts(&f.nodes[n].op, i);
+        match d.op {
+            Op::Const(_) if matches!(acc, Accepts::Imm | Accepts::ImmRm) => {
+                f.nodes[a.node].contained = true;
+                stats.immediates += 1;
+            }
+            Op::Read(v) if matches!(acc, Accepts::Rm | Accepts::ImmRm) => {
+                let Some(def_pos) = live.iter().position(|&m| m == a.node) else { continue };
+                let written = live[def_pos + 1..pos].iter().any(|&m| f.nodes[m].op == Op::Write(v));
+                if !written {
+                    f.nodes[a.node].contained = true;
+                    stats.memory_operands += 1;
+                }
+            }
+            // A callframe read becomes an absolute memory operand when no callframe
+            // write of it and no helper call (which may write the callframe) intervenes.
+            Op::CfRead { var, offset } if matches!(acc, Accepts::Rm | Accepts::ImmRm) => {
+                let Some(def_pos) = live.iter().position(|&m| m == a.node) else { continue };
+                let written = live[def_pos + 1..pos].iter().any(|&m| {
+                    matches!(f.nodes[m].op, Op::Call(_)) || f.nodes[m].op == Op::CfWrite { var, offset }
+                });
+                if !written {
+                    f.nodes[a.node].contained = true;
+                    stats.memory_operands += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Where a result must be placed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ResultReg {
+    /// In this register.
+    Fixed(Reg),
+    /// In the register of register operand `i` (two-address form).
+    Tied(usize),
+    /// In any register of the set.
+    Any(RegSet),
+}
+
+/// The register constraints of a lowered node: its in-line (register) operands in the
+/// order the allocator sees them, each with the registers it may occupy; the registers
+/// the instruction clobbers; and where each result goes.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Constraints {
+    pub operands: Vec<(Use, RegSet)>,
+    /// Per operand: the instruction only reads it (it may then sit in a register the
+    /// global allocator owns, since nothing overwrites it).
+    pub read_only: Vec<bool>,
+    pub clobbers: RegSet,
+    pub results: Vec<ResultReg>,
+}
+
+/// The register operands of `n`: its in-line arguments, and those of its contained
+/// arguments, in argument order.
+pub fn register_operands(f: &LirFunction, n: Node) -> Vec<Use> {
+    let mut v = vec![];
+    for &a in &f.nodes[n].args {
+        if f.nodes[a.node].contained {
+            v.extend(register_operands(f, a.node));
+        } else {
+            v.push(a);
+        }
+    }
+    v
+}
+
+/// The constraints of lowered node `n` (see [`Constraints`]).
+pub fn constraints(f: &LirFunction, n: Node) -> Constraints {
+    let d = &f.nodes[n];
+    let ops = register_operands(f, n);
+    let any = RegSet::ALL;
+    let eax = RegSet::of(Reg::Eax);
+    let edx = RegSet::of(Reg::Edx);
+    let ecx = RegSet::of(Reg::Ecx);
+    let edx_eax = eax.with(Reg::Edx);
+    // Masks for the in-line arguments by argument index (contained arguments expand to
+    // their own register operands, which take `any`).
+    let mut masks: Vec<RegSet> = vec![];
+    let mut clobbers = RegSet::NONE;
+    let mut results = vec![];
+    let inline = |i: usize| !f.nodes[d.args[i].node].contained;
+    match &d.op {
+        Op::Binary(BinOp::Shl | BinOp::Lshr | BinOp::Ashr) => {
+            masks.push(any.without(Reg::Ecx));
+            if inline(1) {
+                masks.push(ecx);
+            }
+            results.push(ResultReg::Tied(0));
+        }
+        Op::Binary(b) if b.can_trap() => {
+            masks.push(eax);
+            if inline(1) {
+                masks.push(any.minus(edx_eax));
+            }
+            clobbers = edx_eax;
+            results.push(ResultReg::Fixed(if matches!(b, BinOp::Sdiv | BinOp::Udiv) { Reg::Eax } else { Reg::Edx }));
+        }
+        Op::Shld | Op::Shrd => {
+            masks.push(any.without(Reg::Ecx));
+            masks.push(any.without(Reg::Ecx));
+            if inline(2) {
+                masks.push(ecx);
+            }
+            results.push(ResultReg::Tied(0));
+        }
+        Op::MulWide => {
+            masks.push(eax);
+            if inline(1) {
+                masks.push(any.minus(edx_eax));
+            }
+            clobbers = edx_eax;
+            results.push(ResultReg::Fixed(Reg::Eax));
+            results.push(ResultReg::Fixed(Reg::Edx));
+        }
+        Op::Cmp { .. } => {
+            masks.push(RegSet::BYTE);
+            results.push(ResultReg::Tied(0));
+        }
+        Op::CmpPair(_) => {
+            masks.push(any);
+            masks.push(RegSet::BYTE);
+            results.push(ResultReg::Tied(1));
+        }
+        Op::Select => {
+            results.push(ResultReg::Tied(2));
+        }
+        Op::Store { width: MemWidth::W8 } => {
+            // The address mode's registers come first, then the value.
+            let naddr = register_operands(f, d.args[0].node).len();
+            masks.extend(std::iter::repeat_n(any, naddr));
+            masks.push(RegSet::BYTE);
+        }
+        Op::Call(_) => {
+            clobbers = RegSet::CALLER_SAVED;
+            let n = d.results;
+            if n >= 1 {
+                results.push(ResultReg::Fixed(Reg::Eax));
+            }
+            if n >= 2 {
+                results.push(ResultReg::Fixed(Reg::Edx));
+            }
+        }
+        Op::Return => {
+            masks.push(eax);
+            masks.push(edx);
+        }
+        Op::Unary(_) | Op::Binary(_) | Op::AddLo | Op::AddHi | Op::SubLo | Op::SubHi => {
+            results.push(ResultReg::Tied(0));
+        }
+        _ => {
+            for _ in 0..d.results {
+                results.push(ResultReg::Any(any));
+            }
+        }
+    }
+    masks.resize(ops.len(), any);
+    let read_only: Vec<bool> = (0..ops.len())
+        .map(|i| match &d.op {
+            Op::Store { .. }
+            | Op::Load { .. }
+            | Op::Arg { .. }
+            | Op::Write(_)
+            | Op::CfWrite { .. }
+            | Op::Branch { .. }
+            | Op::TrapIf(_)
+            | Op::Switch { .. } => true,
+            Op::CmpPair(_) => i == 0,
+            Op::Shld | Op::Shrd | Op::MulWide => i == 1,
+            Op::Binary(b) => b.can_trap() && i == 1,
+            _ => false,
+        })
+        .collect();
+    Constraints { operands: ops.into_iter().zip(masks).collect(), read_only, clobbers, results }
+}

@@ -1,0 +1,169 @@
+//! The x86-32 backend: HIR to IA-32 machine code for the environment of [`crate::abi`].
+//!
+//! The pipeline reads like the pass list of `DESIGN.md` ("The pipeline", steps 6–10):
+//! [`rationalize`](rationalize::rationalize) (HIR statements and commas to linear LIR),
+//! [`decompose`](decompose::decompose) (64-bit values to 32-bit pairs),
+//! [`lower`](lower::lower) (address modes, contained operands, fixed registers),
+//! [`regalloc`](regalloc::regalloc) (global + the seed's local allocator) and
+//! [`emit`](emit::emit) (bytes through `iced-x86`). The LIR validator
+//! ([`lir::validate`]) runs after every LIR pass in debug builds and tests, so a pass
+//! that breaks the seed's four properties fails at once with the printed node; the
+//! register allocation checker ([`regalloc_check`]) verifies the allocation likewise.
+//!
+//! The backend takes HIR without phis (the pipeline destroys SSA first) and no IR
+//! optimization runs here.
+
+pub mod decompose;
+pub mod emit;
+pub mod lir;
+pub mod lower;
+pub mod rationalize;
+pub mod regalloc;
+pub mod regalloc_check;
+pub mod x86;
+
+use std::fmt;
+
+use crate::abi::{MachineCode, CODE_BASE};
+use crate::ir::{Block, Function};
+pub use regalloc::RegallocOptions;
+
+/// Why a function could not be compiled.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum CompileError {
+    /// The function has phis; the backend takes HIR after SSA destruction.
+    Phi { block: Block },
+    /// The function fails the HIR verifier (the message lists the errors).
+    Unverified(String),
+    /// A backend pass produced LIR that breaks the validator (a backend bug).
+    InvalidLir { pass: &'static str, errors: Vec<String> },
+    /// An instruction needed more registers than the allocator could give (a backend bug).
+    Regalloc(String),
+    /// The register allocation checker found a value in the wrong place (a backend bug).
+    InvalidAllocation(Vec<String>),
+    /// The encoder refused an instruction (a backend bug).
+    Encode(String),
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompileError::Phi { block } => {
+                write!(f, "{block} has phis; the backend needs the function out of SSA form")
+            }
+            CompileError::Unverified(s) => write!(f, "the function does not verify:\n{s}"),
+            CompileError::InvalidLir { pass, errors } => {
+                write!(f, "invalid LIR after {pass}:\n  {}", errors.join("\n  "))
+            }
+            CompileError::Regalloc(s) => write!(f, "register allocation failed: {s}"),
+            CompileError::InvalidAllocation(errs) => {
+                write!(f, "the register allocation checker failed:\n  {}", errs.join("\n  "))
+            }
+            CompileError::Encode(s) => write!(f, "encoding failed: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+/// Statistics of every backend pass, proving each one fired.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BackendStats {
+    pub rationalize: rationalize::RationalizeStats,
+    pub decompose: decompose::DecomposeStats,
+    pub lower: lower::LowerStats,
+    pub regalloc: regalloc::RegallocStats,
+    /// Bytes of machine code.
+    pub code_bytes: usize,
+}
+
+/// Everything the backend produced: the LIR text after each pass, the allocation, the
+/// code and the statistics (`tandem compile --emit lir|asm`).
+#[derive(Clone, Debug)]
+pub struct Staged {
+    /// `(pass name, LIR printed after it)`, in pass order; the last is the allocated code.
+    pub lir: Vec<(&'static str, String)>,
+    pub code: MachineCode,
+    pub stats: BackendStats,
+}
+
+/// Compiles `f` to machine code with the default options.
+pub fn compile(f: &Function) -> Result<MachineCode, CompileError> {
+    Ok(compile_with(f, RegallocOptions::default(), false)?.code)
+}
+
+/// Compiles `f`, returning the LIR after each backend pass as well.
+pub fn compile_staged(f: &Function) -> Result<Staged, CompileError> {
+    compile_with(f, RegallocOptions::default(), true)
+}
+
+fn check(pass: &'static str, f: &lir::LirFunction) -> Result<(), CompileError> {
+    lir::validate(f).map_err(|errs| CompileError::InvalidLir {
+        pass,
+        errors: errs.iter().map(|e| format!("{e}   ({})", e.node.map_or(String::new(), |n| f.node_text(n)))).collect(),
+    })
+}
+
+/// Compiles `f` with explicit allocator options; `print` keeps the LIR text of every
+/// stage. The validator runs after every pass in debug builds.
+pub fn compile_with(f: &Function, opts: RegallocOptions, print: bool) -> Result<Staged, CompileError> {
+    if let Err(errs) = crate::verify::verify_function(f) {
+        return Err(CompileError::Unverified(crate::verify::format_errors(&errs)));
+    }
+    let validate = cfg!(debug_assertions) || print;
+    let mut stages = vec![];
+    let mut stats = BackendStats::default();
+    let (l, s) = rationalize::rationalize(f)?;
+    stats.rationalize = s;
+    if validate {
+        check("rationalize", &l)?;
+    }
+    if print {
+        stages.push(("rationalize", l.to_string()));
+    }
+    let (mut l, s) = decompose::decompose(&l);
+    stats.decompose = s;
+    if validate {
+        check("decompose", &l)?;
+    }
+    if print {
+        stages.push(("decompose", l.to_string()));
+    }
+    stats.lower = lower::lower(&mut l);
+    if validate {
+        check("lower", &l)?;
+    }
+    if print {
+        stages.push(("lower", l.to_string()));
+    }
+    let alloc = regalloc::regalloc(&l, opts)
+        .map_err(|e| CompileError::Regalloc(format!("{}: {} ({})", e.node, e.message, l.node_text(e.node))))?;
+    stats.regalloc = alloc.stats;
+    if print {
+        stages.push(("regalloc", alloc.print(&l)));
+    }
+    if validate {
+        regalloc_check::check_allocation(&l, &alloc).map_err(CompileError::InvalidAllocation)?;
+    }
+    let code = emit::emit(&l, &alloc).map_err(|e| CompileError::Encode(e.0))?;
+    stats.code_bytes = code.bytes.len();
+    Ok(Staged { lir: stages, code, stats })
+}
+
+/// Disassembles machine code loaded at [`CODE_BASE`], one instruction per line with its
+/// address and bytes, in Intel syntax.
+pub fn disassemble(code: &MachineCode) -> String {
+    use iced_x86::{Decoder, DecoderOptions, Formatter, IntelFormatter};
+    let mut decoder = Decoder::with_ip(32, &code.bytes, CODE_BASE as u64, DecoderOptions::NONE);
+    let mut fmt = IntelFormatter::new();
+    let mut out = String::new();
+    let mut text = String::new();
+    for ins in &mut decoder {
+        text.clear();
+        fmt.format(&ins, &mut text);
+        let start = (ins.ip() - CODE_BASE as u64) as usize;
+        let bytes: String = code.bytes[start..start + ins.len()].iter().map(|b| format!("{b:02x}")).collect();
+        out += &format!("{:08x}  {bytes:<20} {text}\n", ins.ip());
+    }
+    out
+}

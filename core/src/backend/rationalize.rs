@@ -1,0 +1,150 @@
+//! Rationalization: HIR statements and comma nodes to linear LIR
+//! (`seeds/removing-embedded-statements.md`, "2. Stop generating embedded statements in
+//! the rationalizer", option 2: the rationalizer linearizes commas as it goes).
+//!
+//! Each statement tree is visited in HIR evaluation order (left to right, post-order) and
+//! its nodes are appended to the block's one linear sequence, so statement boundaries
+//! vanish. A `comma(a, b)` contributes `a`'s nodes, whose value (if any) stays unused, and
+//! then `b`'s; the comma itself produces no node. Every remaining edge is therefore a
+//! single-def single-use temp, because every HIR node has exactly one parent. HIR locals
+//! become [`Var`]s one to one (same index). Phis are refused: the pipeline destroys SSA
+//! before the backend.
+
+use cranelift_entity::EntityRef;
+
+use super::lir::*;
+use super::CompileError;
+use crate::abi::RuntimeHelper;
+use crate::ir::*;
+
+/// What rationalization did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RationalizeStats {
+    /// HIR statements whose boundaries were removed.
+    pub statements: usize,
+    /// Comma nodes linearized away.
+    pub commas: usize,
+    /// LIR nodes produced.
+    pub nodes: usize,
+}
+
+/// Builds the LIR of `f`.
+pub fn rationalize(f: &Function) -> Result<(LirFunction, RationalizeStats), CompileError> {
+    let mut stats = RationalizeStats::default();
+    let mut lir = LirFunction {
+        name: f.name.clone(),
+        ret: f.ret,
+        arg_bytes: 0,
+        vars: Default::default(),
+        cfvars: f.cfvars.values().map(|c| c.ty).collect(),
+        nodes: Default::default(),
+        blocks: Default::default(),
+        layout: f.layout.clone(),
+        decomposed: false,
+    };
+    let mut offset = 0;
+    for (l, d) in &f.locals {
+        let kind = if f.params.contains(&l) { VarKind::Param { offset: 0 } } else { VarKind::Local };
+        let v = lir.add_var(d.name.clone(), d.ty, kind);
+        debug_assert_eq!(v.index(), l.index());
+    }
+    for &p in &f.params {
+        lir.vars[Var::new(p.index())].kind = VarKind::Param { offset };
+        offset += f.locals[p].ty.bits() / 8;
+    }
+    lir.arg_bytes = offset;
+    for &b in &f.layout {
+        let data = &f.blocks[b];
+        if !data.phis.is_empty() {
+            return Err(CompileError::Phi { block: b });
+        }
+        let mut r = Linearizer { f, lir: &mut lir, out: vec![], stats: &mut stats };
+        for &s in &data.stmts {
+            r.stats.statements += 1;
+            r.expr(s);
+        }
+        let (op, args) = match &data.term {
+            Terminator::Jump(t) => (Op::Jump(*t), vec![]),
+            Terminator::Branch { cond, then_dest, else_dest } => {
+                (Op::Branch { then_dest: *then_dest, else_dest: *else_dest }, vec![r.value(*cond)])
+            }
+            Terminator::Return(e) => (Op::Return, vec![r.value(*e)]),
+            Terminator::Switch { value, default, cases } => {
+                (Op::Switch { default: *default, cases: cases.clone() }, vec![r.value(*value)])
+            }
+        };
+        r.push(op, Type::I32, 0, args);
+        let out = std::mem::take(&mut r.out);
+        lir.blocks[b].nodes = out;
+    }
+    stats.nodes = lir.nodes.len();
+    Ok((lir, stats))
+}
+
+struct Linearizer<'a> {
+    f: &'a Function,
+    lir: &'a mut LirFunction,
+    out: Vec<Node>,
+    stats: &'a mut RationalizeStats,
+}
+
+impl Linearizer<'_> {
+    fn push(&mut self, op: Op, ty: Type, results: u8, args: Vec<Use>) -> Node {
+        let n = self.lir.add_node(op, ty, results, args);
+        self.out.push(n);
+        n
+    }
+
+    fn value(&mut self, e: Expr) -> Use {
+        self.expr(e).expect("the verifier guarantees a value here")
+    }
+
+    /// Appends the nodes of the tree at `e` in evaluation order; returns its value.
+    fn expr(&mut self, e: Expr) -> Option<Use> {
+        let f = self.f;
+        let ty = f.expr_type(e).unwrap_or(Type::I32);
+        let yields = u8::from(f.expr_type(e).is_some());
+        let (op, args) = match &f.exprs[e] {
+            ExprData::Comma { first, second } => {
+                self.stats.commas += 1;
+                self.expr(*first);
+                return self.expr(*second);
+            }
+            ExprData::Const { value, .. } => (Op::Const(*value), vec![]),
+            ExprData::Local(l) => (Op::Read(Var::new(l.index())), vec![]),
+            ExprData::Unary { op, arg } => (Op::Unary(*op), vec![self.value(*arg)]),
+            ExprData::Binary { op, lhs, rhs } => {
+                let a = self.value(*lhs);
+                (Op::Binary(*op), vec![a, self.value(*rhs)])
+            }
+            ExprData::Cmp { op, lhs, rhs } => {
+                let t = f.expr_type(*lhs).unwrap_or(Type::I32);
+                let a = self.value(*lhs);
+                (Op::Cmp { op: *op, ty: t }, vec![a, self.value(*rhs)])
+            }
+            ExprData::Convert { op, arg } => (Op::Convert(*op), vec![self.value(*arg)]),
+            ExprData::Select { cond, if_true, if_false } => {
+                let c = self.value(*cond);
+                let t = self.value(*if_true);
+                (Op::Select, vec![c, t, self.value(*if_false)])
+            }
+            ExprData::Load { width, signed, addr, .. } => {
+                (Op::Load { width: *width, signed: *signed }, vec![self.value(*addr)])
+            }
+            ExprData::Store { width, addr, value } => {
+                let a = self.value(*addr);
+                (Op::Store { width: *width }, vec![a, self.value(*value)])
+            }
+            ExprData::CfRead(v) => (Op::CfRead { var: *v, offset: 0 }, vec![]),
+            ExprData::CfWrite { var, value } => (Op::CfWrite { var: *var, offset: 0 }, vec![self.value(*value)]),
+            ExprData::Assign { local, value } => (Op::Write(Var::new(local.index())), vec![self.value(*value)]),
+            ExprData::Call { helper, args } => {
+                let vals = args.iter().map(|&a| self.value(a)).collect();
+                (Op::Call(RuntimeHelper::Ir(*helper)), vals)
+            }
+            ExprData::TrapIf { cond, code } => (Op::TrapIf(*code), vec![self.value(*cond)]),
+        };
+        let n = self.push(op, ty, yields, args);
+        (yields == 1).then(|| Use::of(n))
+    }
+}

@@ -1,0 +1,777 @@
+//! Register allocation: a global allocator for variables and the local allocator of
+//! `seeds/local-regalloc.txt` for the temps inside each block.
+//!
+//! **Global.** Variables (HIR locals, their `i64` halves and decomposition temps) are
+//! weighted by their reads and writes, each counted `8^depth` times for its block's loop
+//! depth; the heaviest ones get the callee-saved `ebx esi edi` for the whole function
+//! (state *allocated* in the seed). Every other variable lives in a frame slot.
+//!
+//! **Local.** Within a block every SDSU temp lives from its def to its one use. The
+//! allocator walks the lowered nodes in order keeping, for each register of its pool, the
+//! seed's state: *free*; *freeable* (holds the value of a variable, as after a store of
+//! the register to it, so a later read of that variable may reuse it); *moveable* (a live
+//! temp that may be moved); *busy* (pinned for the current instruction); *allocated*
+//! (owned by the global allocator). Its operations carry the seed's names:
+//! [`LocalAllocator::get_register`], [`LocalAllocator::get_register_force`],
+//! [`LocalAllocator::set_register_freeable`], [`LocalAllocator::set_register_free`],
+//! [`LocalAllocator::will_clobber`], [`LocalAllocator::spill`] and
+//! [`LocalAllocator::register_unspill`]. For each node it first clobbers what the
+//! instruction clobbers (so a value in `edx` before a division moves or spills first, as
+//! the seed's last example asks), then forces the fixed operands (`ecx` for a shift
+//! count, `eax` for a dividend), then places the others, then defines the results in the
+//! place lowering's [`constraints`] say. Every instruction the allocator inserts is a
+//! `mov`, which leaves the flags alone, so `add`/`adc` pairs stay intact.
+//!
+//! The output is a list of machine instructions per block ([`MInst`]) and the frame
+//! layout; [`Allocation::decisions`] records each step with the register states of
+//! `eax ecx edx` after it, in the seed's table format, for tests.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use cranelift_entity::SecondaryMap;
+
+use super::lir::*;
+use super::lower::{constraints, ResultReg};
+use super::x86::{Reg, RegSet};
+use crate::ir::{Block, CALLFRAME_BASE, CALLFRAME_SLOT};
+
+/// Where an operand of a machine instruction is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Operand {
+    Reg(Reg),
+    Imm(i32),
+    Mem(Mem),
+}
+
+/// The base of a memory operand.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Base {
+    Reg(Reg),
+    /// The frame pointer: frame slots and incoming arguments.
+    Ebp,
+    /// The stack pointer: the outgoing argument area.
+    Esp,
+}
+
+/// A memory operand `[base + index * scale + disp]`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Mem {
+    pub base: Option<Base>,
+    pub index: Option<(Reg, u8)>,
+    pub disp: i32,
+}
+
+impl Mem {
+    pub fn frame(disp: i32) -> Mem {
+        Mem { base: Some(Base::Ebp), index: None, disp }
+    }
+}
+
+impl fmt::Display for Operand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Operand::Reg(r) => write!(f, "{r}"),
+            Operand::Imm(v) => write!(f, "{v}"),
+            Operand::Mem(m) => {
+                let mut parts = vec![];
+                match m.base {
+                    Some(Base::Reg(r)) => parts.push(r.to_string()),
+                    Some(Base::Ebp) => parts.push("ebp".into()),
+                    Some(Base::Esp) => parts.push("esp".into()),
+                    None => {}
+                }
+                if let Some((r, s)) = m.index {
+                    parts.push(format!("{r}*{s}"));
+                }
+                if m.disp != 0 || parts.is_empty() {
+                    parts.push(format!("{:#x}", m.disp));
+                }
+                write!(f, "[{}]", parts.join("+"))
+            }
+        }
+    }
+}
+
+/// A machine instruction after register allocation.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum MInst {
+    /// `mov dst, src`, inserted by the allocator: a move between registers or an unspill.
+    Move { dst: Reg, src: Operand },
+    /// `mov [ebp + slot], src`: a spill inserted by the allocator.
+    Spill { slot: i32, src: Reg },
+    /// A read of a variable satisfied by a register that already holds its value (the
+    /// seed's freeable state): no code, but the register now holds the read's value.
+    Reuse { node: Node, reg: Reg },
+    /// A read of a variable the global allocator keeps in `reg`, used only by an
+    /// instruction that does not overwrite it: no copy, the operand is `reg` itself.
+    Alias { node: Node, reg: Reg },
+    /// A lowered node with its operands (one per argument; a fused compare contributes
+    /// its two) and the registers of its results (`None`: unused).
+    Node { node: Node, ops: Vec<Operand>, results: Vec<Option<Reg>> },
+}
+
+/// The state of a register (`seeds/local-regalloc.txt`, "Possible state information").
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum RegState {
+    Free,
+    Freeable(Var),
+    Moveable(Use),
+    Busy(Use),
+    Allocated(Var),
+}
+
+impl RegState {
+    /// The seed's short name (`mov` for moveable).
+    pub fn short(self) -> &'static str {
+        match self {
+            RegState::Free => "free",
+            RegState::Freeable(_) => "freeable",
+            RegState::Moveable(_) => "mov",
+            RegState::Busy(_) => "busy",
+            RegState::Allocated(_) => "alloc",
+        }
+    }
+}
+
+/// Options of the allocator.
+#[derive(Clone, Copy, Debug)]
+pub struct RegallocOptions {
+    /// Run the global allocator (otherwise every variable lives in the frame).
+    pub global: bool,
+    /// Registers the local allocator may use besides those the global one leaves.
+    pub local_pool: RegSet,
+}
+
+impl Default for RegallocOptions {
+    fn default() -> Self {
+        RegallocOptions { global: true, local_pool: RegSet::ALL }
+    }
+}
+
+/// What the allocators did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RegallocStats {
+    /// Variables kept in callee-saved registers.
+    pub globals: usize,
+    pub spills: usize,
+    pub unspills: usize,
+    /// Register-to-register moves inserted.
+    pub moves: usize,
+    /// Variable reads satisfied by a freeable register without a load.
+    pub reused: usize,
+    /// Reads of global variables used in place, without a copy.
+    pub aliased: usize,
+    /// Spill slots in the frame.
+    pub spill_slots: usize,
+}
+
+/// The result of register allocation.
+#[derive(Clone, Debug)]
+pub struct Allocation {
+    pub code: SecondaryMap<Block, Vec<MInst>>,
+    /// Where each variable lives.
+    pub home: SecondaryMap<Var, Option<Operand>>,
+    /// Variables in callee-saved registers.
+    pub globals: Vec<(Var, Reg)>,
+    /// Callee-saved registers the function uses, with their save slots.
+    pub saved: Vec<(Reg, i32)>,
+    /// Bytes below `ebp` (frame slots, save slots, spill slots, outgoing arguments).
+    pub frame_bytes: u32,
+    /// The seed-style trace: each step and the states of `eax ecx edx` after it.
+    pub decisions: Vec<(String, [&'static str; 3])>,
+    pub stats: RegallocStats,
+}
+
+/// A failure of the allocator: an instruction needs more registers than exist.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct RegallocError {
+    pub node: Node,
+    pub message: String,
+}
+
+/// The bytes of the outgoing argument area.
+pub const OUT_ARG_BYTES: u32 = 16;
+
+/// Allocates registers for lowered `f`.
+pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, RegallocError> {
+    let mut stats = RegallocStats::default();
+    let globals = if opts.global { global_allocation(f) } else { vec![] };
+    stats.globals = globals.len();
+    let mut home: SecondaryMap<Var, Option<Operand>> = SecondaryMap::new();
+    let mut nslots = 0i32;
+    for (v, d) in &f.vars {
+        if let Some((_, r)) = globals.iter().find(|(g, _)| *g == v) {
+            home[v] = Some(Operand::Reg(*r));
+        } else if let VarKind::Param { offset } = d.kind {
+            home[v] = Some(Operand::Mem(Mem::frame(8 + offset as i32)));
+        } else {
+            nslots += 1;
+            home[v] = Some(Operand::Mem(Mem::frame(-4 * nslots)));
+        }
+    }
+    let save_base = nslots;
+    let spill_base = nslots + 3;
+    let mut pool = opts.local_pool;
+    for (_, r) in &globals {
+        pool = pool.without(*r);
+    }
+    let mut shared = Shared { spill_base, next_slot: 0, free_slots: vec![], used: RegSet::NONE, decisions: vec![], stats };
+    // The values some node of the lowered function uses (nodes dropped by earlier passes
+    // stay in the arena but are not looked at).
+    let mut used = HashSet::new();
+    for n in f.all_nodes() {
+        used.extend(f.nodes[n].args.iter().copied());
+    }
+    let mut code = SecondaryMap::new();
+    for &b in &f.layout {
+        let mut la = LocalAllocator::new(f, &home, &globals, pool, &used, &mut shared);
+        la.find_aliases(b);
+        for &n in &f.blocks[b].nodes {
+            la.node(n)?;
+        }
+        // Every temp dies within its block: a register still holding one is a leak.
+        if let Some(r) = Reg::ALL.into_iter().find(|r| matches!(la.regs[r.index()], RegState::Moveable(_) | RegState::Busy(_))) {
+            let node = *f.blocks[b].nodes.last().expect("a block ends in a terminator");
+            return Err(RegallocError { node, message: format!("{r} still holds a temp at the end of {b}") });
+        }
+        code[b] = std::mem::take(&mut la.out);
+    }
+    let mut used = shared.used;
+    for (_, r) in &globals {
+        used = used.with(*r);
+    }
+    let saved: Vec<(Reg, i32)> = Reg::CALLEE_SAVED
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| used.contains(**r))
+        .map(|(i, r)| (*r, -4 * (save_base + 1 + i as i32)))
+        .collect();
+    shared.stats.spill_slots = shared.next_slot as usize;
+    let frame_bytes = 4 * (spill_base + shared.next_slot) as u32 + OUT_ARG_BYTES;
+    Ok(Allocation { code, home, globals, saved, frame_bytes, decisions: shared.decisions, stats: shared.stats })
+}
+
+/// Loop depth of each block: blocks of the natural loop of every DFS back edge.
+pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
+    let succs = |b: Block| -> Vec<Block> {
+        let last = *f.blocks[b].nodes.last().expect("a block ends in a terminator");
+        match &f.nodes[last].op {
+            Op::Jump(t) => vec![*t],
+            Op::Branch { then_dest, else_dest } => vec![*then_dest, *else_dest],
+            Op::Switch { default, cases } => std::iter::once(*default).chain(cases.iter().map(|c| c.1)).collect(),
+            _ => vec![],
+        }
+    };
+    let mut preds: HashMap<Block, Vec<Block>> = HashMap::new();
+    for &b in &f.layout {
+        for s in succs(b) {
+            preds.entry(s).or_default().push(b);
+        }
+    }
+    // Iterative DFS finding back edges (edges to a block on the stack).
+    let mut back = vec![];
+    let mut state: HashMap<Block, u8> = HashMap::new();
+    let mut stack = vec![(f.layout[0], 0usize)];
+    state.insert(f.layout[0], 1);
+    while let Some((b, i)) = stack.pop() {
+        let s = succs(b);
+        if i < s.len() {
+            stack.push((b, i + 1));
+            let t = s[i];
+            match state.get(&t) {
+                None => {
+                    state.insert(t, 1);
+                    stack.push((t, 0));
+                }
+                Some(1) => back.push((b, t)),
+                _ => {}
+            }
+        } else {
+            state.insert(b, 2);
+        }
+    }
+    let mut depth: SecondaryMap<Block, u32> = SecondaryMap::new();
+    for (latch, header) in back {
+        let mut body: HashSet<Block> = HashSet::from([header]);
+        let mut work = vec![latch];
+        while let Some(x) = work.pop() {
+            if body.insert(x) {
+                work.extend(preds.get(&x).into_iter().flatten().copied());
+            }
+        }
+        for x in body {
+            depth[x] += 1;
+        }
+    }
+    depth
+}
+
+/// Picks the variables to keep in `ebx esi edi`: the heaviest by weighted accesses.
+pub fn global_allocation(f: &LirFunction) -> Vec<(Var, Reg)> {
+    let depth = loop_depths(f);
+    let mut weight: HashMap<Var, u64> = HashMap::new();
+    for &b in &f.layout {
+        let w = 8u64.pow(depth[b].min(6));
+        let mut all = vec![];
+        for &n in &f.blocks[b].nodes {
+            all.push(n);
+            let mut stack = vec![n];
+            while let Some(m) = stack.pop() {
+                for a in &f.nodes[m].args {
+                    if f.nodes[a.node].contained {
+                        all.push(a.node);
+                        stack.push(a.node);
+                    }
+                }
+            }
+        }
+        for n in all {
+            if let Op::Read(v) | Op::Write(v) = f.nodes[n].op {
+                *weight.entry(v).or_default() += w;
+            }
+        }
+    }
+    let mut vars: Vec<(Var, u64)> = weight.into_iter().collect();
+    vars.sort_by_key(|&(v, w)| (std::cmp::Reverse(w), v));
+    vars.into_iter().zip(Reg::CALLEE_SAVED).map(|((v, _), r)| (v, r)).collect()
+}
+
+struct Shared {
+    spill_base: i32,
+    next_slot: i32,
+    free_slots: Vec<i32>,
+    used: RegSet,
+    decisions: Vec<(String, [&'static str; 3])>,
+    stats: RegallocStats,
+}
+
+/// Where a live temp is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ValLoc {
+    Reg(Reg),
+    Spilled(i32),
+}
+
+/// The local allocator of one block.
+pub struct LocalAllocator<'a> {
+    f: &'a LirFunction,
+    home: &'a SecondaryMap<Var, Option<Operand>>,
+    regs: [RegState; 6],
+    pool: RegSet,
+    loc: HashMap<Use, ValLoc>,
+    used: &'a HashSet<Use>,
+    /// Reads of global variables whose one user only reads them: they are not copied.
+    aliases: HashSet<Node>,
+    out: Vec<MInst>,
+    shared: &'a mut Shared,
+}
+
+impl<'a> LocalAllocator<'a> {
+    fn new(
+        f: &'a LirFunction,
+        home: &'a SecondaryMap<Var, Option<Operand>>,
+        globals: &[(Var, Reg)],
+        pool: RegSet,
+        used: &'a HashSet<Use>,
+        shared: &'a mut Shared,
+    ) -> Self {
+        // At the start of the basic block, the registers are set to the free state.
+        let mut regs = [RegState::Free; 6];
+        for (v, r) in globals {
+            regs[r.index()] = RegState::Allocated(*v);
+        }
+        LocalAllocator { f, home, regs, pool, loc: HashMap::new(), used, aliases: HashSet::new(), out: vec![], shared }
+    }
+
+    /// Finds the reads of globally allocated variables that need no copy: the one user
+    /// reads the operand without overwriting it, accepts the register, and no write of
+    /// the variable lies between the read and the user.
+    fn find_aliases(&mut self, b: Block) {
+        let f = self.f;
+        let list = &f.blocks[b].nodes;
+        for (upos, &user) in list.iter().enumerate() {
+            let c = constraints(f, user);
+            for (i, (u, mask)) in c.operands.iter().enumerate() {
+                let Op::Read(v) = f.nodes[u.node].op else { continue };
+                let Some(Operand::Reg(g)) = self.home[v] else { continue };
+                if !c.read_only[i] || !mask.contains(g) {
+                    continue;
+                }
+                let Some(rpos) = list.iter().position(|&m| m == u.node) else { continue };
+                if list[rpos + 1..upos].iter().all(|&m| f.nodes[m].op != Op::Write(v)) {
+                    self.aliases.insert(u.node);
+                }
+            }
+        }
+    }
+
+    fn log(&mut self, what: String) {
+        let s = [self.regs[0].short(), self.regs[1].short(), self.regs[2].short()];
+        self.shared.decisions.push((what, s));
+    }
+
+    fn home(&self, v: Var) -> Operand {
+        self.home[v].expect("every variable has a home")
+    }
+
+    fn new_slot(&mut self) -> i32 {
+        let k = self.shared.free_slots.pop().unwrap_or_else(|| {
+            self.shared.next_slot += 1;
+            self.shared.next_slot - 1
+        });
+        -4 * (self.shared.spill_base + 1 + k)
+    }
+
+    fn release_slot(&mut self, slot: i32) {
+        self.shared.free_slots.push(-slot / 4 - self.shared.spill_base - 1);
+    }
+
+    fn take(&mut self, r: Reg, st: RegState) {
+        self.shared.used = self.shared.used.with(r);
+        self.regs[r.index()] = st;
+    }
+
+    /// `get_register`: a free register of `mask`, else a freeable one, else one whose
+    /// moveable value is spilled. The caller sets its new state.
+    pub fn get_register(&mut self, mask: RegSet) -> Option<Reg> {
+        let mask = mask.and(self.pool);
+        let pick = |regs: &[RegState; 6], pred: &dyn Fn(RegState) -> bool| mask.iter().find(|r| pred(regs[r.index()]));
+        if let Some(r) = pick(&self.regs, &|s| s == RegState::Free) {
+            return Some(r);
+        }
+        if let Some(r) = pick(&self.regs, &|s| matches!(s, RegState::Freeable(_))) {
+            return Some(r);
+        }
+        let r = pick(&self.regs, &|s| matches!(s, RegState::Moveable(_)))?;
+        self.spill(r);
+        Some(r)
+    }
+
+    /// A free or freeable register of `mask`, without spilling anything.
+    fn free_register(&self, mask: RegSet) -> Option<Reg> {
+        let mask = mask.and(self.pool);
+        mask.iter()
+            .find(|r| self.regs[r.index()] == RegState::Free)
+            .or_else(|| mask.iter().find(|r| matches!(self.regs[r.index()], RegState::Freeable(_))))
+    }
+
+    /// `get_register_force`: makes `r` available. A moveable value in it moves to another
+    /// free or freeable register of `mask` (preferred, as the seed says), else is spilled.
+    /// Sets `r` busy with `value`'s placeholder; the caller puts the value in.
+    pub fn get_register_force(&mut self, r: Reg, mask: RegSet) {
+        match self.regs[r.index()] {
+            RegState::Moveable(u) => match self.free_register(mask.without(r)) {
+                Some(to) => self.move_value(u, r, to),
+                None => self.spill(r),
+            },
+            RegState::Freeable(_) | RegState::Free => {}
+            s => panic!("get_register_force({r}) on a {s:?} register"),
+        }
+        self.regs[r.index()] = RegState::Free;
+    }
+
+    /// `set_register_freeable`: `r` holds the value of `v`.
+    pub fn set_register_freeable(&mut self, r: Reg, v: Var) {
+        for s in self.regs.iter_mut() {
+            if *s == RegState::Freeable(v) {
+                *s = RegState::Free;
+            }
+        }
+        self.regs[r.index()] = RegState::Freeable(v);
+    }
+
+    /// `set_register_free`.
+    pub fn set_register_free(&mut self, r: Reg) {
+        self.regs[r.index()] = RegState::Free;
+    }
+
+    /// `will_clobber`: the instruction is about to destroy `r`. A moveable value moves to
+    /// a free register outside `avoid` if there is one, else is spilled; afterwards the
+    /// register is free.
+    pub fn will_clobber(&mut self, r: Reg, avoid: RegSet) {
+        if let RegState::Moveable(u) = self.regs[r.index()] {
+            match self.free_register(RegSet::ALL.minus(avoid)) {
+                Some(to) => self.move_value(u, r, to),
+                None => self.spill(r),
+            }
+        }
+        if !matches!(self.regs[r.index()], RegState::Allocated(_)) {
+            self.regs[r.index()] = RegState::Free;
+        }
+    }
+
+    /// `spill`: stores the moveable value of `r` to a fresh slot; `r` becomes free.
+    pub fn spill(&mut self, r: Reg) {
+        let RegState::Moveable(u) = self.regs[r.index()] else { panic!("spill of a non-moveable {r}") };
+        let slot = self.new_slot();
+        self.out.push(MInst::Spill { slot, src: r });
+        self.loc.insert(u, ValLoc::Spilled(slot));
+        self.regs[r.index()] = RegState::Free;
+        self.shared.stats.spills += 1;
+        self.log(format!("spill {r}"));
+    }
+
+    /// `register_unspill`: reloads spilled `u` into `r`; `r` becomes moveable.
+    pub fn register_unspill(&mut self, u: Use, r: Reg) {
+        let Some(ValLoc::Spilled(slot)) = self.loc.get(&u).copied() else { panic!("unspill of a value not spilled") };
+        self.out.push(MInst::Move { dst: r, src: Operand::Mem(Mem::frame(slot)) });
+        self.release_slot(slot);
+        self.loc.insert(u, ValLoc::Reg(r));
+        self.take(r, RegState::Moveable(u));
+        self.shared.stats.unspills += 1;
+        self.log(format!("un-spill {r}"));
+    }
+
+    fn move_value(&mut self, u: Use, from: Reg, to: Reg) {
+        self.out.push(MInst::Move { dst: to, src: Operand::Reg(from) });
+        self.loc.insert(u, ValLoc::Reg(to));
+        self.regs[from.index()] = RegState::Free;
+        self.take(to, RegState::Moveable(u));
+        self.shared.stats.moves += 1;
+        self.log(format!("mov %{from} -> %{to}"));
+    }
+
+    /// Places operand `u` in a register of `mask` and marks it busy.
+    fn place(&mut self, u: Use, mask: RegSet) -> Result<Reg, String> {
+        match self.loc.get(&u).copied() {
+            // An aliased global variable stays where it is, allocated.
+            Some(ValLoc::Reg(r)) if matches!(self.regs[r.index()], RegState::Allocated(_)) => Ok(r),
+            Some(ValLoc::Reg(r)) if mask.contains(r) => {
+                self.regs[r.index()] = RegState::Busy(u);
+                Ok(r)
+            }
+            Some(ValLoc::Reg(s)) => {
+                let r = self.get_register(mask).ok_or("no register for an operand")?;
+                self.move_value(u, s, r);
+                self.regs[r.index()] = RegState::Busy(u);
+                Ok(r)
+            }
+            Some(ValLoc::Spilled(_)) => {
+                let r = self.get_register(mask).ok_or("no register to unspill an operand")?;
+                self.register_unspill(u, r);
+                self.regs[r.index()] = RegState::Busy(u);
+                Ok(r)
+            }
+            None => Err(format!("operand {u} has no location")),
+        }
+    }
+
+    /// Allocates node `n`.
+    fn node(&mut self, n: Node) -> Result<(), RegallocError> {
+        self.node_inner(n).map_err(|message| RegallocError { node: n, message })
+    }
+
+    fn node_inner(&mut self, n: Node) -> Result<(), String> {
+        let f = self.f;
+        let d = &f.nodes[n];
+        let text = f.node_text(n);
+        if self.aliases.contains(&n) {
+            let Op::Read(v) = d.op else { unreachable!("only reads are aliased") };
+            let Some(Operand::Reg(g)) = self.home[v] else { unreachable!("aliased reads are of globals") };
+            self.loc.insert(Use::of(n), ValLoc::Reg(g));
+            self.out.push(MInst::Alias { node: n, reg: g });
+            self.shared.stats.aliased += 1;
+            self.log(format!("{g} = {text} (global)"));
+            return Ok(());
+        }
+        // A read of a memory variable whose value a register still holds reuses it.
+        if let Op::Read(v) = d.op {
+            let cached = Reg::ALL.into_iter().find(|r| self.regs[r.index()] == RegState::Freeable(v));
+            if let Some(r) = cached {
+                if self.used.contains(&Use::of(n)) {
+                    self.regs[r.index()] = RegState::Moveable(Use::of(n));
+                    self.loc.insert(Use::of(n), ValLoc::Reg(r));
+                    self.out.push(MInst::Reuse { node: n, reg: r });
+                    self.shared.stats.reused += 1;
+                    self.log(format!("{r} = {text} (reused)"));
+                }
+                return Ok(());
+            }
+        }
+        let c = constraints(f, n);
+        let operands: Vec<Use> = c.operands.iter().map(|(u, _)| *u).collect();
+        let mut clobbers = c.clobbers;
+        for r in &c.results {
+            if let ResultReg::Fixed(r) = r {
+                clobbers = clobbers.with(*r);
+            }
+        }
+        // 1. Clobbered registers are emptied first (the seed's last example).
+        for r in clobbers.and(self.pool).iter() {
+            let is_operand = matches!(self.regs[r.index()], RegState::Moveable(u) if operands.contains(&u));
+            if !is_operand && !matches!(self.regs[r.index()], RegState::Free) {
+                self.will_clobber(r, clobbers);
+                self.log(format!("will_clobber {r}"));
+            }
+        }
+        // 2. Fixed operands.
+        let mut regs_of: Vec<Option<Reg>> = vec![None; operands.len()];
+        for (i, (u, mask)) in c.operands.iter().enumerate() {
+            if mask.len() != 1 {
+                continue;
+            }
+            let r = mask.iter().next().unwrap();
+            if self.loc.get(u) == Some(&ValLoc::Reg(r)) {
+                self.regs[r.index()] = RegState::Busy(*u);
+            } else {
+                if let RegState::Moveable(other) = self.regs[r.index()] {
+                    // Another operand may sit here: keep it within its own mask.
+                    let m = c.operands.iter().find(|(o, _)| *o == other).map_or(RegSet::ALL.minus(clobbers), |(_, m)| *m);
+                    self.get_register_force(r, m);
+                } else {
+                    self.get_register_force(r, RegSet::ALL);
+                }
+                match self.loc.get(u).copied() {
+                    Some(ValLoc::Reg(s)) => self.move_value(*u, s, r),
+                    Some(ValLoc::Spilled(_)) => self.register_unspill(*u, r),
+                    None => return Err(format!("operand {u} has no location")),
+                }
+                self.regs[r.index()] = RegState::Busy(*u);
+                self.log(format!("force {r}"));
+            }
+            regs_of[i] = Some(r);
+        }
+        // 3. The other operands, narrowest masks first.
+        let mut order: Vec<usize> = (0..operands.len()).filter(|&i| regs_of[i].is_none()).collect();
+        order.sort_by_key(|&i| c.operands[i].1.and(self.pool).len());
+        for i in order {
+            let (u, mask) = c.operands[i];
+            let busy = self.busy_set();
+            regs_of[i] = Some(self.place(u, mask.minus(busy))?);
+        }
+        // A division also needs `edx` set (by `cdq` or zeroing) before it runs.
+        if let Op::Binary(b) = d.op {
+            if b.can_trap() {
+                self.take(Reg::Edx, RegState::Busy(Use::of(n)));
+                self.log("set edx".into());
+            }
+        }
+        // 4. The instruction itself.
+        let ops = self.operands_of(n, &mut regs_of.iter().map(|r| r.unwrap()));
+        for u in &operands {
+            self.loc.remove(u);
+        }
+        for r in regs_of.iter().flatten() {
+            if !matches!(self.regs[r.index()], RegState::Allocated(_)) {
+                self.regs[r.index()] = RegState::Free;
+            }
+        }
+        for r in clobbers.and(self.pool).iter() {
+            self.regs[r.index()] = RegState::Free;
+        }
+        // 5. Results.
+        let mut results = vec![];
+        for (i, rr) in c.results.iter().enumerate() {
+            let val = Use { node: n, result: i as u8 };
+            let r = match *rr {
+                ResultReg::Fixed(r) => r,
+                ResultReg::Tied(k) => regs_of[k].expect("a tied operand is a register"),
+                ResultReg::Any(m) => self.get_register(m).ok_or("no register for a result")?,
+            };
+            if self.used.contains(&val) {
+                self.take(r, RegState::Moveable(val));
+                self.loc.insert(val, ValLoc::Reg(r));
+                results.push(Some(r));
+            } else {
+                self.shared.used = self.shared.used.with(r);
+                results.push(None);
+            }
+        }
+        // Writes leave the register holding the variable's value (freeable).
+        if let Op::Write(v) = d.op {
+            for s in self.regs.iter_mut() {
+                if *s == RegState::Freeable(v) {
+                    *s = RegState::Free;
+                }
+            }
+            if let (Some(Operand::Reg(r)), Some(Operand::Mem(_))) = (ops.first(), self.home[v]) {
+                // Not when the value came from a global variable's own register.
+                if !matches!(self.regs[r.index()], RegState::Allocated(_)) {
+                    self.set_register_freeable(*r, v);
+                }
+            }
+        }
+        if matches!(d.op, Op::Call(_)) {
+            for r in RegSet::CALLER_SAVED.iter() {
+                if matches!(self.regs[r.index()], RegState::Freeable(_)) {
+                    self.set_register_free(r);
+                }
+            }
+        }
+        let res_text: Vec<String> = results.iter().flatten().map(|r| r.to_string()).collect();
+        self.out.push(MInst::Node { node: n, ops, results: results.clone() });
+        let lhs = if res_text.is_empty() { String::new() } else { format!("{} = ", res_text.join(", ")) };
+        self.log(format!("{lhs}{text}"));
+        Ok(())
+    }
+
+    fn busy_set(&self) -> RegSet {
+        let mut s = RegSet::NONE;
+        for r in Reg::ALL {
+            if matches!(self.regs[r.index()], RegState::Busy(_)) {
+                s = s.with(r);
+            }
+        }
+        s
+    }
+
+    /// The operands of `n` for the emitter, consuming the registers of its register
+    /// operands in [`register_operands`] order.
+    fn operands_of(&self, n: Node, regs: &mut dyn Iterator<Item = Reg>) -> Vec<Operand> {
+        let f = self.f;
+        let mut ops = vec![];
+        for &a in &f.nodes[n].args {
+            let d = &f.nodes[a.node];
+            if !d.contained {
+                ops.push(Operand::Reg(regs.next().expect("a register per register operand")));
+                continue;
+            }
+            match d.op {
+                Op::Const(k) => ops.push(Operand::Imm(k as i32)),
+                Op::Read(v) => ops.push(self.home(v)),
+                Op::CfRead { var, offset } => {
+                    let disp = CALLFRAME_BASE + CALLFRAME_SLOT * var.as_u32() + offset;
+                    ops.push(Operand::Mem(Mem { base: None, index: None, disp: disp as i32 }));
+                }
+                Op::Addr { has_base, scale, disp } => {
+                    let base = has_base.then(|| Base::Reg(regs.next().unwrap()));
+                    let index = (scale != 0).then(|| (regs.next().unwrap(), scale));
+                    ops.push(Operand::Mem(Mem { base, index, disp }));
+                }
+                Op::Cmp { .. } => ops.extend(self.operands_of(a.node, regs)),
+                ref o => panic!("contained {o:?}"),
+            }
+        }
+        ops
+    }
+}
+
+impl Allocation {
+    /// The allocated code as text, one instruction per line.
+    pub fn print(&self, f: &LirFunction) -> String {
+        let mut s = String::new();
+        for (v, r) in &self.globals {
+            s += &format!("; {v} %{} in {r}\n", f.vars[*v].name);
+        }
+        s += &format!("; frame {} bytes, saves {:?}\n", self.frame_bytes, self.saved.iter().map(|(r, _)| r.to_string()).collect::<Vec<_>>());
+        for &b in &f.layout {
+            s += &format!("{b}:\n");
+            for i in &self.code[b] {
+                s += &match i {
+                    MInst::Move { dst, src } => format!("    mov {dst}, {src}\n"),
+                    MInst::Spill { slot, src } => format!("    spill {}, {src}\n", Operand::Mem(Mem::frame(*slot))),
+                    MInst::Reuse { node, reg } => format!("    {reg} = {} (reused)   ; {node}\n", f.node_text(*node)),
+                    MInst::Alias { node, reg } => format!("    {reg} = {} (global, not copied)   ; {node}\n", f.node_text(*node)),
+                    MInst::Node { node, ops, results } => {
+                        let res: Vec<String> = results.iter().map(|r| r.map_or("_".into(), |r| r.to_string())).collect();
+                        let lhs = if res.is_empty() { String::new() } else { format!("{} = ", res.join(", ")) };
+                        let ops: Vec<String> = ops.iter().map(|o| o.to_string()).collect();
+                        format!("    {lhs}{} {}   ; {node}\n", op_name(&f.nodes[*node].op), ops.join(", "))
+                    }
+                };
+            }
+        }
+        s
+    }
+}

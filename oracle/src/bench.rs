@@ -1,0 +1,243 @@
+//! Throughput measurements for `tandem bench`: what one emulated run costs, bare and
+//! through the runner, and why the runner reuses one Unicorn instance (issue 4, "A
+//! benchmark command"). Each measurement runs a fixed program a fixed number of times and
+//! reports runs per second; every runner measurement also checks that the runs agree with
+//! the interpreter, so a broken runner cannot report a good figure.
+//!
+//! The fixed program is written by hand in x86 (the backend will replace it with compiled
+//! code and generated programs): a loop of `n` calls to `@mix`, then one `@log`.
+
+use crate::diff::{check, Verdict};
+use crate::emu::{EmuError, Emulator};
+use crate::interp::{RunInput, DEFAULT_FUEL};
+use crate::outcome::Value;
+use iced_x86::code_asm::*;
+use std::fmt;
+use std::time::Instant;
+use tandem_core::abi::{MachineCode, RuntimeHelper, CODE_BASE};
+use tandem_core::helpers::HelperKind;
+use tandem_core::ir::Function;
+use unicorn_engine::unicorn_const::{Arch, Mode, Prot};
+use unicorn_engine::{RegisterX86, Unicorn};
+
+/// The fixed program's IR; [`fixed_program`] is its compilation by hand.
+pub const FIXED_PROGRAM: &str = "\
+helper @log(i32, i32) -> void effects(observable)
+helper @mix(i32, i32) -> i32 pure
+
+function %f(i32 %n) -> i32 {
+    local i32 %i
+    local i32 %s
+b0:
+    jump b1
+b1:
+    (%s = add(%s, call @mix(%i, %s)))
+    (%i = add(%i, 1))
+    br slt(%i, %n), b1, b2
+b2:
+    call @log(%s, %i)
+    ret %s
+}
+";
+
+/// The loop count the fixed program runs with.
+pub const FIXED_N: i32 = 10;
+
+/// Why a benchmark could not run.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum BenchError {
+    /// The emulator failed.
+    Emulator(EmuError),
+    /// A bare Unicorn operation failed.
+    Unicorn(String),
+    /// The fixed program's runs did not agree with the interpreter: the runner is broken.
+    Disagreement(String),
+}
+
+impl fmt::Display for BenchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BenchError::Emulator(e) => e.fmt(f),
+            BenchError::Unicorn(s) => write!(f, "unicorn: {s}"),
+            BenchError::Disagreement(s) => write!(f, "the fixed program disagrees with the interpreter:\n{s}"),
+        }
+    }
+}
+
+impl std::error::Error for BenchError {}
+
+/// One measurement: what was timed, how many runs, how long they took.
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    pub name: &'static str,
+    pub runs: u64,
+    pub seconds: f64,
+}
+
+impl Measurement {
+    pub fn runs_per_second(&self) -> f64 {
+        self.runs as f64 / self.seconds
+    }
+
+    pub fn micros_per_run(&self) -> f64 {
+        self.seconds * 1e6 / self.runs as f64
+    }
+}
+
+impl fmt::Display for Measurement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:<52} {:>12.0} runs/s {:>10.2} us/run ({} runs)",
+            self.name,
+            self.runs_per_second(),
+            self.micros_per_run(),
+            self.runs
+        )
+    }
+}
+
+fn time(
+    name: &'static str,
+    runs: u64,
+    mut body: impl FnMut() -> Result<(), BenchError>,
+) -> Result<Measurement, BenchError> {
+    let start = Instant::now();
+    for _ in 0..runs {
+        body()?;
+    }
+    Ok(Measurement { name, runs, seconds: start.elapsed().as_secs_f64().max(1e-9) })
+}
+
+/// The fixed program's function.
+pub fn fixed_function() -> Function {
+    let (m, _) = tandem_core::text::parse_module(FIXED_PROGRAM).expect("the fixed program parses");
+    m.functions.into_iter().next().expect("one function")
+}
+
+/// The fixed program compiled by hand: `i` in `esi`, `s` in `edi`, `n` in `ebx`.
+pub fn fixed_program() -> MachineCode {
+    let mix = RuntimeHelper::Ir(HelperKind::Mix).address() as u64;
+    let log = RuntimeHelper::Ir(HelperKind::Log).address() as u64;
+    let build = |a: &mut CodeAssembler| -> Result<(), IcedError> {
+        let mut top = a.create_label();
+        a.push(ebx)?;
+        a.push(esi)?;
+        a.push(edi)?;
+        a.xor(esi, esi)?;
+        a.xor(edi, edi)?;
+        a.mov(ebx, dword_ptr(esp + 16))?;
+        a.set_label(&mut top)?;
+        a.push(edi)?;
+        a.push(esi)?;
+        a.call(mix)?;
+        a.add(esp, 8)?;
+        a.add(edi, eax)?;
+        a.inc(esi)?;
+        a.cmp(esi, ebx)?;
+        a.jl(top)?;
+        a.push(esi)?;
+        a.push(edi)?;
+        a.call(log)?;
+        a.add(esp, 8)?;
+        a.mov(eax, edi)?;
+        a.pop(edi)?;
+        a.pop(esi)?;
+        a.pop(ebx)?;
+        a.ret()
+    };
+    let mut a = CodeAssembler::new(32).expect("32-bit assembler");
+    build(&mut a).expect("the fixed program assembles");
+    MachineCode { bytes: a.assemble(CODE_BASE as u64).expect("the fixed program encodes"), entry: 0 }
+}
+
+/// The smallest function and its code: `ret 0`.
+fn trivial() -> (Function, MachineCode) {
+    let (m, _) = tandem_core::text::parse_module("function %f() -> i32 {\nb0:\n    ret 0\n}\n").expect("parses");
+    let mut a = CodeAssembler::new(32).expect("32-bit assembler");
+    a.xor(eax, eax).and_then(|_| a.ret()).expect("assembles");
+    let code = MachineCode { bytes: a.assemble(CODE_BASE as u64).expect("encodes"), entry: 0 };
+    (m.functions.into_iter().next().expect("one function"), code)
+}
+
+fn uc_err(e: unicorn_engine::unicorn_const::uc_error) -> BenchError {
+    BenchError::Unicorn(format!("{e:?}"))
+}
+
+/// One bare Unicorn run of `mov eax, 1` on `uc` (code page already mapped and written).
+fn bare_run(uc: &mut Unicorn<'_, ()>) -> Result<(), BenchError> {
+    uc.reg_write(RegisterX86::EAX, 0).map_err(uc_err)?;
+    uc.emu_start(CODE_BASE as u64, CODE_BASE as u64 + 5, 0, 1000).map_err(uc_err)?;
+    if uc.reg_read(RegisterX86::EAX).map_err(uc_err)? != 1 {
+        return Err(BenchError::Unicorn("the bare program did not run".into()));
+    }
+    Ok(())
+}
+
+fn bare_instance() -> Result<Unicorn<'static, ()>, BenchError> {
+    let mut uc = Unicorn::new(Arch::X86, Mode::MODE_32).map_err(uc_err)?;
+    uc.mem_map(CODE_BASE as u64, 0x1000, Prot::READ | Prot::EXEC).map_err(uc_err)?;
+    uc.mem_write(CODE_BASE as u64, &[0xB8, 1, 0, 0, 0]).map_err(uc_err)?;
+    Ok(uc)
+}
+
+/// Runs every emulator measurement with `runs` runs each (the instance-per-run ones
+/// with a tenth of that, as they are slow). The same program on the same instance keeps
+/// its translated code between runs; the "new code every run" line shows the cost with
+/// translation, which is what a campaign of fresh programs pays once per program.
+pub fn emulator_bench(runs: u64) -> Result<Vec<Measurement>, BenchError> {
+    let few = (runs / 10).max(1);
+    let mut out = vec![];
+    out.push(time("unicorn bare: new instance per run", few, || {
+        let mut uc = bare_instance()?;
+        bare_run(&mut uc)
+    })?);
+    let mut uc = bare_instance()?;
+    out.push(time("unicorn bare: one reused instance", runs, || bare_run(&mut uc))?);
+
+    let (tf, tcode) = trivial();
+    let tinput = RunInput { args: vec![], heap: vec![], callframe: vec![], fuel: DEFAULT_FUEL };
+    let agree = |v: Verdict| match v {
+        Verdict::Agree(_) => Ok(()),
+        other => Err(BenchError::Disagreement(other.to_string())),
+    };
+    out.push(time("runner, trivial program: new Emulator per run", few, || {
+        let mut emu = Emulator::new().map_err(BenchError::Emulator)?;
+        agree(check(&tf, &tinput, &tcode, &mut emu).map_err(|e| BenchError::Disagreement(e.to_string()))?)
+    })?);
+    let mut emu = Emulator::new().map_err(BenchError::Emulator)?;
+    out.push(time("runner, trivial program: reused Emulator", runs, || {
+        emu.run(&tcode, &tf, &tinput)
+            .map_err(BenchError::Emulator)?
+            .map(|_| ())
+            .map_err(|f| BenchError::Disagreement(f.to_string()))
+    })?);
+
+    let f = fixed_function();
+    let code = fixed_program();
+    let input = RunInput { args: vec![Value::I32(FIXED_N)], heap: vec![], callframe: vec![], fuel: DEFAULT_FUEL };
+    agree(check(&f, &input, &code, &mut emu).map_err(|e| BenchError::Disagreement(e.to_string()))?)?;
+    out.push(time("runner, fixed program (10 helper calls): emulate", runs, || {
+        emu.run(&code, &f, &input)
+            .map_err(BenchError::Emulator)?
+            .map(|_| ())
+            .map_err(|f| BenchError::Disagreement(f.to_string()))
+    })?);
+    // Two byte-different copies of the program, alternated, so that every run loads and
+    // translates new code, as a campaign's fresh programs do.
+    let mut other = code.clone();
+    other.bytes.push(0x90);
+    let mut flip = false;
+    out.push(time("runner, fixed program, new code every run: emulate", runs, || {
+        flip = !flip;
+        let c = if flip { &other } else { &code };
+        emu.run(c, &f, &input)
+            .map_err(BenchError::Emulator)?
+            .map(|_| ())
+            .map_err(|f| BenchError::Disagreement(f.to_string()))
+    })?);
+    out.push(time("runner, fixed program: interpreter + emulate + diff", runs, || {
+        agree(check(&f, &input, &code, &mut emu).map_err(|e| BenchError::Disagreement(e.to_string()))?)
+    })?);
+    Ok(out)
+}
