@@ -11,9 +11,12 @@
 //! * [`diff`] — the differential check, interpreter vs x86;
 //! * [`check`] — the full check of one run: reference, every IR pass, x86 without and with
 //!   the passes;
+//! * [`campaign`] — fuzzing campaigns over generated seeds (`tandem fuzz`), findings as
+//!   case files;
 //! * [`bench`] — throughput measurements (`tandem bench`).
 
 pub mod bench;
+pub mod campaign;
 pub mod casefile;
 pub mod check;
 pub mod gen;

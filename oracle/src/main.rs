@@ -67,6 +67,27 @@ enum Command {
         #[arg(long)]
         stats: bool,
     },
+    /// A fuzzing campaign: generates the cases of consecutive seeds and checks every run
+    /// through every stage (reference interpreter, each IR pass, x86 without and with the
+    /// passes). Each failing case is written to the output folder as a case file that
+    /// `tandem run` replays. Exit status 1 when there was a finding.
+    Fuzz {
+        /// The first seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// How many consecutive seeds.
+        #[arg(long, default_value_t = 1000)]
+        count: u64,
+        /// The generator profile: small, default, loops or memory.
+        #[arg(long, default_value = "default")]
+        profile: String,
+        /// Where finding files are written.
+        #[arg(long, default_value = "findings")]
+        out: PathBuf,
+        /// No progress bar.
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Measures throughput: bare Unicorn runs, the runner with a reused and a fresh
     /// instance, and the differential check on a fixed program. Build with `--release`.
     Bench {
@@ -85,6 +106,7 @@ fn main() -> ExitCode {
         }
         Command::Gen { seed, profile, count, stats } => generate(seed, &profile, count, stats),
         Command::Bench { runs } => bench(runs),
+        Command::Fuzz { seed, count, profile, out, quiet } => fuzz(seed, count, &profile, out, quiet),
     }
 }
 
@@ -203,6 +225,67 @@ fn generate(seed: u64, profile: &str, count: u64, stats: bool) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+fn fuzz(seed: u64, count: u64, profile: &str, out: PathBuf, quiet: bool) -> ExitCode {
+    use tandem_oracle::campaign::{self, Campaign};
+    let Some(profile) = gen::Profile::from_name(profile) else {
+        let names: Vec<&str> = gen::Profile::ALL.iter().map(|p| p.name()).collect();
+        eprintln!("error: unknown profile `{profile}` (expected one of: {})", names.join(", "));
+        return ExitCode::from(2);
+    };
+    let mut emu = match tandem_oracle::emu::Emulator::new() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: cannot start the emulator: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let bar = if quiet { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(count) };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} seeds, {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let c = Campaign { start: seed, count, profile, out_dir: out };
+    let mut reported = 0;
+    let result = campaign::run(&c, &mut emu, |_, s| {
+        bar.inc(1);
+        bar.set_message(format!("{} runs, {} findings", s.runs, s.findings.len()));
+        // Each finding is announced as soon as its file exists.
+        for f in &s.findings[reported..] {
+            bar.println(format!("finding: seed {} ({}): stage `{}` -> {}", f.seed, f.problem.lines.first().map_or("", |l| l.as_str()), f.problem.stage, f.path.display()));
+        }
+        reported = s.findings.len();
+    });
+    bar.finish_and_clear();
+    match result {
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+        Ok(s) => {
+            let secs = s.elapsed.as_secs_f64().max(1e-9);
+            println!(
+                "{} seeds ({}), {} runs: {} agreed at every stage, {} invalid (not compared), {} findings; {:.0} cases/s",
+                s.cases,
+                c.profile.name(),
+                s.runs,
+                s.agreed,
+                s.invalid,
+                s.findings.len(),
+                s.cases as f64 / secs
+            );
+            for f in &s.findings {
+                println!("  seed {}: stage `{}`: {}", f.seed, f.problem.stage, f.path.display());
+            }
+            if s.findings.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
 }
 
 fn bench(runs: u64) -> ExitCode {

@@ -1,0 +1,120 @@
+//! Fuzzing campaigns over generated programs. Every run of every seed goes through
+//! [`check_run`]: the reference interpreter, the interpreter after every IR pass, and
+//! the x86 code without and with the passes. Each failing case is written at once as a
+//! case file (module, runs, the reference interpreter's outcome as the expectation, and
+//! `;` lines naming the disagreeing stage), so that `tandem run FILE` replays the
+//! disagreement and a campaign never loses a finding it reported.
+
+use crate::check::{check_run, CheckError, Problem};
+use crate::emu::Emulator;
+use crate::gen::{self, Profile};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// What a campaign covers.
+#[derive(Clone, Debug)]
+pub struct Campaign {
+    /// The first seed.
+    pub start: u64,
+    /// How many consecutive seeds.
+    pub count: u64,
+    pub profile: Profile,
+    /// Where finding files go (created when needed).
+    pub out_dir: PathBuf,
+}
+
+/// One failing case.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    pub seed: u64,
+    /// The replayable case file written for it.
+    pub path: PathBuf,
+    /// The first problem, for the summary.
+    pub problem: Problem,
+}
+
+/// What a campaign saw.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    pub cases: u64,
+    pub runs: u64,
+    /// Runs the reference interpreter found invalid (not compared).
+    pub invalid: u64,
+    /// Runs on which every stage agreed.
+    pub agreed: u64,
+    pub findings: Vec<Finding>,
+    pub elapsed: Duration,
+}
+
+/// Why a campaign stopped early.
+#[derive(Debug)]
+pub enum CampaignError {
+    /// A run could not be checked (the emulator failed, or the generator made inputs
+    /// that do not fit its own function).
+    Check { seed: u64, error: CheckError },
+    /// A finding could not be written.
+    Write { path: PathBuf, error: std::io::Error },
+}
+
+impl std::fmt::Display for CampaignError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CampaignError::Check { seed, error } => write!(f, "seed {seed}: {error}"),
+            CampaignError::Write { path, error } => write!(f, "cannot write {}: {error}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for CampaignError {}
+
+/// Runs a campaign; `progress` is called after each seed with the summary so far.
+pub fn run(c: &Campaign, emu: &mut Emulator, mut progress: impl FnMut(u64, &Summary)) -> Result<Summary, CampaignError> {
+    let started = Instant::now();
+    let mut s = Summary::default();
+    let cfg = c.profile.config();
+    for seed in c.start..c.start.saturating_add(c.count) {
+        let g = gen::generate(seed, &cfg);
+        s.cases += 1;
+        let mut problems = vec![];
+        for r in &g.case.runs {
+            let Some(f) = g.case.module.function(&r.entry) else { continue };
+            let input = r.input(f).map_err(|m| CampaignError::Check {
+                seed,
+                error: CheckError::Input(crate::interp::InputError::Arguments(m)),
+            })?;
+            let checked = check_run(f, &input, emu).map_err(|error| CampaignError::Check { seed, error })?;
+            s.runs += 1;
+            match &checked.reference {
+                Err(_) => s.invalid += 1,
+                Ok(_) if checked.problems.is_empty() => s.agreed += 1,
+                Ok(_) => problems.extend(checked.problems.into_iter().map(|p| (r.line, p))),
+            }
+        }
+        if let Some((_, first)) = problems.first() {
+            let path = write_finding(&c.out_dir, seed, c.profile, &problems)?;
+            s.findings.push(Finding { seed, path, problem: first.clone() });
+        }
+        progress(seed, &s);
+    }
+    s.elapsed = started.elapsed();
+    Ok(s)
+}
+
+/// Writes the case of `seed` with its problems as leading comments; returns the path.
+fn write_finding(dir: &Path, seed: u64, profile: Profile, problems: &[(u32, Problem)]) -> Result<PathBuf, CampaignError> {
+    let path = dir.join(format!("{}-seed-{seed}.tir", profile.name()));
+    let mut text = String::new();
+    for (_, p) in problems {
+        text += &format!("; stage `{}` disagrees with the reference interpreter:\n", p.stage);
+        for l in &p.lines {
+            text += &format!(";   {l}\n");
+        }
+    }
+    text += &gen::render(seed, profile);
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(&path, &text)
+    };
+    write().map_err(|error| CampaignError::Write { path: path.clone(), error })?;
+    Ok(path)
+}
