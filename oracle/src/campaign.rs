@@ -8,6 +8,7 @@
 use crate::check::{check_run, CheckError, Problem};
 use crate::emu::Emulator;
 use crate::gen::{self, Profile};
+use tandem_core::passes::Stats;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -43,7 +44,21 @@ pub struct Summary {
     /// Runs on which every stage agreed.
     pub agreed: u64,
     pub findings: Vec<Finding>,
+    /// What each pass of the check pipeline did, summed over the cases (counted once per
+    /// case, not per run).
+    pub pass_stats: Vec<(String, Stats)>,
     pub elapsed: Duration,
+}
+
+impl Summary {
+    fn add_pass_stats(&mut self, stats: &[(String, Stats)]) {
+        for (pass, st) in stats {
+            match self.pass_stats.iter_mut().find(|(p, _)| p == pass) {
+                Some((_, total)) => total.merge(st),
+                None => self.pass_stats.push((pass.clone(), st.clone())),
+            }
+        }
+    }
 }
 
 /// Why a campaign stopped early.
@@ -76,6 +91,7 @@ pub fn run(c: &Campaign, emu: &mut Emulator, mut progress: impl FnMut(u64, &Summ
         let g = gen::generate(seed, &cfg);
         s.cases += 1;
         let mut problems = vec![];
+        let mut stats_taken = false;
         for r in &g.case.runs {
             let Some(f) = g.case.module.function(&r.entry) else { continue };
             let input = r.input(f).map_err(|m| CampaignError::Check {
@@ -84,6 +100,10 @@ pub fn run(c: &Campaign, emu: &mut Emulator, mut progress: impl FnMut(u64, &Summ
             })?;
             let checked = check_run(f, &input, emu).map_err(|error| CampaignError::Check { seed, error })?;
             s.runs += 1;
+            if !stats_taken && !checked.pass_stats.is_empty() {
+                s.add_pass_stats(&checked.pass_stats);
+                stats_taken = true;
+            }
             match &checked.reference {
                 Err(_) => s.invalid += 1,
                 Ok(_) if checked.problems.is_empty() => s.agreed += 1,

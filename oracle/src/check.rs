@@ -3,7 +3,9 @@
 //!
 //! 1. the reference interpreter on the function as written;
 //! 2. the interpreter after every IR pass of the check pipeline ([`crate::passcheck`]),
-//!    naming the first pass that changed the outcome;
+//!    naming the first pass that changed the outcome; and, for a function without phis,
+//!    after `cprop` alone, which is where the tree mover sees HIR as a front end writes it
+//!    (redefinitions after uses, so every kind of tree move can fire);
 //! 3. the x86 code of the function without IR optimization (a function already in SSA
 //!    form only goes through `ssa-destroy`, since the backend takes IR without phis), run
 //!    in the emulator ([`crate::diff`]);
@@ -19,7 +21,7 @@ use crate::outcome::{Invalid, Outcome};
 use crate::passcheck;
 use tandem_core::backend;
 use tandem_core::ir::Function;
-use tandem_core::passes::{Form, PassManager, Pipeline};
+use tandem_core::passes::{Form, PassManager, Pipeline, Stats};
 
 /// What one stage found wrong.
 #[derive(Clone, Debug)]
@@ -40,6 +42,9 @@ pub struct RunCheck {
     /// Every stage that disagreed, in stage order; empty when all agree (or the run is
     /// invalid).
     pub problems: Vec<Problem>,
+    /// What each pass did, by stage label (`ssa`, ..., `cprop`, and `cprop on HIR` for
+    /// the pass alone); empty when no pipeline ran.
+    pub pass_stats: Vec<(String, Stats)>,
 }
 
 /// Why a run could not be checked at all.
@@ -75,11 +80,12 @@ pub fn backend_input(f: &Function) -> Result<Function, String> {
 
 /// `f` after the whole check pipeline (see [`passcheck::replay_pipeline`]); `None` when
 /// `f` is in neither of the pipeline's input forms.
-pub fn optimized(f: &Function) -> Option<Result<(Pipeline, Function), String>> {
+/// The statistics of each pass come along.
+pub fn optimized(f: &Function) -> Option<Result<(Pipeline, Function, Vec<(&'static str, Stats)>), String>> {
     let p = passcheck::replay_pipeline(f)?;
     let mut g = f.clone();
     Some(match (PassManager { verify: true }).run(&p, &mut g, &mut |_, _, _| {}) {
-        Ok(_) => Ok((p, g)),
+        Ok(stats) => Ok((p, g, stats)),
         Err(e) => Err(e.to_string()),
     })
 }
@@ -88,7 +94,7 @@ pub fn optimized(f: &Function) -> Option<Result<(Pipeline, Function), String>> {
 pub fn check_run(f: &Function, input: &RunInput, emu: &mut Emulator) -> Result<RunCheck, CheckError> {
     let reference = interp::run(f, input).map_err(CheckError::Input)?;
     let Ok(expected) = &reference else {
-        return Ok(RunCheck { reference, problems: vec![] });
+        return Ok(RunCheck { reference, problems: vec![], pass_stats: vec![] });
     };
     let mut problems = vec![];
     let problem = |stage: String, lines: Vec<String>| Problem { stage, lines, side_by_side: None };
@@ -97,11 +103,27 @@ pub fn check_run(f: &Function, input: &RunInput, emu: &mut Emulator) -> Result<R
     if !pass_problems.is_empty() {
         problems.push(problem("IR passes".into(), pass_problems));
     }
+    let mut pass_stats = vec![];
+    if f.layout.iter().all(|&b| f.blocks[b].phis.is_empty()) {
+        let alone = Pipeline::parse("cprop").expect("valid pipeline");
+        match passcheck::check_function(f, input, &alone) {
+            Ok(c) => {
+                if !c.verdict.is_ok() {
+                    problems.push(problem("IR pass cprop on HIR".into(), c.verdict.problems()));
+                }
+                pass_stats.extend(c.stats.into_iter().map(|(_, st)| ("cprop on HIR".to_string(), st)));
+            }
+            Err(e) => problems.push(problem("IR pass cprop on HIR".into(), vec![e.to_string()])),
+        }
+    }
     // 3. and 4. The x86 code, without and with IR optimization.
     let mut x86_stages = vec![("x86".to_string(), backend_input(f))];
     if let Some(o) = optimized(f) {
         x86_stages.push(match o {
-            Ok((p, g)) => (format!("x86 after {p}"), Ok(g)),
+            Ok((p, g, stats)) => {
+                pass_stats.extend(stats.into_iter().map(|(n, st)| (n.to_string(), st)));
+                (format!("x86 after {p}"), Ok(g))
+            }
             Err(e) => ("x86 after the check pipeline".to_string(), Err(e)),
         });
     }
@@ -133,5 +155,5 @@ pub fn check_run(f: &Function, input: &RunInput, emu: &mut Emulator) -> Result<R
             }
         }
     }
-    Ok(RunCheck { reference, problems })
+    Ok(RunCheck { reference, problems, pass_stats })
 }

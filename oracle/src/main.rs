@@ -276,6 +276,10 @@ fn fuzz(seed: u64, count: u64, profile: &str, out: PathBuf, quiet: bool) -> Exit
                 s.findings.len(),
                 s.cases as f64 / secs
             );
+            for (pass, st) in &s.pass_stats {
+                let counters: Vec<String> = st.counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                println!("  {pass}: {}", counters.join(" "));
+            }
             for f in &s.findings {
                 println!("  seed {}: stage `{}`: {}", f.seed, f.problem.stage, f.path.display());
             }
