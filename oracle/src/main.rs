@@ -58,8 +58,8 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// The profile: small, default, loops or memory.
-        #[arg(long, default_value = "default")]
-        profile: String,
+        #[arg(long, default_value = "default", value_parser = parse_profile)]
+        profile: gen::Profile,
         /// How many consecutive seeds.
         #[arg(long, default_value_t = 1)]
         count: u64,
@@ -79,8 +79,8 @@ enum Command {
         #[arg(long, default_value_t = 1000)]
         count: u64,
         /// The generator profile: small, default, loops or memory.
-        #[arg(long, default_value = "default")]
-        profile: String,
+        #[arg(long, default_value = "default", value_parser = parse_profile)]
+        profile: gen::Profile,
         /// Where finding files are written.
         #[arg(long, default_value = "findings")]
         out: PathBuf,
@@ -104,9 +104,9 @@ fn main() -> ExitCode {
         Command::Compile { file, emit, after, pipeline, stats } => {
             compile(&file, &emit, after.as_deref(), pipeline.as_deref(), stats)
         }
-        Command::Gen { seed, profile, count, stats } => generate(seed, &profile, count, stats),
+        Command::Gen { seed, profile, count, stats } => generate(seed, profile, count, stats),
         Command::Bench { runs } => bench(runs),
-        Command::Fuzz { seed, count, profile, out, quiet } => fuzz(seed, count, &profile, out, quiet),
+        Command::Fuzz { seed, count, profile, out, quiet } => fuzz(seed, count, profile, out, quiet),
     }
 }
 
@@ -205,12 +205,7 @@ fn emit_name(f: tandem_core::passes::Form) -> &'static str {
     }
 }
 
-fn generate(seed: u64, profile: &str, count: u64, stats: bool) -> ExitCode {
-    let Some(p) = gen::Profile::from_name(profile) else {
-        let names: Vec<&str> = gen::Profile::ALL.iter().map(|p| p.name()).collect();
-        eprintln!("error: unknown profile `{profile}` (expected one of: {})", names.join(", "));
-        return ExitCode::from(2);
-    };
+fn generate(seed: u64, p: gen::Profile, count: u64, stats: bool) -> ExitCode {
     // Output goes through a locked handle and a closed pipe (`| head`) ends quietly.
     let mut out = std::io::stdout().lock();
     if stats {
@@ -227,19 +222,27 @@ fn generate(seed: u64, profile: &str, count: u64, stats: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn fuzz(seed: u64, count: u64, profile: &str, out: PathBuf, quiet: bool) -> ExitCode {
-    use tandem_oracle::campaign::{self, Campaign};
-    let Some(profile) = gen::Profile::from_name(profile) else {
+/// Reads a generator profile name for clap, which reports a bad one with exit status 2.
+fn parse_profile(name: &str) -> Result<gen::Profile, String> {
+    gen::Profile::from_name(name).ok_or_else(|| {
         let names: Vec<&str> = gen::Profile::ALL.iter().map(|p| p.name()).collect();
-        eprintln!("error: unknown profile `{profile}` (expected one of: {})", names.join(", "));
-        return ExitCode::from(2);
-    };
-    let mut emu = match tandem_oracle::emu::Emulator::new() {
+        format!("unknown profile `{name}` (expected one of: {})", names.join(", "))
+    })
+}
+
+/// The emulator every x86 stage runs in, or the exit status when it cannot start.
+fn emulator() -> Result<tandem_oracle::emu::Emulator, ExitCode> {
+    tandem_oracle::emu::Emulator::new().map_err(|e| {
+        eprintln!("error: cannot start the emulator: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn fuzz(seed: u64, count: u64, profile: gen::Profile, out: PathBuf, quiet: bool) -> ExitCode {
+    use tandem_oracle::campaign::{self, Campaign};
+    let mut emu = match emulator() {
         Ok(e) => e,
-        Err(e) => {
-            eprintln!("error: cannot start the emulator: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let bar = if quiet { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(count) };
     bar.set_style(
@@ -315,12 +318,9 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut emu = match tandem_oracle::emu::Emulator::new() {
+    let mut emu = match emulator() {
         Ok(e) => e,
-        Err(e) => {
-            eprintln!("error: cannot start the emulator: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     // Output goes through a locked handle so that a closed pipe (`| head`) ends quietly.
     let mut out = std::io::stdout().lock();
