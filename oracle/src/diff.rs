@@ -9,11 +9,12 @@
 //!   a line of [`Outcome::diff`] in [`Verdict::Disagree`].
 //! * A [`Finding`] of the emulator (a fault, a clobbered callee-saved register, a bad
 //!   stack, the instruction budget used up while the interpreter terminated) is a bug on
-//!   its own: [`Verdict::Finding`].
+//!   its own: [`Verdict::Finding`]. The budget is proportional to the fuel the
+//!   interpreter actually used, so a compiled loop that never ends is found quickly.
 //!
 //! [`side_by_side`] prints two outcomes in two columns for reports.
 
-use crate::emu::{EmuError, Emulator, Finding};
+use crate::emu::{budget_for, EmuError, Emulator, Finding};
 use crate::interp::{self, InputError, RunInput};
 use crate::outcome::{Invalid, Outcome, HEAP_ROW};
 use std::fmt;
@@ -82,26 +83,28 @@ impl fmt::Display for CheckError {
 impl std::error::Error for CheckError {}
 
 /// Runs `f` on `input` in the interpreter and `code` (its compilation) in `emu`, and
-/// compares. The x86 run gets `input.fuel * INSNS_PER_FUEL` instructions; using them up
-/// is a finding, since the interpreter terminated within its fuel. A run the interpreter
-/// finds invalid is not executed on x86 at all.
+/// compares. The x86 run gets [`budget_for`] the fuel the interpreter used; using it up
+/// is a finding, since the interpreter terminated. A run the interpreter finds invalid
+/// is not executed on x86 at all.
 pub fn check(f: &Function, input: &RunInput, code: &MachineCode, emu: &mut Emulator) -> Result<Verdict, CheckError> {
-    match interp::run(f, input).map_err(CheckError::Input)? {
-        Ok(expected) => check_against(expected, f, input, code, emu).map_err(CheckError::Emulator),
-        Err(invalid) => Ok(Verdict::Skipped(invalid)),
+    match interp::run_measured(f, input).map_err(CheckError::Input)? {
+        (Ok(expected), used) => check_against(expected, used, f, input, code, emu).map_err(CheckError::Emulator),
+        (Err(invalid), _) => Ok(Verdict::Skipped(invalid)),
     }
 }
 
-/// Like [`check`] with the interpreter's outcome already known (for comparing several
-/// compilations of one function, e.g. before and after each pass, on the same input).
+/// Like [`check`] with the interpreter's outcome and the fuel it used already known
+/// (from [`interp::run_measured`]), for comparing several compilations of one function
+/// on the same input.
 pub fn check_against(
     expected: Outcome,
+    fuel_used: u64,
     f: &Function,
     input: &RunInput,
     code: &MachineCode,
     emu: &mut Emulator,
 ) -> Result<Verdict, EmuError> {
-    Ok(verdict(expected, emu.run(code, f, input)?))
+    Ok(verdict(expected, emu.run_with_budget(code, f, input, budget_for(fuel_used))?))
 }
 
 /// The verdict on an x86 run against the interpreter's outcome of the same input.

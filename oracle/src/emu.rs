@@ -74,6 +74,14 @@ pub const STACK_WINDOW_BASE: u32 = STACK_BASE + STACK_SIZE - STACK_WINDOW;
 /// unit is one IR node or block; the most expensive nodes (64-bit shifts by a variable
 /// count, 64-bit multiplies with spills around them) take well under 32 instructions.
 pub const INSNS_PER_FUEL: u64 = 32;
+/// Instructions every run may execute on top of its per-fuel budget: a prologue that
+/// zeroes and saves many locals costs instructions but no fuel.
+pub const BUDGET_SLACK: u64 = 100_000;
+
+/// The instruction budget of a run whose interpreter run uses (or may use) `fuel`.
+pub fn budget_for(fuel: u64) -> u64 {
+    fuel.saturating_mul(INSNS_PER_FUEL).saturating_add(BUDGET_SLACK)
+}
 
 /// The byte filling the unused part of the code region and the sentinel page (`int3`).
 const INT3: u8 = 0xCC;
@@ -398,14 +406,14 @@ impl Emulator {
     }
 
     /// Runs `code` as the compilation of `f` on `input`, with a budget of
-    /// `input.fuel * INSNS_PER_FUEL` instructions.
+    /// [`budget_for`]`(input.fuel)` instructions.
     pub fn run(
         &mut self,
         code: &MachineCode,
         f: &Function,
         input: &RunInput,
     ) -> Result<Result<Outcome, Finding>, EmuError> {
-        self.run_with_budget(code, f, input, input.fuel.saturating_mul(INSNS_PER_FUEL))
+        self.run_with_budget(code, f, input, budget_for(input.fuel))
     }
 
     /// Runs `code` as the compilation of `f` on `input`, executing at most `budget`

@@ -392,11 +392,11 @@ fn infinite_loops_time_out() {
         a.add(esp, 8)?;
         a.jmp(top)
     });
-    let mut inp = input(vec![]);
-    inp.fuel = 100;
-    match check(&f, &inp, &spin_call, &mut emu).unwrap() {
+    // The budget follows the fuel the interpreter used, not the fuel it was given: one
+    // unit for entering b0 and one for the constant `ret 0` evaluates.
+    match check(&f, &input(vec![]), &spin_call, &mut emu).unwrap() {
         Verdict::Finding { finding: Finding::Timeout { budget, .. }, .. } => {
-            assert_eq!(budget, 100 * emu::INSNS_PER_FUEL)
+            assert_eq!(budget, 2 * emu::INSNS_PER_FUEL + emu::BUDGET_SLACK)
         }
         v => panic!("{v}"),
     }
@@ -688,7 +688,8 @@ fn deep_stack_frames_work_and_are_poisoned_afresh() {
 fn trap_kind_and_code_must_match() {
     let f = func("function %f(i32 %a) -> i32 {\nb0:\n    trapif(%a, 9)\n    ret 0\n}\n");
     let inp = input(vec![Value::I32(1)]);
-    let expected = tandem_oracle::interp::run(&f, &inp).unwrap().unwrap();
+    let (expected, used) = tandem_oracle::interp::run_measured(&f, &inp).unwrap();
+    let expected = expected.unwrap();
     let mut emu = Emulator::new().unwrap();
     let trap = |code: u32| {
         asm(move |a| {
@@ -696,9 +697,9 @@ fn trap_kind_and_code_must_match() {
             a.int(0x41)
         })
     };
-    let v = tandem_oracle::diff::check_against(expected.clone(), &f, &inp, &trap(9), &mut emu).unwrap();
+    let v = tandem_oracle::diff::check_against(expected.clone(), used, &f, &inp, &trap(9), &mut emu).unwrap();
     assert!(matches!(v, Verdict::Agree(_)), "{v}");
-    match tandem_oracle::diff::check_against(expected.clone(), &f, &inp, &trap(8), &mut emu).unwrap() {
+    match tandem_oracle::diff::check_against(expected.clone(), used, &f, &inp, &trap(8), &mut emu).unwrap() {
         Verdict::Disagree { diff, .. } => assert_eq!(diff, vec!["end: expected trap check(9), got trap check(8)"]),
         v => panic!("{v}"),
     }
@@ -707,7 +708,7 @@ fn trap_kind_and_code_must_match() {
         a.cdq()?;
         a.idiv(ecx)
     });
-    match tandem_oracle::diff::check_against(expected, &f, &inp, &divide, &mut emu).unwrap() {
+    match tandem_oracle::diff::check_against(expected, used, &f, &inp, &divide, &mut emu).unwrap() {
         Verdict::Disagree { diff, .. } => assert_eq!(diff, vec!["end: expected trap check(9), got trap divide_error"]),
         v => panic!("{v}"),
     }
