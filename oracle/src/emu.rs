@@ -40,7 +40,7 @@ use tandem_core::abi::{
     STACK_SIZE,
 };
 use tandem_core::ir::{BinOp, Function, TrapKind, Type, CALLFRAME_BASE, CALLFRAME_SLOT, HEAP_BASE, HEAP_SIZE};
-use unicorn_engine::unicorn_const::{uc_error, Arch, HookType, MemType, Mode, Prot};
+use unicorn_engine::unicorn_const::{uc_ctl, uc_error, Arch, ControlType, HookType, MemType, Mode, Prot};
 use unicorn_engine::{Context, RegisterX86, Unicorn};
 
 /// The page size of the memory map.
@@ -70,6 +70,9 @@ pub const ENTRY_EBP: u32 = 0xCA11_EB90;
 pub const STACK_WINDOW: u32 = 0x4000;
 /// The lowest address of the stack window.
 pub const STACK_WINDOW_BASE: u32 = STACK_BASE + STACK_SIZE - STACK_WINDOW;
+/// The size of Unicorn's translated-code buffer: a full buffer is flushed and refilled,
+/// so this bounds the memory a worker's instance grows to.
+pub const TCG_BUFFER_SIZE: u32 = 32 << 20;
 /// How many x86 instructions a run may execute per unit of interpreter fuel. One fuel
 /// unit is one IR node or block; the most expensive nodes (64-bit shifts by a variable
 /// count, 64-bit multiplies with spills around them) take well under 32 instructions.
@@ -305,6 +308,12 @@ fn page_round(n: u32) -> u32 {
 impl Emulator {
     /// Creates the Unicorn instance, maps the regions and installs the hooks.
     pub fn new() -> Result<Emulator, EmuError> {
+        Emulator::with_translation_buffer(TCG_BUFFER_SIZE)
+    }
+
+    /// Like [`Emulator::new`] with a translated-code buffer of `bytes` (at least 1 MiB;
+    /// Unicorn rounds smaller sizes up). Tests use a small one to force flushes.
+    pub fn with_translation_buffer(bytes: u32) -> Result<Emulator, EmuError> {
         // Declared before `uc`, so that an early return drops `uc` first.
         let mut code = CodeBuffer::new(CODE_SIZE_MAX as usize);
         code.bytes_mut().fill(INT3);
@@ -317,6 +326,7 @@ impl Emulator {
             },
         )
         .map_err(uc_err("creating the x86-32 engine"))?;
+        set_tcg_buffer_size(&mut uc, bytes)?;
         let rw = Prot::READ | Prot::WRITE;
         let rx = Prot::READ | Prot::EXEC;
         uc.mem_map(HEAP_BASE as u64, page_round(HEAP_SIZE) as u64, rw).map_err(uc_err("mapping the heap"))?;
@@ -720,6 +730,22 @@ fn reg(uc: &Uc<'_>, r: RegisterX86) -> u32 {
 fn set_reg(uc: &mut Uc<'_>, r: RegisterX86, v: u32) {
     // Writing a general register of the engine's own architecture cannot fail.
     let _ = uc.reg_write(r, v as u64);
+}
+
+/// Sets the size of Unicorn's buffer of translated code. It must happen before the
+/// instance is first used (before any mapping). The default is 1 GiB, which a campaign
+/// of fresh programs fills (every program adds its translations; none are freed until
+/// the buffer is full and flushed), so each worker would grow to a gigabyte.
+fn set_tcg_buffer_size(uc: &mut Uc<'_>, size: u32) -> Result<(), EmuError> {
+    // UC_CTL_WRITE(UC_CTL_TCG_BUFFER_SIZE, 1): one argument, a write.
+    let control = ControlType(ControlType::TCG_BUFFER_SIZE.0 | (1 << 26) | ControlType::IO_WRITE.0);
+    // SAFETY: the handle is live, and this control takes exactly one `uint32_t`.
+    let err = unsafe { uc_ctl(uc.get_handle(), control, size) };
+    if err == uc_error::OK {
+        Ok(())
+    } else {
+        Err(EmuError::Unicorn(format!("setting the translation buffer size: {err:?}")))
+    }
 }
 
 /// Maps the stack below the window, filled with poison, the first time a run touches it.

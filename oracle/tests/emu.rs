@@ -758,3 +758,20 @@ b0:
     assert!(checks[3].verdict.as_ref().unwrap_err().contains("no backend for %other"));
     assert_eq!(checks[1].line, 11);
 }
+
+#[test]
+fn translation_buffer_flushes_keep_runs_right() {
+    // A 1 MiB buffer fills after a few hundred fresh programs and is flushed; every run
+    // must still agree with the interpreter.
+    use tandem_oracle::bench::{fixed_function, fixed_program};
+    let f = fixed_function();
+    let mut emu = Emulator::with_translation_buffer(1 << 20).unwrap();
+    let inp = input(vec![Value::I32(3)]);
+    for i in 0..600 {
+        let mut code = fixed_program();
+        // Different padding after the `ret` makes every program new to the emulator.
+        code.bytes.extend(std::iter::repeat(0x90).take(i));
+        let v = check(&f, &inp, &code, &mut emu).unwrap();
+        assert!(matches!(v, Verdict::Agree(_)), "program {i}: {v}");
+    }
+}
