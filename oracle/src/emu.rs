@@ -14,10 +14,13 @@
 //! | stack | `STACK_BASE` .. `+STACK_SIZE` | rw | [`STACK_POISON`], the arguments at the very top (guard pages on both sides); see [`STACK_WINDOW`] |
 //!
 //! Invariants the runner keeps:
-//! * The Unicorn instance is created once per [`Emulator`] and reused: every run rewrites
-//!   all of the state a program can observe (registers, flags, code, stack, heap,
-//!   callframe), so a run's result depends only on its code and input, never on earlier
-//!   runs. Translated blocks of the code region are dropped when new code is loaded.
+//! * The Unicorn instance is created once per [`Emulator`] and reused (an `Emulator` is
+//!   not `Send`: each worker thread creates its own). Every run restores the CPU state
+//!   saved at creation and rewrites all of the state a program can observe (registers,
+//!   flags, stack, heap, callframe, and the code unless it is the same bytes again), so
+//!   a run's result depends only on its code and input, never on earlier runs.
+//!   Translated blocks of the code region are dropped whenever new code is loaded, and
+//!   the translation buffer is bounded ([`TCG_BUFFER_SIZE`]).
 //! * A helper call runs the one Rust implementation ([`crate::runtime::call_helper`])
 //!   over Unicorn memory, then returns like a cdecl callee that trashes everything it may:
 //!   `eax ecx edx` that carry no result hold [`POISON_EAX`], [`POISON_ECX`],
@@ -26,7 +29,10 @@
 //! * The run ends at the first of: reaching `RETURN_SENTINEL` (checked against cdecl),
 //!   #DE or `int 0x41` (the IR's traps), a 64-bit division helper that traps, any other
 //!   fault (a [`Finding::Fault`] with disassembly), or the instruction budget
-//!   ([`Finding::Timeout`]).
+//!   ([`Finding::Timeout`]). A run that returns must also leave the callframe page
+//!   outside the variables' slots untouched.
+//! * A block hook remembers the last block of the code that ran, so a fault outside the
+//!   code names the instruction that left it.
 //!
 //! This implements the "Emulator runner" of `DESIGN.md` ("The harness") and issue 4.
 
@@ -90,8 +96,9 @@ pub fn budget_for(fuel: u64) -> u64 {
 const INT3: u8 = 0xCC;
 /// The byte filling the helper stub page (`hlt`).
 const HLT: u8 = 0xF4;
-/// The x86 EFLAGS bits a helper scrambles (CF PF AF ZF SF OF), and the direction flag.
+/// The x86 EFLAGS bits a helper flips: CF PF AF ZF SF OF.
 const ARITH_FLAGS: u32 = 0x8D5;
+/// The direction flag, which cdecl requires clear at calls and returns.
 const FLAG_DF: u32 = 0x400;
 /// Bit 1 of EFLAGS always reads as one.
 const FLAGS_RESERVED: u32 = 0x2;
@@ -108,6 +115,8 @@ pub enum EmuError {
     CodeSize { len: usize, entry: u32 },
     /// The function has more callframe variables than the callframe page holds.
     TooManyCfVars(usize),
+    /// [`with_worker_emulator`] was called from inside its own closure.
+    WorkerBusy,
 }
 
 impl fmt::Display for EmuError {
@@ -119,6 +128,7 @@ impl fmt::Display for EmuError {
                 write!(f, "machine code of {len} bytes with entry {entry:#x} does not fit the code region")
             }
             EmuError::TooManyCfVars(n) => write!(f, "{n} callframe variables do not fit the callframe page"),
+            EmuError::WorkerBusy => f.write_str("the thread's emulator is already in use"),
         }
     }
 }
@@ -460,7 +470,9 @@ impl Emulator {
         self.runs += 1;
 
         let start = (CODE_BASE + code.entry) as u64;
-        let result = self.uc.emu_start(start, RETURN_SENTINEL as u64, 0, budget.min(usize::MAX as u64) as usize);
+        // A count of 0 would mean "no limit" to Unicorn.
+        let count = budget.clamp(1, usize::MAX as u64) as usize;
+        let result = self.uc.emu_start(start, RETURN_SENTINEL as u64, 0, count);
         let pc = reg(&self.uc, RegisterX86::EIP);
         let stop = self.uc.get_data_mut().stop.take();
         let end = match stop {
@@ -712,6 +724,23 @@ impl Drop for CodeBuffer {
         // SAFETY: `ptr` came from `Box::into_raw` of a boxed slice of `len` bytes.
         drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.len)) });
     }
+}
+
+thread_local! {
+    static WORKER: std::cell::RefCell<Option<Emulator>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `body` with this thread's emulator, created on first use and reused by every
+/// later call on the same thread (the "one instance per worker" of the design, for
+/// callers such as fuzz targets that have no place to keep one).
+pub fn with_worker_emulator<R>(body: impl FnOnce(&mut Emulator) -> R) -> Result<R, EmuError> {
+    WORKER.with(|cell| {
+        let mut slot = cell.try_borrow_mut().map_err(|_| EmuError::WorkerBusy)?;
+        if slot.is_none() {
+            *slot = Some(Emulator::new()?);
+        }
+        Ok(body(slot.as_mut().expect("created above")))
+    })
 }
 
 /// The value of a callframe slot of a variable of type `ty`.

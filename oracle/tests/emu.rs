@@ -775,3 +775,26 @@ fn translation_buffer_flushes_keep_runs_right() {
         assert!(matches!(v, Verdict::Agree(_)), "program {i}: {v}");
     }
 }
+
+#[test]
+fn the_worker_emulator_is_created_once_per_thread() {
+    let f = func(RET0);
+    let code = asm(|a| {
+        a.xor(eax, eax)?;
+        a.ret()
+    });
+    let first = emu::with_worker_emulator(|e| run(e, &code, &f, &input(vec![])).unwrap().end).unwrap();
+    assert_eq!(first, End::Return(Value::I32(0)));
+    // The same instance: its run counter keeps counting.
+    let runs = emu::with_worker_emulator(|e| {
+        run(e, &code, &f, &input(vec![])).unwrap();
+        e.runs()
+    })
+    .unwrap();
+    assert_eq!(runs, 2);
+    let nested = emu::with_worker_emulator(|_| emu::with_worker_emulator(|_| ()).map(|_| ())).unwrap();
+    assert_eq!(nested, Err(emu::EmuError::WorkerBusy));
+    // Another thread gets its own instance.
+    let other = std::thread::spawn(|| emu::with_worker_emulator(|e| e.runs()).unwrap()).join().unwrap();
+    assert_eq!(other, 0);
+}
