@@ -770,7 +770,7 @@ fn translation_buffer_flushes_keep_runs_right() {
     for i in 0..600 {
         let mut code = fixed_program();
         // Different padding after the `ret` makes every program new to the emulator.
-        code.bytes.extend(std::iter::repeat(0x90).take(i));
+        code.bytes.extend(std::iter::repeat_n(0x90, i));
         let v = check(&f, &inp, &code, &mut emu).unwrap();
         assert!(matches!(v, Verdict::Agree(_)), "program {i}: {v}");
     }
