@@ -9,11 +9,13 @@
 //!   a line of [`Outcome::diff`] in [`Verdict::Disagree`].
 //! * A [`Finding`] of the emulator (a fault, a clobbered callee-saved register, a bad
 //!   stack, the instruction budget used up while the interpreter terminated) is a bug on
-//!   its own: [`Verdict::Finding`].
+//!   its own: [`Verdict::Finding`]. The budget is proportional to the fuel the
+//!   interpreter actually used, so a compiled loop that never ends is found quickly.
 //!
 //! [`side_by_side`] prints two outcomes in two columns for reports.
 
-use crate::emu::{EmuError, Emulator, Finding};
+use crate::casefile::CaseFile;
+use crate::emu::{budget_for, EmuError, Emulator, Finding};
 use crate::interp::{self, InputError, RunInput};
 use crate::outcome::{Invalid, Outcome, HEAP_ROW};
 use std::fmt;
@@ -82,26 +84,28 @@ impl fmt::Display for CheckError {
 impl std::error::Error for CheckError {}
 
 /// Runs `f` on `input` in the interpreter and `code` (its compilation) in `emu`, and
-/// compares. The x86 run gets `input.fuel * INSNS_PER_FUEL` instructions; using them up
-/// is a finding, since the interpreter terminated within its fuel. A run the interpreter
-/// finds invalid is not executed on x86 at all.
+/// compares. The x86 run gets [`budget_for`] the fuel the interpreter used; using it up
+/// is a finding, since the interpreter terminated. A run the interpreter finds invalid
+/// is not executed on x86 at all.
 pub fn check(f: &Function, input: &RunInput, code: &MachineCode, emu: &mut Emulator) -> Result<Verdict, CheckError> {
-    match interp::run(f, input).map_err(CheckError::Input)? {
-        Ok(expected) => check_against(expected, f, input, code, emu).map_err(CheckError::Emulator),
-        Err(invalid) => Ok(Verdict::Skipped(invalid)),
+    match interp::run_measured(f, input).map_err(CheckError::Input)? {
+        (Ok(expected), used) => check_against(expected, used, f, input, code, emu).map_err(CheckError::Emulator),
+        (Err(invalid), _) => Ok(Verdict::Skipped(invalid)),
     }
 }
 
-/// Like [`check`] with the interpreter's outcome already known (for comparing several
-/// compilations of one function, e.g. before and after each pass, on the same input).
+/// Like [`check`] with the interpreter's outcome and the fuel it used already known
+/// (from [`interp::run_measured`]), for comparing several compilations of one function
+/// on the same input.
 pub fn check_against(
     expected: Outcome,
+    fuel_used: u64,
     f: &Function,
     input: &RunInput,
     code: &MachineCode,
     emu: &mut Emulator,
 ) -> Result<Verdict, EmuError> {
-    Ok(verdict(expected, emu.run(code, f, input)?))
+    Ok(verdict(expected, emu.run_with_budget(code, f, input, budget_for(fuel_used))?))
 }
 
 /// The verdict on an x86 run against the interpreter's outcome of the same input.
@@ -156,6 +160,52 @@ pub fn side_by_side(left_title: &str, left: &Outcome, right_title: &str, right: 
         let mark = if k > 0 && l != r { '*' } else { '|' };
         out.push_str(format!("{l:<width$} {mark} {r}").trim_end());
         out.push('\n');
+    }
+    out
+}
+
+/// The differential verdict on one run of a case file.
+#[derive(Clone, Debug)]
+pub struct RunCheck {
+    /// Line of the `; run:` directive.
+    pub line: u32,
+    /// The entry function's name.
+    pub entry: String,
+    /// The verdict, or why none could be reached (the function did not compile, the
+    /// inputs do not fit it, the emulator failed), as a message.
+    pub verdict: Result<Verdict, String>,
+}
+
+impl RunCheck {
+    /// Whether this run reports a bug or could not be checked.
+    pub fn is_failure(&self) -> bool {
+        self.verdict.as_ref().map_or(true, Verdict::is_failure)
+    }
+}
+
+/// Checks every run of a case file: each entry function is compiled once with
+/// `compile` (the x86 backend, or hand-written code in tests) and each run compared
+/// with the interpreter by [`check`]. This is the x86 half of `tandem run`.
+pub fn check_case<E: fmt::Display>(
+    case: &CaseFile,
+    mut compile: impl FnMut(&Function) -> Result<MachineCode, E>,
+    emu: &mut Emulator,
+) -> Vec<RunCheck> {
+    let mut compiled: Vec<(String, Result<MachineCode, String>)> = vec![];
+    let mut out = vec![];
+    for run in &case.runs {
+        let verdict = (|| {
+            let f = case.module.function(&run.entry).ok_or_else(|| format!("no function %{}", run.entry))?;
+            if !compiled.iter().any(|(n, _)| *n == run.entry) {
+                let code = compile(f).map_err(|e| format!("%{} does not compile: {e}", f.name));
+                compiled.push((run.entry.clone(), code));
+            }
+            let code =
+                compiled.iter().find(|(n, _)| *n == run.entry).map(|(_, c)| c.clone()).expect("compiled above")?;
+            let input = run.input(f)?;
+            check(f, &input, &code, emu).map_err(|e| e.to_string())
+        })();
+        out.push(RunCheck { line: run.line, entry: run.entry.clone(), verdict });
     }
     out
 }

@@ -14,10 +14,13 @@
 //! | stack | `STACK_BASE` .. `+STACK_SIZE` | rw | [`STACK_POISON`], the arguments at the very top (guard pages on both sides); see [`STACK_WINDOW`] |
 //!
 //! Invariants the runner keeps:
-//! * The Unicorn instance is created once per [`Emulator`] and reused: every run rewrites
-//!   all of the state a program can observe (registers, flags, code, stack, heap,
-//!   callframe), so a run's result depends only on its code and input, never on earlier
-//!   runs. Translated blocks of the code region are dropped when new code is loaded.
+//! * The Unicorn instance is created once per [`Emulator`] and reused (an `Emulator` is
+//!   not `Send`: each worker thread creates its own). Every run restores the CPU state
+//!   saved at creation and rewrites all of the state a program can observe (registers,
+//!   flags, stack, heap, callframe, and the code unless it is the same bytes again), so
+//!   a run's result depends only on its code and input, never on earlier runs.
+//!   Translated blocks of the code region are dropped whenever new code is loaded, and
+//!   the translation buffer is bounded ([`TCG_BUFFER_SIZE`]).
 //! * A helper call runs the one Rust implementation ([`crate::runtime::call_helper`])
 //!   over Unicorn memory, then returns like a cdecl callee that trashes everything it may:
 //!   `eax ecx edx` that carry no result hold [`POISON_EAX`], [`POISON_ECX`],
@@ -26,7 +29,10 @@
 //! * The run ends at the first of: reaching `RETURN_SENTINEL` (checked against cdecl),
 //!   #DE or `int 0x41` (the IR's traps), a 64-bit division helper that traps, any other
 //!   fault (a [`Finding::Fault`] with disassembly), or the instruction budget
-//!   ([`Finding::Timeout`]).
+//!   ([`Finding::Timeout`]). A run that returns must also leave the callframe page
+//!   outside the variables' slots untouched.
+//! * A block hook remembers the last block of the code that ran, so a fault outside the
+//!   code names the instruction that left it.
 //!
 //! This implements the "Emulator runner" of `DESIGN.md` ("The harness") and issue 4.
 
@@ -40,7 +46,7 @@ use tandem_core::abi::{
     STACK_SIZE,
 };
 use tandem_core::ir::{BinOp, Function, TrapKind, Type, CALLFRAME_BASE, CALLFRAME_SLOT, HEAP_BASE, HEAP_SIZE};
-use unicorn_engine::unicorn_const::{uc_error, Arch, HookType, MemType, Mode, Prot};
+use unicorn_engine::unicorn_const::{uc_ctl, uc_error, Arch, ControlType, HookType, MemType, Mode, Prot};
 use unicorn_engine::{Context, RegisterX86, Unicorn};
 
 /// The page size of the memory map.
@@ -70,17 +76,29 @@ pub const ENTRY_EBP: u32 = 0xCA11_EB90;
 pub const STACK_WINDOW: u32 = 0x4000;
 /// The lowest address of the stack window.
 pub const STACK_WINDOW_BASE: u32 = STACK_BASE + STACK_SIZE - STACK_WINDOW;
+/// The size of Unicorn's translated-code buffer: a full buffer is flushed and refilled,
+/// so this bounds the memory a worker's instance grows to.
+pub const TCG_BUFFER_SIZE: u32 = 32 << 20;
 /// How many x86 instructions a run may execute per unit of interpreter fuel. One fuel
 /// unit is one IR node or block; the most expensive nodes (64-bit shifts by a variable
 /// count, 64-bit multiplies with spills around them) take well under 32 instructions.
 pub const INSNS_PER_FUEL: u64 = 32;
+/// Instructions every run may execute on top of its per-fuel budget: a prologue that
+/// zeroes and saves many locals costs instructions but no fuel.
+pub const BUDGET_SLACK: u64 = 100_000;
+
+/// The instruction budget of a run whose interpreter run uses (or may use) `fuel`.
+pub fn budget_for(fuel: u64) -> u64 {
+    fuel.saturating_mul(INSNS_PER_FUEL).saturating_add(BUDGET_SLACK)
+}
 
 /// The byte filling the unused part of the code region and the sentinel page (`int3`).
 const INT3: u8 = 0xCC;
 /// The byte filling the helper stub page (`hlt`).
 const HLT: u8 = 0xF4;
-/// The x86 EFLAGS bits a helper scrambles (CF PF AF ZF SF OF), and the direction flag.
+/// The x86 EFLAGS bits a helper flips: CF PF AF ZF SF OF.
 const ARITH_FLAGS: u32 = 0x8D5;
+/// The direction flag, which cdecl requires clear at calls and returns.
 const FLAG_DF: u32 = 0x400;
 /// Bit 1 of EFLAGS always reads as one.
 const FLAGS_RESERVED: u32 = 0x2;
@@ -97,6 +115,8 @@ pub enum EmuError {
     CodeSize { len: usize, entry: u32 },
     /// The function has more callframe variables than the callframe page holds.
     TooManyCfVars(usize),
+    /// [`with_worker_emulator`] was called from inside its own closure.
+    WorkerBusy,
 }
 
 impl fmt::Display for EmuError {
@@ -108,6 +128,7 @@ impl fmt::Display for EmuError {
                 write!(f, "machine code of {len} bytes with entry {entry:#x} does not fit the code region")
             }
             EmuError::TooManyCfVars(n) => write!(f, "{n} callframe variables do not fit the callframe page"),
+            EmuError::WorkerBusy => f.write_str("the thread's emulator is already in use"),
         }
     }
 }
@@ -297,6 +318,12 @@ fn page_round(n: u32) -> u32 {
 impl Emulator {
     /// Creates the Unicorn instance, maps the regions and installs the hooks.
     pub fn new() -> Result<Emulator, EmuError> {
+        Emulator::with_translation_buffer(TCG_BUFFER_SIZE)
+    }
+
+    /// Like [`Emulator::new`] with a translated-code buffer of `bytes` (at least 1 MiB;
+    /// Unicorn rounds smaller sizes up). Tests use a small one to force flushes.
+    pub fn with_translation_buffer(bytes: u32) -> Result<Emulator, EmuError> {
         // Declared before `uc`, so that an early return drops `uc` first.
         let mut code = CodeBuffer::new(CODE_SIZE_MAX as usize);
         code.bytes_mut().fill(INT3);
@@ -309,6 +336,7 @@ impl Emulator {
             },
         )
         .map_err(uc_err("creating the x86-32 engine"))?;
+        set_tcg_buffer_size(&mut uc, bytes)?;
         let rw = Prot::READ | Prot::WRITE;
         let rx = Prot::READ | Prot::EXEC;
         uc.mem_map(HEAP_BASE as u64, page_round(HEAP_SIZE) as u64, rw).map_err(uc_err("mapping the heap"))?;
@@ -398,14 +426,14 @@ impl Emulator {
     }
 
     /// Runs `code` as the compilation of `f` on `input`, with a budget of
-    /// `input.fuel * INSNS_PER_FUEL` instructions.
+    /// [`budget_for`]`(input.fuel)` instructions.
     pub fn run(
         &mut self,
         code: &MachineCode,
         f: &Function,
         input: &RunInput,
     ) -> Result<Result<Outcome, Finding>, EmuError> {
-        self.run_with_budget(code, f, input, input.fuel.saturating_mul(INSNS_PER_FUEL))
+        self.run_with_budget(code, f, input, budget_for(input.fuel))
     }
 
     /// Runs `code` as the compilation of `f` on `input`, executing at most `budget`
@@ -442,7 +470,9 @@ impl Emulator {
         self.runs += 1;
 
         let start = (CODE_BASE + code.entry) as u64;
-        let result = self.uc.emu_start(start, RETURN_SENTINEL as u64, 0, budget.min(usize::MAX as u64) as usize);
+        // A count of 0 would mean "no limit" to Unicorn.
+        let count = budget.clamp(1, usize::MAX as u64) as usize;
+        let result = self.uc.emu_start(start, RETURN_SENTINEL as u64, 0, count);
         let pc = reg(&self.uc, RegisterX86::EIP);
         let stop = self.uc.get_data_mut().stop.take();
         let end = match stop {
@@ -696,6 +726,23 @@ impl Drop for CodeBuffer {
     }
 }
 
+thread_local! {
+    static WORKER: std::cell::RefCell<Option<Emulator>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `body` with this thread's emulator, created on first use and reused by every
+/// later call on the same thread (the "one instance per worker" of the design, for
+/// callers such as fuzz targets that have no place to keep one).
+pub fn with_worker_emulator<R>(body: impl FnOnce(&mut Emulator) -> R) -> Result<R, EmuError> {
+    WORKER.with(|cell| {
+        let mut slot = cell.try_borrow_mut().map_err(|_| EmuError::WorkerBusy)?;
+        if slot.is_none() {
+            *slot = Some(Emulator::new()?);
+        }
+        Ok(body(slot.as_mut().expect("created above")))
+    })
+}
+
 /// The value of a callframe slot of a variable of type `ty`.
 fn read_slot(ty: Type, slot: &[u8]) -> Value {
     match ty {
@@ -712,6 +759,22 @@ fn reg(uc: &Uc<'_>, r: RegisterX86) -> u32 {
 fn set_reg(uc: &mut Uc<'_>, r: RegisterX86, v: u32) {
     // Writing a general register of the engine's own architecture cannot fail.
     let _ = uc.reg_write(r, v as u64);
+}
+
+/// Sets the size of Unicorn's buffer of translated code. It must happen before the
+/// instance is first used (before any mapping). The default is 1 GiB, which a campaign
+/// of fresh programs fills (every program adds its translations; none are freed until
+/// the buffer is full and flushed), so each worker would grow to a gigabyte.
+fn set_tcg_buffer_size(uc: &mut Uc<'_>, size: u32) -> Result<(), EmuError> {
+    // UC_CTL_WRITE(UC_CTL_TCG_BUFFER_SIZE, 1): one argument, a write.
+    let control = ControlType(ControlType::TCG_BUFFER_SIZE.0 | (1 << 26) | ControlType::IO_WRITE.0);
+    // SAFETY: the handle is live, and this control takes exactly one `uint32_t`.
+    let err = unsafe { uc_ctl(uc.get_handle(), control, size) };
+    if err == uc_error::OK {
+        Ok(())
+    } else {
+        Err(EmuError::Unicorn(format!("setting the translation buffer size: {err:?}")))
+    }
 }
 
 /// Maps the stack below the window, filled with poison, the first time a run touches it.

@@ -121,6 +121,11 @@ impl HelperEnv for State {
 /// Runs `f` on `input`. `Err(InputError)` when the inputs do not fit the function;
 /// `Ok(Err(Invalid))` when the run is invalid; otherwise the outcome.
 pub fn run(f: &Function, input: &RunInput) -> Result<Result<Outcome, Invalid>, InputError> {
+    run_measured(f, input).map(|(r, _)| r)
+}
+
+/// Like [`run`], also returning the fuel the run used (all of it when it ran out).
+pub fn run_measured(f: &Function, input: &RunInput) -> Result<(Result<Outcome, Invalid>, u64), InputError> {
     if input.args.len() != f.params.len() {
         return Err(InputError::Arguments(format!(
             "%{} takes {} argument(s), given {}",
@@ -143,13 +148,15 @@ pub fn run(f: &Function, input: &RunInput) -> Result<Result<Outcome, Invalid>, I
     }
     let state = State::initial(f, input)?;
     let mut m = Machine { f, locals, state, fuel: input.fuel };
-    let end = match m.run_blocks() {
+    let end = m.run_blocks();
+    let used = input.fuel - m.fuel;
+    let end = match end {
         Ok(v) => End::Return(v),
         Err(Stop::Trap(k)) => End::Trap(k),
-        Err(Stop::Invalid(i)) => return Ok(Err(i)),
+        Err(Stop::Invalid(i)) => return Ok((Err(i), used)),
     };
     let State { heap, callframe, trace } = m.state;
-    Ok(Ok(Outcome { end, trace, heap, callframe }))
+    Ok((Ok(Outcome { end, trace, heap, callframe }), used))
 }
 
 struct Machine<'a> {

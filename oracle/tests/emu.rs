@@ -392,11 +392,11 @@ fn infinite_loops_time_out() {
         a.add(esp, 8)?;
         a.jmp(top)
     });
-    let mut inp = input(vec![]);
-    inp.fuel = 100;
-    match check(&f, &inp, &spin_call, &mut emu).unwrap() {
+    // The budget follows the fuel the interpreter used, not the fuel it was given: one
+    // unit for entering b0 and one for the constant `ret 0` evaluates.
+    match check(&f, &input(vec![]), &spin_call, &mut emu).unwrap() {
         Verdict::Finding { finding: Finding::Timeout { budget, .. }, .. } => {
-            assert_eq!(budget, 100 * emu::INSNS_PER_FUEL)
+            assert_eq!(budget, 2 * emu::INSNS_PER_FUEL + emu::BUDGET_SLACK)
         }
         v => panic!("{v}"),
     }
@@ -688,7 +688,8 @@ fn deep_stack_frames_work_and_are_poisoned_afresh() {
 fn trap_kind_and_code_must_match() {
     let f = func("function %f(i32 %a) -> i32 {\nb0:\n    trapif(%a, 9)\n    ret 0\n}\n");
     let inp = input(vec![Value::I32(1)]);
-    let expected = tandem_oracle::interp::run(&f, &inp).unwrap().unwrap();
+    let (expected, used) = tandem_oracle::interp::run_measured(&f, &inp).unwrap();
+    let expected = expected.unwrap();
     let mut emu = Emulator::new().unwrap();
     let trap = |code: u32| {
         asm(move |a| {
@@ -696,9 +697,9 @@ fn trap_kind_and_code_must_match() {
             a.int(0x41)
         })
     };
-    let v = tandem_oracle::diff::check_against(expected.clone(), &f, &inp, &trap(9), &mut emu).unwrap();
+    let v = tandem_oracle::diff::check_against(expected.clone(), used, &f, &inp, &trap(9), &mut emu).unwrap();
     assert!(matches!(v, Verdict::Agree(_)), "{v}");
-    match tandem_oracle::diff::check_against(expected.clone(), &f, &inp, &trap(8), &mut emu).unwrap() {
+    match tandem_oracle::diff::check_against(expected.clone(), used, &f, &inp, &trap(8), &mut emu).unwrap() {
         Verdict::Disagree { diff, .. } => assert_eq!(diff, vec!["end: expected trap check(9), got trap check(8)"]),
         v => panic!("{v}"),
     }
@@ -707,8 +708,93 @@ fn trap_kind_and_code_must_match() {
         a.cdq()?;
         a.idiv(ecx)
     });
-    match tandem_oracle::diff::check_against(expected, &f, &inp, &divide, &mut emu).unwrap() {
+    match tandem_oracle::diff::check_against(expected, used, &f, &inp, &divide, &mut emu).unwrap() {
         Verdict::Disagree { diff, .. } => assert_eq!(diff, vec!["end: expected trap check(9), got trap divide_error"]),
         v => panic!("{v}"),
     }
+}
+
+#[test]
+fn check_case_compiles_each_function_once_and_checks_every_run() {
+    let src = "\
+function %double(i32 %a) -> i32 {
+b0:
+    ret add(%a, %a)
+}
+
+function %other() -> i32 {
+b0:
+    ret 1
+}
+; run: %double(4)
+; run: %double(-3)
+; run: %double(1)
+; run: %other()
+";
+    let case = tandem_oracle::casefile::CaseFile::parse(src).unwrap();
+    let mut compiles = vec![];
+    let mut emu = Emulator::new().unwrap();
+    // %double compiled by hand as a shift (a + a == a << 1); %other fails to compile.
+    let checks = tandem_oracle::diff::check_case(
+        &case,
+        |f: &Function| {
+            compiles.push(f.name.clone());
+            if f.name == "double" {
+                Ok(asm(|a| {
+                    a.mov(eax, dword_ptr(esp + 4))?;
+                    a.shl(eax, 1)?;
+                    a.ret()
+                }))
+            } else {
+                Err("no backend for %other")
+            }
+        },
+        &mut emu,
+    );
+    assert_eq!(compiles, vec!["double", "other"]);
+    assert_eq!(checks.len(), 4);
+    assert!(checks[..3].iter().all(|c| matches!(c.verdict, Ok(Verdict::Agree(_)))), "{checks:?}");
+    assert!(checks[3].is_failure());
+    assert!(checks[3].verdict.as_ref().unwrap_err().contains("no backend for %other"));
+    assert_eq!(checks[1].line, 11);
+}
+
+#[test]
+fn translation_buffer_flushes_keep_runs_right() {
+    // A 1 MiB buffer fills after a few hundred fresh programs and is flushed; every run
+    // must still agree with the interpreter.
+    use tandem_oracle::bench::{fixed_function, fixed_program};
+    let f = fixed_function();
+    let mut emu = Emulator::with_translation_buffer(1 << 20).unwrap();
+    let inp = input(vec![Value::I32(3)]);
+    for i in 0..600 {
+        let mut code = fixed_program();
+        // Different padding after the `ret` makes every program new to the emulator.
+        code.bytes.extend(std::iter::repeat_n(0x90, i));
+        let v = check(&f, &inp, &code, &mut emu).unwrap();
+        assert!(matches!(v, Verdict::Agree(_)), "program {i}: {v}");
+    }
+}
+
+#[test]
+fn the_worker_emulator_is_created_once_per_thread() {
+    let f = func(RET0);
+    let code = asm(|a| {
+        a.xor(eax, eax)?;
+        a.ret()
+    });
+    let first = emu::with_worker_emulator(|e| run(e, &code, &f, &input(vec![])).unwrap().end).unwrap();
+    assert_eq!(first, End::Return(Value::I32(0)));
+    // The same instance: its run counter keeps counting.
+    let runs = emu::with_worker_emulator(|e| {
+        run(e, &code, &f, &input(vec![])).unwrap();
+        e.runs()
+    })
+    .unwrap();
+    assert_eq!(runs, 2);
+    let nested = emu::with_worker_emulator(|_| emu::with_worker_emulator(|_| ()).map(|_| ())).unwrap();
+    assert_eq!(nested, Err(emu::EmuError::WorkerBusy));
+    // Another thread gets its own instance.
+    let other = std::thread::spawn(|| emu::with_worker_emulator(|e| e.runs()).unwrap()).join().unwrap();
+    assert_eq!(other, 0);
 }
