@@ -92,7 +92,7 @@ pub fn optimized(f: &Function) -> Option<Result<(Pipeline, Function, Vec<(&'stat
 
 /// Checks one run through every stage.
 pub fn check_run(f: &Function, input: &RunInput, emu: &mut Emulator) -> Result<RunCheck, CheckError> {
-    let reference = interp::run(f, input).map_err(CheckError::Input)?;
+    let (reference, fuel_used) = interp::run_measured(f, input).map_err(CheckError::Input)?;
     let Ok(expected) = &reference else {
         return Ok(RunCheck { reference, problems: vec![], pass_stats: vec![] });
     };
@@ -142,8 +142,9 @@ pub fn check_run(f: &Function, input: &RunInput, emu: &mut Emulator) -> Result<R
                 continue;
             }
         };
-        let x86 = emu.run(&code, &g, input).map_err(CheckError::Emulator)?;
-        match diff::verdict(expected.clone(), x86) {
+        // The instruction budget follows the fuel the reference used (see `diff::budget_for`).
+        let v = diff::check_against(expected.clone(), fuel_used, &g, input, &code, emu).map_err(CheckError::Emulator)?;
+        match v {
             diff::Verdict::Agree(_) | diff::Verdict::Skipped(_) => {}
             diff::Verdict::Disagree { interp, x86, diff } => problems.push(Problem {
                 side_by_side: Some(side_by_side("interpreter", &interp, &stage, &x86)),

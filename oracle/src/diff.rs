@@ -14,7 +14,6 @@
 //!
 //! [`side_by_side`] prints two outcomes in two columns for reports.
 
-use crate::casefile::CaseFile;
 use crate::emu::{budget_for, EmuError, Emulator, Finding};
 use crate::interp::{self, InputError, RunInput};
 use crate::outcome::{Invalid, Outcome, HEAP_ROW};
@@ -164,48 +163,3 @@ pub fn side_by_side(left_title: &str, left: &Outcome, right_title: &str, right: 
     out
 }
 
-/// The differential verdict on one run of a case file.
-#[derive(Clone, Debug)]
-pub struct RunCheck {
-    /// Line of the `; run:` directive.
-    pub line: u32,
-    /// The entry function's name.
-    pub entry: String,
-    /// The verdict, or why none could be reached (the function did not compile, the
-    /// inputs do not fit it, the emulator failed), as a message.
-    pub verdict: Result<Verdict, String>,
-}
-
-impl RunCheck {
-    /// Whether this run reports a bug or could not be checked.
-    pub fn is_failure(&self) -> bool {
-        self.verdict.as_ref().map_or(true, Verdict::is_failure)
-    }
-}
-
-/// Checks every run of a case file: each entry function is compiled once with
-/// `compile` (the x86 backend, or hand-written code in tests) and each run compared
-/// with the interpreter by [`check`]. This is the x86 half of `tandem run`.
-pub fn check_case<E: fmt::Display>(
-    case: &CaseFile,
-    mut compile: impl FnMut(&Function) -> Result<MachineCode, E>,
-    emu: &mut Emulator,
-) -> Vec<RunCheck> {
-    let mut compiled: Vec<(String, Result<MachineCode, String>)> = vec![];
-    let mut out = vec![];
-    for run in &case.runs {
-        let verdict = (|| {
-            let f = case.module.function(&run.entry).ok_or_else(|| format!("no function %{}", run.entry))?;
-            if !compiled.iter().any(|(n, _)| *n == run.entry) {
-                let code = compile(f).map_err(|e| format!("%{} does not compile: {e}", f.name));
-                compiled.push((run.entry.clone(), code));
-            }
-            let code =
-                compiled.iter().find(|(n, _)| *n == run.entry).map(|(_, c)| c.clone()).expect("compiled above")?;
-            let input = run.input(f)?;
-            check(f, &input, &code, emu).map_err(|e| e.to_string())
-        })();
-        out.push(RunCheck { line: run.line, entry: run.entry.clone(), verdict });
-    }
-    out
-}
