@@ -4,8 +4,9 @@
 //! reports runs per second; every runner measurement also checks that the runs agree with
 //! the interpreter, so a broken runner cannot report a good figure.
 //!
-//! The fixed program is written by hand in x86 (the backend will replace it with compiled
-//! code and generated programs): a loop of `n` calls to `@mix`, then one `@log`.
+//! The fixed program is written by hand in x86: a loop of `n` calls to `@mix`, then one
+//! `@log`. [`generated_bench`] measures the real pipeline on a fixed range of generated
+//! seeds: compile only, emulate only, end to end, and the full check of every stage.
 
 use crate::diff::{check, Verdict};
 use crate::emu::{EmuError, Emulator};
@@ -70,7 +71,10 @@ impl std::error::Error for BenchError {}
 #[derive(Clone, Debug)]
 pub struct Measurement {
     pub name: &'static str,
+    /// How many units (runs or programs) were timed.
     pub runs: u64,
+    /// What one unit is: `runs` or `programs`.
+    pub unit: &'static str,
     pub seconds: f64,
 }
 
@@ -88,11 +92,13 @@ impl fmt::Display for Measurement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{:<52} {:>12.0} runs/s {:>10.2} us/run ({} runs)",
+            "{:<56} {:>10.0} {}/s {:>10.2} us each ({} {})",
             self.name,
             self.runs_per_second(),
+            self.unit,
             self.micros_per_run(),
-            self.runs
+            self.runs,
+            self.unit
         )
     }
 }
@@ -106,7 +112,7 @@ fn time(
     for _ in 0..runs {
         body()?;
     }
-    Ok(Measurement { name, runs, seconds: start.elapsed().as_secs_f64().max(1e-9) })
+    Ok(Measurement { name, runs, unit: "runs", seconds: start.elapsed().as_secs_f64().max(1e-9) })
 }
 
 /// The fixed program's function.
@@ -239,5 +245,70 @@ pub fn emulator_bench(runs: u64) -> Result<Vec<Measurement>, BenchError> {
     out.push(time("runner, fixed program: interpreter + emulate + diff", runs, || {
         agree(check(&f, &input, &code, &mut emu).map_err(|e| BenchError::Disagreement(e.to_string()))?)
     })?);
+    Ok(out)
+}
+
+/// Measures the pipeline on the generated cases of seeds `start..start+count` (default
+/// profile), in programs per second: compiling with the backend alone, emulating the
+/// compiled code of every run alone, end to end (generate, compile, interpret, emulate,
+/// compare), and the full check of every stage ([`crate::check::check_run`]: every IR
+/// pass interpreted, x86 without and with the passes). Every run must agree; a
+/// disagreement is an error, not a figure.
+pub fn generated_bench(start: u64, count: u64, emu: &mut Emulator) -> Result<Vec<Measurement>, BenchError> {
+    use crate::check::{backend_input, check_run};
+    use crate::gen::{self, Profile};
+    let cfg = Profile::Default.config();
+    let programs = |name: &'static str, seconds: f64| Measurement { name, runs: count, unit: "programs", seconds: seconds.max(1e-9) };
+    let bad = |seed: u64, what: String| BenchError::Disagreement(format!("seed {seed}: {what}"));
+    // The cases and their backend inputs, outside every timing.
+    let mut cases = vec![];
+    for seed in start..start + count {
+        let case = gen::generate(seed, &cfg).case;
+        let f = case.module.functions[0].clone();
+        let g = backend_input(&f).map_err(|e| bad(seed, e))?;
+        let inputs: Vec<RunInput> = case.runs.iter().map(|r| r.input(&f)).collect::<Result<_, _>>().map_err(|e| bad(seed, e))?;
+        cases.push((seed, g, inputs));
+    }
+    let mut out = vec![];
+    let t = Instant::now();
+    let mut codes = vec![];
+    for (seed, g, _) in &cases {
+        codes.push(tandem_core::backend::compile(g).map_err(|e| bad(*seed, e.to_string()))?);
+    }
+    out.push(programs("generated programs: compile only (backend)", t.elapsed().as_secs_f64()));
+    let t = Instant::now();
+    for ((seed, g, inputs), code) in cases.iter().zip(&codes) {
+        for input in inputs {
+            emu.run(code, g, input).map_err(BenchError::Emulator)?.map_err(|f| bad(*seed, f.to_string()))?;
+        }
+    }
+    out.push(programs("generated programs: emulate only (every run)", t.elapsed().as_secs_f64()));
+    let t = Instant::now();
+    for seed in start..start + count {
+        let case = gen::generate(seed, &cfg).case;
+        let f = &case.module.functions[0];
+        let g = backend_input(f).map_err(|e| bad(seed, e))?;
+        let code = tandem_core::backend::compile(&g).map_err(|e| bad(seed, e.to_string()))?;
+        for r in &case.runs {
+            let input = r.input(f).map_err(|e| bad(seed, e))?;
+            match check(&g, &input, &code, emu).map_err(|e| bad(seed, e.to_string()))? {
+                Verdict::Agree(_) | Verdict::Skipped(_) => {}
+                v => return Err(bad(seed, v.to_string())),
+            }
+        }
+    }
+    out.push(programs("generated programs: end to end (gen, compile, interp, x86)", t.elapsed().as_secs_f64()));
+    let t = Instant::now();
+    for (seed, _, inputs) in &cases {
+        let case = gen::generate(*seed, &cfg).case;
+        let f = &case.module.functions[0];
+        for input in inputs {
+            let c = check_run(f, input, emu).map_err(|e| bad(*seed, e.to_string()))?;
+            if let Some(p) = c.problems.first() {
+                return Err(bad(*seed, format!("stage {}: {}", p.stage, p.lines.join("; "))));
+            }
+        }
+    }
+    out.push(programs("generated programs: full check of every stage", t.elapsed().as_secs_f64()));
     Ok(out)
 }

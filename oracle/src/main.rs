@@ -89,11 +89,18 @@ enum Command {
         quiet: bool,
     },
     /// Measures throughput: bare Unicorn runs, the runner with a reused and a fresh
-    /// instance, and the differential check on a fixed program. Build with `--release`.
+    /// instance on a fixed program, and the pipeline on a fixed range of generated seeds
+    /// (compile only, emulate only, end to end, full check). Build with `--release`.
     Bench {
-        /// Runs per measurement.
+        /// Runs per fixed-program measurement.
         #[arg(long, default_value_t = 20_000)]
         runs: u64,
+        /// The first generated seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// How many generated seeds.
+        #[arg(long, default_value_t = 500)]
+        seeds: u64,
     },
 }
 
@@ -105,7 +112,7 @@ fn main() -> ExitCode {
             compile(&file, &emit, after.as_deref(), pipeline.as_deref(), stats)
         }
         Command::Gen { seed, profile, count, stats } => generate(seed, profile, count, stats),
-        Command::Bench { runs } => bench(runs),
+        Command::Bench { runs, seed, seeds } => bench(runs, seed, seeds),
         Command::Fuzz { seed, count, profile, out, quiet } => fuzz(seed, count, profile, out, quiet),
     }
 }
@@ -295,9 +302,19 @@ fn fuzz(seed: u64, count: u64, profile: gen::Profile, out: PathBuf, quiet: bool)
     }
 }
 
-fn bench(runs: u64) -> ExitCode {
-    match tandem_oracle::bench::emulator_bench(runs) {
+fn bench(runs: u64, seed: u64, seeds: u64) -> ExitCode {
+    let mut emu = match emulator() {
+        Ok(e) => e,
+        Err(code) => return code,
+    };
+    let fixed = tandem_oracle::bench::emulator_bench(runs);
+    let generated = fixed.and_then(|mut m| {
+        m.extend(tandem_oracle::bench::generated_bench(seed, seeds, &mut emu)?);
+        Ok(m)
+    });
+    match generated {
         Ok(measurements) => {
+            println!("fixed program: {runs} runs; generated programs: seeds {seed}..{} (default profile)", seed + seeds);
             for m in measurements {
                 println!("{m}");
             }
