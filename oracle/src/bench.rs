@@ -251,11 +251,11 @@ pub fn emulator_bench(runs: u64) -> Result<Vec<Measurement>, BenchError> {
 /// Measures the pipeline on the generated cases of seeds `start..start+count` (default
 /// profile), in programs per second: compiling with the backend alone, emulating the
 /// compiled code of every run alone, end to end (generate, compile, interpret, emulate,
-/// compare), and the full check of every stage ([`crate::check::check_run`]: every IR
+/// compare), and the full check of every stage ([`crate::check::check_runs`]: every IR
 /// pass interpreted, x86 without and with the passes). Every run must agree; a
 /// disagreement is an error, not a figure.
 pub fn generated_bench(start: u64, count: u64, emu: &mut Emulator) -> Result<Vec<Measurement>, BenchError> {
-    use crate::check::{backend_input, check_run};
+    use crate::check::{backend_input, check_runs};
     use crate::gen::{self, Profile};
     let cfg = Profile::Default.config();
     let programs = |name: &'static str, seconds: f64| Measurement { name, runs: count, unit: "programs", seconds: seconds.max(1e-9) };
@@ -302,8 +302,7 @@ pub fn generated_bench(start: u64, count: u64, emu: &mut Emulator) -> Result<Vec
     for (seed, _, inputs) in &cases {
         let case = gen::generate(*seed, &cfg).case;
         let f = &case.module.functions[0];
-        for input in inputs {
-            let c = check_run(f, input, emu).map_err(|e| bad(*seed, e.to_string()))?;
+        for c in check_runs(f, inputs, emu).map_err(|e| bad(*seed, e.to_string()))? {
             if let Some(p) = c.problems.first() {
                 return Err(bad(*seed, format!("stage {}: {}", p.stage, p.lines.join("; "))));
             }

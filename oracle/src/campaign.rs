@@ -1,11 +1,11 @@
 //! Fuzzing campaigns over generated programs. Every run of every seed goes through
-//! [`check_run`]: the reference interpreter, the interpreter after every IR pass, and
+//! [`check_runs`]: the reference interpreter, the interpreter after every IR pass, and
 //! the x86 code without and with the passes. Each failing case is written at once as a
 //! case file (module, runs, the reference interpreter's outcome as the expectation, and
 //! `;` lines naming the disagreeing stage), so that `tandem run FILE` replays the
 //! disagreement and a campaign never loses a finding it reported.
 
-use crate::check::{check_run, CheckError, Problem};
+use crate::check::{check_runs, CheckError, Problem};
 use crate::emu::Emulator;
 use crate::gen::{self, Profile};
 use tandem_core::passes::Stats;
@@ -92,22 +92,27 @@ pub fn run(c: &Campaign, emu: &mut Emulator, mut progress: impl FnMut(u64, &Summ
         s.cases += 1;
         let mut problems = vec![];
         let mut stats_taken = false;
-        for r in &g.case.runs {
-            let Some(f) = g.case.module.function(&r.entry) else { continue };
-            let input = r.input(f).map_err(|m| CampaignError::Check {
-                seed,
-                error: CheckError::Input(crate::interp::InputError::Arguments(m)),
-            })?;
-            let checked = check_run(f, &input, emu).map_err(|error| CampaignError::Check { seed, error })?;
-            s.runs += 1;
-            if !stats_taken && !checked.pass_stats.is_empty() {
-                s.add_pass_stats(&checked.pass_stats);
-                stats_taken = true;
+        for f in &g.case.module.functions {
+            let runs: Vec<_> = g.case.runs.iter().filter(|r| r.entry == f.name).collect();
+            let mut inputs = vec![];
+            for r in &runs {
+                inputs.push(r.input(f).map_err(|m| CampaignError::Check {
+                    seed,
+                    error: CheckError::Input(crate::interp::InputError::Arguments(m)),
+                })?);
             }
-            match &checked.reference {
-                Err(_) => s.invalid += 1,
-                Ok(_) if checked.problems.is_empty() => s.agreed += 1,
-                Ok(_) => problems.extend(checked.problems.into_iter().map(|p| (r.line, p))),
+            let checked = check_runs(f, &inputs, emu).map_err(|error| CampaignError::Check { seed, error })?;
+            for (r, c) in runs.iter().zip(checked) {
+                s.runs += 1;
+                if !stats_taken && !c.pass_stats.is_empty() {
+                    s.add_pass_stats(&c.pass_stats);
+                    stats_taken = true;
+                }
+                match &c.reference {
+                    Err(_) => s.invalid += 1,
+                    Ok(_) if c.problems.is_empty() => s.agreed += 1,
+                    Ok(_) => problems.extend(c.problems.into_iter().map(|p| (r.line, p))),
+                }
             }
         }
         if let Some((_, first)) = problems.first() {

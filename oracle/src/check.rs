@@ -92,31 +92,44 @@ pub fn optimized(f: &Function) -> Option<Result<(Pipeline, Function, Vec<(&'stat
 
 /// Checks one run through every stage.
 pub fn check_run(f: &Function, input: &RunInput, emu: &mut Emulator) -> Result<RunCheck, CheckError> {
-    let (reference, fuel_used) = interp::run_measured(f, input).map_err(CheckError::Input)?;
-    let Ok(expected) = &reference else {
-        return Ok(RunCheck { reference, problems: vec![], pass_stats: vec![] });
-    };
-    let mut problems = vec![];
-    let problem = |stage: String, lines: Vec<String>| Problem { stage, lines, side_by_side: None };
-    // 2. The interpreter after every IR pass.
-    let pass_problems = passcheck::replay_problems(f, input);
-    if !pass_problems.is_empty() {
-        problems.push(problem("IR passes".into(), pass_problems));
+    check_runs(f, std::slice::from_ref(input), emu).map(|mut v| v.remove(0))
+}
+
+/// Checks several runs of one function through every stage. The passes and the backend
+/// run once per function, not once per run; one [`RunCheck`] per input, in order (each
+/// carries the same pass statistics).
+pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Result<Vec<RunCheck>, CheckError> {
+    let mut references = vec![];
+    for input in inputs {
+        references.push(interp::run_measured(f, input).map_err(CheckError::Input)?);
+    }
+    let mut problems: Vec<Vec<Problem>> = vec![vec![]; inputs.len()];
+    let problem = |stage: &str, lines: Vec<String>| Problem { stage: stage.to_string(), lines, side_by_side: None };
+    // 2. The interpreter after every IR pass, and after `cprop` alone on HIR.
+    for (k, lines) in passcheck::replay_problems_inputs(f, inputs).into_iter().enumerate() {
+        if !lines.is_empty() {
+            problems[k].push(problem("IR passes", lines));
+        }
     }
     let mut pass_stats = vec![];
     if f.layout.iter().all(|&b| f.blocks[b].phis.is_empty()) {
+        let stage = "IR pass cprop on HIR";
         let alone = Pipeline::parse("cprop").expect("valid pipeline");
-        match passcheck::check_function(f, input, &alone) {
-            Ok(c) => {
-                if !c.verdict.is_ok() {
-                    problems.push(problem("IR pass cprop on HIR".into(), c.verdict.problems()));
+        match passcheck::check_function_inputs(f, inputs, &alone) {
+            Ok(cs) => {
+                for (k, c) in cs.into_iter().enumerate() {
+                    if !c.verdict.is_ok() {
+                        problems[k].push(problem(stage, c.verdict.problems()));
+                    }
+                    if k == 0 {
+                        pass_stats.extend(c.stats.into_iter().map(|(_, st)| ("cprop on HIR".to_string(), st)));
+                    }
                 }
-                pass_stats.extend(c.stats.into_iter().map(|(_, st)| ("cprop on HIR".to_string(), st)));
             }
-            Err(e) => problems.push(problem("IR pass cprop on HIR".into(), vec![e.to_string()])),
+            Err(e) => problems.iter_mut().for_each(|p| p.push(problem(stage, vec![e.to_string()]))),
         }
     }
-    // 3. and 4. The x86 code, without and with IR optimization.
+    // 3. and 4. The x86 code, without and with IR optimization, compiled once.
     let mut x86_stages = vec![("x86".to_string(), backend_input(f))];
     if let Some(o) = optimized(f) {
         x86_stages.push(match o {
@@ -128,33 +141,40 @@ pub fn check_run(f: &Function, input: &RunInput, emu: &mut Emulator) -> Result<R
         });
     }
     for (stage, g) in x86_stages {
-        let g = match g {
-            Ok(g) => g,
-            Err(e) => {
-                problems.push(problem(stage, vec![format!("the IR passes failed: {e}")]));
-                continue;
-            }
-        };
-        let code = match backend::compile(&g) {
-            Ok(c) => c,
-            Err(e) => {
-                problems.push(problem(stage, vec![format!("the backend failed: {e}")]));
-                continue;
-            }
-        };
-        // The instruction budget follows the fuel the reference used (see `diff::budget_for`).
-        let v = diff::check_against(expected.clone(), fuel_used, &g, input, &code, emu).map_err(CheckError::Emulator)?;
-        match v {
-            diff::Verdict::Agree(_) | diff::Verdict::Skipped(_) => {}
-            diff::Verdict::Disagree { interp, x86, diff } => problems.push(Problem {
-                side_by_side: Some(side_by_side("interpreter", &interp, &stage, &x86)),
-                stage,
-                lines: diff,
-            }),
-            diff::Verdict::Finding { finding, .. } => {
-                problems.push(problem(stage, finding.to_string().lines().map(str::to_string).collect()))
+        let compiled = g
+            .map_err(|e| format!("the IR passes failed: {e}"))
+            .and_then(|g| backend::compile(&g).map(|c| (g, c)).map_err(|e| format!("the backend failed: {e}")));
+        for (k, input) in inputs.iter().enumerate() {
+            let (Ok(expected), fuel_used) = &references[k] else { continue };
+            let (g, code) = match &compiled {
+                Ok(gc) => gc,
+                Err(e) => {
+                    problems[k].push(problem(&stage, vec![e.clone()]));
+                    continue;
+                }
+            };
+            // The instruction budget follows the fuel the reference used (`diff::budget_for`).
+            let v = diff::check_against(expected.clone(), *fuel_used, g, input, code, emu).map_err(CheckError::Emulator)?;
+            match v {
+                diff::Verdict::Agree(_) | diff::Verdict::Skipped(_) => {}
+                diff::Verdict::Disagree { interp, x86, diff } => problems[k].push(Problem {
+                    side_by_side: Some(side_by_side("interpreter", &interp, &stage, &x86)),
+                    stage: stage.clone(),
+                    lines: diff,
+                }),
+                diff::Verdict::Finding { finding, .. } => {
+                    problems[k].push(problem(&stage, finding.to_string().lines().map(str::to_string).collect()))
+                }
             }
         }
     }
-    Ok(RunCheck { reference, problems, pass_stats })
+    Ok(references
+        .into_iter()
+        .zip(problems)
+        .map(|((reference, _), problems)| {
+            // An invalid reference run is not compared: no stage can disagree with it.
+            let problems = if reference.is_ok() { problems } else { vec![] };
+            RunCheck { reference, problems, pass_stats: pass_stats.clone() }
+        })
+        .collect())
 }

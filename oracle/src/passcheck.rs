@@ -90,8 +90,18 @@ pub const FUEL_FACTOR: u64 = 4;
 /// Runs `pipeline` over a copy of `f`, interpreting the IR after every pass on `input`
 /// and comparing with the reference outcome.
 pub fn check_function(f: &Function, input: &RunInput, pipeline: &Pipeline) -> Result<PassCheck, PassCheckError> {
+    check_function_inputs(f, std::slice::from_ref(input), pipeline).map(|mut v| v.remove(0))
+}
+
+/// [`check_function`] for several inputs at once: the pipeline runs once and the IR after
+/// every pass is interpreted on each input. One [`PassCheck`] per input, in order.
+pub fn check_function_inputs(
+    f: &Function,
+    inputs: &[RunInput],
+    pipeline: &Pipeline,
+) -> Result<Vec<PassCheck>, PassCheckError> {
     let pm = PassManager { verify: true };
-    check_with(f, input, |g, hook| pm.run(pipeline, g, hook))
+    check_with_inputs(f, inputs, |g, hook| pm.run(pipeline, g, hook))
 }
 
 /// The signature of the per-pass hook.
@@ -105,24 +115,38 @@ pub fn check_with(
     input: &RunInput,
     drive: impl FnOnce(&mut Function, &mut Hook<'_>) -> Result<Vec<(&'static str, Stats)>, PassError>,
 ) -> Result<PassCheck, PassCheckError> {
-    let reference = match interp::run(f, input).map_err(PassCheckError::Input)? {
-        Err(i) => return Ok(PassCheck { verdict: Verdict::ReferenceInvalid(i), stats: vec![] }),
-        Ok(o) => o,
-    };
-    let mut after_input = input.clone();
-    after_input.fuel = input.fuel.saturating_mul(FUEL_FACTOR);
+    check_with_inputs(f, std::slice::from_ref(input), drive).map(|mut v| v.remove(0))
+}
+
+/// [`check_with`] for several inputs: `drive` runs once, and after each step the IR is
+/// interpreted on every input whose reference run is valid and which has not yet
+/// disagreed.
+pub fn check_with_inputs(
+    f: &Function,
+    inputs: &[RunInput],
+    drive: impl FnOnce(&mut Function, &mut Hook<'_>) -> Result<Vec<(&'static str, Stats)>, PassError>,
+) -> Result<Vec<PassCheck>, PassCheckError> {
+    // Per input: the reference outcome (or why the input is not compared) and the first
+    // mismatch found so far.
+    let mut state: Vec<(Result<Outcome, Invalid>, RunInput, Option<Verdict>)> = vec![];
+    for input in inputs {
+        let reference = interp::run(f, input).map_err(PassCheckError::Input)?;
+        let mut after_input = input.clone();
+        after_input.fuel = input.fuel.saturating_mul(FUEL_FACTOR);
+        state.push((reference, after_input, None));
+    }
     let mut g = f.clone();
-    let mut first: Option<Verdict> = None;
     let mut index = 0;
     let result = drive(&mut g, &mut |pass: &str, ir: &Function, _: &Stats| {
-        if first.is_none() {
-            let actual = interp::run(ir, &after_input).expect("passes keep the signature");
+        for (reference, after_input, first) in state.iter_mut() {
+            let (Ok(reference), None) = (&*reference, &*first) else { continue };
+            let actual = interp::run(ir, after_input).expect("passes keep the signature");
             let diff = match &actual {
                 Ok(o) => reference.diff(o),
                 Err(i) => vec![format!("expected {}, got {i}", reference.end)],
             };
             if !diff.is_empty() {
-                first = Some(Verdict::Mismatch {
+                *first = Some(Verdict::Mismatch {
                     pass: pass.to_string(),
                     index,
                     expected: reference.clone(),
@@ -134,13 +158,23 @@ pub fn check_with(
         }
         index += 1;
     });
-    match result {
-        Ok(stats) => Ok(PassCheck { verdict: first.unwrap_or(Verdict::Agree), stats }),
-        Err(e @ PassError::Verify { .. }) => {
-            Ok(PassCheck { verdict: first.unwrap_or(Verdict::PassFailed(e)), stats: vec![] })
-        }
-        Err(e) => Err(PassCheckError::Pipeline(e)),
-    }
+    let (stats, failed) = match result {
+        Ok(stats) => (stats, None),
+        Err(e @ PassError::Verify { .. }) => (vec![], Some(e)),
+        Err(e) => return Err(PassCheckError::Pipeline(e)),
+    };
+    Ok(state
+        .into_iter()
+        .map(|(reference, _, first)| {
+            let verdict = match (reference, first, &failed) {
+                (Err(i), _, _) => Verdict::ReferenceInvalid(i),
+                (Ok(_), Some(v), _) => v,
+                (Ok(_), None, Some(e)) => Verdict::PassFailed(e.clone()),
+                (Ok(_), None, None) => Verdict::Agree,
+            };
+            PassCheck { verdict, stats: stats.clone() }
+        })
+        .collect())
 }
 
 /// [`check_function`] on the function `entry` of a module.
@@ -167,9 +201,14 @@ pub fn replay_pipeline(f: &Function) -> Option<Pipeline> {
 /// The problems [`check_function`] finds with [`replay_pipeline`], as lines for a replay
 /// report.
 pub fn replay_problems(f: &Function, input: &RunInput) -> Vec<String> {
-    let Some(pipeline) = replay_pipeline(f) else { return vec![] };
-    match check_function(f, input, &pipeline) {
-        Ok(c) => c.verdict.problems(),
-        Err(e) => vec![format!("per-pass check: {e}")],
+    replay_problems_inputs(f, std::slice::from_ref(input)).remove(0)
+}
+
+/// [`replay_problems`] for several inputs, running the pipeline once.
+pub fn replay_problems_inputs(f: &Function, inputs: &[RunInput]) -> Vec<Vec<String>> {
+    let Some(pipeline) = replay_pipeline(f) else { return vec![vec![]; inputs.len()] };
+    match check_function_inputs(f, inputs, &pipeline) {
+        Ok(cs) => cs.into_iter().map(|c| c.verdict.problems()).collect(),
+        Err(e) => vec![vec![format!("per-pass check: {e}")]; inputs.len()],
     }
 }
