@@ -168,42 +168,39 @@ impl<S: Source> Gen<'_, S> {
         self.note("tree-mover linked");
         let ty = self.ty();
         let e0 = self.movable(ty, 2);
-        let e1 = self.movable(ty, 1);
-        let e2 = self.movable(ty, 1);
-        let e3 = self.movable(ty, 1);
-        let e4 = self.expr(ty, 1);
-        let e5 = self.expr(ty, 1);
-        let a = self.new_temp(ty);
-        let s = self.assign(a, e0);
-        self.push(s);
-        let t = self.new_temp(ty);
-        let la = self.local(a);
-        let op = self.pick(&[BinOp::Add, BinOp::Sub, BinOp::Xor, BinOp::Mul]);
+        let [e1, e2, e3] = [(); 3].map(|_| self.movable(ty, 1));
+        let [e4, e5] = [(); 2].map(|_| self.expr(ty, 1));
+        const OPS: [BinOp; 4] = [BinOp::Add, BinOp::Sub, BinOp::Xor, BinOp::Mul];
+        let a = self.define(e0);
+        let (la, op) = (self.local(a), self.pick(&OPS));
         let x = self.bin(op, la, e1);
-        let s = self.assign(t, x);
-        self.push(s);
-        let u = self.new_temp(ty);
-        let lt = self.local(t);
-        let op = self.pick(&[BinOp::Add, BinOp::Sub, BinOp::Xor, BinOp::Mul]);
+        let t = self.define(x);
+        let (lt, op) = (self.local(t), self.pick(&OPS));
         let x = self.bin(op, lt, e2);
-        let s = self.assign(u, x);
-        self.push(s);
-        let s = self.assign(a, e3);
-        self.push(s);
-        let w = self.new_temp(ty);
-        let lu = self.local(u);
-        let la = self.local(a);
+        let u = self.define(x);
+        self.set(a, e3);
+        let (lu, la) = (self.local(u), self.local(a));
         let x = self.bin(BinOp::Add, lu, la);
-        let s = self.assign(w, x);
-        self.push(s);
-        let s = self.assign(t, e4);
-        self.push(s);
-        let s = self.assign(u, e5);
-        self.push(s);
+        let w = self.define(x);
+        self.set(t, e4);
+        self.set(u, e5);
         self.vars.push(w);
         if self.chance(500) {
             self.vars.push(u);
         }
+    }
+
+    /// The statement `l = value`.
+    fn set(&mut self, l: Local, value: Expr) {
+        let s = self.assign(l, value);
+        self.push(s);
+    }
+
+    /// A fresh temporary defined by the statement `t = value`.
+    fn define(&mut self, value: Expr) -> Local {
+        let t = self.new_temp(self.ty_of(value));
+        self.set(t, value);
+        t
     }
 
     /// A tree the tree mover may move: no side effect and no possible trap (no
@@ -261,34 +258,27 @@ impl<S: Source> Gen<'_, S> {
                     let i = self.below(pool.len() as u32) as usize;
                     chosen.push(pool.swap_remove(i));
                 }
-                let t = self.new_temp(ty);
                 let l = self.local(chosen[0]);
-                let s = self.assign(t, l);
-                self.push(s);
+                let t = self.define(l);
                 for i in 0..n - 1 {
                     let l = self.local(chosen[i + 1]);
-                    let s = self.assign(chosen[i], l);
-                    self.push(s);
+                    self.set(chosen[i], l);
                 }
                 let l = self.local(t);
-                let s = self.assign(chosen[n - 1], l);
-                self.push(s);
+                self.set(chosen[n - 1], l);
             }
             _ if !vars.is_empty() => {
                 self.note("loop lost copy");
                 let v = self.pick(&vars);
-                let x = self.new_temp(ty);
-                self.vars.push(x);
                 let l = self.local(v);
-                let s = self.assign(x, l);
-                self.push(s);
+                let x = self.define(l);
+                self.vars.push(x);
                 let l = self.local(v);
                 let k = self.pick(&[1i64, 3, -1, 7]);
                 let k = self.konst(ty, k);
                 let op = self.pick(&[BinOp::Add, BinOp::Sub, BinOp::Xor]);
                 let e = self.bin(op, l, k);
-                let s = self.assign(v, e);
-                self.push(s);
+                self.set(v, e);
             }
             _ => {}
         }
