@@ -1,9 +1,10 @@
 //! End-to-end tests of the x86 backend: every corpus case, and hand-written programs that
 //! exercise every operator at both widths (with register and immediate operands, in
 //! value and branch context), loads and stores of every width, callframe variables,
-//! helpers, checks, switches, loops and register pressure, are compiled, run in the
-//! emulator and compared with the reference interpreter (a different component, so the
-//! expectations are independent of the backend).
+//! helpers, checks, switches, loops and register pressure, and programs of the project's
+//! generator (`tandem_oracle::gen`), are compiled, run in the emulator and compared with
+//! the reference interpreter (a different component, so the expectations are independent
+//! of the backend).
 
 use std::path::PathBuf;
 use tandem_core::backend::compile;
@@ -11,6 +12,7 @@ use tandem_core::ir::{Function, Type, HEAP_BASE};
 use tandem_core::text::parse_module;
 use tandem_oracle::diff::{check, Verdict};
 use tandem_oracle::emu::Emulator;
+use tandem_oracle::gen::{self, Config, Profile};
 use tandem_oracle::interp::{RunInput, DEFAULT_FUEL};
 use tandem_oracle::outcome::Value;
 use tandem_oracle::replay;
@@ -24,30 +26,35 @@ fn func(src: &str) -> Function {
 /// Compiles `src` and checks every input; returns how many runs were compared.
 fn agree(emu: &mut Emulator, src: &str, inputs: &[RunInput]) -> usize {
     let f = func(src);
-    let code = compile(&f).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    agree_function(emu, &f, inputs, |inp| {
+        // A replayable case file: the source and the failing run.
+        let args: Vec<String> = inp.args.iter().map(|a| a.to_string()).collect();
+        let mut case = format!("{src}; run: %f({})\n", args.join(", "));
+        for (base, bytes) in &inp.heap {
+            for (i, row) in bytes.chunks(16).enumerate() {
+                let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
+                case += &format!("; heap: {:#010x}: {}\n", base + 16 * i as u32, hex.join(" "));
+            }
+        }
+        case
+    })
+}
+
+/// Compiles `f` and checks every input; returns how many runs were compared. On a
+/// disagreement, `case` gives the text of a replayable case file for the failing input,
+/// which is written to the temporary directory before the test fails.
+fn agree_function(emu: &mut Emulator, f: &Function, inputs: &[RunInput], case: impl Fn(&RunInput) -> String) -> usize {
+    let code = compile(f).unwrap_or_else(|e| panic!("{e}\n{f}"));
     let mut compared = 0;
     for inp in inputs {
-        let v = check(&f, inp, &code, emu).unwrap();
+        let v = check(f, inp, &code, emu).unwrap();
         if v.is_failure() {
-            // Leave a replayable case file behind.
-            let args: Vec<String> = inp.args.iter().map(|a| a.to_string()).collect();
-            let mut case = format!("{src}; run: %f({})\n", args.join(", "));
-            for (base, bytes) in &inp.heap {
-                for (i, row) in bytes.chunks(16).enumerate() {
-                    let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
-                    case += &format!("; heap: {:#010x}: {}\n", base + 16 * i as u32, hex.join(" "));
-                }
-            }
             let out = std::env::temp_dir().join("tandem-backend-failure.tir");
-            let _ = std::fs::write(&out, case);
+            let _ = std::fs::write(&out, case(inp));
             eprintln!("replayable case written to {}", out.display());
-            let staged = tandem_core::backend::compile_staged(&f).unwrap();
+            let staged = tandem_core::backend::compile_staged(f).unwrap();
             let lir = &staged.lir.last().unwrap().1;
-            panic!(
-                "{src}\ninput {:?}\n{v}\n{lir}\n{}",
-                inp.args,
-                tandem_core::backend::disassemble(&code)
-            );
+            panic!("{f}\ninput {:?}\n{v}\n{lir}\n{}", inp.args, tandem_core::backend::disassemble(&code));
         }
         if !matches!(v, Verdict::Skipped(_)) {
             compared += 1;
@@ -310,247 +317,35 @@ fn loops_commas_and_register_pressure() {
     agree(&mut emu, &src, &ins);
 }
 
-/// A small random program generator for this test only (the harness's own generator is
-/// another component): typed expression trees over every operator, commas with embedded
-/// assignments, stores, callframe writes, helper calls and checks, in a function with a
-/// diamond, a bounded loop and a switch. Addresses are masked into the heap.
-struct RandomProgram {
-    state: u64,
-    vars: Vec<(String, Type)>,
+/// The generator configuration of the random programs: small functions (few blocks, so
+/// that 300 of them check in about a second), with the default profile's number of
+/// parameters and variables and deeper expression trees, so that registers run short
+/// and values spill.
+fn config() -> Config {
+    Config { max_params: 4, max_vars: 6, max_expr_depth: 4, max_region_items: 4, ..Profile::Small.config() }
 }
 
-impl RandomProgram {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.state ^= self.state >> 12;
-        self.state ^= self.state << 25;
-        self.state ^= self.state >> 27;
-        self.state.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn konst(&mut self, ty: Type) -> String {
-        let v = match self.below(4) {
-            0 => edges(ty)[self.below(edges(ty).len() as u64) as usize],
-            1 => self.below(70) as i64 - 5,
-            _ => ty.normalize(self.next() as i64 >> self.below(60)),
-        };
-        lit(ty, ty.normalize(v))
-    }
-
-    fn var(&mut self, ty: Type, writable: bool) -> Option<String> {
-        let c: Vec<String> = self
-            .vars
-            .iter()
-            .filter(|(n, t)| *t == ty && (!writable || n != "k"))
-            .map(|(n, _)| format!("%{n}"))
-            .collect();
-        (!c.is_empty()).then(|| c[self.below(c.len() as u64) as usize].clone())
-    }
-
-    fn addr(&mut self, d: u32) -> String {
-        let e = self.expr(Type::I32, d);
-        format!("add(and({e}, 4064), {})", HEAP_BASE as i64 + self.below(25) as i64)
-    }
-
-    fn ty(&mut self) -> Type {
-        if self.below(2) == 0 {
-            Type::I32
-        } else {
-            Type::I64
-        }
-    }
-
-    fn expr(&mut self, ty: Type, d: u32) -> String {
-        let leaf = d == 0 || self.below(8) == 0;
-        if leaf {
-            return match self.below(3) {
-                0 => self.konst(ty),
-                _ => self.var(ty, false).unwrap_or_else(|| self.konst(ty)),
-            };
-        }
-        let d = d - 1;
-        match self.below(15) {
-            0 => {
-                let u = if self.below(2) == 0 { "neg" } else { "not" };
-                format!("{u}({})", self.expr(ty, d))
-            }
-            1..=4 => {
-                let op = tandem_core::ir::BinOp::ALL[self.below(13) as usize].name();
-                let a = self.expr(ty, d);
-                format!("{op}({a}, {})", self.expr(ty, d))
-            }
-            5 if ty == Type::I32 => {
-                let op = tandem_core::ir::CmpOp::ALL[self.below(10) as usize].name();
-                let t = self.ty();
-                let a = self.expr(t, d);
-                format!("{op}({a}, {})", self.expr(t, d))
-            }
-            5 | 6 => match ty {
-                Type::I32 => format!("trunc({})", self.expr(Type::I64, d)),
-                Type::I64 => {
-                    let c = if self.below(2) == 0 { "sext" } else { "zext" };
-                    format!("{c}({})", self.expr(Type::I32, d))
-                }
-            },
-            7 => {
-                let c = self.expr(Type::I32, d);
-                let a = self.expr(ty, d);
-                format!("select({c}, {a}, {})", self.expr(ty, d))
-            }
-            8 => {
-                let w = [8, 16, 32, 64][self.below(if ty == Type::I32 { 3 } else { 4 }) as usize];
-                let name = if w == ty.bits() {
-                    format!("load.{ty}")
-                } else {
-                    format!("load.{ty}.{}{w}", if self.below(2) == 0 { "s" } else { "u" })
-                };
-                format!("{name}({})", self.addr(d))
-            }
-            9 => format!("cfread(@c{})", if ty == Type::I32 { 0 } else { 1 }),
-            10 => match ty {
-                Type::I32 => {
-                    let h = if self.below(2) == 0 { "mix" } else { "heap_rmw" };
-                    let a = if h == "mix" { self.expr(Type::I32, d) } else { self.addr(d) };
-                    format!("call @{h}({a}, {})", self.expr(Type::I32, d))
-                }
-                Type::I64 => {
-                    let a = self.expr(Type::I64, d);
-                    format!("call @mix64({a}, {})", self.expr(Type::I64, d))
-                }
-            },
-            11 => {
-                let s = self.effect(d);
-                format!("comma({s}, {})", self.expr(ty, d))
-            }
-            _ => {
-                let op = ["add", "sub", "mul", "xor", "shl", "ashr"][self.below(6) as usize];
-                let a = self.expr(ty, d);
-                format!("{op}({a}, {})", self.konst(ty))
-            }
-        }
-    }
-
-    /// An expression that yields nothing.
-    fn effect(&mut self, d: u32) -> String {
-        match self.below(7) {
-            0 | 1 => {
-                let t = self.ty();
-                let v = self.var(t, true).unwrap();
-                format!("({v} = {})", self.expr(t, d))
-            }
-            2 => {
-                let t = self.ty();
-                let w = [8, 16, 32, 64][self.below(if t == Type::I32 { 3 } else { 4 }) as usize];
-                let a = self.addr(d);
-                format!("store.{w}({a}, {})", self.expr(t, d))
-            }
-            3 => {
-                let t = self.ty();
-                format!("cfwrite(@c{}, {})", if t == Type::I32 { 0 } else { 1 }, self.expr(t, d))
-            }
-            4 => {
-                let a = self.expr(Type::I32, d);
-                format!("call @log({a}, {})", self.expr(Type::I32, d))
-            }
-            5 => match self.below(3) {
-                0 => format!("call @log64({})", self.expr(Type::I64, d)),
-                1 => "call @cf_trace()".to_string(),
-                _ => {
-                    let a = self.expr(Type::I32, d);
-                    format!("call @cf_set({a}, {})", self.expr(Type::I32, d))
-                }
-            },
-            _ => {
-                let t = self.ty();
-                let a = self.expr(t, d);
-                format!("trapif(eq({a}, {}), {})", self.konst(t), self.below(100))
-            }
-        }
-    }
-
-    fn stmts(&mut self, n: u64) -> String {
-        let mut s = String::new();
-        for _ in 0..1 + self.below(n) {
-            let d = 1 + self.below(4) as u32;
-            let e = self.effect(d);
-            // An assignment statement is written without the parentheses of its
-            // embedded form.
-            let e = if e.starts_with("(%") { e[1..e.len() - 1].to_string() } else { e };
-            s += &format!("    {e}\n");
-        }
-        s
-    }
-
-    fn program(seed: u64) -> String {
-        let mut g = RandomProgram { state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1, vars: vec![] };
-        let params = [("a", Type::I32), ("b", Type::I64), ("c", Type::I32)];
-        let locals = [
-            ("x", Type::I32),
-            ("y", Type::I64),
-            ("z", Type::I32),
-            ("w", Type::I64),
-            ("u", Type::I32),
-            ("v", Type::I64),
-            ("k", Type::I32),
-        ];
-        g.vars = params.iter().chain(&locals).map(|(n, t)| (n.to_string(), *t)).collect();
-        let ret = g.ty();
-        let mut src = String::from(
-            "helper @log(i32, i32) -> void effects(observable)\n\
-             helper @log64(i64) -> void effects(observable)\n\
-             helper @cf_trace() -> void effects(reads_callframe, observable)\n\
-             helper @cf_set(i32, i32) -> void effects(writes_callframe)\n\
-             helper @heap_rmw(i32, i32) -> i32 effects(reads_heap, writes_heap)\n\
-             helper @mix(i32, i32) -> i32 pure\n\
-             helper @mix64(i64, i64) -> i64 pure\n",
-        );
-        src += &format!("function %f(i32 %a, i64 %b, i32 %c) -> {ret} {{\n    callframe i32 @c0\n    callframe i64 @c1\n");
-        for (n, t) in &locals {
-            src += &format!("    local {t} %{n}\n");
-        }
-        src += "b0:\n";
-        src += &g.stmts(4);
-        let c = g.expr(Type::I32, 3);
-        src += &format!("    br {c}, b1, b2\nb1:\n{}    jump b3\nb2:\n{}    jump b3\n", g.stmts(3), g.stmts(3));
-        src += &format!("b3:\n{}    %k = add(%k, 1)\n    br slt(%k, 3), b3, b4\n", g.stmts(3));
-        let sw = if seed.is_multiple_of(2) { format!("and({}, 3)", g.expr(Type::I32, 2)) } else { format!("and({}, 4294967299:i64)", g.expr(Type::I64, 2)) };
-        let wide_case = if seed.is_multiple_of(2) { 1 } else { 4294967296i64 };
-        src += &format!("b4:\n    switch {sw}, default b5, [0: b6, {wide_case}: b6, 2: b5]\nb5:\n{}    jump b6\n", g.stmts(2));
-        let r = g.expr(ret, 4);
-        src += &format!("b6:\n    ret {r}\n}}\n");
-        src
-    }
+/// The generated case of `seed` under [`config`]: its function and the inputs of its runs.
+fn generated(seed: u64) -> (Function, Vec<RunInput>) {
+    let g = gen::generate(seed, &config());
+    let f = g.case.module.functions[0].clone();
+    let inputs = g.case.runs.iter().map(|r| r.input(&f).unwrap_or_else(|e| panic!("seed {seed}: {e}"))).collect();
+    (f, inputs)
 }
 
 #[test]
 fn random_programs_agree_with_the_interpreter() {
     let mut emu = Emulator::new().unwrap();
     let mut compared = 0;
-    let mut heap_rng = RandomProgram { state: 77, vars: vec![] };
-    let heap: Vec<u8> = (0..tandem_core::ir::HEAP_SIZE).map(|_| heap_rng.next() as u8).collect();
     let mut totals = [0usize; 7];
     // `TANDEM_RANDOM_PROGRAMS=N` runs more programs than the default.
     let n: u64 = std::env::var("TANDEM_RANDOM_PROGRAMS").ok().and_then(|v| v.parse().ok()).unwrap_or(300);
     for seed in 0..n {
-        let src = RandomProgram::program(seed);
-        let ins: Vec<RunInput> = (0..3)
-            .map(|i| RunInput {
-                args: vec![
-                    Value::I32(EDGE32[(seed as usize + i) % EDGE32.len()] as i32),
-                    Value::I64(EDGE64[(seed as usize * 3 + i) % EDGE64.len()]),
-                    Value::I32(i as i32 * 7 - 3),
-                ],
-                heap: if i == 0 { vec![] } else { vec![(HEAP_BASE, heap.clone())] },
-                callframe: vec![],
-                fuel: 10_000,
-            })
-            .collect();
-        compared += agree(&mut emu, &src, &ins);
-        let st = tandem_core::backend::compile_staged(&func(&src)).unwrap().stats;
+        let (f, ins) = generated(seed);
+        compared += agree_function(&mut emu, &f, &ins, |_| {
+            gen::render_with(seed, &config(), &format!("backend_x86 random_programs_agree_with_the_interpreter, seed {seed}"))
+        });
+        let st = tandem_core::backend::compile_staged(&f).unwrap().stats;
         totals[0] += st.rationalize.commas;
         totals[1] += st.decompose.decomposed;
         totals[2] += st.decompose.helper_calls;
@@ -559,6 +354,7 @@ fn random_programs_agree_with_the_interpreter() {
         totals[5] += st.regalloc.globals;
         totals[6] += st.regalloc.reused;
     }
+    println!("{compared} runs compared; commas, decomposed, helper calls, contained operands, spills, globals, reused: {totals:?}");
     assert!(compared > 600, "{compared}");
     // The programs exercise every pass: commas, 64-bit pairs and helpers, contained
     // operands, spills, global registers and freeable-register reuse all occur.
@@ -582,34 +378,28 @@ fn case_file() {
     }
 }
 
-/// Throughput of the backend and the emulator on the random programs (debug-profile
+/// Throughput of the backend and the emulator on the generated programs (debug-profile
 /// figures; run with `cargo test --release -p tandem-oracle --test backend_x86 throughput
 /// -- --ignored --nocapture` for release figures).
 #[test]
 #[ignore]
 fn throughput() {
     use std::time::Instant;
-    let sources: Vec<String> = (0..500).map(RandomProgram::program).collect();
-    let funcs: Vec<Function> = sources.iter().map(|s| func(s)).collect();
+    let cases: Vec<(Function, Vec<RunInput>)> = (0..500).map(generated).collect();
+    let funcs: Vec<&Function> = cases.iter().map(|(f, _)| f).collect();
     let t = Instant::now();
     let codes: Vec<_> = funcs.iter().map(|f| compile(f).unwrap()).collect();
     let compile_s = t.elapsed().as_secs_f64();
     let mut emu = Emulator::new().unwrap();
-    let inp = RunInput {
-        args: vec![Value::I32(5), Value::I64(-3), Value::I32(9)],
-        heap: vec![],
-        callframe: vec![],
-        fuel: 10_000,
-    };
     let t = Instant::now();
-    for (f, c) in funcs.iter().zip(&codes) {
-        let _ = emu.run(c, f, &inp).unwrap();
+    for ((f, ins), c) in cases.iter().zip(&codes) {
+        let _ = emu.run(c, f, &ins[0]).unwrap();
     }
     let emu_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    for f in &funcs {
+    for (f, ins) in &cases {
         let c = compile(f).unwrap();
-        let _ = check(f, &inp, &c, &mut emu).unwrap();
+        let _ = check(f, &ins[0], &c, &mut emu).unwrap();
     }
     let e2e_s = t.elapsed().as_secs_f64();
     let n = funcs.len() as f64;

@@ -815,6 +815,9 @@ impl<'a, S: Source> Gen<'a, S> {
         // stays reachable.
         self.region(depth + 1, false);
         if self.cur.is_some() {
+            if self.on(Feature::SsaStress) && self.chance(500) {
+                self.loop_copies();
+            }
             self.seal(Terminator::Jump(latch));
         }
         self.loops.pop();

@@ -249,7 +249,13 @@ pub fn check_test_case(t: &TestCase) -> Result<Vec<RunResult>, CheckError> {
 /// The case of `seed` with every run's expectation filled in from the interpreter, as
 /// `tandem gen` prints it, preceded by a comment naming the seed and profile.
 pub fn render(seed: u64, profile: Profile) -> String {
-    let mut g = generate(seed, &profile.config());
+    render_with(seed, &profile.config(), &format!("tandem gen --seed {seed} --profile {}", profile.name()))
+}
+
+/// [`render`] for any configuration; `origin` (the first comment line) says where the
+/// case comes from.
+pub fn render_with(seed: u64, cfg: &Config, origin: &str) -> String {
+    let mut g = generate(seed, cfg);
     let actual: Vec<_> = g
         .case
         .runs
@@ -262,7 +268,7 @@ pub fn render(seed: u64, profile: Profile) -> String {
         })
         .collect();
     g.case.bless(&actual);
-    format!("; tandem gen --seed {seed} --profile {}\n; features: {}\n{}", profile.name(), g.features, g.case.print())
+    format!("; {origin}\n; features: {}\n{}", g.features, g.case.print())
 }
 
 #[cfg(test)]

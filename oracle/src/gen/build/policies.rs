@@ -78,15 +78,24 @@ impl<S: Source> Gen<'_, S> {
         self.vars.push(t1);
     }
 
-    /// `%t = tree; %c = %t; %k = const; %u = op(%c, %k); ...; %t = tree2`.
+    /// `%t = tree; %c = %t; %k = const; %u = op(%c, %k); ...; %t = tree2`, or (a share
+    /// of the time) the linked pattern of [`Gen::tree_mover_linked`].
     pub(super) fn tree_mover(&mut self) {
+        if self.chance(350) {
+            self.tree_mover_linked();
+            return;
+        }
         let ty = self.ty();
+        // Half of the trees are movable for sure; the others may hold a division, a call
+        // or a comma that keeps them in place. The tree is built before `%t` exists, so
+        // it does not read `%t`.
+        let e = if self.chance(500) { self.movable(ty, 3) } else { self.expr(ty, 3) };
         let t = self.new_temp(ty);
-        let e = self.expr(ty, 3);
         let s = self.assign(t, e);
         self.push(s);
         let mut used = t;
         self.note("tree-mover single-use tree");
+        let mut copy = None;
         if self.chance(600) {
             self.note("tree-mover copy");
             let c = self.new_temp(ty);
@@ -94,6 +103,12 @@ impl<S: Source> Gen<'_, S> {
             let s = self.assign(c, l);
             self.push(s);
             used = c;
+            copy = Some(c);
+            if self.chance(500) {
+                // Nothing else reads the copy, so no block reads it before assigning it
+                // (the tree mover's [X] flag stays clear) and forwarding can succeed.
+                self.readable.retain(|&l| l != c);
+            }
         }
         let k = self.new_temp(ty);
         let v = self.pick(&INTERESTING[..14]);
@@ -118,10 +133,154 @@ impl<S: Source> Gen<'_, S> {
             let e2 = self.expr(ty, 2);
             let s = self.assign(t, e2);
             self.push(s);
+            if let Some(c) = copy.filter(|_| self.chance(300)) {
+                // The copy read again once it no longer stands for `%t`: tree forwarding
+                // through it must be refused.
+                self.note("tree-mover copy read after the redefinition");
+                let w = self.new_temp(ty);
+                let l = self.local(c);
+                let k = self.constant(ty);
+                let x = self.bin(BinOp::Add, l, k);
+                let s = self.assign(w, x);
+                self.push(s);
+            }
         }
         self.vars.push(u);
         if self.chance(500) {
             self.vars.push(t);
+        }
+    }
+
+    /// A tree that moves into another tree that moves too, where an operand of the first
+    /// is redefined while the second waits for its use (`tree-mover.txt`, "indirect tree
+    /// moves" and linked moves):
+    ///
+    /// ```text
+    /// %a = e0; %t = op(%a, e1); %u = op(%t, e2); %a = e3; %w = op(%u, %a); %t = e4; %u = e5
+    /// ```
+    ///
+    /// `%a` moves into `%t`'s tree (indirect once `%t` moves too); the redefinition of `%a`
+    /// links `%t`'s move with `%u`'s (moving both would carry the old `%a` past its
+    /// redefinition), so one of them is rejected; the redefinitions of `%t` and `%u` make
+    /// their moves safe. The trees are pure and cannot trap, so that they are movable;
+    /// every expression is built before the temporaries exist, so none reads them.
+    pub(super) fn tree_mover_linked(&mut self) {
+        self.note("tree-mover linked");
+        let ty = self.ty();
+        let e0 = self.movable(ty, 2);
+        let [e1, e2, e3] = [(); 3].map(|_| self.movable(ty, 1));
+        let [e4, e5] = [(); 2].map(|_| self.expr(ty, 1));
+        const OPS: [BinOp; 4] = [BinOp::Add, BinOp::Sub, BinOp::Xor, BinOp::Mul];
+        let a = self.define(e0);
+        let (la, op) = (self.local(a), self.pick(&OPS));
+        let x = self.bin(op, la, e1);
+        let t = self.define(x);
+        let (lt, op) = (self.local(t), self.pick(&OPS));
+        let x = self.bin(op, lt, e2);
+        let u = self.define(x);
+        self.set(a, e3);
+        let (lu, la) = (self.local(u), self.local(a));
+        let x = self.bin(BinOp::Add, lu, la);
+        let w = self.define(x);
+        self.set(t, e4);
+        self.set(u, e5);
+        self.vars.push(w);
+        if self.chance(500) {
+            self.vars.push(u);
+        }
+    }
+
+    /// The statement `l = value`.
+    fn set(&mut self, l: Local, value: Expr) {
+        let s = self.assign(l, value);
+        self.push(s);
+    }
+
+    /// A fresh temporary defined by the statement `t = value`.
+    fn define(&mut self, value: Expr) -> Local {
+        let t = self.new_temp(self.ty_of(value));
+        self.set(t, value);
+        t
+    }
+
+    /// A tree the tree mover may move: no side effect and no possible trap (no
+    /// division, call, comma or assignment), over locals, callframe reads and constants.
+    /// With `depth` above 0 the root is an operator, so the tree is a proper tree (not a
+    /// copy or a constant).
+    fn movable(&mut self, ty: Type, depth: u32) -> Expr {
+        if depth == 0 {
+            return self.leaf(ty);
+        }
+        let sub = |g: &mut Self| if g.chance(300) { g.leaf(ty) } else { g.movable(ty, depth - 1) };
+        let a = sub(self);
+        match self.below(5) {
+            0 => {
+                let op = if self.on(Feature::Bitwise) && self.chance(500) { UnOp::Not } else { UnOp::Neg };
+                self.add(ExprData::Unary { op, arg: a })
+            }
+            1 if self.on(Feature::Shift) => {
+                let op = self.pick(&[BinOp::Shl, BinOp::Lshr, BinOp::Ashr]);
+                let n = self.below(ty.bits()) as i64;
+                let n = self.konst(ty, n);
+                self.bin(op, a, n)
+            }
+            _ => {
+                let b = sub(self);
+                let op = self.pick(&[BinOp::Add, BinOp::Sub, BinOp::Xor, BinOp::Mul, BinOp::And, BinOp::Or]);
+                self.bin(op, a, b)
+            }
+        }
+    }
+
+    /// At the end of a loop body: copies between loop-carried variables that, once SSA
+    /// copy propagation has removed them, leave phis that read each other (the swap
+    /// problem of SSA destruction) or a phi's old value live past its new one (the lost
+    /// copy problem): `%t = %x; %x = %y; %y = %t` (a swap), the same over three
+    /// variables (a rotation), or `%x = %v; %v = op(%v, k)` (a lost copy when `%x` is
+    /// read after the loop).
+    pub(super) fn loop_copies(&mut self) {
+        // The type drawn as usual, unless only the other type has two variables to swap.
+        let mut ty = self.ty();
+        let other = if ty == Type::I32 { Type::I64 } else { Type::I32 };
+        if self.assignable(Some(ty)).len() < 2 && self.assignable(Some(other)).len() >= 2 {
+            ty = other;
+        }
+        let vars = self.assignable(Some(ty));
+        match self.below(3) {
+            0 | 1 if vars.len() >= 2 => {
+                let rotate = vars.len() >= 3 && self.below(2) == 1;
+                self.note(if rotate { "loop rotation" } else { "loop swap" });
+                let n = if rotate { 3 } else { 2 };
+                // Distinct variables, in a random order.
+                let mut pool = vars;
+                let mut chosen = vec![];
+                for _ in 0..n {
+                    let i = self.below(pool.len() as u32) as usize;
+                    chosen.push(pool.swap_remove(i));
+                }
+                let l = self.local(chosen[0]);
+                let t = self.define(l);
+                for i in 0..n - 1 {
+                    let l = self.local(chosen[i + 1]);
+                    self.set(chosen[i], l);
+                }
+                let l = self.local(t);
+                self.set(chosen[n - 1], l);
+            }
+            _ if !vars.is_empty() => {
+                self.note("loop lost copy");
+                let v = self.pick(&vars);
+                let l = self.local(v);
+                let x = self.define(l);
+                self.vars.push(x);
+                let l = self.local(v);
+                let k = self.pick(&[1i64, 3, -1, 7]);
+                let k = self.konst(ty, k);
+                let op = self.pick(&[BinOp::Add, BinOp::Sub, BinOp::Xor]);
+                let e = self.bin(op, l, k);
+                self.set(v, e);
+            }
+            _ => {}
         }
     }
 
