@@ -78,14 +78,22 @@ pub fn backend_input(f: &Function) -> Result<Function, String> {
     Ok(g)
 }
 
+/// A function after the check pipeline, with the pipeline and each pass's statistics.
+#[derive(Clone, Debug)]
+pub struct Optimized {
+    pub pipeline: Pipeline,
+    pub function: Function,
+    pub stats: Vec<(&'static str, Stats)>,
+}
+
 /// `f` after the whole check pipeline (see [`passcheck::replay_pipeline`]); `None` when
 /// `f` is in neither of the pipeline's input forms.
 /// The statistics of each pass come along.
-pub fn optimized(f: &Function) -> Option<Result<(Pipeline, Function, Vec<(&'static str, Stats)>), String>> {
+pub fn optimized(f: &Function) -> Option<Result<Optimized, String>> {
     let p = passcheck::replay_pipeline(f)?;
     let mut g = f.clone();
     Some(match (PassManager { verify: true }).run(&p, &mut g, &mut |_, _, _| {}) {
-        Ok(stats) => Ok((p, g, stats)),
+        Ok(stats) => Ok(Optimized { pipeline: p, function: g, stats }),
         Err(e) => Err(e.to_string()),
     })
 }
@@ -133,9 +141,9 @@ pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Resu
     let mut x86_stages = vec![("x86".to_string(), backend_input(f))];
     if let Some(o) = optimized(f) {
         x86_stages.push(match o {
-            Ok((p, g, stats)) => {
-                pass_stats.extend(stats.into_iter().map(|(n, st)| (n.to_string(), st)));
-                (format!("x86 after {p}"), Ok(g))
+            Ok(o) => {
+                pass_stats.extend(o.stats.into_iter().map(|(n, st)| (n.to_string(), st)));
+                (format!("x86 after {}", o.pipeline), Ok(o.function))
             }
             Err(e) => ("x86 after the check pipeline".to_string(), Err(e)),
         });

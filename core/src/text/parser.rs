@@ -17,15 +17,14 @@ use std::collections::HashMap;
 /// Parses a module.
 pub fn parse_module(src: &str) -> Result<(Module, SourceMap), ParseError> {
     let toks = lex(src)?;
-    let mut p = Parser { toks, pos: 0, depth: 0 };
+    let mut p = Parser { toks, pos: 0, depth: 0, map: SourceMap::default(), index: 0 };
     let mut module = Module::default();
-    let mut map = SourceMap::default();
     loop {
         let t = p.peek().clone();
         match &t.kind {
             TokenKind::Eof => break,
             TokenKind::Ident(w) if w == "helper" => {
-                map.helpers.push((t.line, t.col));
+                p.map.helpers.push((t.line, t.col));
                 let decl = p.helper_decl()?;
                 if module.helpers.iter().any(|h| h.name == decl.name) {
                     return Err(p.err_at(&t, format!("helper @{} is declared twice", decl.name)));
@@ -33,9 +32,9 @@ pub fn parse_module(src: &str) -> Result<(Module, SourceMap), ParseError> {
                 module.helpers.push(decl);
             }
             TokenKind::Ident(w) if w == "function" => {
-                let index = module.functions.len();
-                map.functions.push((t.line, t.col));
-                let f = p.function(&module, index, &mut map)?;
+                p.index = module.functions.len();
+                p.map.functions.push((t.line, t.col));
+                let f = p.function(&module)?;
                 if module.functions.iter().any(|g| g.name == f.name) {
                     return Err(p.err_at(&t, format!("function %{} is defined twice", f.name)));
                 }
@@ -44,7 +43,7 @@ pub fn parse_module(src: &str) -> Result<(Module, SourceMap), ParseError> {
             _ => return Err(p.expected("`helper` or `function`")),
         }
     }
-    Ok((module, map))
+    Ok((module, p.map))
 }
 
 struct Parser {
@@ -53,6 +52,10 @@ struct Parser {
     /// Current expression nesting, bounded by [`MAX_DEPTH`] so that hostile input cannot
     /// overflow the stack of the parser or of the recursive passes after it.
     depth: usize,
+    /// Where parsed entities came from.
+    map: SourceMap,
+    /// Index of the function being parsed, the key of its entities in `map`.
+    index: usize,
 }
 
 /// The deepest expression nesting the parser accepts.
@@ -242,10 +245,8 @@ impl Parser {
                 TokenKind::Punct("(") | TokenKind::Punct("[") => depth += 1,
                 TokenKind::Punct(")") | TokenKind::Punct("]") => depth -= 1,
                 TokenKind::Punct("}") if depth == 0 => break,
-                TokenKind::Ident(w) if depth == 0 => {
-                    if self.toks[i + 1].kind == TokenKind::Punct(":") {
-                        labels.push((w.clone(), self.toks[i].clone()));
-                    }
+                TokenKind::Ident(w) if depth == 0 && self.toks[i + 1].kind == TokenKind::Punct(":") => {
+                    labels.push((w.clone(), self.toks[i].clone()));
                 }
                 _ => {}
             }
@@ -257,8 +258,6 @@ impl Parser {
     fn function(
         &mut self,
         module: &Module,
-        index: usize,
-        map: &mut SourceMap,
     ) -> Result<Function, ParseError> {
         self.keyword("function")?;
         let (name, _) = self.local_name("a function name like `%f`")?;
@@ -345,7 +344,7 @@ impl Parser {
             let (label, lt) = self.ident("a block label like `b0:`")?;
             self.punct(":")?;
             let b = scope.blocks[&label];
-            map.blocks.insert((index, b), (lt.line, lt.col));
+            self.map.blocks.insert((self.index, b), (lt.line, lt.col));
             f.layout.push(b);
             let mut phis = vec![];
             let mut stmts = vec![];
@@ -353,7 +352,7 @@ impl Parser {
                 let t = self.peek().clone();
                 match &t.kind {
                     TokenKind::Ident(w) if ["jump", "br", "ret", "switch"].contains(&w.as_str()) => {
-                        break self.terminator(&mut f, &mut scope, index, map)?;
+                        break self.terminator(&mut f, &mut scope)?;
                     }
                     TokenKind::LocalName(n)
                         if self.peek_at(1) == &TokenKind::Punct("=")
@@ -383,9 +382,9 @@ impl Parser {
                         self.next();
                         self.next();
                         let local = self.resolve_local(&scope, &n, &t)?;
-                        let value = self.expr(&mut f, &mut scope, index, map)?;
+                        let value = self.expr(&mut f, &mut scope)?;
                         let e = f.exprs.push(ExprData::Assign { local, value });
-                        map.exprs.insert((index, e), (t.line, t.col));
+                        self.map.exprs.insert((self.index, e), (t.line, t.col));
                         stmts.push(e);
                     }
                     TokenKind::Punct("}") | TokenKind::Eof => {
@@ -395,7 +394,7 @@ impl Parser {
                         return Err(self.expected("a terminator (`jump`, `br`, `ret`, `switch`) before the next block"));
                     }
                     _ => {
-                        let e = self.expr(&mut f, &mut scope, index, map)?;
+                        let e = self.expr(&mut f, &mut scope)?;
                         stmts.push(e);
                     }
                 }
@@ -444,23 +443,21 @@ impl Parser {
         &mut self,
         f: &mut Function,
         scope: &mut Scope,
-        index: usize,
-        map: &mut SourceMap,
     ) -> Result<Terminator, ParseError> {
         let (w, _) = self.ident("a terminator")?;
         Ok(match w.as_str() {
             "jump" => Terminator::Jump(self.block_ref(scope)?),
             "br" => {
-                let cond = self.expr(f, scope, index, map)?;
+                let cond = self.expr(f, scope)?;
                 self.punct(",")?;
                 let then_dest = self.block_ref(scope)?;
                 self.punct(",")?;
                 let else_dest = self.block_ref(scope)?;
                 Terminator::Branch { cond, then_dest, else_dest }
             }
-            "ret" => Terminator::Return(self.expr(f, scope, index, map)?),
+            "ret" => Terminator::Return(self.expr(f, scope)?),
             _ => {
-                let value = self.expr(f, scope, index, map)?;
+                let value = self.expr(f, scope)?;
                 self.punct(",")?;
                 self.keyword("default")?;
                 let default = self.block_ref(scope)?;
@@ -484,14 +481,12 @@ impl Parser {
         &mut self,
         f: &mut Function,
         scope: &mut Scope,
-        index: usize,
-        map: &mut SourceMap,
         name: &str,
         n: usize,
         at: &Token,
     ) -> Result<Vec<Expr>, ParseError> {
         self.punct("(")?;
-        let v = self.list(")", |p| p.expr(f, scope, index, map))?;
+        let v = self.list(")", |p| p.expr(f, scope))?;
         if v.len() != n {
             return Err(self.err_at(at, format!("`{name}` takes {n} operand(s), found {}", v.len())));
         }
@@ -502,15 +497,13 @@ impl Parser {
         &mut self,
         f: &mut Function,
         scope: &mut Scope,
-        index: usize,
-        map: &mut SourceMap,
     ) -> Result<Expr, ParseError> {
         let t = self.peek().clone();
         if self.depth >= MAX_DEPTH {
             return Err(self.err_at(&t, format!("expressions nest deeper than {MAX_DEPTH} levels")));
         }
         self.depth += 1;
-        let r = self.expr_inner(f, scope, index, map, &t);
+        let r = self.expr_inner(f, scope, &t);
         self.depth -= 1;
         r
     }
@@ -519,8 +512,6 @@ impl Parser {
         &mut self,
         f: &mut Function,
         scope: &mut Scope,
-        index: usize,
-        map: &mut SourceMap,
         t: &Token,
     ) -> Result<Expr, ParseError> {
         let t = t.clone();
@@ -553,46 +544,43 @@ impl Parser {
                 let (n, lt) = self.local_name("an assignment like `(%t = ...)`")?;
                 let local = self.resolve_local(scope, &n, &lt)?;
                 self.punct("=")?;
-                let value = self.expr(f, scope, index, map)?;
+                let value = self.expr(f, scope)?;
                 self.punct(")")?;
                 ExprData::Assign { local, value }
             }
             TokenKind::Ident(w) => {
                 let w = w.clone();
                 self.next();
-                self.operator(&w, &t, f, scope, index, map)?
+                self.operator(&w, &t, f, scope)?
             }
             _ => return Err(self.expected("an expression")),
         };
         let e = f.exprs.push(data);
-        map.exprs.insert((index, e), (t.line, t.col));
+        self.map.exprs.insert((self.index, e), (t.line, t.col));
         Ok(e)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn operator(
         &mut self,
         w: &str,
         t: &Token,
         f: &mut Function,
         scope: &mut Scope,
-        index: usize,
-        map: &mut SourceMap,
     ) -> Result<ExprData, ParseError> {
         if let Some(op) = BinOp::ALL.into_iter().find(|o| o.name() == w) {
-            let a = self.args(f, scope, index, map, w, 2, t)?;
+            let a = self.args(f, scope, w, 2, t)?;
             return Ok(ExprData::Binary { op, lhs: a[0], rhs: a[1] });
         }
         if let Some(op) = CmpOp::ALL.into_iter().find(|o| o.name() == w) {
-            let a = self.args(f, scope, index, map, w, 2, t)?;
+            let a = self.args(f, scope, w, 2, t)?;
             return Ok(ExprData::Cmp { op, lhs: a[0], rhs: a[1] });
         }
         if let Some(op) = UnOp::ALL.into_iter().find(|o| o.name() == w) {
-            let a = self.args(f, scope, index, map, w, 1, t)?;
+            let a = self.args(f, scope, w, 1, t)?;
             return Ok(ExprData::Unary { op, arg: a[0] });
         }
         if let Some(op) = ConvOp::ALL.into_iter().find(|o| o.name() == w) {
-            let a = self.args(f, scope, index, map, w, 1, t)?;
+            let a = self.args(f, scope, w, 1, t)?;
             return Ok(ExprData::Convert { op, arg: a[0] });
         }
         if let Some(rest) = w.strip_prefix("load.") {
@@ -617,23 +605,23 @@ impl Parser {
                     }
                 }
             };
-            let a = self.args(f, scope, index, map, w, 1, t)?;
+            let a = self.args(f, scope, w, 1, t)?;
             return Ok(ExprData::Load { ty, width, signed, addr: a[0] });
         }
         if let Some(bits) = w.strip_prefix("store.") {
             let width = bits.parse::<u32>().ok().and_then(MemWidth::from_bits).ok_or_else(|| {
                 self.err_at(t, format!("expected `store.8`, `store.16`, `store.32` or `store.64`, found `{w}`"))
             })?;
-            let a = self.args(f, scope, index, map, w, 2, t)?;
+            let a = self.args(f, scope, w, 2, t)?;
             return Ok(ExprData::Store { width, addr: a[0], value: a[1] });
         }
         match w {
             "select" => {
-                let a = self.args(f, scope, index, map, w, 3, t)?;
+                let a = self.args(f, scope, w, 3, t)?;
                 Ok(ExprData::Select { cond: a[0], if_true: a[1], if_false: a[2] })
             }
             "comma" => {
-                let a = self.args(f, scope, index, map, w, 2, t)?;
+                let a = self.args(f, scope, w, 2, t)?;
                 Ok(ExprData::Comma { first: a[0], second: a[1] })
             }
             "cfread" | "cfwrite" => {
@@ -648,14 +636,14 @@ impl Parser {
                     Ok(ExprData::CfRead(var))
                 } else {
                     self.punct(",")?;
-                    let value = self.expr(f, scope, index, map)?;
+                    let value = self.expr(f, scope)?;
                     self.punct(")")?;
                     Ok(ExprData::CfWrite { var, value })
                 }
             }
             "trapif" => {
                 self.punct("(")?;
-                let cond = self.expr(f, scope, index, map)?;
+                let cond = self.expr(f, scope)?;
                 self.punct(",")?;
                 let (code, ct) = self.int("a trap code")?;
                 if !(0..=u32::MAX as i128).contains(&code) {
@@ -670,7 +658,7 @@ impl Parser {
                     self.err_at(&nt, format!("helper @{n} is not declared (or not in the runtime's helper set)"))
                 })?;
                 self.punct("(")?;
-                let args = self.list(")", |p| p.expr(f, scope, index, map))?;
+                let args = self.list(")", |p| p.expr(f, scope))?;
                 Ok(ExprData::Call { helper, args })
             }
             _ => Err(self.err_at(t, format!("expected an expression, found unknown operator `{w}`"))),
