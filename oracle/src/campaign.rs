@@ -143,3 +143,28 @@ fn write_finding(dir: &Path, seed: u64, profile: Profile, problems: &[(u32, Prob
     write().map_err(|error| CampaignError::Write { path: path.clone(), error })?;
     Ok(path)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A finding file is a case file `tandem run` replays as it is: it parses, verifies,
+    /// its expectations are the reference interpreter's, and the problem lines written
+    /// above it are comments that do not disturb it.
+    #[test]
+    fn a_finding_file_replays() {
+        let dir = std::env::temp_dir().join(format!("tandem-finding-{}", std::process::id()));
+        let problem = Problem {
+            stage: "x86".into(),
+            lines: vec!["end: expected return 1, got return 2".into(), "trace event 0: expected nothing".into()],
+            side_by_side: None,
+        };
+        let path = write_finding(&dir, 7, Profile::Small, &[(1, problem)]).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("; stage `x86` disagrees with the reference interpreter:\n;   end: expected return 1"));
+        let mut emu = Emulator::new().unwrap();
+        let report = crate::replay::replay_file(&path, false, &mut emu).unwrap();
+        assert!(!report.runs.is_empty());
+        assert!(report.runs.iter().all(|r| r.mismatches.is_empty()), "{:?}", report.runs);
+    }
+}
