@@ -144,9 +144,56 @@ fn write_finding(dir: &Path, seed: u64, profile: Profile, problems: &[(u32, Prob
     Ok(path)
 }
 
+/// The check of the `differential` fuzz target: a test case made from libFuzzer's bytes
+/// goes through the generator's own check ([`gen::check_test_case`]) and then every run
+/// through every stage, in this thread's emulator. `Err` names each disagreeing stage.
+pub fn check_test_case_stages(t: &gen::TestCase) -> Result<(), String> {
+    gen::check_test_case(t).map_err(|e| e.to_string())?;
+    let case = &t.case;
+    let mut problems = vec![];
+    crate::emu::with_worker_emulator(|emu| -> Result<(), String> {
+        for f in &case.module.functions {
+            let runs: Vec<_> = case.runs.iter().filter(|r| r.entry == f.name).collect();
+            let inputs = runs.iter().map(|r| r.input(f)).collect::<Result<Vec<_>, _>>()?;
+            for (r, c) in runs.iter().zip(check_runs(f, &inputs, emu).map_err(|e| e.to_string())?) {
+                for p in c.problems {
+                    problems.push(format!("run at line {}: stage `{}`: {}", r.line, p.stage, p.lines.join("; ")));
+                }
+            }
+        }
+        Ok(())
+    })
+    .map_err(|e| e.to_string())??;
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The differential fuzz target's check, for about a second on random bytes (STYLE.md:
+    /// `cargo test` exercises every fuzz target).
+    #[test]
+    fn the_differential_fuzz_check_runs_on_random_bytes() {
+        use arbitrary::{Arbitrary, Unstructured};
+        use rand::{RngCore, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0x7a4d);
+        let start = Instant::now();
+        let mut n = 0;
+        while start.elapsed() < Duration::from_secs(1) || n < 10 {
+            let mut bytes = vec![0u8; (rng.next_u32() % 4096) as usize];
+            rng.fill_bytes(&mut bytes);
+            let t = gen::TestCase::arbitrary(&mut Unstructured::new(&bytes)).expect("a test case from any bytes");
+            if let Err(e) = check_test_case_stages(&t) {
+                panic!("{e}\n{}", t.case.print());
+            }
+            n += 1;
+        }
+    }
 
     /// A finding file is a case file `tandem run` replays as it is: it parses, verifies,
     /// its expectations are the reference interpreter's, and the problem lines written
