@@ -1,11 +1,11 @@
 //! Fuzzing campaigns over generated programs. Every run of every seed goes through
-//! [`check_runs`]: the reference interpreter, the interpreter after every IR pass, and
+//! [`check_case`]: the reference interpreter, the interpreter after every IR pass, and
 //! the x86 code without and with the passes. Each failing case is written at once as a
 //! case file (module, runs, the reference interpreter's outcome as the expectation, and
 //! `;` lines naming the disagreeing stage), so that `tandem run FILE` replays the
 //! disagreement and a campaign never loses a finding it reported.
 
-use crate::check::{check_runs, CheckError, Problem};
+use crate::check::{check_case, CaseCheckError, CheckError, Problem};
 use crate::emu::Emulator;
 use crate::gen::{self, Profile};
 use tandem_core::passes::Stats;
@@ -67,6 +67,8 @@ pub enum CampaignError {
     /// A run could not be checked (the emulator failed, or the generator made inputs
     /// that do not fit its own function).
     Check { seed: u64, error: CheckError },
+    /// A case's runs could not be checked (its inputs do not fit its function).
+    Case { seed: u64, error: CaseCheckError },
     /// A finding could not be written.
     Write { path: PathBuf, error: std::io::Error },
 }
@@ -75,6 +77,7 @@ impl std::fmt::Display for CampaignError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CampaignError::Check { seed, error } => write!(f, "seed {seed}: {error}"),
+            CampaignError::Case { seed, error } => write!(f, "seed {seed}: {error}"),
             CampaignError::Write { path, error } => write!(f, "cannot write {}: {error}", path.display()),
         }
     }
@@ -82,47 +85,106 @@ impl std::fmt::Display for CampaignError {
 
 impl std::error::Error for CampaignError {}
 
-/// Runs a campaign; `progress` is called after each seed with the summary so far.
-pub fn run(c: &Campaign, emu: &mut Emulator, mut progress: impl FnMut(u64, &Summary)) -> Result<Summary, CampaignError> {
+/// Runs a campaign on `jobs` threads, each with its own emulator, taking seeds in turn.
+/// Findings are written by the calling thread as each seed's result arrives, before
+/// `progress` (called after each seed with the summary so far) can report them; the
+/// summary lists them in seed order.
+pub fn run(
+    c: &Campaign,
+    jobs: usize,
+    mut progress: impl FnMut(u64, &Summary),
+) -> Result<Summary, CampaignError> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::mpsc;
     let started = Instant::now();
-    let mut s = Summary::default();
     let cfg = c.profile.config();
-    for seed in c.start..c.start.saturating_add(c.count) {
-        let g = gen::generate(seed, &cfg);
-        s.cases += 1;
-        let mut problems = vec![];
-        let mut stats_taken = false;
-        for f in &g.case.module.functions {
-            let runs: Vec<_> = g.case.runs.iter().filter(|r| r.entry == f.name).collect();
-            let mut inputs = vec![];
-            for r in &runs {
-                inputs.push(r.input(f).map_err(|m| CampaignError::Check {
-                    seed,
-                    error: CheckError::Input(crate::interp::InputError::Arguments(m)),
-                })?);
-            }
-            let checked = check_runs(f, &inputs, emu).map_err(|error| CampaignError::Check { seed, error })?;
-            for (r, c) in runs.iter().zip(checked) {
-                s.runs += 1;
-                if !stats_taken && !c.pass_stats.is_empty() {
-                    s.add_pass_stats(&c.pass_stats);
-                    stats_taken = true;
+    let end = c.start.saturating_add(c.count);
+    let next = AtomicU64::new(c.start);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel::<(u64, Result<SeedOutcome, CampaignError>)>();
+    let mut s = Summary::default();
+    let result = std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            let tx = tx.clone();
+            let (next, stop, cfg) = (&next, &stop, &cfg);
+            scope.spawn(move || {
+                let mut emu = match Emulator::new() {
+                    Ok(e) => e,
+                    Err(e) => {
+                        let error = CheckError::Emulator(e);
+                        let _ = tx.send((c.start, Err(CampaignError::Check { seed: c.start, error })));
+                        return;
+                    }
+                };
+                while !stop.load(Ordering::Relaxed) {
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if seed >= end {
+                        break;
+                    }
+                    if tx.send((seed, check_seed(seed, cfg, &mut emu))).is_err() {
+                        break;
+                    }
                 }
-                match &c.reference {
-                    Err(_) => s.invalid += 1,
-                    Ok(_) if c.problems.is_empty() => s.agreed += 1,
-                    Ok(_) => problems.extend(c.problems.into_iter().map(|p| (r.line, p))),
-                }
+            });
+        }
+        drop(tx);
+        for (seed, outcome) in rx {
+            let recorded = outcome.and_then(|o| record(c, &mut s, o));
+            if let Err(e) = recorded {
+                stop.store(true, Ordering::Relaxed);
+                return Err(e);
             }
+            progress(seed, &s);
         }
-        if let Some((_, first)) = problems.first() {
-            let path = write_finding(&c.out_dir, seed, c.profile, &problems)?;
-            s.findings.push(Finding { seed, path, problem: first.clone() });
-        }
-        progress(seed, &s);
-    }
+        Ok(())
+    });
+    result?;
+    s.findings.sort_by_key(|f| f.seed);
     s.elapsed = started.elapsed();
     Ok(s)
+}
+
+/// What checking one seed found.
+struct SeedOutcome {
+    seed: u64,
+    runs: u64,
+    invalid: u64,
+    agreed: u64,
+    problems: Vec<(u32, Problem)>,
+    pass_stats: Vec<(String, Stats)>,
+}
+
+/// Generates the case of `seed` and checks every run through every stage.
+fn check_seed(seed: u64, cfg: &gen::Config, emu: &mut Emulator) -> Result<SeedOutcome, CampaignError> {
+    let g = gen::generate(seed, cfg);
+    let checked = check_case(&g.case, emu).map_err(|e| CampaignError::Case { seed, error: e })?;
+    let mut o = SeedOutcome { seed, runs: 0, invalid: 0, agreed: 0, problems: vec![], pass_stats: vec![] };
+    for (r, c) in g.case.runs.iter().zip(checked) {
+        o.runs += 1;
+        if o.pass_stats.is_empty() {
+            o.pass_stats = c.pass_stats;
+        }
+        match &c.reference {
+            Err(_) => o.invalid += 1,
+            Ok(_) if c.problems.is_empty() => o.agreed += 1,
+            Ok(_) => o.problems.extend(c.problems.into_iter().map(|p| (r.line, p))),
+        }
+    }
+    Ok(o)
+}
+
+/// Adds one seed's outcome to the summary, writing its finding file first if it has one.
+fn record(c: &Campaign, s: &mut Summary, o: SeedOutcome) -> Result<(), CampaignError> {
+    s.cases += 1;
+    s.runs += o.runs;
+    s.invalid += o.invalid;
+    s.agreed += o.agreed;
+    s.add_pass_stats(&o.pass_stats);
+    if let Some((_, first)) = o.problems.first() {
+        let path = write_finding(&c.out_dir, o.seed, c.profile, &o.problems)?;
+        s.findings.push(Finding { seed: o.seed, path, problem: first.clone() });
+    }
+    Ok(())
 }
 
 /// Writes the case of `seed` with its problems as leading comments; returns the path.
@@ -150,20 +212,15 @@ fn write_finding(dir: &Path, seed: u64, profile: Profile, problems: &[(u32, Prob
 pub fn check_test_case_stages(t: &gen::TestCase) -> Result<(), String> {
     gen::check_test_case(t).map_err(|e| e.to_string())?;
     let case = &t.case;
-    let mut problems = vec![];
-    crate::emu::with_worker_emulator(|emu| -> Result<(), String> {
-        for f in &case.module.functions {
-            let runs: Vec<_> = case.runs.iter().filter(|r| r.entry == f.name).collect();
-            let inputs = runs.iter().map(|r| r.input(f)).collect::<Result<Vec<_>, _>>()?;
-            for (r, c) in runs.iter().zip(check_runs(f, &inputs, emu).map_err(|e| e.to_string())?) {
-                for p in c.problems {
-                    problems.push(format!("run at line {}: stage `{}`: {}", r.line, p.stage, p.lines.join("; ")));
-                }
-            }
-        }
-        Ok(())
-    })
-    .map_err(|e| e.to_string())??;
+    let checked = crate::emu::with_worker_emulator(|emu| check_case(case, emu)).map_err(|e| e.to_string())?;
+    let problems: Vec<String> = case
+        .runs
+        .iter()
+        .zip(checked.map_err(|e| e.to_string())?)
+        .flat_map(|(r, c)| {
+            c.problems.into_iter().map(move |p| format!("run at line {}: stage `{}`: {}", r.line, p.stage, p.lines.join("; ")))
+        })
+        .collect();
     if problems.is_empty() {
         Ok(())
     } else {

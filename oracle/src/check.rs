@@ -186,3 +186,42 @@ pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Resu
         })
         .collect())
 }
+
+/// Why a case file's runs could not be checked: which run, and why.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct CaseCheckError {
+    /// Index of the run in the case file.
+    pub run: usize,
+    pub message: String,
+}
+
+impl std::fmt::Display for CaseCheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "run {}: {}", self.run + 1, self.message)
+    }
+}
+
+/// Checks every run of a case file, the runs of each function together
+/// ([`check_runs`]); one [`RunCheck`] per run, in the file's order.
+pub fn check_case(case: &crate::casefile::CaseFile, emu: &mut Emulator) -> Result<Vec<RunCheck>, CaseCheckError> {
+    let mut checked: Vec<Option<RunCheck>> = vec![None; case.runs.len()];
+    for f in &case.module.functions {
+        let idx: Vec<usize> = (0..case.runs.len()).filter(|&k| case.runs[k].entry == f.name).collect();
+        let Some(&first) = idx.first() else { continue };
+        let inputs = idx
+            .iter()
+            .map(|&k| case.runs[k].input(f).map_err(|message| CaseCheckError { run: k, message }))
+            .collect::<Result<Vec<_>, _>>()?;
+        let results = check_runs(f, &inputs, emu).map_err(|e| CaseCheckError { run: first, message: e.to_string() })?;
+        for (k, c) in idx.into_iter().zip(results) {
+            checked[k] = Some(c);
+        }
+    }
+    checked
+        .into_iter()
+        .enumerate()
+        .map(|(k, c)| {
+            c.ok_or_else(|| CaseCheckError { run: k, message: format!("no function %{}", case.runs[k].entry) })
+        })
+        .collect()
+}

@@ -87,6 +87,9 @@ enum Command {
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
+        /// Worker threads, each with its own emulator (default: one per core).
+        #[arg(long, short)]
+        jobs: Option<usize>,
     },
     /// Measures throughput: bare Unicorn runs, the runner with a reused and a fresh
     /// instance on a fixed program, and the pipeline on a fixed range of generated seeds
@@ -113,7 +116,7 @@ fn main() -> ExitCode {
         }
         Command::Gen { seed, profile, count, stats } => generate(seed, profile, count, stats),
         Command::Bench { runs, seed, seeds } => bench(runs, seed, seeds),
-        Command::Fuzz { seed, count, profile, out, quiet } => fuzz(seed, count, profile, out, quiet),
+        Command::Fuzz { seed, count, profile, out, quiet, jobs } => fuzz(seed, count, profile, out, quiet, jobs),
     }
 }
 
@@ -161,6 +164,8 @@ fn compile(file: &std::path::Path, emit: &str, after: Option<&str>, pipeline: Op
         Err(e) => return fail(e.to_string()),
     };
     let mut module = case.module;
+    // Output goes through a locked handle so that a closed pipe (`| head`) ends quietly.
+    let mut out = std::io::stdout().lock();
     let pm = PassManager { verify: true };
     for f in &mut module.functions {
         match pm.run(&prefix, f, &mut |_, _, _| {}) {
@@ -178,7 +183,7 @@ fn compile(file: &std::path::Path, emit: &str, after: Option<&str>, pipeline: Op
         }
     }
     let Some(asm) = backend else {
-        print!("{module}");
+        let _ = write!(out, "{module}");
         return ExitCode::SUCCESS;
     };
     for f in &module.functions {
@@ -191,12 +196,12 @@ fn compile(file: &std::path::Path, emit: &str, after: Option<&str>, pipeline: Op
         };
         if !asm {
             for (pass, text) in &staged.lir {
-                println!("; %{} after {pass}", f.name);
-                println!("{text}");
+                let _ = writeln!(out, "; %{} after {pass}", f.name);
+                let _ = writeln!(out, "{text}");
             }
         } else {
-            println!("; %{}: {} bytes", f.name, staged.code.bytes.len());
-            print!("{}", tandem_core::backend::disassemble(&staged.code));
+            let _ = writeln!(out, "; %{}: {} bytes", f.name, staged.code.bytes.len());
+            let _ = write!(out, "{}", tandem_core::backend::disassemble(&staged.code));
         }
         if stats {
             eprintln!("%{} backend: {:?}", f.name, staged.stats);
@@ -245,12 +250,9 @@ fn emulator() -> Result<tandem_oracle::emu::Emulator, ExitCode> {
     })
 }
 
-fn fuzz(seed: u64, count: u64, profile: gen::Profile, out: PathBuf, quiet: bool) -> ExitCode {
+fn fuzz(seed: u64, count: u64, profile: gen::Profile, out: PathBuf, quiet: bool, jobs: Option<usize>) -> ExitCode {
     use tandem_oracle::campaign::{self, Campaign};
-    let mut emu = match emulator() {
-        Ok(e) => e,
-        Err(code) => return code,
-    };
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     let bar = if quiet { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(count) };
     bar.set_style(
         indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} seeds, {msg}")
@@ -259,7 +261,7 @@ fn fuzz(seed: u64, count: u64, profile: gen::Profile, out: PathBuf, quiet: bool)
     );
     let c = Campaign { start: seed, count, profile, out_dir: out };
     let mut reported = 0;
-    let result = campaign::run(&c, &mut emu, |_, s| {
+    let result = campaign::run(&c, jobs, |_, s| {
         bar.inc(1);
         bar.set_message(format!("{} runs, {} findings", s.runs, s.findings.len()));
         // Each finding is announced as soon as its file exists.
@@ -276,8 +278,10 @@ fn fuzz(seed: u64, count: u64, profile: gen::Profile, out: PathBuf, quiet: bool)
         }
         Ok(s) => {
             let secs = s.elapsed.as_secs_f64().max(1e-9);
-            println!(
-                "{} seeds ({}), {} runs: {} agreed at every stage, {} invalid (not compared), {} findings; {:.0} cases/s",
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(
+                out,
+                "{} seeds ({}, {jobs} jobs), {} runs: {} agreed at every stage, {} invalid (not compared), {} findings; {:.0} cases/s",
                 s.cases,
                 c.profile.name(),
                 s.runs,
@@ -288,10 +292,10 @@ fn fuzz(seed: u64, count: u64, profile: gen::Profile, out: PathBuf, quiet: bool)
             );
             for (pass, st) in &s.pass_stats {
                 let counters: Vec<String> = st.counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                println!("  {pass}: {}", counters.join(" "));
+                let _ = writeln!(out, "  {pass}: {}", counters.join(" "));
             }
             for f in &s.findings {
-                println!("  seed {}: stage `{}`: {}", f.seed, f.problem.stage, f.path.display());
+                let _ = writeln!(out, "  seed {}: stage `{}`: {}", f.seed, f.problem.stage, f.path.display());
             }
             if s.findings.is_empty() {
                 ExitCode::SUCCESS
@@ -314,9 +318,10 @@ fn bench(runs: u64, seed: u64, seeds: u64) -> ExitCode {
     });
     match generated {
         Ok(measurements) => {
-            println!("fixed program: {runs} runs; generated programs: seeds {seed}..{} (default profile)", seed + seeds);
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "fixed program: {runs} runs; generated programs: seeds {seed}..{} (default profile)", seed + seeds);
             for m in measurements {
-                println!("{m}");
+                let _ = writeln!(out, "{m}");
             }
             ExitCode::SUCCESS
         }

@@ -1,12 +1,12 @@
 //! Replays case files: parses, verifies, runs every run in the reference interpreter and
 //! compares with the expectation (or blesses it), then checks every later stage against
-//! the reference with [`crate::check::check_runs`]: the interpreter after every pass of
+//! the reference with [`crate::check::check_case`]: the interpreter after every pass of
 //! `ssa,dce,ssa-destroy,cprop`, and the x86 code in the emulator without and with those
 //! passes. This is what `tandem run` and the corpus tests call; the command-line layer
 //! only turns [`FileReport`] into text and an exit code.
 
 use crate::casefile::{CaseFile, Run};
-use crate::check::{check_runs, Problem};
+use crate::check::{check_case, Problem};
 use crate::emu::Emulator;
 use std::path::{Path, PathBuf};
 use tandem_core::verify::verify_module;
@@ -85,28 +85,16 @@ pub fn load(path: &Path) -> Result<CaseFile, BadInput> {
 pub fn replay_file(path: &Path, bless: bool, emu: &mut Emulator) -> Result<FileReport, BadInput> {
     let mut case = load(path)?;
     // Each function's runs are checked together, so its passes and compilation run once.
-    let mut checked: Vec<Option<crate::check::RunCheck>> = vec![None; case.runs.len()];
-    for f in &case.module.functions {
-        let idx: Vec<usize> = (0..case.runs.len()).filter(|&k| case.runs[k].entry == f.name).collect();
-        if idx.is_empty() {
-            continue;
-        }
-        let inputs: Vec<_> = idx.iter().map(|&k| case.runs[k].input(f).expect("checked by load")).collect();
-        let results = check_runs(f, &inputs, emu).map_err(|e| BadInput {
-            path: path.to_path_buf(),
-            line: case.runs[idx[0]].line,
-            col: 1,
-            message: e.to_string(),
-        })?;
-        for (k, c) in idx.into_iter().zip(results) {
-            checked[k] = Some(c);
-        }
-    }
+    let checked = check_case(&case, emu).map_err(|e| BadInput {
+        path: path.to_path_buf(),
+        line: case.runs[e.run].line,
+        col: 1,
+        message: e.message,
+    })?;
     let mut runs = vec![];
     let mut actuals = vec![];
     for (r, c) in case.runs.iter().zip(checked) {
         let f = case.module.function(&r.entry).expect("checked by load");
-        let c = c.expect("every run's function was checked");
         let mismatches = r.check(f, &c.reference);
         actuals.push(Some(Run::expectation_of(f, &c.reference)));
         runs.push(RunReport { line: r.line, title: title(r), mismatches, problems: c.problems });
