@@ -1,4 +1,4 @@
-//! The full differential check of one run, every stage against the reference
+//! The full differential check of a function's runs, every stage against the reference
 //! interpreter (`DESIGN.md`, "Differential check"):
 //!
 //! 1. the reference interpreter on the function as written;
@@ -9,7 +9,10 @@
 //! 3. the x86 code of the function without IR optimization (a function already in SSA
 //!    form only goes through `ssa-destroy`, since the backend takes IR without phis), run
 //!    in the emulator ([`crate::diff`]);
-//! 4. the x86 code of the function after the whole check pipeline.
+//! 4. the x86 code of the function as the check pipeline of stage 2 left it.
+//!
+//! The reference interpreter, each pipeline and each compilation run once per function,
+//! however many runs are checked.
 //!
 //! A run the reference finds invalid is not compared. The first disagreeing stage names
 //! the guilty part: a pass, the backend alone, or the backend on optimized IR.
@@ -78,31 +81,6 @@ pub fn backend_input(f: &Function) -> Result<Function, String> {
     Ok(g)
 }
 
-/// A function after the check pipeline, with the pipeline and each pass's statistics.
-#[derive(Clone, Debug)]
-pub struct Optimized {
-    pub pipeline: Pipeline,
-    pub function: Function,
-    pub stats: Vec<(&'static str, Stats)>,
-}
-
-/// `f` after the whole check pipeline (see [`passcheck::replay_pipeline`]); `None` when
-/// `f` is in neither of the pipeline's input forms.
-/// The statistics of each pass come along.
-pub fn optimized(f: &Function) -> Option<Result<Optimized, String>> {
-    let p = passcheck::replay_pipeline(f)?;
-    let mut g = f.clone();
-    Some(match (PassManager { verify: true }).run(&p, &mut g, &mut |_, _, _| {}) {
-        Ok(stats) => Ok(Optimized { pipeline: p, function: g, stats }),
-        Err(e) => Err(e.to_string()),
-    })
-}
-
-/// Checks one run through every stage.
-pub fn check_run(f: &Function, input: &RunInput, emu: &mut Emulator) -> Result<RunCheck, CheckError> {
-    check_runs(f, std::slice::from_ref(input), emu).map(|mut v| v.remove(0))
-}
-
 /// Checks several runs of one function through every stage. The passes and the backend
 /// run once per function, not once per run; one [`RunCheck`] per input, in order (each
 /// carries the same pass statistics).
@@ -111,43 +89,46 @@ pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Resu
     for input in inputs {
         references.push(interp::run_measured(f, input).map_err(CheckError::Input)?);
     }
+    let outcomes: Vec<_> = references.iter().map(|(r, _)| r.clone()).collect();
     let mut problems: Vec<Vec<Problem>> = vec![vec![]; inputs.len()];
     let problem = |stage: &str, lines: Vec<String>| Problem { stage: stage.to_string(), lines, side_by_side: None };
-    // 2. The interpreter after every IR pass, and after `cprop` alone on HIR.
-    for (k, lines) in passcheck::replay_problems_inputs(f, inputs).into_iter().enumerate() {
-        if !lines.is_empty() {
-            problems[k].push(problem("IR passes", lines));
-        }
-    }
+    let pm = PassManager { verify: true };
     let mut pass_stats = vec![];
+    // 2. The interpreter after `cprop` alone on HIR, and after every pass of the check
+    // pipeline; the pipeline's result is what stage 4 compiles.
+    let mut stages: Vec<(&str, Pipeline)> = vec![];
     if f.layout.iter().all(|&b| f.blocks[b].phis.is_empty()) {
-        let stage = "IR pass cprop on HIR";
-        let alone = Pipeline::parse("cprop").expect("valid pipeline");
-        match passcheck::check_function_inputs(f, inputs, &alone) {
-            Ok(cs) => {
-                for (k, c) in cs.into_iter().enumerate() {
-                    if !c.verdict.is_ok() {
-                        problems[k].push(problem(stage, c.verdict.problems()));
-                    }
-                    if k == 0 {
-                        pass_stats.extend(c.stats.into_iter().map(|(_, st)| ("cprop on HIR".to_string(), st)));
+        stages.push(("IR pass cprop on HIR", Pipeline::parse("cprop").expect("valid pipeline")));
+    }
+    let mut x86_stages = vec![("x86".to_string(), backend_input(f))];
+    if let Some(p) = passcheck::replay_pipeline(f) {
+        stages.push(("IR passes", p));
+    }
+    for (stage, pipeline) in stages {
+        let optimizing = stage == "IR passes";
+        let x86_stage = format!("x86 after {pipeline}");
+        match passcheck::check_against(f, inputs, &outcomes, |g, hook| pm.run(&pipeline, g, hook)) {
+            Ok(c) => {
+                for (k, v) in c.verdicts.iter().enumerate() {
+                    if !v.is_ok() {
+                        problems[k].push(problem(stage, v.problems()));
                     }
                 }
+                let label = |n: &str| if optimizing { n.to_string() } else { "cprop on HIR".to_string() };
+                pass_stats.extend(c.stats.into_iter().map(|(n, st)| (label(n), st)));
+                if optimizing {
+                    x86_stages.push((x86_stage, c.result.map_err(|e| e.to_string())));
+                }
             }
-            Err(e) => problems.iter_mut().for_each(|p| p.push(problem(stage, vec![e.to_string()]))),
+            Err(e) => {
+                problems.iter_mut().for_each(|p| p.push(problem(stage, vec![format!("per-pass check: {e}")])));
+                if optimizing {
+                    x86_stages.push((x86_stage, Err(e.to_string())));
+                }
+            }
         }
     }
     // 3. and 4. The x86 code, without and with IR optimization, compiled once.
-    let mut x86_stages = vec![("x86".to_string(), backend_input(f))];
-    if let Some(o) = optimized(f) {
-        x86_stages.push(match o {
-            Ok(o) => {
-                pass_stats.extend(o.stats.into_iter().map(|(n, st)| (n.to_string(), st)));
-                (format!("x86 after {}", o.pipeline), Ok(o.function))
-            }
-            Err(e) => ("x86 after the check pipeline".to_string(), Err(e)),
-        });
-    }
     for (stage, g) in x86_stages {
         let compiled = g
             .map_err(|e| format!("the IR passes failed: {e}"))

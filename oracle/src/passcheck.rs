@@ -11,7 +11,7 @@
 
 use crate::interp::{self, InputError, RunInput};
 use crate::outcome::{Invalid, Outcome};
-use tandem_core::ir::{Function, Module};
+use tandem_core::ir::Function;
 use tandem_core::passes::{check_pipeline, Form, PassError, PassManager, Pipeline, Stats};
 
 /// The verdict of one per-pass check.
@@ -70,8 +70,6 @@ pub enum PassCheckError {
     Input(InputError),
     /// The pipeline cannot start from this function (e.g. it is in the wrong form).
     Pipeline(PassError),
-    /// The module has no function of this name.
-    NoFunction(String),
 }
 
 impl std::fmt::Display for PassCheckError {
@@ -79,7 +77,6 @@ impl std::fmt::Display for PassCheckError {
         match self {
             PassCheckError::Input(e) => write!(f, "{e}"),
             PassCheckError::Pipeline(e) => write!(f, "{e}"),
-            PassCheckError::NoFunction(n) => write!(f, "no function %{n}"),
         }
     }
 }
@@ -126,20 +123,45 @@ pub fn check_with_inputs(
     inputs: &[RunInput],
     drive: impl FnOnce(&mut Function, &mut Hook<'_>) -> Result<Vec<(&'static str, Stats)>, PassError>,
 ) -> Result<Vec<PassCheck>, PassCheckError> {
-    // Per input: the reference outcome (or why the input is not compared) and the first
-    // mismatch found so far.
-    let mut state: Vec<(Result<Outcome, Invalid>, RunInput, Option<Verdict>)> = vec![];
-    for input in inputs {
-        let reference = interp::run(f, input).map_err(PassCheckError::Input)?;
-        let mut after_input = input.clone();
-        after_input.fuel = input.fuel.saturating_mul(FUEL_FACTOR);
-        state.push((reference, after_input, None));
-    }
+    let references =
+        inputs.iter().map(|input| interp::run(f, input)).collect::<Result<Vec<_>, _>>().map_err(PassCheckError::Input)?;
+    let c = check_against(f, inputs, &references, drive)?;
+    let stats = c.stats;
+    Ok(c.verdicts.into_iter().map(|verdict| PassCheck { verdict, stats: stats.clone() }).collect())
+}
+
+/// What [`check_against`] found: one verdict per input, what each pass did, and the IR
+/// the last pass left (or the verifier error of the pass that broke it).
+#[derive(Clone, Debug)]
+pub struct PipelineCheck {
+    pub verdicts: Vec<Verdict>,
+    pub stats: Vec<(&'static str, Stats)>,
+    pub result: Result<Function, PassError>,
+}
+
+/// The per-pass check against reference outcomes the caller already has
+/// (`references[k]` is the reference run of `inputs[k]`), so that the reference
+/// interpreter and the pipeline each run once however many stages use them.
+pub fn check_against(
+    f: &Function,
+    inputs: &[RunInput],
+    references: &[Result<Outcome, Invalid>],
+    drive: impl FnOnce(&mut Function, &mut Hook<'_>) -> Result<Vec<(&'static str, Stats)>, PassError>,
+) -> Result<PipelineCheck, PassCheckError> {
+    // Per input: the after-pass input (more fuel) and the first mismatch found so far.
+    let mut state: Vec<(RunInput, Option<Verdict>)> = inputs
+        .iter()
+        .map(|input| {
+            let mut after_input = input.clone();
+            after_input.fuel = input.fuel.saturating_mul(FUEL_FACTOR);
+            (after_input, None)
+        })
+        .collect();
     let mut g = f.clone();
     let mut index = 0;
     let result = drive(&mut g, &mut |pass: &str, ir: &Function, _: &Stats| {
-        for (reference, after_input, first) in state.iter_mut() {
-            let (Ok(reference), None) = (&*reference, &*first) else { continue };
+        for ((after_input, first), reference) in state.iter_mut().zip(references) {
+            let (Ok(reference), None) = (reference, &*first) else { continue };
             let actual = interp::run(ir, after_input).expect("passes keep the signature");
             let diff = match &actual {
                 Ok(o) => reference.diff(o),
@@ -158,29 +180,22 @@ pub fn check_with_inputs(
         }
         index += 1;
     });
-    let (stats, failed) = match result {
-        Ok(stats) => (stats, None),
-        Err(e @ PassError::Verify { .. }) => (vec![], Some(e)),
+    let (stats, result) = match result {
+        Ok(stats) => (stats, Ok(g)),
+        Err(e @ PassError::Verify { .. }) => (vec![], Err(e)),
         Err(e) => return Err(PassCheckError::Pipeline(e)),
     };
-    Ok(state
+    let verdicts = state
         .into_iter()
-        .map(|(reference, _, first)| {
-            let verdict = match (reference, first, &failed) {
-                (Err(i), _, _) => Verdict::ReferenceInvalid(i),
-                (Ok(_), Some(v), _) => v,
-                (Ok(_), None, Some(e)) => Verdict::PassFailed(e.clone()),
-                (Ok(_), None, None) => Verdict::Agree,
-            };
-            PassCheck { verdict, stats: stats.clone() }
+        .zip(references)
+        .map(|((_, first), reference)| match (reference, first, &result) {
+            (Err(i), _, _) => Verdict::ReferenceInvalid(*i),
+            (Ok(_), Some(v), _) => v,
+            (Ok(_), None, Err(e)) => Verdict::PassFailed(e.clone()),
+            (Ok(_), None, Ok(_)) => Verdict::Agree,
         })
-        .collect())
-}
-
-/// [`check_function`] on the function `entry` of a module.
-pub fn check_module(m: &Module, entry: &str, input: &RunInput, pipeline: &Pipeline) -> Result<PassCheck, PassCheckError> {
-    let f = m.function(entry).ok_or_else(|| PassCheckError::NoFunction(entry.to_string()))?;
-    check_function(f, input, pipeline)
+        .collect();
+    Ok(PipelineCheck { verdicts, stats, result })
 }
 
 /// The pipeline a corpus case is checked after: `ssa,dce,ssa-destroy,cprop` for HIR, or
@@ -195,20 +210,5 @@ pub fn replay_pipeline(f: &Function) -> Option<Pipeline> {
         Some(Pipeline::parse_from(Form::Ssa, "dce,ssa-destroy,cprop").expect("valid"))
     } else {
         Some(check_pipeline())
-    }
-}
-
-/// The problems [`check_function`] finds with [`replay_pipeline`], as lines for a replay
-/// report.
-pub fn replay_problems(f: &Function, input: &RunInput) -> Vec<String> {
-    replay_problems_inputs(f, std::slice::from_ref(input)).remove(0)
-}
-
-/// [`replay_problems`] for several inputs, running the pipeline once.
-pub fn replay_problems_inputs(f: &Function, inputs: &[RunInput]) -> Vec<Vec<String>> {
-    let Some(pipeline) = replay_pipeline(f) else { return vec![vec![]; inputs.len()] };
-    match check_function_inputs(f, inputs, &pipeline) {
-        Ok(cs) => cs.into_iter().map(|c| c.verdict.problems()).collect(),
-        Err(e) => vec![vec![format!("per-pass check: {e}")]; inputs.len()],
     }
 }
