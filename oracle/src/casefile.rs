@@ -179,7 +179,6 @@ const RUN_KEYS: [&str; 8] = ["run", "heap", "cf", "fuel", "expect", "trace", "he
 /// Splits `; key: value` into (key, value, column of value) when key is a run directive.
 fn directive(line: &str) -> Option<(&str, &str, u32)> {
     let t = line.trim_start();
-    let indent = line.len() - t.len();
     let rest = t.strip_prefix(';')?.strip_prefix(' ')?;
     let colon = rest.find(':')?;
     let key = &rest[..colon];
@@ -188,7 +187,6 @@ fn directive(line: &str) -> Option<(&str, &str, u32)> {
     }
     let value = rest[colon + 1..].strip_prefix(' ').unwrap_or(&rest[colon + 1..]);
     let col = (line.len() - value.len()) as u32 + 1;
-    let _ = indent;
     Some((key, value, col))
 }
 
