@@ -267,17 +267,17 @@ pub fn generated_bench(start: u64, count: u64, emu: &mut Emulator) -> Result<Vec
         let f = case.module.functions[0].clone();
         let g = backend_input(&f).map_err(|e| bad(seed, e))?;
         let inputs: Vec<RunInput> = case.runs.iter().map(|r| r.input(&f)).collect::<Result<_, _>>().map_err(|e| bad(seed, e))?;
-        cases.push((seed, g, inputs));
+        cases.push((seed, f, g, inputs));
     }
     let mut out = vec![];
     let t = Instant::now();
     let mut codes = vec![];
-    for (seed, g, _) in &cases {
+    for (seed, _, g, _) in &cases {
         codes.push(tandem_core::backend::compile(g).map_err(|e| bad(*seed, e.to_string()))?);
     }
     out.push(programs("generated programs: compile only (backend)", t.elapsed().as_secs_f64()));
     let t = Instant::now();
-    for ((seed, g, inputs), code) in cases.iter().zip(&codes) {
+    for ((seed, _, g, inputs), code) in cases.iter().zip(&codes) {
         for input in inputs {
             emu.run(code, g, input).map_err(BenchError::Emulator)?.map_err(|f| bad(*seed, f.to_string()))?;
         }
@@ -299,9 +299,7 @@ pub fn generated_bench(start: u64, count: u64, emu: &mut Emulator) -> Result<Vec
     }
     out.push(programs("generated programs: end to end (gen, compile, interp, x86)", t.elapsed().as_secs_f64()));
     let t = Instant::now();
-    for (seed, _, inputs) in &cases {
-        let case = gen::generate(*seed, &cfg).case;
-        let f = &case.module.functions[0];
+    for (seed, f, _, inputs) in &cases {
         for c in check_runs(f, inputs, emu).map_err(|e| bad(*seed, e.to_string()))? {
             if let Some(p) = c.problems.first() {
                 return Err(bad(*seed, format!("stage {}: {}", p.stage, p.lines.join("; "))));
