@@ -45,19 +45,49 @@ pub struct Summary {
     pub agreed: u64,
     pub findings: Vec<Finding>,
     /// What each pass of the check pipeline did, summed over the cases (counted once per
-    /// case, not per run).
+    /// case, not per run), in a fixed order: passes in pipeline order (`cprop on HIR`
+    /// last), counters by name.
     pub pass_stats: Vec<(String, Stats)>,
+    /// For each pass and counter, the number of cases in which the counter fired (was
+    /// non-zero), in the order of `pass_stats`.
+    pub fired: Vec<(String, Stats)>,
     pub elapsed: Duration,
 }
 
 impl Summary {
     fn add_pass_stats(&mut self, stats: &[(String, Stats)]) {
         for (pass, st) in stats {
-            match self.pass_stats.iter_mut().find(|(p, _)| p == pass) {
-                Some((_, total)) => total.merge(st),
-                None => self.pass_stats.push((pass.clone(), st.clone())),
+            let fired = Stats { counters: st.counters.iter().filter(|(_, v)| *v > 0).map(|(k, _)| (*k, 1)).collect() };
+            merge_stats(&mut self.pass_stats, pass, st);
+            merge_stats(&mut self.fired, pass, &fired);
+        }
+    }
+
+    /// Puts the statistics in their fixed order, whatever order the workers delivered
+    /// the cases in, so that two identical campaigns print the same text.
+    fn sort_stats(&mut self) {
+        let pipeline = tandem_core::passes::check_pipeline();
+        let rank = |pass: &str| pipeline.passes.iter().position(|p| p.name == pass).unwrap_or(usize::MAX);
+        for list in [&mut self.pass_stats, &mut self.fired] {
+            list.sort_by(|(a, _), (b, _)| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)));
+            for (_, st) in list.iter_mut() {
+                st.counters.sort_by_key(|(k, _)| *k);
             }
         }
+    }
+
+    /// The share of cases in which counter `name` of `pass` fired, in percent.
+    pub fn fired_percent(&self, pass: &str, name: &str) -> f64 {
+        let n = self.fired.iter().find(|(p, _)| p == pass).map_or(0, |(_, st)| st.get(name));
+        100.0 * n as f64 / self.cases.max(1) as f64
+    }
+}
+
+/// Adds `st` to the entry of `pass` in `list` (creating it).
+fn merge_stats(list: &mut Vec<(String, Stats)>, pass: &str, st: &Stats) {
+    match list.iter_mut().find(|(p, _)| p == pass) {
+        Some((_, total)) => total.merge(st),
+        None => list.push((pass.to_string(), st.clone())),
     }
 }
 
@@ -140,6 +170,7 @@ pub fn run(
     });
     result?;
     s.findings.sort_by_key(|f| f.seed);
+    s.sort_stats();
     s.elapsed = started.elapsed();
     Ok(s)
 }

@@ -290,8 +290,10 @@ fn fuzz(seed: u64, count: u64, profile: gen::Profile, out: PathBuf, quiet: bool,
                 s.findings.len(),
                 s.cases as f64 / secs
             );
+            // Each counter's total, and the share of programs in which it fired.
             for (pass, st) in &s.pass_stats {
-                let counters: Vec<String> = st.counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let counters: Vec<String> =
+                    st.counters.iter().map(|(k, v)| format!("{k}={v} ({:.1}%)", s.fired_percent(pass, k))).collect();
                 let _ = writeln!(out, "  {pass}: {}", counters.join(" "));
             }
             for f in &s.findings {
