@@ -104,6 +104,10 @@ enum Command {
         /// How many generated seeds.
         #[arg(long, default_value_t = 500)]
         seeds: u64,
+        /// Instead: the scaling check, the time of every stage on functions of 100,
+        /// 1,000 and 10,000 statements, locals and blocks, with each stage's growth.
+        #[arg(long)]
+        scaling: bool,
     },
 }
 
@@ -115,7 +119,7 @@ fn main() -> ExitCode {
             compile(&file, &emit, after.as_deref(), pipeline.as_deref(), stats)
         }
         Command::Gen { seed, profile, count, stats } => generate(seed, profile, count, stats),
-        Command::Bench { runs, seed, seeds } => bench(runs, seed, seeds),
+        Command::Bench { runs, seed, seeds, scaling } => bench(runs, seed, seeds, scaling),
         Command::Fuzz { seed, count, profile, out, quiet, jobs } => fuzz(seed, count, profile, out, quiet, jobs),
     }
 }
@@ -308,11 +312,23 @@ fn fuzz(seed: u64, count: u64, profile: gen::Profile, out: PathBuf, quiet: bool,
     }
 }
 
-fn bench(runs: u64, seed: u64, seeds: u64) -> ExitCode {
+fn bench(runs: u64, seed: u64, seeds: u64, scaling: bool) -> ExitCode {
     let mut emu = match emulator() {
         Ok(e) => e,
         Err(code) => return code,
     };
+    if scaling {
+        return match tandem_oracle::scaling::report(&mut emu) {
+            Ok(table) => {
+                print!("{table}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let fixed = tandem_oracle::bench::emulator_bench(runs);
     let generated = fixed.and_then(|mut m| {
         m.extend(tandem_oracle::bench::generated_bench(seed, seeds, &mut emu)?);
