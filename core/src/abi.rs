@@ -84,4 +84,22 @@ pub struct MachineCode {
     pub bytes: Vec<u8>,
     /// Offset of the entry point within `bytes`.
     pub entry: u32,
+    /// What the code's size says about how long and how deep a correct run can go.
+    pub shape: CodeShape,
+}
+
+/// The facts about a compiled function that bound what a correct run of it executes
+/// (the emulator's instruction budget) and how much stack it needs. Hand-written code
+/// leaves them at zero.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct CodeShape {
+    /// Instructions in the whole function.
+    pub insns: u32,
+    /// The most instructions emitted for one block of the IR (its statements, the copies
+    /// placed in it, its terminator, a switch's chain of compares). Each block's code has
+    /// no loop of its own, so one entry into a block executes at most this many.
+    pub max_block_insns: u32,
+    /// Bytes of stack the frame takes below the return address (saved registers, homes,
+    /// spill slots, outgoing arguments).
+    pub frame_bytes: u32,
 }

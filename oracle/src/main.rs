@@ -285,12 +285,13 @@ fn fuzz(seed: u64, count: u64, profile: gen::Profile, out: PathBuf, quiet: bool,
             let mut out = std::io::stdout().lock();
             let _ = writeln!(
                 out,
-                "{} seeds ({}, {jobs} jobs), {} runs: {} agreed at every stage, {} invalid (not compared), {} findings; {:.0} cases/s",
+                "{} seeds ({}, {jobs} jobs), {} runs: {} agreed at every stage, {} invalid (not compared), {} beyond a harness limit, {} findings; {:.0} cases/s",
                 s.cases,
                 c.profile.name(),
                 s.runs,
                 s.agreed,
                 s.invalid,
+                s.limited,
                 s.findings.len(),
                 s.cases as f64 / secs
             );
@@ -364,7 +365,7 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
     };
     // Output goes through a locked handle so that a closed pipe (`| head`) ends quietly.
     let mut out = std::io::stdout().lock();
-    let (mut passed, mut failed, mut bad) = (0, 0, 0);
+    let (mut passed, mut failed, mut bad, mut limited) = (0, 0, 0, 0);
     for path in &files {
         match replay::replay_file(path, bless, &mut emu) {
             Err(e) => {
@@ -377,6 +378,15 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
                     // With --bless, an expectation mismatch has been rewritten; a stage
                     // disagreement never is.
                     let expectation_ok = r.mismatches.is_empty() || bless;
+                    if expectation_ok && r.problems.is_empty() && !r.limits.is_empty() {
+                        // Not a pass and not a failure: some stage could not run here.
+                        limited += 1;
+                        text += &format!("LIMIT {}:{}: {}\n", path.display(), r.line, r.title);
+                        for (stage, l) in &r.limits {
+                            text += &format!("       stage `{stage}` not run: {l}\n");
+                        }
+                        continue;
+                    }
                     if expectation_ok && r.problems.is_empty() {
                         passed += 1;
                         if verbose {
@@ -413,11 +423,18 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
             }
         }
     }
-    let _ = writeln!(out, "{} file(s): {passed} run(s) passed, {failed} failed, {bad} file(s) with bad input", files.len());
+    let limits = if limited > 0 { format!(", {limited} beyond a harness limit") } else { String::new() };
+    let _ = writeln!(
+        out,
+        "{} file(s): {passed} run(s) passed, {failed} failed{limits}, {bad} file(s) with bad input",
+        files.len()
+    );
     if bad > 0 {
         ExitCode::from(2)
     } else if failed > 0 {
         ExitCode::from(1)
+    } else if limited > 0 {
+        ExitCode::from(3)
     } else {
         ExitCode::SUCCESS
     }

@@ -36,6 +36,9 @@ pub struct RunReport {
     pub mismatches: Vec<String>,
     /// Stages (IR passes, x86) whose outcome differs from the reference interpreter's.
     pub problems: Vec<Problem>,
+    /// Stages that could not run because the program exceeds a limit of the harness:
+    /// (stage, what limit).
+    pub limits: Vec<(String, String)>,
 }
 
 impl RunReport {
@@ -97,7 +100,7 @@ pub fn replay_file(path: &Path, bless: bool, emu: &mut Emulator) -> Result<FileR
         let f = case.module.function(&r.entry).expect("checked by load");
         let mismatches = r.check(f, &c.reference);
         actuals.push(Some(Run::expectation_of(f, &c.reference)));
-        runs.push(RunReport { line: r.line, title: title(r), mismatches, problems: c.problems });
+        runs.push(RunReport { line: r.line, title: title(r), mismatches, problems: c.problems, limits: c.limits });
     }
     let mut blessed = false;
     if bless && runs.iter().any(|r| !r.mismatches.is_empty()) {

@@ -135,7 +135,7 @@ pub fn measure(text: &str, emu: &mut Emulator) -> Result<Vec<(String, Duration)>
     let (reference, fuel) = interp::run_measured(&f0, &input).map_err(|e| e.to_string())?;
     times.push(("interpreter".into(), t.elapsed()));
     let t = Instant::now();
-    let run = emu.run_with_budget(&code, &f, &input, crate::emu::budget_for(fuel)).map_err(|e: EmuError| e.to_string())?;
+    let run = emu.run_with_budget(&code, &f, &input, crate::emu::budget_for(fuel, &code.shape)).map_err(|e: EmuError| e.to_string())?;
     times.push(("emulator".into(), t.elapsed()));
     match (reference, run) {
         (Ok(expected), Ok(got)) if expected == got => Ok(times),
