@@ -172,6 +172,20 @@ fn compile(file: &std::path::Path, emit: &str, after: Option<&str>, pipeline: Op
     let mut out = std::io::stdout().lock();
     let pm = PassManager { verify: true };
     for f in &mut module.functions {
+        // A function written in SSA form (with phis) skips the pipeline up to its `ssa`.
+        let mut prefix = prefix.clone();
+        if prefix.start == Form::Hir && f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty()) {
+            match prefix.passes.iter().position(|p| p.produces == Some(Form::Ssa)) {
+                Some(i) => prefix = Pipeline { passes: prefix.passes[i + 1..].to_vec(), start: Form::Ssa },
+                None if prefix.passes.is_empty() && backend.is_none() => {}
+                None => {
+                    return fail(format!(
+                        "function %{} is written in SSA form, but the pipeline `{prefix}` does not start with `ssa`",
+                        f.name
+                    ))
+                }
+            }
+        }
         match pm.run(&prefix, f, &mut |_, _, _| {}) {
             Ok(s) => {
                 if stats {
