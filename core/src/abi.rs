@@ -72,6 +72,20 @@ impl RuntimeHelper {
     }
 }
 
+impl std::fmt::Display for RuntimeHelper {
+    /// The name a listing shows: `@log` for an IR helper, `@__sdiv64` and the like for the
+    /// backend's own routines.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RuntimeHelper::Ir(h) => write!(f, "@{}", h.name()),
+            RuntimeHelper::Sdiv64 => f.write_str("@__sdiv64"),
+            RuntimeHelper::Udiv64 => f.write_str("@__udiv64"),
+            RuntimeHelper::Srem64 => f.write_str("@__srem64"),
+            RuntimeHelper::Urem64 => f.write_str("@__urem64"),
+        }
+    }
+}
+
 /// The address of a runtime helper.
 pub fn helper_address(h: RuntimeHelper) -> u32 {
     let index = RuntimeHelper::all().iter().position(|x| *x == h).expect("every helper is listed") as u32;
@@ -86,6 +100,16 @@ pub struct MachineCode {
     pub entry: u32,
     /// What the code's size says about how long and how deep a correct run can go.
     pub shape: CodeShape,
+    /// Where each block's code starts (offsets into `bytes`), in layout order, for
+    /// listings; empty for hand-written code.
+    pub blocks: Vec<(crate::ir::Block, u32)>,
+}
+
+impl MachineCode {
+    /// Hand-written code entered at its first byte, with no shape or block facts.
+    pub fn from_bytes(bytes: Vec<u8>) -> MachineCode {
+        MachineCode { bytes, entry: 0, shape: CodeShape::default(), blocks: vec![] }
+    }
 }
 
 /// The facts about a compiled function that bound what a correct run of it executes

@@ -154,7 +154,7 @@ pub fn fixed_program() -> MachineCode {
     };
     let mut a = CodeAssembler::new(32).expect("32-bit assembler");
     build(&mut a).expect("the fixed program assembles");
-    MachineCode { bytes: a.assemble(CODE_BASE as u64).expect("the fixed program encodes"), entry: 0, shape: Default::default() }
+    MachineCode::from_bytes(a.assemble(CODE_BASE as u64).expect("the fixed program encodes"))
 }
 
 /// The smallest function and its code: `ret 0`.
@@ -162,7 +162,7 @@ fn trivial() -> (Function, MachineCode) {
     let (m, _) = tandem_core::text::parse_module("function %f() -> i32 {\nb0:\n    ret 0\n}\n").expect("parses");
     let mut a = CodeAssembler::new(32).expect("32-bit assembler");
     a.xor(eax, eax).and_then(|_| a.ret()).expect("assembles");
-    let code = MachineCode { bytes: a.assemble(CODE_BASE as u64).expect("encodes"), entry: 0, shape: Default::default() };
+    let code = MachineCode::from_bytes(a.assemble(CODE_BASE as u64).expect("encodes"));
     (m.functions.into_iter().next().expect("one function"), code)
 }
 

@@ -218,11 +218,15 @@ fn compile(file: &std::path::Path, emit: &str, after: Option<&str>, pipeline: Op
                 let _ = writeln!(out, "{text}");
             }
         } else {
-            let _ = writeln!(out, "; %{}: {} bytes", f.name, staged.code.bytes.len());
+            // Every function is loaded at the start of the code region to run.
+            let _ = writeln!(out, "%{}:   ; {} bytes at {:#010x}", f.name, staged.code.bytes.len(), tandem_core::abi::CODE_BASE);
             let _ = write!(out, "{}", tandem_core::backend::disassemble(&staged.code));
         }
         if stats {
-            eprintln!("%{} backend: {:?}", f.name, staged.stats);
+            for (pass, counters) in staged.stats.by_pass() {
+                let counters: Vec<String> = counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                eprintln!("%{} {pass}: {}", f.name, counters.join(" "));
+            }
         }
     }
     ExitCode::SUCCESS

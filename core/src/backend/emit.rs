@@ -468,7 +468,12 @@ pub fn emit(f: &LirFunction, alloc: &Allocation) -> Result<MachineCode, EmitErro
         max_block_insns = max_block_insns.max(e.a.instructions().len() - before);
     }
     let insns = e.a.instructions().len() as u32;
-    let bytes = e.a.assemble(CODE_BASE as u64)?;
+    let result = e.a.assemble_options(CODE_BASE as u64, iced_x86::BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS)?;
+    let mut blocks = vec![];
+    for &b in &f.layout {
+        blocks.push((b, (result.label_ip(&e.labels[&b])? - CODE_BASE as u64) as u32));
+    }
+    let bytes = result.inner.code_buffer;
     let shape = CodeShape { insns, max_block_insns: max_block_insns as u32, frame_bytes: alloc.frame_bytes + 4 };
-    Ok(MachineCode { bytes, entry: 0, shape })
+    Ok(MachineCode { bytes, entry: 0, shape, blocks })
 }
