@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use tandem_oracle::{gen, replay};
 
 #[derive(Parser)]
-#[command(name = "tandem", about = "Differential testing harness for the Tandem x86-32 compiler")]
+#[command(name = "tandem", version, about = "Differential testing harness for the Tandem x86-32 compiler")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -66,6 +66,10 @@ enum Command {
         /// Print statistics over the seeds instead of the cases.
         #[arg(long)]
         stats: bool,
+        /// Write each case to its own file in this folder (`PROFILE-seed-N.tir`, each
+        /// replayable with `tandem run`) instead of printing them.
+        #[arg(long, conflicts_with = "stats")]
+        out: Option<PathBuf>,
     },
     /// A fuzzing campaign: generates the cases of consecutive seeds and checks every run
     /// through every stage (reference interpreter, each IR pass, x86 without and with the
@@ -118,7 +122,7 @@ fn main() -> ExitCode {
         Command::Compile { file, emit, after, pipeline, stats } => {
             compile(&file, &emit, after.as_deref(), pipeline.as_deref(), stats)
         }
-        Command::Gen { seed, profile, count, stats } => generate(seed, profile, count, stats),
+        Command::Gen { seed, profile, count, stats, out } => generate(seed, profile, count, stats, out),
         Command::Bench { runs, seed, seeds, scaling } => bench(runs, seed, seeds, scaling),
         Command::Fuzz { seed, count, profile, out, quiet, jobs } => fuzz(seed, count, profile, out, quiet, jobs),
     }
@@ -239,7 +243,27 @@ fn emit_name(f: tandem_core::passes::Form) -> &'static str {
     }
 }
 
-fn generate(seed: u64, p: gen::Profile, count: u64, stats: bool) -> ExitCode {
+fn generate(seed: u64, p: gen::Profile, count: u64, stats: bool, dir: Option<PathBuf>) -> ExitCode {
+    if count == 0 || seed.checked_add(count - 1).is_none() {
+        let why = if count == 0 { "is empty" } else { "runs past the largest seed" };
+        eprintln!("error: the seed range --seed {seed} --count {count} {why}: there is nothing to generate");
+        return ExitCode::from(2);
+    }
+    if let Some(dir) = dir {
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            eprintln!("error: cannot create {}: {e}", dir.display());
+            return ExitCode::from(2);
+        }
+        for s in seed..=seed + (count - 1) {
+            let path = dir.join(format!("{}-seed-{s}.tir", p.name()));
+            if let Err(e) = std::fs::write(&path, gen::render(s, p)) {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        }
+        println!("{count} case file(s) in {}", dir.display());
+        return ExitCode::SUCCESS;
+    }
     // Output goes through a locked handle and a closed pipe (`| head`) ends quietly.
     let mut out = std::io::stdout().lock();
     if stats {

@@ -83,6 +83,29 @@ fn inputs_that_test_nothing_exit_2() {
     let out = tandem(&["run".as_ref(), empty_dir.as_os_str()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no `.tir` file in this folder"));
+    for (seed, count) in [("18446744073709551615", "5"), ("0", "0")] {
+        let out = tandem(&["gen".as_ref(), "--seed".as_ref(), seed.as_ref(), "--count".as_ref(), count.as_ref()]);
+        assert_eq!(out.status.code(), Some(2), "gen --seed {seed} --count {count}");
+    }
+}
+
+/// `tandem gen --out DIR` writes one case file per seed, each of which replays; and the
+/// command knows its version.
+#[test]
+fn generated_files_replay_one_per_seed() {
+    let dir = std::env::temp_dir().join(format!("tandem-gen-out-{}", std::process::id()));
+    let tandem = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_tandem")).args(args).output().unwrap();
+    let d = dir.to_str().unwrap();
+    let out = tandem(&["gen", "--seed", "40", "--count", "3", "--profile", "small", "--out", d]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    for s in 40..43 {
+        assert!(dir.join(format!("small-seed-{s}.tir")).exists());
+    }
+    let out = tandem(&["run", d]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("3 file(s): "));
+    let out = tandem(&["--version"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("tandem {}", env!("CARGO_PKG_VERSION")));
 }
 
 /// A case written in SSA form that is not SSA is bad input for `tandem compile` too.
