@@ -276,6 +276,13 @@ pub fn generated_bench(start: u64, count: u64, emu: &mut Emulator) -> Result<Vec
         codes.push(tandem_core::backend::compile(g).map_err(|e| bad(*seed, e.to_string()))?);
     }
     out.push(programs("generated programs: compile only (backend)", t.elapsed().as_secs_f64()));
+    // What the checks campaigns run add: the LIR validator after every backend pass and
+    // the register allocation checker.
+    let t = Instant::now();
+    for (seed, _, g, _) in &cases {
+        tandem_core::backend::compile_validated(g).map_err(|e| bad(*seed, e.to_string()))?;
+    }
+    out.push(programs("generated programs: compile with LIR validator and allocation checker", t.elapsed().as_secs_f64()));
     let t = Instant::now();
     for ((seed, _, g, inputs), code) in cases.iter().zip(&codes) {
         for input in inputs {

@@ -136,7 +136,7 @@ pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Resu
     for (stage, g) in x86_stages {
         let compiled = g
             .map_err(|e| format!("the IR passes failed: {e}"))
-            .and_then(|g| backend::compile(&g).map(|c| (g, c)).map_err(|e| format!("the backend failed: {e}")));
+            .and_then(|g| backend::compile_validated(&g).map(|c| (g, c)).map_err(|e| format!("the backend failed: {e}")));
         for (k, input) in inputs.iter().enumerate() {
             let (Ok(expected), fuel_used) = &references[k] else { continue };
             let (g, code) = match &compiled {

@@ -131,6 +131,13 @@ pub fn compile(f: &Function) -> Result<MachineCode, CompileError> {
     Ok(compile_with(f, RegallocOptions::default(), false)?.code)
 }
 
+/// Compiles `f` with the LIR validator after every pass and the register allocation
+/// checker after allocation, in every build (the harness's checks run them in release
+/// campaigns too).
+pub fn compile_validated(f: &Function) -> Result<MachineCode, CompileError> {
+    Ok(build(f, RegallocOptions::default(), false, true)?.code)
+}
+
 /// Compiles `f`, returning the LIR after each backend pass as well.
 pub fn compile_staged(f: &Function) -> Result<Staged, CompileError> {
     compile_with(f, RegallocOptions::default(), true)
@@ -144,12 +151,17 @@ fn check(pass: &'static str, f: &lir::LirFunction) -> Result<(), CompileError> {
 }
 
 /// Compiles `f` with explicit allocator options; `print` keeps the LIR text of every
-/// stage. The validator runs after every pass in debug builds.
+/// stage. The validator runs after every pass in debug builds and when printing.
 pub fn compile_with(f: &Function, opts: RegallocOptions, print: bool) -> Result<Staged, CompileError> {
+    build(f, opts, print, cfg!(debug_assertions) || print)
+}
+
+/// The backend: `validate` runs the LIR validator after every pass and the allocation
+/// checker after register allocation.
+fn build(f: &Function, opts: RegallocOptions, print: bool, validate: bool) -> Result<Staged, CompileError> {
     if let Err(errs) = crate::verify::verify_function(f) {
         return Err(CompileError::Unverified(crate::verify::format_errors(&errs)));
     }
-    let validate = cfg!(debug_assertions) || print;
     let mut stages = vec![];
     let mut stats = BackendStats::default();
     let (l, s) = rationalize::rationalize(f)?;
