@@ -273,7 +273,8 @@ impl<'a> Materializer<'a> {
         let ty = f.expr_type(e).expect("a bound tree yields a value");
         let base = match f.exprs[e] {
             ExprData::CfRead(v) => f.cfvars[v].name.clone(),
-            _ => "mem".to_string(),
+            ExprData::Load { .. } => "mem".to_string(),
+            _ => "val".to_string(),
         };
         let t = cx.namer.new_local(f, &base, ty);
         let moved = f.add_expr(f.exprs[e].clone());
