@@ -85,7 +85,12 @@ pub struct Availability {
     pub slots: Vec<Slot>,
 }
 
-fn val_of(f: &Function, e: Expr) -> Val {
+/// The value of the tree `e`: a read found redundant earlier in the same walk has the
+/// value it will be replaced by (`subst`), not a value of its own.
+fn val_of(f: &Function, e: Expr, subst: &HashMap<Expr, Val>) -> Val {
+    if let Some(v) = subst.get(&e) {
+        return v.clone();
+    }
     match f.exprs[e] {
         ExprData::Local(l) => Val::Local(l),
         ExprData::Const { ty, value } => Val::Const(ty, value),
@@ -146,13 +151,14 @@ impl Availability {
     /// if it does not converge in a generous number of rounds (then nothing is changed).
     pub fn compute(f: &Function, cfg: &Cfg, events: &SecondaryMap<Block, Vec<Ev>>) -> Option<Availability> {
         let mut a = Availability { ins: SecondaryMap::new(), outs: SecondaryMap::new(), slots: vec![] };
+        let mut subst = HashMap::new();
         for _round in 0..64 {
             let mut changed = false;
             for &b in &cfg.rpo {
                 let mut st = a.join(f, cfg, b);
                 a.ins[b] = Some(st.clone());
                 for ev in &events[b] {
-                    step(f, &mut st, ev, None, &[]);
+                    step(f, &mut st, ev, None, &[], &mut subst);
                 }
                 if a.outs[b].as_ref() != Some(&st) {
                     a.outs[b] = Some(st);
@@ -177,8 +183,16 @@ impl Availability {
 }
 
 /// The transfer function of one event; with `acts`, also records the rewrite. Stores in
-/// `exempt` (the speculative stores of TASK 4) are never removed as LOAD-STORE.
-pub fn step(f: &Function, st: &mut Avail, ev: &Ev, acts: Option<&mut Vec<Action>>, exempt: &[Expr]) {
+/// `exempt` (the speculative stores of TASK 4) are never removed as LOAD-STORE. `subst`
+/// collects the value of each redundant read, for the stores that write it.
+pub fn step(
+    f: &Function,
+    st: &mut Avail,
+    ev: &Ev,
+    acts: Option<&mut Vec<Action>>,
+    exempt: &[Expr],
+    subst: &mut HashMap<Expr, Val>,
+) {
     match ev {
         Ev::Def(l) => {
             let l = *l;
@@ -186,6 +200,7 @@ pub fn step(f: &Function, st: &mut Avail, ev: &Ev, acts: Option<&mut Vec<Action>
         }
         Ev::CfRead { node, var, bound } => match &st.cf[var.index()] {
             Some(k) => {
+                subst.insert(*node, k.val.clone());
                 if let Some(acts) = acts {
                     acts.push(Action::Replace { node: *node, known: k.clone(), cf: true });
                 }
@@ -196,7 +211,7 @@ pub fn step(f: &Function, st: &mut Avail, ev: &Ev, acts: Option<&mut Vec<Action>
             }
         },
         Ev::CfWrite { node, var, value } => {
-            let val = val_of(f, *value);
+            let val = val_of(f, *value, subst);
             let ty = f.cfvars[*var].ty;
             let same = st.cf[var.index()].as_ref().is_some_and(|k| k.val == val && k.ty == ty);
             if same && !exempt.contains(node) {
@@ -209,6 +224,11 @@ pub fn step(f: &Function, st: &mut Avail, ev: &Ev, acts: Option<&mut Vec<Action>
         }
         Ev::Load { node, loc: Some(loc), bound } => {
             if let Some((_, k)) = st.heap.iter().find(|(l, _)| l.covers(loc)) {
+                // Only an exact read has the known value itself; a narrower one converts it.
+                let ty = f.expr_type(*node).expect("a load yields a value");
+                if k.ty == ty && loc.width.bits() == ty.bits() {
+                    subst.insert(*node, k.val.clone());
+                }
                 if let Some(acts) = acts {
                     acts.push(Action::Replace { node: *node, known: k.clone(), cf: false });
                 }
@@ -220,7 +240,7 @@ pub fn step(f: &Function, st: &mut Avail, ev: &Ev, acts: Option<&mut Vec<Action>
         }
         Ev::Load { loc: None, .. } | Ev::Trap | Ev::Exit => {}
         Ev::Store { node, loc: Some(loc), value } => {
-            let val = val_of(f, *value);
+            let val = val_of(f, *value, subst);
             let ty = f.expr_type(*value).expect("a stored value");
             let same = st.heap.iter().any(|(l, k)| l.covers(loc) && k.val == val && k.ty == ty);
             if same && !exempt.contains(node) {
@@ -249,7 +269,8 @@ pub fn step(f: &Function, st: &mut Avail, ev: &Ev, acts: Option<&mut Vec<Action>
 pub struct Materializer<'a> {
     pub avail: &'a Availability,
     pub cfg: &'a Cfg,
-    nodes: HashMap<Expr, Local>,
+    /// Bound trees: the local and the node now holding the tree's own data.
+    nodes: HashMap<Expr, (Local, Expr)>,
     phis: HashMap<(Block, usize), Local>,
     consts: HashMap<(Block, Type, i64), Local>,
 }
@@ -267,7 +288,7 @@ impl<'a> Materializer<'a> {
     }
 
     fn node_local(&mut self, f: &mut Function, cx: &mut Ctx, e: Expr) -> Local {
-        if let Some(&l) = self.nodes.get(&e) {
+        if let Some(&(l, _)) = self.nodes.get(&e) {
             return l;
         }
         let ty = f.expr_type(e).expect("a bound tree yields a value");
@@ -281,8 +302,14 @@ impl<'a> Materializer<'a> {
         let asg = f.add_expr(ExprData::Assign { local: t, value: moved });
         let use_ = f.add_expr(ExprData::Local(t));
         f.exprs[e] = ExprData::Comma { first: asg, second: use_ };
-        self.nodes.insert(e, t);
+        self.nodes.insert(e, (t, moved));
         t
+    }
+
+    /// Where the data of node `e` lives now: `e` itself, or the node that took it when `e`
+    /// was bound to a local (a replacement of `e` must go there, inside the binding).
+    pub fn target(&self, e: Expr) -> Expr {
+        self.nodes.get(&e).map_or(e, |&(_, moved)| moved)
     }
 
     fn phi_local(&mut self, f: &mut Function, cx: &mut Ctx, b: Block, slot: usize, ty: Type) -> Local {

@@ -157,10 +157,11 @@ fn forward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, exempt: &[Expr]) {
     let events = all_events(f, &an);
     let Some(av) = Availability::compute(f, &an.cfg, &events) else { return };
     let mut acts = vec![];
+    let mut subst = HashMap::new();
     for &b in &an.cfg.rpo {
         let mut st = av.ins[b].clone().expect("converged");
         for ev in &events[b] {
-            avail::step(f, &mut st, ev, Some(&mut acts), exempt);
+            avail::step(f, &mut st, ev, Some(&mut acts), exempt, &mut subst);
         }
     }
     let mut m = Materializer::new(&av, &an.cfg);
@@ -180,12 +181,13 @@ fn forward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, exempt: &[Expr]) {
                     stats.bump(counter(cf, kind));
                 }
                 let mut x = m.value_expr(f, cx, &known);
-                if let ExprData::Load { ty, width, signed, .. } = f.exprs[node] {
+                let target = m.target(node);
+                if let ExprData::Load { ty, width, signed, .. } = f.exprs[target] {
                     if !cx.spec_values.contains(&node) {
                         x = avail::convert_load(f, x, known.ty, width, signed, ty);
                     }
                 }
-                f.exprs[node] = std::mem::replace(&mut f.exprs[x], ExprData::Const { ty: Type::I32, value: 0 });
+                f.exprs[target] = std::mem::replace(&mut f.exprs[x], ExprData::Const { ty: Type::I32, value: 0 });
             }
             Action::RemoveStore { node, cf } => {
                 if !cx.inserted.contains(&node) {
