@@ -206,6 +206,8 @@ pub fn step(
                 }
             }
             None => {
+                // (An earlier round of the iteration may have found it redundant.)
+                subst.remove(node);
                 let val = bound.map_or(Val::Node(*node), Val::Local);
                 st.cf[var.index()] = Some(Known { val, ty: f.cfvars[*var].ty, origin: Origin::Load });
             }
@@ -228,11 +230,14 @@ pub fn step(
                 let ty = f.expr_type(*node).expect("a load yields a value");
                 if k.ty == ty && loc.width.bits() == ty.bits() {
                     subst.insert(*node, k.val.clone());
+                } else {
+                    subst.remove(node);
                 }
                 if let Some(acts) = acts {
                     acts.push(Action::Replace { node: *node, known: k.clone(), cf: false });
                 }
             } else {
+                subst.remove(node);
                 let ty = f.expr_type(*node).expect("a load yields a value");
                 let val = bound.map_or(Val::Node(*node), Val::Local);
                 st.heap.push((loc.clone(), Known { val, ty, origin: Origin::Load }));
