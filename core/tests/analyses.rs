@@ -109,7 +109,7 @@ b2:
 
 #[test]
 fn pipelines_are_validated() {
-    assert_eq!(default_pipeline().to_string(), "ssa,dce,ssa-destroy,cprop");
+    assert_eq!(default_pipeline().to_string(), "ssa,memopt,dce,ssa-destroy,cprop");
     assert!(Pipeline::parse("ssa,dce,ssa-destroy,cprop").is_ok());
     assert!(Pipeline::parse("cprop,dce,ssa,dce").is_ok());
     assert!(matches!(Pipeline::parse("ssa-destroy"), Err(PassError::WrongForm { pass: "ssa-destroy", .. })));
