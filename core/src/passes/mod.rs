@@ -24,6 +24,7 @@ pub mod liveness;
 pub mod loops;
 pub mod ssa;
 pub mod ssa_destroy;
+pub mod ssapre;
 pub mod tree_mover;
 pub mod util;
 
@@ -174,6 +175,7 @@ pub struct PassInfo {
 /// Every IR-level pass.
 pub static PASSES: &[PassInfo] = &[
     PassInfo { name: "ssa", needs: Some(Form::Hir), produces: Some(Form::Ssa), changes_cfg: false, run: ssa::run },
+    PassInfo { name: "ssapre", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: ssapre::run },
     PassInfo { name: "dce", needs: None, produces: None, changes_cfg: false, run: dce::run },
     PassInfo {
         name: "ssa-destroy",
@@ -260,7 +262,9 @@ pub fn default_pipeline() -> Pipeline {
     Pipeline::new(&[
         // 1. Dominators, dominance frontiers, phi placement, renaming.
         "ssa",
-        // 2. `memopt` and 3. `ssapre` join here when they land.
+        // 2. `memopt` joins here when it lands.
+        // 3. Partial redundancy elimination (SSAPRE).
+        "ssapre",
         // 4. Dead code, then out of SSA with parallel copies.
         "dce",
         "ssa-destroy",
@@ -272,7 +276,7 @@ pub fn default_pipeline() -> Pipeline {
 
 /// The pipeline every corpus case and generated program is checked after, pass by pass.
 pub fn check_pipeline() -> Pipeline {
-    Pipeline::parse("ssa,dce,ssa-destroy,cprop").expect("valid")
+    Pipeline::parse("ssa,ssapre,dce,ssa-destroy,cprop").expect("valid")
 }
 
 /// Runs pipelines over functions.
