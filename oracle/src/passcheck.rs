@@ -34,6 +34,9 @@ pub enum Verdict {
     },
     /// A pass produced IR the verifier rejects (a bug in that pass).
     PassFailed(PassError),
+    /// `ssapre` inserted a trapping computation the input does not anticipate
+    /// ([`crate::anticip`]); found whatever the input, so no run needs to show it.
+    Unanticipated { pass: String, violations: Vec<String>, ir: String },
 }
 
 impl Verdict {
@@ -52,6 +55,11 @@ impl Verdict {
                 v
             }
             Verdict::PassFailed(e) => vec![e.to_string()],
+            Verdict::Unanticipated { pass, violations, .. } => {
+                let mut v = vec![format!("pass `{pass}` broke the trap rule of insertions")];
+                v.extend(violations.iter().map(|d| format!("  {d}")));
+                v
+            }
         }
     }
 }
@@ -159,7 +167,24 @@ pub fn check_against(
         .collect();
     let mut g = f.clone();
     let mut index = 0;
+    // The IR before the current pass, for the anticipability check of `ssapre`.
+    let mut prev = f.clone();
     let result = drive(&mut g, &mut |pass: &str, ir: &Function, _: &Stats| {
+        if pass == "ssapre" {
+            let violations = crate::anticip::check(&prev, ir);
+            if !violations.is_empty() {
+                for ((_, first), reference) in state.iter_mut().zip(references) {
+                    if reference.is_ok() && first.is_none() {
+                        *first = Some(Verdict::Unanticipated {
+                            pass: pass.to_string(),
+                            violations: violations.iter().map(|v| v.to_string()).collect(),
+                            ir: ir.to_string(),
+                        });
+                    }
+                }
+            }
+        }
+        prev = ir.clone();
         for ((after_input, first), reference) in state.iter_mut().zip(references) {
             let (Ok(reference), None) = (reference, &*first) else { continue };
             let actual = interp::run(ir, after_input).expect("passes keep the signature");
