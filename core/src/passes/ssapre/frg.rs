@@ -375,7 +375,8 @@ pub fn run_expression(
     }
 
     // CodeMotion: temporaries for saves, Φs and insertions, then the rewrite.
-    let base = format!("pre{round}_{k}");
+    // Temporaries are named `pre1`, `pre2`, ... per expression that changed code.
+    let base = format!("pre{}", temps.len() + 1);
     temps.push((base.clone(), round));
     let ty = f.expr_type(occs[0].node).expect("a candidate yields a value");
     let mut namer = Namer::new(f);
