@@ -5,7 +5,7 @@
 //! turns them into. Only runs valid under the reference and under both pipelines count;
 //! every counted run must agree with the reference.
 //!
-//! `cargo run --release -p tandem-oracle --example ssapre_quality -- [count] [profile]`
+//! `cargo run --release -p tandem-oracle --example ssapre_quality -- [count] [profile] [ssa]`
 
 use tandem_core::passes::{PassManager, Pipeline};
 use tandem_oracle::gen::{self, Profile};
@@ -21,8 +21,10 @@ fn main() {
         "memory" => Profile::Memory,
         p => panic!("unknown profile {p}"),
     };
-    let without = Pipeline::parse("ssa,dce,ssa-destroy,cprop").expect("valid");
-    let with = Pipeline::parse("ssa,ssapre,dce,ssa-destroy,cprop").expect("valid");
+    // `ssa` as the third argument compares the SSA form instead (after `dce`, phis free).
+    let at_ssa = args.get(3).is_some_and(|s| s == "ssa");
+    let (without, with) = if at_ssa { ("ssa,dce", "ssa,ssapre,dce") } else { ("ssa,dce,ssa-destroy,cprop", "ssa,ssapre,dce,ssa-destroy,cprop") };
+    let (without, with) = (Pipeline::parse(without).expect("valid"), Pipeline::parse(with).expect("valid"));
     let pm = PassManager { verify: false };
     let cfg = profile.config();
     let (mut runs, mut fuel_without, mut fuel_with, mut better, mut worse) = (0u64, 0u64, 0u64, 0u64, 0u64);

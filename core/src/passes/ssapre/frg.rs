@@ -428,17 +428,71 @@ pub fn run_expression(
         temp.insert(Def::Inserted(n), h);
         stats.bump("insertions");
     }
+    // A needed Φ whose operands are all one value (or the Φ itself, around a loop) is
+    // that value: it produces no phi, its readers read the value.
+    #[derive(Copy, Clone, PartialEq, Eq)]
+    enum Sym {
+        Value(Local),
+        Phi(usize),
+    }
+    let mut alias: HashMap<usize, Sym> = HashMap::new();
+    let resolve = |d: Def, alias: &HashMap<usize, Sym>, temp: &HashMap<Def, Local>| -> Sym {
+        let mut s = match d {
+            Def::Phi(h) => Sym::Phi(h),
+            d => Sym::Value(temp[&d]),
+        };
+        while let Sym::Phi(h) = s {
+            match alias.get(&h) {
+                Some(&t) => s = t,
+                None => break,
+            }
+        }
+        s
+    };
+    loop {
+        let mut changed = false;
+        for j in 0..phis.len() {
+            if !needed[j] || alias.contains_key(&j) {
+                continue;
+            }
+            let mut values: Vec<Sym> = vec![];
+            for o in &phis[j].operands {
+                let v = resolve(o.def, &alias, &temp);
+                if v != Sym::Phi(j) && !values.contains(&v) {
+                    values.push(v);
+                }
+            }
+            if let [v] = values[..] {
+                alias.insert(j, v);
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
     for j in 0..phis.len() {
-        if needed[j] {
+        if needed[j] && !alias.contains_key(&j) {
             let h = namer.new_local(f, &base, ty);
             temp.insert(Def::Phi(j), h);
             stats.bump("phis_created");
+        } else if needed[j] {
+            stats.bump("phis_trivial");
         } else if phis[j].will_be_avail() {
             stats.bump("phis_unneeded");
         }
     }
     for j in 0..phis.len() {
-        if !needed[j] {
+        if let Some(&v) = alias.get(&j) {
+            let l = match v {
+                Sym::Value(l) => l,
+                Sym::Phi(h) => temp[&Def::Phi(h)],
+            };
+            temp.insert(Def::Phi(j), l);
+        }
+    }
+    for j in 0..phis.len() {
+        if !needed[j] || alias.contains_key(&j) {
             continue;
         }
         let args = phis[j].operands.iter().map(|o| (o.pred, temp[&o.def])).collect();

@@ -42,6 +42,8 @@
 //! (from a Φ some operand of which was inserted), `loop_invariant` (insertions on the
 //! entry edge of a loop whose header Φ is reloaded inside the loop), `phis_created`,
 //! `phis_unneeded` (will-be-available Φs no reload needs, which produce no phi),
+//! `phis_trivial` (needed Φs whose operands are all one value, or the Φ itself around a
+//! loop: they produce no phi, their readers read that value),
 //! `composite` (expressions over an earlier round's temporary that saved a computation),
 //! `edges_split` (insertion blocks the pass had to add).
 
