@@ -483,8 +483,9 @@ pub fn run_expression(
         }
     }
     for j in 0..phis.len() {
-        if let Some(&v) = alias.get(&j) {
-            let l = match v {
+        if alias.contains_key(&j) {
+            // Follow the chain: a Φ aliased to a Φ that was aliased later.
+            let l = match resolve(Def::Phi(j), &alias, &temp) {
                 Sym::Value(l) => l,
                 Sym::Phi(h) => temp[&Def::Phi(h)],
             };
