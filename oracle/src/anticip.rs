@@ -360,6 +360,42 @@ b3:
     }
 
     #[test]
+    fn the_per_pass_check_reports_a_planted_violation_of_ssapre() {
+        use crate::interp::{RunInput, DEFAULT_FUEL};
+        use crate::outcome::Value;
+        use crate::passcheck::{check_with, Verdict};
+        let (m, _) = parse_module(DIV_AFTER_LOG).unwrap();
+        let f = m.functions[0].clone();
+        // A run on which the planted division never traps: the outcome does not change,
+        // only the checker can see the broken rule.
+        let input = RunInput { args: vec![Value::I32(7), Value::I32(2)], heap: vec![], callframe: vec![], fuel: DEFAULT_FUEL };
+        let c = check_with(&f, &input, |g, hook| {
+            let pm = PassManager { verify: true };
+            let mut stats = pm.run(&Pipeline::parse("ssa").unwrap(), g, hook)?;
+            plant(g, Block::from_u32(2), BinOp::Sdiv, "a", "b");
+            let s = Default::default();
+            hook("ssapre", g, &s);
+            stats.push(("ssapre", s));
+            Ok(stats)
+        })
+        .unwrap();
+        match &c.verdict {
+            Verdict::Unanticipated { pass, violations, .. } => {
+                assert_eq!(pass, "ssapre");
+                assert_eq!(violations.len(), 1);
+                assert!(violations[0].contains("input path b2 -> b3"), "{}", violations[0]);
+            }
+            v => panic!("expected the anticipability checker to fire, got {v:?}"),
+        }
+        // The same driver without the planted division passes.
+        let c = check_with(&f, &input, |g, hook| {
+            PassManager { verify: true }.run(&Pipeline::parse("ssa,ssapre").unwrap(), g, hook)
+        })
+        .unwrap();
+        assert!(c.verdict.is_ok(), "{:?}", c.verdict);
+    }
+
+    #[test]
     fn the_pass_leaves_the_division_after_the_log_alone() {
         let f = ssa(DIV_AFTER_LOG);
         let p = with_pre(&f);
