@@ -86,15 +86,15 @@ pub fn run_expression(
     let occs = &e.occs;
 
     // Φ-Insertion: the iterated dominance frontier of the occurrences' blocks and of the
-    // blocks where an operand's original has a phi, plus those phi blocks themselves.
+    // blocks defining the operands' originals, plus the blocks of the operands' phis.
     let mut seeds: Vec<Block> = occs.iter().map(|o| o.block).collect();
     let mut operand_phis: Vec<Block> = vec![];
     for op in &e.key.operands {
         if let super::KeyOperand::Orig(o) = op {
             operand_phis.extend(init.phi_blocks[*o as usize].iter().copied());
+            seeds.extend(init.def_blocks[*o as usize].iter().copied());
         }
     }
-    seeds.extend(operand_phis.iter().copied());
     seeds.sort();
     seeds.dedup();
     let mut phi_at: Vec<Block> = an.frontiers.iterated(&seeds);

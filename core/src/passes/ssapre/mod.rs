@@ -173,6 +173,8 @@ pub struct Initialization {
     pub phi_def: SecondaryMap<Local, Option<(Block, usize)>>,
     /// The blocks holding a phi of each original.
     pub phi_blocks: Vec<Vec<Block>>,
+    /// The blocks defining a version of each original (phis, assignments, parameters).
+    pub def_blocks: Vec<Vec<Block>>,
     /// The parent of every node of the function.
     pub parent: SecondaryMap<Expr, Option<Parent>>,
 }
@@ -251,6 +253,7 @@ impl Initialization {
             current: SecondaryMap::new(),
             phi_def: SecondaryMap::new(),
             phi_blocks: vec![vec![]; norig],
+            def_blocks: vec![vec![]; norig],
             parent: SecondaryMap::new(),
         };
         let mut index: HashMap<Key, usize> = HashMap::new();
@@ -260,6 +263,9 @@ impl Initialization {
                 let o = init.orig[phi.dest] as usize;
                 if !init.phi_blocks[o].contains(&b) {
                     init.phi_blocks[o].push(b);
+                }
+                if !init.def_blocks[o].contains(&b) {
+                    init.def_blocks[o].push(b);
                 }
             }
             let mut pos = 0u32;
@@ -282,6 +288,12 @@ impl Initialization {
                 for n in nodes {
                     pos += 1;
                     let d = &f.exprs[n];
+                    if let ExprData::Assign { local, .. } = d {
+                        let o = init.orig[*local] as usize;
+                        if !init.def_blocks[o].contains(&b) {
+                            init.def_blocks[o].push(b);
+                        }
+                    }
                     if is_kill(d) {
                         init.kills[b].push((pos, n));
                     }
@@ -319,6 +331,10 @@ impl Initialization {
         let mut stacks: Vec<Vec<Local>> = vec![vec![]; norig];
         for &p in &f.params {
             stacks[init.orig[p] as usize].push(p);
+            let o = init.orig[p] as usize;
+            if !init.def_blocks[o].contains(&f.entry()) {
+                init.def_blocks[o].push(f.entry());
+            }
         }
         enum Work {
             Enter(Block),
