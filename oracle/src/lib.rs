@@ -4,6 +4,7 @@
 //! * [`runtime`] — the one implementation of each runtime helper;
 //! * [`interp`] — the reference interpreter (HIR and SSA, with fuel);
 //! * [`passcheck`] — the interpreter after every IR pass, against the reference;
+//! * [`anticip`] — the anticipability checker of `ssapre`'s trap rule (Tristan–Leroy);
 //! * [`casefile`] — `.tir` case files: module + runs + expectations, print/parse;
 //! * [`replay`] — runs case files and folders of them (`tandem run`);
 //! * [`gen`] — the program generator (`tandem gen`) and the fuzz target's check.
@@ -16,6 +17,7 @@
 //! * [`bench`] — throughput measurements (`tandem bench`);
 //! * [`scaling`] — how each stage's time grows with function size (`tandem bench --scaling`).
 
+pub mod anticip;
 pub mod bench;
 pub mod campaign;
 pub mod casefile;

@@ -25,6 +25,7 @@ pub mod loops;
 pub mod memopt;
 pub mod ssa;
 pub mod ssa_destroy;
+pub mod ssapre;
 pub mod tree_mover;
 pub mod util;
 
@@ -176,6 +177,7 @@ pub struct PassInfo {
 pub static PASSES: &[PassInfo] = &[
     PassInfo { name: "ssa", needs: Some(Form::Hir), produces: Some(Form::Ssa), changes_cfg: false, run: ssa::run },
     PassInfo { name: "memopt", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: memopt::run },
+    PassInfo { name: "ssapre", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: ssapre::run },
     PassInfo { name: "dce", needs: None, produces: None, changes_cfg: false, run: dce::run },
     PassInfo {
         name: "ssa-destroy",
@@ -264,7 +266,8 @@ pub fn default_pipeline() -> Pipeline {
         "ssa",
         // 2. Store/load elimination for the callframe and the heap.
         "memopt",
-        // 3. `ssapre` joins here when it lands.
+        // 3. Partial redundancy elimination (SSAPRE).
+        "ssapre",
         // 4. Dead code, then out of SSA with parallel copies.
         "dce",
         "ssa-destroy",
@@ -276,7 +279,7 @@ pub fn default_pipeline() -> Pipeline {
 
 /// The pipeline every corpus case and generated program is checked after, pass by pass.
 pub fn check_pipeline() -> Pipeline {
-    Pipeline::parse("ssa,memopt,dce,ssa-destroy,cprop").expect("valid")
+    Pipeline::parse("ssa,memopt,ssapre,dce,ssa-destroy,cprop").expect("valid")
 }
 
 /// Runs pipelines over functions.
