@@ -9,12 +9,14 @@
 //!
 //! 1. runs: keep a single run; functions no run calls; helper declarations;
 //! 2. control flow: a terminator becomes `ret 0`, a branch or switch a jump to one of its
-//!    targets; blocks that become unreachable are removed (and their phi arguments);
+//!    targets; blocks that become unreachable are removed (and their phi arguments); a
+//!    block reached only by a jump from its only predecessor joins it;
 //! 3. statements and phis: removed in chunks (halves, quarters, ... single ones, as in
 //!    delta debugging);
 //! 4. subtrees: a node replaced by one of its operands of the same type or by the
 //!    constant 0 or 1; constants shrunk toward 0 (0, 1, half);
-//! 5. declarations: locals and callframe variables nothing uses;
+//! 5. declarations: parameters (and their arguments), locals and callframe variables
+//!    nothing uses;
 //! 6. inputs: arguments and callframe inputs toward 0 and 1, heap rows dropped.
 //!
 //! Every step is deterministic (no clock, no randomness), so the same case reduces to the
@@ -212,6 +214,42 @@ impl Reducer<'_> {
                 }
                 i += 1;
             }
+            // Jump chains: a block that is the only successor of its only predecessor
+            // joins it.
+            let mut i = 1;
+            while i < self.blocks(fi).len() {
+                let b = self.blocks(fi)[i];
+                let f = &self.best.module.functions[fi];
+                let preds = f.predecessors();
+                let [a] = preds[b][..] else {
+                    i += 1;
+                    continue;
+                };
+                if f.blocks[a].term != Terminator::Jump(b) || !f.blocks[b].phis.is_empty() {
+                    i += 1;
+                    continue;
+                }
+                let mut c = self.best.clone();
+                let g = &mut c.module.functions[fi];
+                let moved = std::mem::take(&mut g.blocks[b].stmts);
+                g.blocks[a].stmts.extend(moved);
+                g.blocks[a].term = g.blocks[b].term.clone();
+                for s in g.blocks[b].term.successors() {
+                    for phi in &mut g.blocks[s].phis {
+                        for (p, _) in &mut phi.args {
+                            if *p == b {
+                                *p = a;
+                            }
+                        }
+                    }
+                }
+                g.layout.retain(|&x| x != b);
+                if self.try_keep(c) {
+                    changed = true;
+                } else {
+                    i += 1;
+                }
+            }
         }
         changed
     }
@@ -322,9 +360,26 @@ impl Reducer<'_> {
         changed
     }
 
-    /// Drops locals and callframe variables that nothing uses.
+    /// Drops parameters (with their arguments in the runs), and locals and callframe
+    /// variables that nothing uses.
     fn declarations(&mut self) -> bool {
         let mut changed = false;
+        for fi in 0..self.best.module.functions.len() {
+            let mut k = 0;
+            while k < self.best.module.functions[fi].params.len() {
+                let mut c = self.best.clone();
+                let name = c.module.functions[fi].name.clone();
+                c.module.functions[fi].params.remove(k);
+                for r in c.runs.iter_mut().filter(|r| r.entry == name) {
+                    r.args.remove(k);
+                }
+                if self.try_keep(c) {
+                    changed = true;
+                } else {
+                    k += 1;
+                }
+            }
+        }
         for fi in 0..self.best.module.functions.len() {
             let f = &self.best.module.functions[fi];
             if let Some(g) = drop_unused(f) {
