@@ -13,13 +13,16 @@
 //!   temporary file and renamed, so a kill leaves no partial file. Each finding has a
 //!   [`signature`] (the guilty stage or pass and the kind of difference); the first case of
 //!   each signature is reduced ([`crate::reduce`]) and the reduced case written beside it.
-//! * **Crash safety.** The output folder holds `state.json` (the configuration and a view
-//!   of the progress, rewritten atomically about once a second) and `journal.jsonl`, one
-//!   line per completed seed, appended after the seed's finding files exist. The journal
-//!   is the record of truth: [`resume`] rebuilds the completed positions from it (a
-//!   prefix up to a watermark plus the positions completed above it, since workers finish
-//!   out of order), then tests exactly the positions not completed, so after `kill -9` no
-//!   seed is tested twice or skipped.
+//! * **Crash safety.** The output folder holds `journal.jsonl`, one line per completed
+//!   seed (its counts, pass counters and finding), appended after the seed's finding files
+//!   exist, and `state.json`: the configuration and a snapshot of the progress (the
+//!   completed positions as a prefix up to a watermark plus the positions completed above
+//!   it, since workers finish out of order; the summary so far; and how many bytes of the
+//!   journal the snapshot covers), rewritten atomically about once a second. [`resume`]
+//!   starts from the snapshot and applies the journal lines after it, then tests exactly
+//!   the positions not completed, so after `kill -9` no seed is tested twice or skipped.
+//!   When the journal outgrows [`Campaign::journal_limit`] it is emptied right after a
+//!   snapshot that covers it, so a long campaign's folder stays small.
 
 use crate::check::{check_case, CaseCheckError, CheckError, Problem};
 use crate::emu::Emulator;
@@ -116,7 +119,13 @@ pub struct Campaign {
     pub out_dir: PathBuf,
     /// Reduce the first case of each new signature.
     pub reduce: bool,
+    /// The journal is emptied (after a snapshot that covers it) when it grows past this
+    /// many bytes ([`JOURNAL_LIMIT`] by default).
+    pub journal_limit: u64,
 }
+
+/// The default [`Campaign::journal_limit`]: 16 MiB (about 40,000 seeds).
+pub const JOURNAL_LIMIT: u64 = 16 << 20;
 
 /// Why a campaign's configuration is refused.
 pub fn validate(c: &Campaign) -> Result<(), String> {
@@ -163,6 +172,7 @@ impl Campaign {
             jobs,
             out: self.out_dir.display().to_string(),
             reduce: self.reduce,
+            journal_limit: self.journal_limit,
         }
     }
 }
@@ -178,6 +188,12 @@ pub struct ConfigRecord {
     pub jobs: usize,
     pub out: String,
     pub reduce: bool,
+    #[serde(default = "default_journal_limit")]
+    pub journal_limit: u64,
+}
+
+fn default_journal_limit() -> u64 {
+    JOURNAL_LIMIT
 }
 
 impl ConfigRecord {
@@ -190,6 +206,7 @@ impl ConfigRecord {
             shard: Shard::parse(&self.shard)?,
             out_dir: PathBuf::from(&self.out),
             reduce: self.reduce,
+            journal_limit: self.journal_limit,
         })
     }
 }
@@ -417,15 +434,23 @@ struct StateFile {
     /// The format of this file; 1.
     version: u32,
     config: ConfigRecord,
+    /// Whether the campaign reached its end (seed count or time bound).
+    finished: bool,
     /// Every position below it is completed.
     watermark: u64,
     /// The completed positions above the watermark.
     done_above: Vec<u64>,
+    /// The bytes of the journal this snapshot covers; the lines after them are newer.
+    journal_offset: u64,
+    /// The summary of the completed positions.
     cases: u64,
-    findings: u64,
+    runs: u64,
+    invalid: u64,
+    agreed: u64,
     elapsed_seconds: f64,
-    /// Whether the campaign reached its end (seed count or time bound).
-    finished: bool,
+    pass_stats: PassCounters,
+    fired: PassCounters,
+    findings: Vec<Finding>,
 }
 
 pub const STATE_FILE: &str = "state.json";
@@ -505,7 +530,7 @@ pub fn run(c: &Campaign, jobs: usize, progress: impl FnMut(&Summary)) -> Result<
     let journal = c.out_dir.join(JOURNAL_FILE);
     std::fs::create_dir_all(&c.out_dir).map_err(|error| CampaignError::Write { path: c.out_dir.clone(), error })?;
     std::fs::write(&journal, "").map_err(|error| CampaignError::Write { path: journal.clone(), error })?;
-    let mut session = Session::new(c.clone(), jobs, Summary::default(), Completed::default());
+    let mut session = Session::new(c.clone(), jobs, Summary::default(), Completed::default(), 0);
     session.save_state(false)?;
     session.run(progress)
 }
@@ -530,21 +555,31 @@ pub fn resume(dir: &Path, jobs: usize, progress: impl FnMut(&Summary)) -> Result
         }
     }
     let journal = dir.join(JOURNAL_FILE);
-    let text = std::fs::read_to_string(&journal).unwrap_or_default();
+    let bytes = std::fs::read(&journal).unwrap_or_default();
     // A line without its newline was cut by a kill: its seed is not completed.
-    let complete = match text.rfind('\n') {
-        Some(i) => &text[..=i],
-        None => "",
-    };
-    if complete.len() != text.len() {
-        std::fs::write(&journal, complete).map_err(|error| CampaignError::Write { path: journal.clone(), error })?;
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    if whole != bytes.len() {
+        let cut = std::fs::OpenOptions::new().write(true).open(&journal).and_then(|f| f.set_len(whole as u64));
+        cut.map_err(|error| CampaignError::Write { path: journal.clone(), error })?;
     }
-    let mut summary = Summary::default();
-    let mut done = Completed::default();
-    let mut elapsed = 0f64;
-    for (i, line) in complete.lines().enumerate() {
-        let r: SeedRecord = serde_json::from_str(line)
-            .map_err(|e| CampaignError::Setup(format!("{}:{}: not a journal record: {e}", journal.display(), i + 1)))?;
+    let mut summary = Summary {
+        cases: state.cases,
+        runs: state.runs,
+        invalid: state.invalid,
+        agreed: state.agreed,
+        findings: state.findings,
+        pass_stats: state.pass_stats,
+        fired: state.fired,
+        elapsed: Duration::from_secs_f64(state.elapsed_seconds),
+    };
+    let mut done = Completed { watermark: state.watermark, above: state.done_above.into_iter().collect() };
+    let mut elapsed = state.elapsed_seconds;
+    // The lines after the snapshot (none when the journal was emptied after it).
+    let after = bytes.get(state.journal_offset as usize..whole).unwrap_or(&[]);
+    for (i, line) in String::from_utf8_lossy(after).lines().enumerate() {
+        let r: SeedRecord = serde_json::from_str(line).map_err(|e| {
+            CampaignError::Setup(format!("{}: record {} after the snapshot is not a journal record: {e}", journal.display(), i + 1))
+        })?;
         if done.contains(r.pos) {
             continue;
         }
@@ -553,7 +588,9 @@ pub fn resume(dir: &Path, jobs: usize, progress: impl FnMut(&Summary)) -> Result
         summary.add(&r);
     }
     summary.elapsed = Duration::from_secs_f64(elapsed);
-    let session = Session::new(c, jobs, summary, done);
+    let mut session = Session::new(c, jobs, summary, done, whole as u64);
+    // A snapshot that covers the whole journal before anything is appended to it.
+    session.save_state(false)?;
     session.run(progress)
 }
 
@@ -572,24 +609,33 @@ struct Session {
     /// Testing time of earlier sessions.
     before: Duration,
     last_state: Instant,
+    /// The length of the journal.
+    journal_len: u64,
 }
 
 impl Session {
-    fn new(c: Campaign, jobs: usize, summary: Summary, done: Completed) -> Session {
+    fn new(c: Campaign, jobs: usize, summary: Summary, done: Completed, journal_len: u64) -> Session {
         let before = summary.elapsed;
-        Session { c, jobs: jobs.max(1), summary, done, before, last_state: Instant::now() }
+        Session { c, jobs: jobs.max(1), summary, done, before, last_state: Instant::now(), journal_len }
     }
 
     fn save_state(&mut self, finished: bool) -> Result<(), CampaignError> {
+        let s = &self.summary;
         let state = StateFile {
             version: 1,
             config: self.c.config_record(self.jobs),
+            finished,
             watermark: self.done.watermark,
             done_above: self.done.above.iter().copied().collect(),
-            cases: self.summary.cases,
-            findings: self.summary.findings.len() as u64,
-            elapsed_seconds: self.summary.elapsed.as_secs_f64(),
-            finished,
+            journal_offset: self.journal_len,
+            cases: s.cases,
+            runs: s.runs,
+            invalid: s.invalid,
+            agreed: s.agreed,
+            elapsed_seconds: s.elapsed.as_secs_f64(),
+            pass_stats: s.pass_stats.clone(),
+            fired: s.fired.clone(),
+            findings: s.findings.clone(),
         };
         let text = serde_json::to_string_pretty(&state).expect("a state serializes");
         self.last_state = Instant::now();
@@ -692,7 +738,7 @@ impl Session {
         let stats = o
             .pass_stats
             .iter()
-            .map(|(p, st)| (p.clone(), st.counters.iter().map(|(k, v)| (k.to_string(), *v)).collect()))
+            .map(|(p, st)| (p.clone(), st.counters.iter().filter(|(_, v)| *v > 0).map(|(k, v)| (k.to_string(), *v)).collect()))
             .collect();
         let r = SeedRecord { pos: o.pos, seed: o.seed, runs: o.runs, invalid: o.invalid, agreed: o.agreed, stats, finding, t };
         let mut line = serde_json::to_string(&r).expect("a record serializes");
@@ -701,10 +747,19 @@ impl Session {
         journal
             .write_all(line.as_bytes())
             .map_err(|error| CampaignError::Write { path: self.c.out_dir.join(JOURNAL_FILE), error })?;
+        self.journal_len += line.len() as u64;
         self.done.insert(o.pos);
         self.summary.add(&r);
         self.summary.elapsed = self.before + started.elapsed();
-        if self.last_state.elapsed() >= Duration::from_secs(1) {
+        if self.journal_len > self.c.journal_limit {
+            // A snapshot that covers the whole journal, then the journal emptied: a kill
+            // in between leaves a snapshot whose offset is past the journal's end, which
+            // [`resume`] reads as "no newer lines".
+            self.save_state(false)?;
+            journal.set_len(0).map_err(|error| CampaignError::Write { path: self.c.out_dir.join(JOURNAL_FILE), error })?;
+            self.journal_len = 0;
+            self.save_state(false)?;
+        } else if self.last_state.elapsed() >= Duration::from_secs(1) {
             self.save_state(false)?;
         }
         Ok(())
@@ -862,6 +917,7 @@ mod tests {
             shard,
             out_dir: PathBuf::new(),
             reduce: false,
+            journal_limit: JOURNAL_LIMIT,
         };
         let seeds = |c: &Campaign| (0..).map_while(|p| c.seed_at(p)).collect::<Vec<_>>();
         assert_eq!(seeds(&c(Shard::ALL, Some(5))), vec![10, 11, 12, 13, 14]);

@@ -97,9 +97,11 @@ enum Command {
         /// Test only shard I of N (the seeds whose offset from --seed is I modulo N).
         #[arg(long, value_parser = tandem_oracle::campaign::Shard::parse)]
         shard: Option<tandem_oracle::campaign::Shard>,
-        /// Where finding files, the state file and the journal are written.
-        #[arg(long, default_value = "findings")]
-        out: PathBuf,
+        /// Where finding files, the state file and the journal are written (a folder that
+        /// holds no campaign yet; default: a new folder `findings/campaign-SECONDS`, named
+        /// after the Unix time).
+        #[arg(long)]
+        out: Option<PathBuf>,
         /// Continue the campaign in this folder (its configuration is read from its state
         /// file; other options but --jobs, --json and --quiet are ignored).
         #[arg(long)]
@@ -161,8 +163,12 @@ fn main() -> ExitCode {
                 seconds,
                 profile,
                 shard: shard.unwrap_or(tandem_oracle::campaign::Shard::ALL),
-                out_dir: out,
+                out_dir: out.unwrap_or_else(|| {
+                    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                    PathBuf::from(format!("findings/campaign-{now}"))
+                }),
                 reduce: !no_reduce,
+                journal_limit: tandem_oracle::campaign::JOURNAL_LIMIT,
             };
             fuzz(c, resume, json, quiet, jobs)
         }

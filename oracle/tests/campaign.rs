@@ -34,6 +34,7 @@ fn the_shards_together_test_exactly_the_seeds_of_the_unsharded_run() {
         shard,
         out_dir: temp_dir(name),
         reduce: false,
+        journal_limit: campaign::JOURNAL_LIMIT,
     };
     let all = c(Shard::ALL, "shard-all");
     let whole = campaign::run(&all, 2, |_| {}).unwrap();

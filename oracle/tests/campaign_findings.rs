@@ -61,6 +61,7 @@ fn campaign_with(bug: PlantedBug, name: &str, count: u64) -> (Campaign, Summary)
         shard: Shard::ALL,
         out_dir,
         reduce: true,
+        journal_limit: campaign::JOURNAL_LIMIT,
     };
     let s = campaign::run(&c, 2, |_| {}).unwrap();
     (c, s)
