@@ -3,7 +3,6 @@
 //! statements, and every finding file must replay as a failure. One test, in phases,
 //! because a planted bug holds for the whole process.
 
-use std::path::PathBuf;
 use tandem_core::ir::{BinOp, ExprData, Function, MemWidth, Phi, Terminator};
 use tandem_oracle::campaign::{self, Campaign, ProfileChoice, Shard, Summary};
 use tandem_oracle::check::{self, PlantedBug};
@@ -68,7 +67,7 @@ fn campaign_with(bug: PlantedBug, name: &str, count: u64) -> (Campaign, Summary)
 }
 
 /// Replays `path` as `tandem run` does; returns the problems of every run as text.
-fn replay_fails(path: &PathBuf, emu: &mut Emulator) -> Vec<String> {
+fn replay_fails(path: &std::path::Path, emu: &mut Emulator) -> Vec<String> {
     let report = replay::replay_file(path, false, emu).unwrap_or_else(|e| panic!("{e}"));
     assert!(!report.passed(), "{} replays as a pass", path.display());
     report.runs.iter().flat_map(|r| r.problems.iter().map(|p| format!("{}: {}", p.stage, p.lines.join("\n")))).collect()
