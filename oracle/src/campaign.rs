@@ -907,6 +907,21 @@ mod tests {
         }
     }
 
+    /// Every line of a multi-line message (a verifier error, an emulator fault with its
+    /// disassembly) is a comment, so the finding file still parses.
+    #[test]
+    fn problem_comments_comment_every_line() {
+        let verifier = problem("IR passes", &["per-pass check: after pass `dce`, function %f fails verification:\n  b0: x\n  b1: y"]);
+        let fault = problem("x86", &["fault: unmapped read at pc 0x00400010\n  registers: eax=0\n  => 00400010  mov eax,[eax]"]);
+        let text = problem_comments(&[(1, verifier), (1, fault)]);
+        assert_eq!(text.lines().count(), 2 + 3 + 3);
+        assert!(text.lines().all(|l| l.starts_with("; ")), "{text}");
+        assert!(text.contains("; |   b1: y\n"));
+        let case = text + "function %f() -> i32 {\nb0:\n    ret 1\n}\n; run: %f()\n; expect: return 1\n";
+        let parsed = crate::casefile::CaseFile::parse(&case).unwrap();
+        assert_eq!(parsed.runs.len(), 1);
+    }
+
     #[test]
     fn shards_split_the_seed_space() {
         let c = |shard, count| Campaign {

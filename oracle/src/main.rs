@@ -401,13 +401,14 @@ fn fuzz(
     let shard = if state.shard == "0/1" { String::new() } else { format!(", shard {}", state.shard) };
     let _ = writeln!(
         out,
-        "{} seeds ({}{shard}, {jobs} jobs), {} runs: {} agreed at every stage, {} invalid (not compared), {} findings; {:.0} cases/s, {:.0} runs/s",
+        "{} seeds ({}{shard}, {jobs} jobs), {} runs: {} agreed at every stage, {} invalid (not compared), {} findings; {:.1}s, {:.0} cases/s, {:.0} runs/s",
         s.cases,
         state.profile,
         s.runs,
         s.agreed,
         s.invalid,
         s.findings.len(),
+        secs,
         s.cases as f64 / secs,
         s.runs as f64 / secs,
     );
