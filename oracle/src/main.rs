@@ -340,8 +340,17 @@ fn fuzz(
     }
     // A bar on a terminal; otherwise a line every ten seconds (and one per finding).
     let terminal = !quiet && std::io::stderr().is_terminal();
-    let bar = if terminal { indicatif::ProgressBar::new_spinner() } else { indicatif::ProgressBar::hidden() };
-    bar.set_style(indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}").expect("valid template"));
+    // With a seed count and no time bound, a bar over the shard's seeds; else a spinner.
+    let seeds = match (&resume, c.count, c.seconds) {
+        (None, Some(n), None) => Some((n - c.shard.index).div_ceil(c.shard.count)),
+        _ => None,
+    };
+    let (bar, template) = match seeds {
+        _ if !terminal => (indicatif::ProgressBar::hidden(), "{msg}"),
+        Some(n) => (indicatif::ProgressBar::new(n), "{elapsed_precise} [{bar:30}] {pos}/{len} seeds: {msg}"),
+        None => (indicatif::ProgressBar::new_spinner(), "{spinner} {elapsed_precise} {msg}"),
+    };
+    bar.set_style(indicatif::ProgressStyle::with_template(template).expect("valid template").progress_chars("=> "));
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     let started = std::time::Instant::now();
     let mut last_line = started;
@@ -377,6 +386,7 @@ fn fuzz(
             }
         }
         if terminal {
+            bar.set_position(s.cases);
             bar.set_message(line);
         } else if !quiet && last_line.elapsed() >= std::time::Duration::from_secs(10) {
             last_line = std::time::Instant::now();
