@@ -18,7 +18,8 @@
 //!   exist, and `state.json`: the configuration and a snapshot of the progress (the
 //!   completed positions as a prefix up to a watermark plus the positions completed above
 //!   it, since workers finish out of order; the summary so far; and how many bytes of the
-//!   journal the snapshot covers), rewritten atomically about once a second. [`resume`]
+//!   journal the snapshot covers), rewritten atomically about once a second (less often
+//!   when the snapshot is big). [`resume`]
 //!   starts from the snapshot and applies the journal lines after it, then tests exactly
 //!   the positions not completed, so after `kill -9` no seed is tested twice or skipped.
 //!   When the journal outgrows [`Campaign::journal_limit`] it is emptied right after a
@@ -609,6 +610,9 @@ struct Session {
     /// Testing time of earlier sessions.
     before: Duration,
     last_state: Instant,
+    /// How long the last snapshot took to write: snapshots are at least a second and at
+    /// least twenty times that apart, so a big summary (many findings) costs little.
+    state_cost: Duration,
     /// The length of the journal.
     journal_len: u64,
 }
@@ -616,7 +620,16 @@ struct Session {
 impl Session {
     fn new(c: Campaign, jobs: usize, summary: Summary, done: Completed, journal_len: u64) -> Session {
         let before = summary.elapsed;
-        Session { c, jobs: jobs.max(1), summary, done, before, last_state: Instant::now(), journal_len }
+        Session {
+            c,
+            jobs: jobs.max(1),
+            summary,
+            done,
+            before,
+            last_state: Instant::now(),
+            state_cost: Duration::ZERO,
+            journal_len,
+        }
     }
 
     fn save_state(&mut self, finished: bool) -> Result<(), CampaignError> {
@@ -637,9 +650,12 @@ impl Session {
             fired: s.fired.clone(),
             findings: s.findings.clone(),
         };
+        let started = Instant::now();
         let text = serde_json::to_string_pretty(&state).expect("a state serializes");
+        write_atomic(&self.c.out_dir.join(STATE_FILE), text.as_bytes())?;
         self.last_state = Instant::now();
-        write_atomic(&self.c.out_dir.join(STATE_FILE), text.as_bytes())
+        self.state_cost = started.elapsed();
+        Ok(())
     }
 
     /// Tests the positions not completed until the seed range or the time is used up.
@@ -759,7 +775,7 @@ impl Session {
             journal.set_len(0).map_err(|error| CampaignError::Write { path: self.c.out_dir.join(JOURNAL_FILE), error })?;
             self.journal_len = 0;
             self.save_state(false)?;
-        } else if self.last_state.elapsed() >= Duration::from_secs(1) {
+        } else if self.last_state.elapsed() >= Duration::from_secs(1).max(self.state_cost * 20) {
             self.save_state(false)?;
         }
         Ok(())
