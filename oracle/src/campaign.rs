@@ -1,38 +1,296 @@
-//! Fuzzing campaigns over generated programs. Every run of every seed goes through
-//! [`check_case`]: the reference interpreter, the interpreter after every IR pass, and
-//! the x86 code without and with the passes. Each failing case is written at once as a
-//! case file (module, runs, the reference interpreter's outcome as the expectation, and
-//! `;` lines naming the disagreeing stage), so that `tandem run FILE` replays the
-//! disagreement and a campaign never loses a finding it reported.
+//! Fuzzing campaigns over generated programs (`tandem fuzz`). Every run of every seed goes
+//! through [`check_case`]: the reference interpreter, the interpreter after every IR pass,
+//! and the x86 code without and with the passes.
+//!
+//! * **The seed space.** A campaign covers the seeds `start, start+1, ...` (`count` of them,
+//!   or without end when only a time bound is given). [`Shard`] `I/N` takes the seeds whose
+//!   offset from `start` is `I` modulo `N`, so `N` machines never test the same seed and
+//!   the shards together test exactly the seeds of the unsharded campaign. A seed's
+//!   *position* is its rank within the shard; workers take positions in increasing order.
+//! * **Findings.** A failing case is written at once as a case file (the problems as `;`
+//!   comment lines, then the generated module and runs with the reference interpreter's
+//!   outcome as the expectation), so that `tandem run FILE` replays it; it is written to a
+//!   temporary file and renamed, so a kill leaves no partial file. Each finding has a
+//!   [`signature`] (the guilty stage or pass and the kind of difference); the first case of
+//!   each signature is reduced ([`crate::reduce`]) and the reduced case written beside it.
+//! * **Crash safety.** The output folder holds `journal.jsonl`, one line per completed
+//!   seed (its counts, pass counters and finding), appended after the seed's finding files
+//!   exist, and `state.json`: the configuration and a snapshot of the progress (the
+//!   completed positions as a prefix up to a watermark plus the positions completed above
+//!   it, since workers finish out of order; the summary so far; and how many bytes of the
+//!   journal the snapshot covers), rewritten atomically about once a second (less often
+//!   when the snapshot is big). [`resume`]
+//!   starts from the snapshot and applies the journal lines after it, then tests exactly
+//!   the positions not completed, so after `kill -9` no seed is tested twice or skipped.
+//!   When the journal outgrows [`Campaign::journal_limit`] it is emptied right after a
+//!   snapshot that covers it, so a long campaign's folder stays small.
 
 use crate::check::{check_case, CaseCheckError, CheckError, Problem};
 use crate::emu::Emulator;
 use crate::gen::{self, Profile};
-use tandem_core::passes::Stats;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use tandem_core::passes::Stats;
+
+/// Which generator profile a seed uses: one for all, or one chosen from the seed.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum ProfileChoice {
+    One(Profile),
+    /// Each seed's profile is a fixed function of the seed ([`ProfileChoice::for_seed`]).
+    Mix,
+}
+
+impl ProfileChoice {
+    pub fn from_name(name: &str) -> Option<ProfileChoice> {
+        if name == "mix" {
+            return Some(ProfileChoice::Mix);
+        }
+        Profile::from_name(name).map(ProfileChoice::One)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ProfileChoice::One(p) => p.name(),
+            ProfileChoice::Mix => "mix",
+        }
+    }
+
+    /// The profile of `seed`: for `mix`, picked by a SplitMix64 hash of the seed, so that
+    /// neighbouring seeds spread over the profiles and every machine picks the same one.
+    pub fn for_seed(self, seed: u64) -> Profile {
+        match self {
+            ProfileChoice::One(p) => p,
+            ProfileChoice::Mix => {
+                let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                z ^= z >> 31;
+                Profile::ALL[(z % Profile::ALL.len() as u64) as usize]
+            }
+        }
+    }
+}
+
+/// Shard `index` of `count`: the seeds whose offset from the first seed is `index`
+/// modulo `count`.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Shard {
+    pub const ALL: Shard = Shard { index: 0, count: 1 };
+
+    /// Reads `I/N` with `I < N`.
+    pub fn parse(s: &str) -> Result<Shard, String> {
+        let bad = || format!("`{s}`: expected I/N with 0 <= I < N, e.g. 0/4");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (i.trim().parse::<u64>().map_err(|_| bad())?, n.trim().parse::<u64>().map_err(|_| bad())?);
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
 
 /// What a campaign covers.
 #[derive(Clone, Debug)]
 pub struct Campaign {
     /// The first seed.
     pub start: u64,
-    /// How many consecutive seeds.
-    pub count: u64,
-    pub profile: Profile,
-    /// Where finding files go (created when needed).
+    /// How many consecutive seeds the whole (unsharded) campaign covers; `None`: no end
+    /// (then `seconds` bounds it).
+    pub count: Option<u64>,
+    /// Stop taking new seeds after this many seconds (seeds under way are finished).
+    pub seconds: Option<u64>,
+    pub profile: ProfileChoice,
+    pub shard: Shard,
+    /// Where finding files, the state file and the journal go (created when needed).
     pub out_dir: PathBuf,
+    /// Reduce the first case of each new signature.
+    pub reduce: bool,
+    /// The journal is emptied (after a snapshot that covers it) when it grows past this
+    /// many bytes ([`JOURNAL_LIMIT`] by default).
+    pub journal_limit: u64,
+}
+
+/// The default [`Campaign::journal_limit`]: 16 MiB (about 40,000 seeds).
+pub const JOURNAL_LIMIT: u64 = 16 << 20;
+
+/// Why a campaign's configuration is refused.
+pub fn validate(c: &Campaign) -> Result<(), String> {
+    if let Some(n) = c.count {
+        if n == 0 {
+            return Err("--count 0: the seed range is empty".into());
+        }
+        if c.start.checked_add(n - 1).is_none() {
+            return Err(format!(
+                "--seed {} --count {n}: the seed range runs past the last seed {} (at most {} seeds from there)",
+                c.start,
+                u64::MAX,
+                u64::MAX - c.start + 1
+            ));
+        }
+        if c.shard.index >= n {
+            return Err(format!("shard {} of {n} seed(s) is empty", c.shard));
+        }
+    }
+    if c.seconds == Some(0) {
+        return Err("--seconds 0: the campaign would test nothing".into());
+    }
+    Ok(())
+}
+
+impl Campaign {
+    /// The seed at `pos` within this campaign's shard, or `None` past its end.
+    pub fn seed_at(&self, pos: u64) -> Option<u64> {
+        let offset = pos.checked_mul(self.shard.count)?.checked_add(self.shard.index)?;
+        if self.count.is_some_and(|n| offset >= n) {
+            return None;
+        }
+        self.start.checked_add(offset)
+    }
+
+    /// The configuration as reports record it.
+    pub fn config_record(&self, jobs: usize) -> ConfigRecord {
+        ConfigRecord {
+            seed: self.start,
+            count: self.count,
+            seconds: self.seconds,
+            profile: self.profile.name().to_string(),
+            shard: self.shard.to_string(),
+            jobs,
+            out: self.out_dir.display().to_string(),
+            reduce: self.reduce,
+            journal_limit: self.journal_limit,
+        }
+    }
+}
+
+/// The configuration as the state file and the JSON summary record it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ConfigRecord {
+    pub seed: u64,
+    pub count: Option<u64>,
+    pub seconds: Option<u64>,
+    pub profile: String,
+    pub shard: String,
+    pub jobs: usize,
+    pub out: String,
+    pub reduce: bool,
+    #[serde(default = "default_journal_limit")]
+    pub journal_limit: u64,
+}
+
+fn default_journal_limit() -> u64 {
+    JOURNAL_LIMIT
+}
+
+impl ConfigRecord {
+    fn campaign(&self) -> Result<Campaign, String> {
+        Ok(Campaign {
+            start: self.seed,
+            count: self.count,
+            seconds: self.seconds,
+            profile: ProfileChoice::from_name(&self.profile).ok_or_else(|| format!("unknown profile `{}`", self.profile))?,
+            shard: Shard::parse(&self.shard)?,
+            out_dir: PathBuf::from(&self.out),
+            reduce: self.reduce,
+            journal_limit: self.journal_limit,
+        })
+    }
+}
+
+/// The signature of a problem: the guilty stage (naming the pass when the IR passes are
+/// guilty) and the kind of difference, e.g. `pass cprop: heap`, `x86: end`,
+/// `x86 after ssa,dce,ssa-destroy,cprop: emulator fault`. Findings with the same
+/// signature are most likely the same bug.
+pub fn signature(p: &Problem) -> String {
+    let text: Vec<&str> = p.lines.iter().flat_map(|l| l.lines()).map(str::trim_start).collect();
+    let first = text.first().copied().unwrap_or("");
+    let backticked = |l: &str| l.split('`').nth(1).map(str::to_string);
+    let guilty = if p.stage.starts_with("IR pass") {
+        let on_hir = if p.stage.ends_with("on HIR") { " on HIR" } else { "" };
+        match text.iter().find(|l| l.contains("after pass `")).and_then(|l| backticked(l.split("after pass").nth(1)?)) {
+            Some(pass) => format!("pass {pass}{on_hir}"),
+            None => p.stage.clone(),
+        }
+    } else {
+        p.stage.clone()
+    };
+    let kind = if text.iter().any(|l| l.contains("fails verification")) {
+        "verifier error"
+    } else if text.iter().any(|l| l.contains("counterexample")) {
+        "validator counterexample"
+    } else if first.starts_with("the backend failed") {
+        "backend checker error"
+    } else if first.starts_with("the IR passes failed") || first.starts_with("per-pass check") {
+        "pass failure"
+    } else if first.starts_with("timeout") {
+        "emulator timeout"
+    } else if first.starts_with("fault") {
+        "emulator fault"
+    } else if ["callee-saved", "esp wrong", "direction flag", "wrote callframe byte"].iter().any(|k| first.starts_with(k)) {
+        "calling convention"
+    } else {
+        // A difference of outcomes: the first line names the first part that differs.
+        let diff = text.iter().find(|l| !l.starts_with("outcome changed")).copied().unwrap_or("");
+        if diff.starts_with("end") || diff.starts_with("expected") {
+            "end"
+        } else if diff.starts_with("trace") {
+            "trace"
+        } else if diff.starts_with("heap") {
+            "heap"
+        } else if diff.starts_with("callframe") {
+            "callframe"
+        } else {
+            "other"
+        }
+    };
+    format!("{guilty}: {kind}")
 }
 
 /// One failing case.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Finding {
     pub seed: u64,
+    pub profile: String,
+    /// The signature of its first problem.
+    pub signature: String,
+    /// The stage of its first problem.
+    pub stage: String,
+    /// The first line of its first problem.
+    pub message: String,
     /// The replayable case file written for it.
     pub path: PathBuf,
-    /// The first problem, for the summary.
-    pub problem: Problem,
+    /// The reduced case, for the first finding of a signature.
+    pub reduced: Option<PathBuf>,
 }
+
+/// The findings of one signature.
+#[derive(Clone, Debug)]
+pub struct SignatureGroup {
+    pub signature: String,
+    pub count: u64,
+    /// The first finding (lowest seed) of the signature.
+    pub representative: Finding,
+    /// The reduced case of the signature, if one was made.
+    pub reduced: Option<PathBuf>,
+}
+
+/// Counters per pass: counter name to value.
+pub type PassCounters = Vec<(String, BTreeMap<String, u64>)>;
 
 /// What a campaign saw.
 #[derive(Clone, Debug, Default)]
@@ -46,23 +304,34 @@ pub struct Summary {
     /// Runs without a problem on which some stage could not run because the program
     /// exceeds a limit of the harness (not compared there, not a finding).
     pub limited: u64,
+    /// In seed order.
     pub findings: Vec<Finding>,
     /// What each pass of the check pipeline did, summed over the cases (counted once per
     /// case, not per run), in a fixed order: passes in pipeline order (`cprop on HIR`
     /// last), counters by name.
-    pub pass_stats: Vec<(String, Stats)>,
+    pub pass_stats: PassCounters,
     /// For each pass and counter, the number of cases in which the counter fired (was
     /// non-zero), in the order of `pass_stats`.
-    pub fired: Vec<(String, Stats)>,
+    pub fired: PassCounters,
+    /// Time spent testing, over every session of a resumed campaign.
     pub elapsed: Duration,
 }
 
 impl Summary {
-    fn add_pass_stats(&mut self, stats: &[(String, Stats)]) {
-        for (pass, st) in stats {
-            let fired = Stats { counters: st.counters.iter().filter(|(_, v)| *v > 0).map(|(k, _)| (*k, 1)).collect() };
-            merge_stats(&mut self.pass_stats, pass, st);
-            merge_stats(&mut self.fired, pass, &fired);
+    fn add(&mut self, r: &SeedRecord) {
+        self.cases += 1;
+        self.runs += r.runs;
+        self.invalid += r.invalid;
+        self.agreed += r.agreed;
+        self.limited += r.limited;
+        for (pass, counters) in &r.stats {
+            let fired: BTreeMap<String, u64> = counters.iter().filter(|(_, v)| **v > 0).map(|(k, _)| (k.clone(), 1)).collect();
+            merge_counters(&mut self.pass_stats, pass, counters);
+            merge_counters(&mut self.fired, pass, &fired);
+        }
+        if let Some(f) = &r.finding {
+            let at = self.findings.partition_point(|g| g.seed < f.seed);
+            self.findings.insert(at, f.clone());
         }
     }
 
@@ -73,28 +342,54 @@ impl Summary {
         let rank = |pass: &str| pipeline.passes.iter().position(|p| p.name == pass).unwrap_or(usize::MAX);
         for list in [&mut self.pass_stats, &mut self.fired] {
             list.sort_by(|(a, _), (b, _)| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)));
-            for (_, st) in list.iter_mut() {
-                st.counters.sort_by_key(|(k, _)| *k);
-            }
         }
     }
 
     /// The share of cases in which counter `name` of `pass` fired, in percent.
     pub fn fired_percent(&self, pass: &str, name: &str) -> f64 {
-        let n = self.fired.iter().find(|(p, _)| p == pass).map_or(0, |(_, st)| st.get(name));
+        let n = self.fired.iter().find(|(p, _)| p == pass).and_then(|(_, st)| st.get(name)).copied().unwrap_or(0);
         100.0 * n as f64 / self.cases.max(1) as f64
     }
-}
 
-/// Adds `st` to the entry of `pass` in `list` (creating it).
-fn merge_stats(list: &mut Vec<(String, Stats)>, pass: &str, st: &Stats) {
-    match list.iter_mut().find(|(p, _)| p == pass) {
-        Some((_, total)) => total.merge(st),
-        None => list.push((pass.to_string(), st.clone())),
+    /// The findings grouped by signature, most frequent first (then by first seed).
+    pub fn signatures(&self) -> Vec<SignatureGroup> {
+        let mut groups: Vec<SignatureGroup> = vec![];
+        for f in &self.findings {
+            match groups.iter_mut().find(|g| g.signature == f.signature) {
+                Some(g) => {
+                    g.count += 1;
+                    if g.reduced.is_none() {
+                        g.reduced = f.reduced.clone();
+                    }
+                }
+                None => groups.push(SignatureGroup {
+                    signature: f.signature.clone(),
+                    count: 1,
+                    representative: f.clone(),
+                    reduced: f.reduced.clone(),
+                }),
+            }
+        }
+        groups.sort_by(|a, b| b.count.cmp(&a.count).then(a.representative.seed.cmp(&b.representative.seed)));
+        groups
     }
 }
 
-/// Why a campaign stopped early.
+/// Adds `counters` to the entry of `pass` in `list` (creating it).
+fn merge_counters(list: &mut PassCounters, pass: &str, counters: &BTreeMap<String, u64>) {
+    let i = match list.iter().position(|(p, _)| p == pass) {
+        Some(i) => i,
+        None => {
+            list.push((pass.to_string(), BTreeMap::new()));
+            list.len() - 1
+        }
+    };
+    for (k, v) in counters {
+        *list[i].1.entry(k.clone()).or_insert(0) += v;
+    }
+}
+
+/// Why a campaign stopped early or could not start.
 #[derive(Debug)]
 pub enum CampaignError {
     /// A run could not be checked (the emulator failed, or the generator made inputs
@@ -102,8 +397,11 @@ pub enum CampaignError {
     Check { seed: u64, error: CheckError },
     /// A case's runs could not be checked (its inputs do not fit its function).
     Case { seed: u64, error: CaseCheckError },
-    /// A finding could not be written.
+    /// A file of the output folder could not be written.
     Write { path: PathBuf, error: std::io::Error },
+    /// The configuration or the output folder is not usable (a state file that does not
+    /// parse, a folder that already holds another campaign, an empty seed range).
+    Setup(String),
 }
 
 impl std::fmt::Display for CampaignError {
@@ -112,75 +410,407 @@ impl std::fmt::Display for CampaignError {
             CampaignError::Check { seed, error } => write!(f, "seed {seed}: {error}"),
             CampaignError::Case { seed, error } => write!(f, "seed {seed}: {error}"),
             CampaignError::Write { path, error } => write!(f, "cannot write {}: {error}", path.display()),
+            CampaignError::Setup(m) => f.write_str(m),
         }
     }
 }
 
 impl std::error::Error for CampaignError {}
 
-/// Runs a campaign on `jobs` threads, each with its own emulator, taking seeds in turn.
-/// Findings are written by the calling thread as each seed's result arrives, before
-/// `progress` (called after each seed with the summary so far) can report them; the
-/// summary lists them in seed order.
-pub fn run(
-    c: &Campaign,
+/// The journal line of one completed seed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct SeedRecord {
+    /// Position within the shard.
+    pos: u64,
+    seed: u64,
+    runs: u64,
+    invalid: u64,
+    agreed: u64,
+    #[serde(default)]
+    limited: u64,
+    /// Per pass, the counters of this case.
+    stats: Vec<(String, BTreeMap<String, u64>)>,
+    finding: Option<Finding>,
+    /// Seconds of testing (over all sessions) when the seed completed.
+    t: f64,
+}
+
+/// The state file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct StateFile {
+    /// The format of this file; 1.
+    version: u32,
+    config: ConfigRecord,
+    /// Whether the campaign reached its end (seed count or time bound).
+    finished: bool,
+    /// Every position below it is completed.
+    watermark: u64,
+    /// The completed positions above the watermark.
+    done_above: Vec<u64>,
+    /// The bytes of the journal this snapshot covers; the lines after them are newer.
+    journal_offset: u64,
+    /// The summary of the completed positions.
+    cases: u64,
+    runs: u64,
+    invalid: u64,
+    agreed: u64,
+    #[serde(default)]
+    limited: u64,
+    elapsed_seconds: f64,
+    pass_stats: PassCounters,
+    fired: PassCounters,
+    findings: Vec<Finding>,
+}
+
+pub const STATE_FILE: &str = "state.json";
+pub const JOURNAL_FILE: &str = "journal.jsonl";
+
+/// Completed positions: a prefix up to `watermark` and the set above it.
+#[derive(Clone, Debug, Default)]
+struct Completed {
+    watermark: u64,
+    above: BTreeSet<u64>,
+}
+
+impl Completed {
+    fn contains(&self, pos: u64) -> bool {
+        pos < self.watermark || self.above.contains(&pos)
+    }
+
+    fn insert(&mut self, pos: u64) {
+        if pos >= self.watermark {
+            self.above.insert(pos);
+        }
+        while self.above.remove(&self.watermark) {
+            self.watermark += 1;
+        }
+    }
+}
+
+/// Hands out the positions still to test, in increasing order: first the holes below
+/// the highest completed position, then the positions after it.
+struct Dispatch {
+    holes: VecDeque<u64>,
+    next: u64,
+    stopped: bool,
+}
+
+impl Dispatch {
+    fn new(done: &Completed) -> Dispatch {
+        let top = done.above.iter().next_back().map_or(done.watermark, |&m| m + 1);
+        let holes = (done.watermark..top).filter(|p| !done.contains(*p)).collect();
+        Dispatch { holes, next: top, stopped: false }
+    }
+
+    fn take(&mut self) -> u64 {
+        self.holes.pop_front().unwrap_or_else(|| {
+            self.next += 1;
+            self.next - 1
+        })
+    }
+}
+
+/// Writes `text` to `path` through a temporary file in the same folder and a rename, so
+/// that the file either does not exist or is complete.
+pub fn write_atomic(path: &Path, text: &[u8]) -> Result<(), CampaignError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|error| CampaignError::Write { path: path.to_path_buf(), error })
+}
+
+/// Starts a new campaign in `c.out_dir` (which must not hold one already) on `jobs`
+/// threads. `progress` is called after each completed seed with the summary so far.
+pub fn run(c: &Campaign, jobs: usize, progress: impl FnMut(&Summary)) -> Result<Summary, CampaignError> {
+    validate(c).map_err(CampaignError::Setup)?;
+    let state = c.out_dir.join(STATE_FILE);
+    if state.exists() {
+        return Err(CampaignError::Setup(format!(
+            "{} holds a campaign already: continue it with --resume {}, or choose another --out",
+            c.out_dir.display(),
+            c.out_dir.display()
+        )));
+    }
+    let journal = c.out_dir.join(JOURNAL_FILE);
+    std::fs::create_dir_all(&c.out_dir).map_err(|error| CampaignError::Write { path: c.out_dir.clone(), error })?;
+    std::fs::write(&journal, "").map_err(|error| CampaignError::Write { path: journal.clone(), error })?;
+    let mut session = Session::new(c.clone(), jobs, Summary::default(), Completed::default(), 0);
+    session.save_state(false)?;
+    session.run(progress)
+}
+
+/// Continues the campaign whose state file and journal are in `dir`: tests exactly the
+/// seeds the journal does not record as completed. `jobs` may differ from the first run.
+pub fn resume(dir: &Path, jobs: usize, progress: impl FnMut(&Summary)) -> Result<Summary, CampaignError> {
+    let state_path = dir.join(STATE_FILE);
+    let text = std::fs::read_to_string(&state_path)
+        .map_err(|e| CampaignError::Setup(format!("{}: cannot read the campaign state: {e}", state_path.display())))?;
+    let state: StateFile = serde_json::from_str(&text)
+        .map_err(|e| CampaignError::Setup(format!("{}: not a campaign state file: {e}", state_path.display())))?;
+    let mut c = state.config.campaign().map_err(|e| CampaignError::Setup(format!("{}: {e}", state_path.display())))?;
+    c.out_dir = dir.to_path_buf();
+    // Temporary files of writes a kill interrupted.
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') && name.ends_with(".tmp") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let journal = dir.join(JOURNAL_FILE);
+    let bytes = std::fs::read(&journal).unwrap_or_default();
+    // A line without its newline was cut by a kill: its seed is not completed.
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    if whole != bytes.len() {
+        let cut = std::fs::OpenOptions::new().write(true).open(&journal).and_then(|f| f.set_len(whole as u64));
+        cut.map_err(|error| CampaignError::Write { path: journal.clone(), error })?;
+    }
+    let mut summary = Summary {
+        cases: state.cases,
+        runs: state.runs,
+        invalid: state.invalid,
+        agreed: state.agreed,
+        limited: state.limited,
+        findings: state.findings,
+        pass_stats: state.pass_stats,
+        fired: state.fired,
+        elapsed: Duration::from_secs_f64(state.elapsed_seconds),
+    };
+    let mut done = Completed { watermark: state.watermark, above: state.done_above.into_iter().collect() };
+    let mut elapsed = state.elapsed_seconds;
+    // The lines after the snapshot (none when the journal was emptied after it).
+    let after = bytes.get(state.journal_offset as usize..whole).unwrap_or(&[]);
+    for (i, line) in String::from_utf8_lossy(after).lines().enumerate() {
+        let r: SeedRecord = serde_json::from_str(line).map_err(|e| {
+            CampaignError::Setup(format!("{}: record {} after the snapshot is not a journal record: {e}", journal.display(), i + 1))
+        })?;
+        if done.contains(r.pos) {
+            continue;
+        }
+        done.insert(r.pos);
+        elapsed = elapsed.max(r.t);
+        summary.add(&r);
+    }
+    summary.elapsed = Duration::from_secs_f64(elapsed);
+    let mut session = Session::new(c, jobs, summary, done, whole as u64);
+    // A snapshot that covers the whole journal before anything is appended to it.
+    session.save_state(false)?;
+    session.run(progress)
+}
+
+/// The configuration recorded in the state file of the campaign in `dir`.
+pub fn state_config(dir: &Path) -> Option<ConfigRecord> {
+    let text = std::fs::read_to_string(dir.join(STATE_FILE)).ok()?;
+    serde_json::from_str::<StateFile>(&text).ok().map(|s| s.config)
+}
+
+/// One process's share of a campaign.
+struct Session {
+    c: Campaign,
     jobs: usize,
-    mut progress: impl FnMut(u64, &Summary),
-) -> Result<Summary, CampaignError> {
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-    use std::sync::mpsc;
-    let started = Instant::now();
-    let cfg = c.profile.config();
-    let end = c.start.saturating_add(c.count);
-    let next = AtomicU64::new(c.start);
-    let stop = AtomicBool::new(false);
-    let (tx, rx) = mpsc::channel::<(u64, Result<SeedOutcome, CampaignError>)>();
-    let mut s = Summary::default();
-    let result = std::thread::scope(|scope| {
-        for _ in 0..jobs.max(1) {
-            let tx = tx.clone();
-            let (next, stop, cfg) = (&next, &stop, &cfg);
-            scope.spawn(move || {
-                let mut emu = match Emulator::new() {
-                    Ok(e) => e,
-                    Err(e) => {
-                        let error = CheckError::Emulator(e);
-                        let _ = tx.send((c.start, Err(CampaignError::Check { seed: c.start, error })));
-                        return;
+    summary: Summary,
+    done: Completed,
+    /// Testing time of earlier sessions.
+    before: Duration,
+    last_state: Instant,
+    /// How long the last snapshot took to write: snapshots are at least a second and at
+    /// least twenty times that apart, so a big summary (many findings) costs little.
+    state_cost: Duration,
+    /// The length of the journal.
+    journal_len: u64,
+}
+
+impl Session {
+    fn new(c: Campaign, jobs: usize, summary: Summary, done: Completed, journal_len: u64) -> Session {
+        let before = summary.elapsed;
+        Session {
+            c,
+            jobs: jobs.max(1),
+            summary,
+            done,
+            before,
+            last_state: Instant::now(),
+            state_cost: Duration::ZERO,
+            journal_len,
+        }
+    }
+
+    fn save_state(&mut self, finished: bool) -> Result<(), CampaignError> {
+        let s = &self.summary;
+        let state = StateFile {
+            version: 1,
+            config: self.c.config_record(self.jobs),
+            finished,
+            watermark: self.done.watermark,
+            done_above: self.done.above.iter().copied().collect(),
+            journal_offset: self.journal_len,
+            cases: s.cases,
+            runs: s.runs,
+            invalid: s.invalid,
+            agreed: s.agreed,
+            limited: s.limited,
+            elapsed_seconds: s.elapsed.as_secs_f64(),
+            pass_stats: s.pass_stats.clone(),
+            fired: s.fired.clone(),
+            findings: s.findings.clone(),
+        };
+        let started = Instant::now();
+        let text = serde_json::to_string_pretty(&state).expect("a state serializes");
+        write_atomic(&self.c.out_dir.join(STATE_FILE), text.as_bytes())?;
+        self.last_state = Instant::now();
+        self.state_cost = started.elapsed();
+        Ok(())
+    }
+
+    /// Tests the positions not completed until the seed range or the time is used up.
+    fn run(mut self, mut progress: impl FnMut(&Summary)) -> Result<Summary, CampaignError> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::mpsc;
+        let started = Instant::now();
+        let remaining = self.c.seconds.map(|s| Duration::from_secs(s).saturating_sub(self.before));
+        let deadline = remaining.map(|r| started + r);
+        let dispatch = Mutex::new(Dispatch::new(&self.done));
+        let stop = AtomicBool::new(false);
+        let journal_path = self.c.out_dir.join(JOURNAL_FILE);
+        let mut journal = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&journal_path)
+            .map_err(|error| CampaignError::Write { path: journal_path.clone(), error })?;
+        let (tx, rx) = mpsc::channel::<Result<SeedOutcome, CampaignError>>();
+        let campaign = self.c.clone();
+        let c = &campaign;
+        let result = std::thread::scope(|scope| {
+            for _ in 0..self.jobs {
+                let tx = tx.clone();
+                let (dispatch, stop) = (&dispatch, &stop);
+                scope.spawn(move || {
+                    let mut emu = match Emulator::new() {
+                        Ok(e) => e,
+                        Err(e) => {
+                            let error = CheckError::Emulator(e);
+                            let _ = tx.send(Err(CampaignError::Check { seed: c.start, error }));
+                            return;
+                        }
+                    };
+                    loop {
+                        if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+                            break;
+                        }
+                        let (pos, seed) = {
+                            let mut d = dispatch.lock().unwrap_or_else(|e| e.into_inner());
+                            if d.stopped {
+                                break;
+                            }
+                            let pos = d.take();
+                            match c.seed_at(pos) {
+                                Some(seed) => (pos, seed),
+                                None => {
+                                    d.stopped = true;
+                                    break;
+                                }
+                            }
+                        };
+                        let profile = c.profile.for_seed(seed);
+                        if tx.send(check_seed(pos, seed, profile, &mut emu)).is_err() {
+                            break;
+                        }
                     }
-                };
-                while !stop.load(Ordering::Relaxed) {
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= end {
-                        break;
-                    }
-                    if tx.send((seed, check_seed(seed, cfg, &mut emu))).is_err() {
-                        break;
-                    }
+                });
+            }
+            drop(tx);
+            for outcome in rx {
+                let recorded = outcome.and_then(|o| self.record(o, started, &mut journal));
+                if let Err(e) = recorded {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(e);
                 }
+                progress(&self.summary);
+            }
+            Ok(())
+        });
+        result?;
+        self.summary.elapsed = self.before + started.elapsed();
+        self.summary.sort_stats();
+        self.save_state(true)?;
+        Ok(self.summary)
+    }
+
+    /// Writes a seed's finding files, then its journal line, then adds it to the summary.
+    fn record(&mut self, o: SeedOutcome, started: Instant, journal: &mut std::fs::File) -> Result<(), CampaignError> {
+        let mut finding = None;
+        if let Some((_, first)) = o.problems.first() {
+            let path = write_finding(&self.c.out_dir, o.seed, o.profile, &o.problems)?;
+            let sig = signature(first);
+            let new = !self.summary.findings.iter().any(|f| f.signature == sig);
+            let reduced = if new && self.c.reduce { reduce_finding(&path, &sig)? } else { None };
+            finding = Some(Finding {
+                seed: o.seed,
+                profile: o.profile.name().to_string(),
+                signature: sig,
+                stage: first.stage.clone(),
+                message: first.lines.first().and_then(|l| l.lines().next()).unwrap_or("").trim().to_string(),
+                path,
+                reduced,
             });
         }
-        drop(tx);
-        for (seed, outcome) in rx {
-            let recorded = outcome.and_then(|o| record(c, &mut s, o));
-            if let Err(e) = recorded {
-                stop.store(true, Ordering::Relaxed);
-                return Err(e);
-            }
-            progress(seed, &s);
+        let t = (self.before + started.elapsed()).as_secs_f64();
+        let stats = o
+            .pass_stats
+            .iter()
+            .map(|(p, st)| (p.clone(), st.counters.iter().filter(|(_, v)| *v > 0).map(|(k, v)| (k.to_string(), *v)).collect()))
+            .collect();
+        let r = SeedRecord { pos: o.pos, seed: o.seed, runs: o.runs, invalid: o.invalid, agreed: o.agreed, limited: o.limited, stats, finding, t };
+        let mut line = serde_json::to_string(&r).expect("a record serializes");
+        line.push('\n');
+        // One write per line: a kill leaves a whole line or a cut last line, never a mix.
+        journal
+            .write_all(line.as_bytes())
+            .map_err(|error| CampaignError::Write { path: self.c.out_dir.join(JOURNAL_FILE), error })?;
+        self.journal_len += line.len() as u64;
+        self.done.insert(o.pos);
+        self.summary.add(&r);
+        self.summary.elapsed = self.before + started.elapsed();
+        if self.journal_len > self.c.journal_limit {
+            // A snapshot that covers the whole journal, then the journal emptied: a kill
+            // in between leaves a snapshot whose offset is past the journal's end, which
+            // [`resume`] reads as "no newer lines".
+            self.save_state(false)?;
+            journal.set_len(0).map_err(|error| CampaignError::Write { path: self.c.out_dir.join(JOURNAL_FILE), error })?;
+            self.journal_len = 0;
+            self.save_state(false)?;
+        } else if self.last_state.elapsed() >= Duration::from_secs(1).max(self.state_cost * 20) {
+            self.save_state(false)?;
         }
         Ok(())
-    });
-    result?;
-    s.findings.sort_by_key(|f| f.seed);
-    s.sort_stats();
-    s.elapsed = started.elapsed();
-    Ok(s)
+    }
+}
+
+/// Reduces the finding at `path` (of signature `sig`) and writes the reduced case beside
+/// it as `NAME.reduced.tir`; `None` when the reducer could not reproduce the signature.
+fn reduce_finding(path: &Path, sig: &str) -> Result<Option<PathBuf>, CampaignError> {
+    let case = match crate::replay::load(path) {
+        Ok(c) => c,
+        Err(_) => return Ok(None),
+    };
+    let mut emu = Emulator::new().map_err(|e| CampaignError::Check { seed: 0, error: CheckError::Emulator(e) })?;
+    let Ok(r) = crate::reduce::reduce(&case, Some(sig), &mut emu, &mut |_| {}) else { return Ok(None) };
+    let out = path.with_extension("reduced.tir");
+    write_atomic(&out, r.text.as_bytes())?;
+    Ok(Some(out))
 }
 
 /// What checking one seed found.
 struct SeedOutcome {
+    pos: u64,
     seed: u64,
+    profile: Profile,
     runs: u64,
     invalid: u64,
     agreed: u64,
@@ -190,10 +820,10 @@ struct SeedOutcome {
 }
 
 /// Generates the case of `seed` and checks every run through every stage.
-fn check_seed(seed: u64, cfg: &gen::Config, emu: &mut Emulator) -> Result<SeedOutcome, CampaignError> {
-    let g = gen::generate(seed, cfg);
+fn check_seed(pos: u64, seed: u64, profile: Profile, emu: &mut Emulator) -> Result<SeedOutcome, CampaignError> {
+    let g = gen::generate(seed, &profile.config());
     let checked = check_case(&g.case, emu).map_err(|e| CampaignError::Case { seed, error: e })?;
-    let mut o = SeedOutcome { seed, runs: 0, invalid: 0, agreed: 0, limited: 0, problems: vec![], pass_stats: vec![] };
+    let mut o = SeedOutcome { pos, seed, profile, runs: 0, invalid: 0, agreed: 0, limited: 0, problems: vec![], pass_stats: vec![] };
     for (r, c) in g.case.runs.iter().zip(checked) {
         o.runs += 1;
         if o.pass_stats.is_empty() {
@@ -209,37 +839,25 @@ fn check_seed(seed: u64, cfg: &gen::Config, emu: &mut Emulator) -> Result<SeedOu
     Ok(o)
 }
 
-/// Adds one seed's outcome to the summary, writing its finding file first if it has one.
-fn record(c: &Campaign, s: &mut Summary, o: SeedOutcome) -> Result<(), CampaignError> {
-    s.cases += 1;
-    s.runs += o.runs;
-    s.invalid += o.invalid;
-    s.agreed += o.agreed;
-    s.limited += o.limited;
-    s.add_pass_stats(&o.pass_stats);
-    if let Some((_, first)) = o.problems.first() {
-        let path = write_finding(&c.out_dir, o.seed, c.profile, &o.problems)?;
-        s.findings.push(Finding { seed: o.seed, path, problem: first.clone() });
-    }
-    Ok(())
-}
-
-/// Writes the case of `seed` with its problems as leading comments; returns the path.
-fn write_finding(dir: &Path, seed: u64, profile: Profile, problems: &[(u32, Problem)]) -> Result<PathBuf, CampaignError> {
-    let path = dir.join(format!("{}-seed-{seed}.tir", profile.name()));
+/// The `;` comment lines that describe `problems` above a case: every line of every
+/// message (some span several lines) is commented, so the file parses as a case file.
+pub fn problem_comments(problems: &[(u32, Problem)]) -> String {
     let mut text = String::new();
     for (_, p) in problems {
-        text += &format!("; stage `{}` disagrees with the reference interpreter:\n", p.stage);
-        for l in &p.lines {
-            text += &format!(";   {l}\n");
+        text += &format!("; stage `{}` disagrees with the reference interpreter ({}):\n", p.stage, signature(p));
+        for l in p.lines.iter().flat_map(|l| l.lines()) {
+            text += &format!("; | {l}\n");
         }
     }
-    text += &gen::render(seed, profile);
-    let write = || -> std::io::Result<()> {
-        std::fs::create_dir_all(dir)?;
-        std::fs::write(&path, &text)
-    };
-    write().map_err(|error| CampaignError::Write { path: path.clone(), error })?;
+    text
+}
+
+/// Writes the case of `seed` with its problems as leading comments (atomically);
+/// returns the path.
+fn write_finding(dir: &Path, seed: u64, profile: Profile, problems: &[(u32, Problem)]) -> Result<PathBuf, CampaignError> {
+    let path = dir.join(format!("{}-seed-{seed}.tir", profile.name()));
+    let text = problem_comments(problems) + &gen::render(seed, profile);
+    write_atomic(&path, text.as_bytes())?;
     Ok(path)
 }
 
@@ -289,23 +907,97 @@ mod tests {
         }
     }
 
-    /// A finding file is a case file `tandem run` replays as it is: it parses, verifies,
-    /// its expectations are the reference interpreter's, and the problem lines written
-    /// above it are comments that do not disturb it.
+    fn problem(stage: &str, lines: &[&str]) -> Problem {
+        Problem { stage: stage.into(), lines: lines.iter().map(|l| l.to_string()).collect(), side_by_side: None }
+    }
+
+    /// Signatures, worked out by hand from the messages each stage prints.
     #[test]
-    fn a_finding_file_replays() {
-        let dir = std::env::temp_dir().join(format!("tandem-finding-{}", std::process::id()));
-        let problem = Problem {
-            stage: "x86".into(),
-            lines: vec!["end: expected return 1, got return 2".into(), "trace event 0: expected nothing".into()],
-            side_by_side: None,
+    fn signatures_name_the_guilty_stage_and_the_kind() {
+        let cases = [
+            (problem("IR passes", &["outcome changed after pass `cprop`", "  heap 0x100000..0x100001: expected 01, got 02"]), "pass cprop: heap"),
+            (problem("IR passes", &["outcome changed after pass `dce`", "  end: expected return 1, got return 2"]), "pass dce: end"),
+            (problem("IR pass cprop on HIR", &["outcome changed after pass `cprop`", "  trace event 0: expected @log(1), got nothing"]), "pass cprop on HIR: trace"),
+            (problem("IR passes", &["outcome changed after pass `ssa`", "  expected return 1, got invalid fuel_exhausted"]), "pass ssa: end"),
+            (problem("x86", &["callframe slot 1: expected 5, got 6"]), "x86: callframe"),
+            (problem("x86", &["fault: unmapped read at pc 0x00400010\n  registers: eax=0\n  0x00400010 mov eax,[eax]"]), "x86: emulator fault"),
+            (problem("x86", &["timeout: more than 100 instructions\n  registers: eax=0"]), "x86: emulator timeout"),
+            (problem("x86", &["callee-saved ebx clobbered: expected 0x00000001, found 0x00000002"]), "x86: calling convention"),
+            (
+                problem("IR passes", &["per-pass check: after pass `ssa-destroy`, function %f fails verification:\n  b0: bad\n  b1: worse"]),
+                "pass ssa-destroy: verifier error",
+            ),
+            (problem("x86 after ssa,dce,ssa-destroy,cprop", &["the backend failed: register allocation checker: v3 not live"]), "x86 after ssa,dce,ssa-destroy,cprop: backend checker error"),
+            (problem("x86 after ssa,dce", &["the IR passes failed: function %f is not in HIR form"]), "x86 after ssa,dce: pass failure"),
+        ];
+        for (p, want) in cases {
+            assert_eq!(signature(&p), want, "{p:?}");
+        }
+    }
+
+    /// Every line of a multi-line message (a verifier error, an emulator fault with its
+    /// disassembly) is a comment, so the finding file still parses.
+    #[test]
+    fn problem_comments_comment_every_line() {
+        let verifier = problem("IR passes", &["per-pass check: after pass `dce`, function %f fails verification:\n  b0: x\n  b1: y"]);
+        let fault = problem("x86", &["fault: unmapped read at pc 0x00400010\n  registers: eax=0\n  => 00400010  mov eax,[eax]"]);
+        let text = problem_comments(&[(1, verifier), (1, fault)]);
+        assert_eq!(text.lines().count(), 2 + 3 + 3);
+        assert!(text.lines().all(|l| l.starts_with("; ")), "{text}");
+        assert!(text.contains("; |   b1: y\n"));
+        let case = text + "function %f() -> i32 {\nb0:\n    ret 1\n}\n; run: %f()\n; expect: return 1\n";
+        let parsed = crate::casefile::CaseFile::parse(&case).unwrap();
+        assert_eq!(parsed.runs.len(), 1);
+    }
+
+    #[test]
+    fn shards_split_the_seed_space() {
+        let c = |shard, count| Campaign {
+            start: 10,
+            count,
+            seconds: None,
+            profile: ProfileChoice::Mix,
+            shard,
+            out_dir: PathBuf::new(),
+            reduce: false,
+            journal_limit: JOURNAL_LIMIT,
         };
-        let path = write_finding(&dir, 7, Profile::Small, &[(1, problem)]).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.starts_with("; stage `x86` disagrees with the reference interpreter:\n;   end: expected return 1"));
-        let mut emu = Emulator::new().unwrap();
-        let report = crate::replay::replay_file(&path, false, &mut emu).unwrap();
-        assert!(!report.runs.is_empty());
-        assert!(report.runs.iter().all(|r| r.mismatches.is_empty()), "{:?}", report.runs);
+        let seeds = |c: &Campaign| (0..).map_while(|p| c.seed_at(p)).collect::<Vec<_>>();
+        assert_eq!(seeds(&c(Shard::ALL, Some(5))), vec![10, 11, 12, 13, 14]);
+        assert_eq!(seeds(&c(Shard { index: 0, count: 2 }, Some(5))), vec![10, 12, 14]);
+        assert_eq!(seeds(&c(Shard { index: 1, count: 2 }, Some(5))), vec![11, 13]);
+        assert_eq!(seeds(&c(Shard { index: 2, count: 3 }, Some(5))), vec![12]);
+        let unbounded = c(Shard { index: 3, count: 4 }, None);
+        assert_eq!((0..3).map(|p| unbounded.seed_at(p).unwrap()).collect::<Vec<_>>(), vec![13, 17, 21]);
+        assert!(Shard::parse("2/2").is_err() && Shard::parse("1/0").is_err() && Shard::parse("x").is_err());
+        assert_eq!(Shard::parse("1/3"), Ok(Shard { index: 1, count: 3 }));
+        assert!(validate(&c(Shard::ALL, Some(0))).is_err());
+        let mut last = c(Shard::ALL, Some(5));
+        last.start = u64::MAX;
+        assert!(validate(&last).is_err());
+        last.count = Some(1);
+        assert!(validate(&last).is_ok());
+        assert!(validate(&c(Shard { index: 5, count: 6 }, Some(5))).is_err());
+    }
+
+    #[test]
+    fn mix_picks_every_profile_by_seed() {
+        let picked: Vec<Profile> = (0..64).map(|s| ProfileChoice::Mix.for_seed(s)).collect();
+        for p in Profile::ALL {
+            assert!(picked.contains(&p), "{p:?} never picked");
+        }
+        assert_eq!(picked, (0..64).map(|s| ProfileChoice::Mix.for_seed(s)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_completed_set_keeps_a_watermark() {
+        let mut d = Completed::default();
+        for p in [2, 0, 5, 1] {
+            d.insert(p);
+        }
+        assert_eq!(d.watermark, 3);
+        assert_eq!(d.above.iter().copied().collect::<Vec<_>>(), vec![5]);
+        let mut q = Dispatch::new(&d);
+        assert_eq!((0..4).map(|_| q.take()).collect::<Vec<_>>(), vec![3, 4, 6, 7]);
     }
 }

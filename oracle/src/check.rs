@@ -16,6 +16,9 @@
 //!
 //! A run the reference finds invalid is not compared. The first disagreeing stage names
 //! the guilty part: a pass, the backend alone, or the backend on optimized IR.
+//!
+//! [`plant_bug`] lets the harness's own tests (campaigns, the reducer) plant a bug in a
+//! pass or in the backend's input without editing the compiler; nothing else sets it.
 
 use crate::diff::{self, side_by_side};
 use crate::emu::{EmuError, Emulator};
@@ -24,7 +27,55 @@ use crate::outcome::{Invalid, Outcome};
 use crate::passcheck;
 use tandem_core::backend;
 use tandem_core::ir::Function;
-use tandem_core::passes::{Form, PassManager, Pipeline, Stats};
+use tandem_core::passes::{Form, PassError, PassManager, Pipeline, Stats};
+
+/// A bug planted for the harness's own tests: called with a pass name and the function
+/// right after that pass (a buggy pass), and with `x86` and the function the backend
+/// compiles when no IR optimization runs (a buggy backend).
+pub type PlantedBug = fn(stage: &str, f: &mut Function);
+
+static PLANTED: std::sync::RwLock<Option<PlantedBug>> = std::sync::RwLock::new(None);
+
+/// Plants `bug` in every later check of this process (`None` removes it). For tests of
+/// the harness only: campaigns and the reducer need real findings to work on.
+pub fn plant_bug(bug: Option<PlantedBug>) {
+    *PLANTED.write().unwrap_or_else(|e| e.into_inner()) = bug;
+}
+
+fn planted() -> Option<PlantedBug> {
+    *PLANTED.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `pipeline` over `g` as the pass manager does; with a planted bug, pass by pass,
+/// the bug applied after each pass and the IR verified again (a planted bug that breaks
+/// the IR is a verifier error of that pass, as a real one would be).
+fn drive(
+    pm: &PassManager,
+    pipeline: &Pipeline,
+    g: &mut Function,
+    hook: &mut passcheck::Hook<'_>,
+) -> Result<Vec<(&'static str, Stats)>, PassError> {
+    let Some(bug) = planted() else { return pm.run(pipeline, g, hook) };
+    let mut out = vec![];
+    let mut form = pipeline.start;
+    for p in &pipeline.passes {
+        let one = Pipeline { passes: vec![*p], start: form };
+        let (name, stats) = pm.run(&one, g, &mut |_, _, _| {})?.remove(0);
+        form = pipeline.form_after(out.len() + 1);
+        bug(name, g);
+        let mut errors: Vec<String> = match tandem_core::verify::verify_function(g) {
+            Ok(()) => vec![],
+            Err(es) => es.iter().map(|e| e.to_string()).collect(),
+        };
+        errors.extend(tandem_core::passes::check_form(g, form));
+        if !errors.is_empty() {
+            return Err(PassError::Verify { pass: name, function: g.name.clone(), errors });
+        }
+        hook(name, g, &stats);
+        out.push((name, stats));
+    }
+    Ok(out)
+}
 
 /// What one stage found wrong.
 #[derive(Clone, Debug)]
@@ -104,14 +155,18 @@ pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Resu
     if f.layout.iter().all(|&b| f.blocks[b].phis.is_empty()) {
         stages.push(("IR pass cprop on HIR", Pipeline::parse("cprop").expect("valid pipeline")));
     }
-    let mut x86_stages = vec![("x86".to_string(), backend_input(f))];
+    let mut unoptimized = backend_input(f);
+    if let (Some(bug), Ok(g)) = (planted(), &mut unoptimized) {
+        bug("x86", g);
+    }
+    let mut x86_stages = vec![("x86".to_string(), unoptimized)];
     if let Some(p) = passcheck::replay_pipeline(f) {
         stages.push(("IR passes", p));
     }
     for (stage, pipeline) in stages {
         let optimizing = stage == "IR passes";
         let x86_stage = format!("x86 after {pipeline}");
-        match passcheck::check_against(f, inputs, &outcomes, |g, hook| pm.run(&pipeline, g, hook)) {
+        match passcheck::check_against(f, inputs, &outcomes, |g, hook| drive(&pm, &pipeline, g, hook)) {
             Ok(c) => {
                 for (k, v) in c.verdicts.iter().enumerate() {
                     if !v.is_ok() {

@@ -12,8 +12,10 @@
 //! * [`diff`] — the differential check, interpreter vs x86;
 //! * [`check`] — the full check of one run: reference, every IR pass, x86 without and with
 //!   the passes;
-//! * [`campaign`] — fuzzing campaigns over generated seeds (`tandem fuzz`), findings as
-//!   case files;
+//! * [`campaign`] — fuzzing campaigns over generated seeds (`tandem fuzz`): sharded,
+//!   time-bounded, resumable; findings as case files, grouped by signature;
+//! * [`reduce`] — the IR-aware test-case reducer (`tandem reduce`);
+//! * [`report`] — machine-readable reports: JSON summaries and JUnit XML;
 //! * [`bench`] — throughput measurements (`tandem bench`);
 //! * [`scaling`] — how each stage's time grows with function size (`tandem bench --scaling`).
 
@@ -28,6 +30,8 @@ pub mod emu;
 pub mod interp;
 pub mod outcome;
 pub mod passcheck;
+pub mod reduce;
+pub mod report;
 pub mod replay;
 pub mod runtime;
 pub mod scaling;

@@ -28,6 +28,12 @@ enum Command {
         /// Print passing runs too.
         #[arg(long, short)]
         verbose: bool,
+        /// Write a JUnit XML report here (one test case per run).
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// Write a JSON report here (format `tandem-run-report/1`, see the README).
+        #[arg(long)]
+        json: Option<PathBuf>,
     },
     /// Compiles every function of a file (a module or a case file) and prints it at a
     /// chosen point: the IR after an IR pass (`--emit hir|ssa`), the LIR after each
@@ -74,26 +80,60 @@ enum Command {
     /// A fuzzing campaign: generates the cases of consecutive seeds and checks every run
     /// through every stage (reference interpreter, each IR pass, x86 without and with the
     /// passes). Each failing case is written to the output folder as a case file that
-    /// `tandem run` replays. Exit status 1 when there was a finding.
+    /// `tandem run` replays, grouped by signature; the first case of each signature is
+    /// reduced beside it. The folder also holds the campaign's state and journal, so that
+    /// `--resume DIR` continues a killed campaign. Exit status 1 when there was a finding.
     Fuzz {
         /// The first seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// How many consecutive seeds.
-        #[arg(long, default_value_t = 1000)]
-        count: u64,
-        /// The generator profile: small, default, loops or memory.
-        #[arg(long, default_value = "default", value_parser = parse_profile)]
-        profile: gen::Profile,
-        /// Where finding files are written.
-        #[arg(long, default_value = "findings")]
-        out: PathBuf,
-        /// No progress bar.
+        /// How many consecutive seeds (of the whole campaign, before sharding). Default:
+        /// 1000 when --seconds is not given either; with only --seconds, no end.
+        #[arg(long)]
+        count: Option<u64>,
+        /// Stop taking new seeds after this many seconds.
+        #[arg(long)]
+        seconds: Option<u64>,
+        /// The generator profile: small, default, loops, memory, or mix (a profile chosen
+        /// from each seed).
+        #[arg(long, default_value = "default", value_parser = parse_profile_choice)]
+        profile: tandem_oracle::campaign::ProfileChoice,
+        /// Test only shard I of N (the seeds whose offset from --seed is I modulo N).
+        #[arg(long, value_parser = tandem_oracle::campaign::Shard::parse)]
+        shard: Option<tandem_oracle::campaign::Shard>,
+        /// Where finding files, the state file and the journal are written (a folder that
+        /// holds no campaign yet; default: a new folder `findings/campaign-SECONDS`, named
+        /// after the Unix time).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Continue the campaign in this folder (its configuration is read from its state
+        /// file; other options but --jobs, --json and --quiet are ignored).
+        #[arg(long)]
+        resume: Option<PathBuf>,
+        /// Do not reduce the first case of each signature.
+        #[arg(long)]
+        no_reduce: bool,
+        /// Write a JSON summary here (format `tandem-fuzz-summary/1`, see the README).
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// No progress output.
         #[arg(long, short)]
         quiet: bool,
         /// Worker threads, each with its own emulator (default: one per core).
         #[arg(long, short)]
         jobs: Option<usize>,
+    },
+    /// Reduces a failing case file: the smallest case the reducer finds that still fails
+    /// with the same signature (the guilty stage and the kind of difference).
+    Reduce {
+        /// The failing case file.
+        case: PathBuf,
+        /// Where the reduced case goes (default: standard output).
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+        /// Keep this signature instead of the first problem's (e.g. `x86: end`).
+        #[arg(long)]
+        signature: Option<String>,
     },
     /// Measures throughput: bare Unicorn runs, the runner with a reused and a fresh
     /// instance on a fixed program, and the pipeline on a fixed range of generated seeds
@@ -118,13 +158,29 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { paths, bless, verbose } => run(&paths, bless, verbose),
+        Command::Run { paths, bless, verbose, junit, json } => run(&paths, bless, verbose, junit, json),
         Command::Compile { file, emit, after, pipeline, stats } => {
             compile(&file, &emit, after.as_deref(), pipeline.as_deref(), stats)
         }
         Command::Gen { seed, profile, count, stats, out } => generate(seed, profile, count, stats, out),
         Command::Bench { runs, seed, seeds, scaling } => bench(runs, seed, seeds, scaling),
-        Command::Fuzz { seed, count, profile, out, quiet, jobs } => fuzz(seed, count, profile, out, quiet, jobs),
+        Command::Fuzz { seed, count, seconds, profile, shard, out, resume, no_reduce, json, quiet, jobs } => {
+            let c = tandem_oracle::campaign::Campaign {
+                start: seed,
+                count: if count.is_none() && seconds.is_none() { Some(1000) } else { count },
+                seconds,
+                profile,
+                shard: shard.unwrap_or(tandem_oracle::campaign::Shard::ALL),
+                out_dir: out.unwrap_or_else(|| {
+                    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+                    PathBuf::from(format!("findings/campaign-{now}"))
+                }),
+                reduce: !no_reduce,
+                journal_limit: tandem_oracle::campaign::JOURNAL_LIMIT,
+            };
+            fuzz(c, resume, json, quiet, jobs)
+        }
+        Command::Reduce { case, out, signature } => reduce(&case, out.as_deref(), signature.as_deref()),
     }
 }
 
@@ -296,61 +352,189 @@ fn emulator() -> Result<tandem_oracle::emu::Emulator, ExitCode> {
     })
 }
 
-fn fuzz(seed: u64, count: u64, profile: gen::Profile, out: PathBuf, quiet: bool, jobs: Option<usize>) -> ExitCode {
-    use tandem_oracle::campaign::{self, Campaign};
+/// Reads a campaign's profile (a generator profile or `mix`) for clap.
+fn parse_profile_choice(name: &str) -> Result<tandem_oracle::campaign::ProfileChoice, String> {
+    tandem_oracle::campaign::ProfileChoice::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = gen::Profile::ALL.iter().map(|p| p.name()).collect();
+        format!("unknown profile `{name}` (expected one of: {}, mix)", names.join(", "))
+    })
+}
+
+/// Writes `text` to `path` (atomically); the exit status 2 when it cannot.
+fn write_report(path: &std::path::Path, text: &str) -> Result<(), ExitCode> {
+    tandem_oracle::campaign::write_atomic(path, text.as_bytes()).map_err(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn fuzz(
+    c: tandem_oracle::campaign::Campaign,
+    resume: Option<PathBuf>,
+    json: Option<PathBuf>,
+    quiet: bool,
+    jobs: Option<usize>,
+) -> ExitCode {
+    use std::io::IsTerminal;
+    use tandem_oracle::campaign;
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
-    let bar = if quiet { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(count) };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} seeds, {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    let c = Campaign { start: seed, count, profile, out_dir: out };
-    let mut reported = 0;
-    let result = campaign::run(&c, jobs, |_, s| {
-        bar.inc(1);
-        bar.set_message(format!("{} runs, {} findings", s.runs, s.findings.len()));
-        // Each finding is announced as soon as its file exists.
-        for f in &s.findings[reported..] {
-            bar.println(format!("finding: seed {} ({}): stage `{}` -> {}", f.seed, f.problem.lines.first().map_or("", |l| l.as_str()), f.problem.stage, f.path.display()));
+    if resume.is_none() {
+        if let Err(e) = campaign::validate(&c) {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
         }
-        reported = s.findings.len();
-    });
+    }
+    // A bar on a terminal; otherwise a line every ten seconds (and one per finding).
+    let terminal = !quiet && std::io::stderr().is_terminal();
+    // With a seed count and no time bound, a bar over the shard's seeds; else a spinner.
+    let seeds = match (&resume, c.count, c.seconds) {
+        (None, Some(n), None) => Some((n - c.shard.index).div_ceil(c.shard.count)),
+        _ => None,
+    };
+    let (bar, template) = match seeds {
+        _ if !terminal => (indicatif::ProgressBar::hidden(), "{msg}"),
+        Some(n) => (indicatif::ProgressBar::new(n), "{elapsed_precise} [{bar:30}] {pos}/{len} seeds: {msg}"),
+        None => (indicatif::ProgressBar::new_spinner(), "{spinner} {elapsed_precise} {msg}"),
+    };
+    bar.set_style(indicatif::ProgressStyle::with_template(template).expect("valid template").progress_chars("=> "));
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    let started = std::time::Instant::now();
+    let mut last_line = started;
+    let mut reported: std::collections::HashSet<(u64, String)> = std::collections::HashSet::new();
+    let mut first = true;
+    let progress = |s: &campaign::Summary| {
+        // On resume, the findings of earlier sessions are not announced again.
+        if first {
+            first = false;
+            if resume.is_some() {
+                reported.extend(s.findings.iter().map(|f| (f.seed, f.profile.clone())));
+            }
+        }
+        let secs = s.elapsed.as_secs_f64().max(1e-9);
+        let line = format!(
+            "{} cases ({:.0}/s), {} runs ({:.0}/s), {} findings, {} signatures",
+            s.cases,
+            s.cases as f64 / secs,
+            s.runs,
+            s.runs as f64 / secs,
+            s.findings.len(),
+            s.signatures().len()
+        );
+        for f in &s.findings {
+            if reported.insert((f.seed, f.profile.clone())) {
+                let reduced = f.reduced.as_ref().map_or(String::new(), |r| format!(" (reduced: {})", r.display()));
+                let msg = format!("finding: seed {} [{}]: {} -> {}{reduced}", f.seed, f.signature, f.message, f.path.display());
+                if terminal {
+                    bar.println(msg);
+                } else if !quiet {
+                    eprintln!("{msg}");
+                }
+            }
+        }
+        if terminal {
+            bar.set_position(s.cases);
+            bar.set_message(line);
+        } else if !quiet && last_line.elapsed() >= std::time::Duration::from_secs(10) {
+            last_line = std::time::Instant::now();
+            eprintln!("{:.0}s: {line}", s.elapsed.as_secs_f64());
+        }
+    };
+    let (result, config) = match &resume {
+        Some(dir) => (campaign::resume(dir, jobs, progress), dir.clone()),
+        None => (campaign::run(&c, jobs, progress), c.out_dir.clone()),
+    };
     bar.finish_and_clear();
-    match result {
+    let s = match result {
         Err(e) => {
             eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+        Ok(s) => s,
+    };
+    let state = campaign::state_config(&config).unwrap_or_else(|| c.config_record(jobs));
+    let secs = s.elapsed.as_secs_f64().max(1e-9);
+    let mut out = std::io::stdout().lock();
+    let shard = if state.shard == "0/1" { String::new() } else { format!(", shard {}", state.shard) };
+    let _ = writeln!(
+        out,
+        "{} seeds ({}{shard}, {jobs} jobs), {} runs: {} agreed at every stage, {} invalid (not compared), {} beyond a harness limit, {} findings; {:.1}s, {:.0} cases/s, {:.0} runs/s",
+        s.cases,
+        state.profile,
+        s.runs,
+        s.agreed,
+        s.invalid,
+        s.limited,
+        s.findings.len(),
+        secs,
+        s.cases as f64 / secs,
+        s.runs as f64 / secs,
+    );
+    // Each counter's total, and the share of programs in which it fired.
+    for (pass, st) in &s.pass_stats {
+        let counters: Vec<String> = st.iter().map(|(k, v)| format!("{k}={v} ({:.1}%)", s.fired_percent(pass, k))).collect();
+        let _ = writeln!(out, "  {pass}: {}", counters.join(" "));
+    }
+    let groups = s.signatures();
+    if !groups.is_empty() {
+        let _ = writeln!(out, "{} signature(s):", groups.len());
+    }
+    for g in &groups {
+        let reduced = g.reduced.as_ref().map_or(String::new(), |r| format!(", reduced: {}", r.display()));
+        let _ = writeln!(out, "  [{}] {} finding(s), e.g. seed {}: {}{reduced}", g.signature, g.count, g.representative.seed, g.representative.path.display());
+    }
+    if let Some(path) = json {
+        let report = tandem_oracle::report::FuzzReport::new(state, &s, true);
+        let text = serde_json::to_string_pretty(&report).expect("a report serializes") + "\n";
+        if let Err(code) = write_report(&path, &text) {
+            return code;
+        }
+    }
+    if s.findings.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn reduce(case: &std::path::Path, out: Option<&std::path::Path>, signature: Option<&str>) -> ExitCode {
+    let loaded = match replay::load(case) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut emu = match emulator() {
+        Ok(e) => e,
+        Err(code) => return code,
+    };
+    let mut progress = |line: &str| eprintln!("{line}");
+    match tandem_oracle::reduce::reduce(&loaded, signature, &mut emu, &mut progress) {
+        Err(e) => {
+            eprintln!("error: {}: {e}", case.display());
             ExitCode::from(2)
         }
-        Ok(s) => {
-            let secs = s.elapsed.as_secs_f64().max(1e-9);
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(
-                out,
-                "{} seeds ({}, {jobs} jobs), {} runs: {} agreed at every stage, {} invalid (not compared), {} beyond a harness limit, {} findings; {:.0} cases/s",
-                s.cases,
-                c.profile.name(),
-                s.runs,
-                s.agreed,
-                s.invalid,
-                s.limited,
-                s.findings.len(),
-                s.cases as f64 / secs
+        Ok(r) => {
+            eprintln!(
+                "reduced [{}] from {} to {} statement(s) in {:.1}s ({} candidates, {} kept)",
+                r.signature,
+                r.statements_before,
+                r.statements,
+                r.elapsed.as_secs_f64(),
+                r.candidates,
+                r.accepted
             );
-            // Each counter's total, and the share of programs in which it fired.
-            for (pass, st) in &s.pass_stats {
-                let counters: Vec<String> =
-                    st.counters.iter().map(|(k, v)| format!("{k}={v} ({:.1}%)", s.fired_percent(pass, k))).collect();
-                let _ = writeln!(out, "  {pass}: {}", counters.join(" "));
+            match out {
+                Some(path) => {
+                    if let Err(code) = write_report(path, &r.text) {
+                        return code;
+                    }
+                }
+                None => {
+                    let _ = write!(std::io::stdout().lock(), "{}", r.text);
+                }
             }
-            for f in &s.findings {
-                let _ = writeln!(out, "  seed {}: stage `{}`: {}", f.seed, f.problem.stage, f.path.display());
-            }
-            if s.findings.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            }
+            ExitCode::SUCCESS
         }
     }
 }
@@ -393,7 +577,9 @@ fn bench(runs: u64, seed: u64, seeds: u64, scaling: bool) -> ExitCode {
     }
 }
 
-fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
+fn run(paths: &[PathBuf], bless: bool, verbose: bool, junit: Option<PathBuf>, json: Option<PathBuf>) -> ExitCode {
+    use tandem_oracle::report::{self, Replayed};
+    let mut replayed: Vec<Replayed> = vec![];
     let files = match replay::collect_files(paths) {
         Ok(f) => f,
         Err(e) => {
@@ -409,10 +595,12 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
     let mut out = std::io::stdout().lock();
     let (mut passed, mut failed, mut bad, mut limited) = (0, 0, 0, 0);
     for path in &files {
+        let file_started = std::time::Instant::now();
         match replay::replay_file(path, bless, &mut emu) {
             Err(e) => {
                 eprintln!("error: {e}");
                 bad += 1;
+                replayed.push(Replayed::Bad(e));
             }
             Ok(report) => {
                 let mut text = String::new();
@@ -459,10 +647,22 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
                 if report.blessed {
                     text += &format!("blessed {}\n", path.display());
                 }
+                replayed.push(Replayed::File { report, elapsed: file_started.elapsed() });
                 if write!(out, "{text}").is_err() {
                     return ExitCode::from(1);
                 }
             }
+        }
+    }
+    if let Some(path) = junit {
+        if let Err(code) = write_report(&path, &report::run_junit(&replayed, bless)) {
+            return code;
+        }
+    }
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&report::run_json(&replayed, bless)).expect("a report serializes") + "\n";
+        if let Err(code) = write_report(&path, &text) {
+            return code;
         }
     }
     let limits = if limited > 0 { format!(", {limited} beyond a harness limit") } else { String::new() };
