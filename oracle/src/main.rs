@@ -545,11 +545,8 @@ fn bench(runs: u64, seed: u64, seeds: u64, scaling: bool) -> ExitCode {
         Err(code) => return code,
     };
     if scaling {
-        return match tandem_oracle::scaling::report(&mut emu) {
-            Ok(table) => {
-                print!("{table}");
-                ExitCode::SUCCESS
-            }
+        return match tandem_oracle::scaling::report(&mut emu, &mut std::io::stdout()) {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");
                 ExitCode::from(1)

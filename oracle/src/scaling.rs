@@ -3,7 +3,9 @@
 //! 100, 1,000 and 10,000 and goes through every stage one at a time — parse, verify, each
 //! IR pass of the default pipeline, each backend pass, the reference interpreter and the
 //! emulator — and each stage's time is reported with its growth exponent between the two
-//! largest sizes (`log10(t(10,000) / t(1,000))`: 1 is linear, 2 quadratic).
+//! largest sizes (`log10(t(10,000) / t(1,000))`: 1 is linear, 2 quadratic). When a stage
+//! already takes more than [`SLOW_SECONDS`] at one size, the larger sizes are skipped and
+//! the growth is that between the two sizes measured.
 //!
 //! The shapes stress what a pass walks: one block with many locals in a chain of
 //! single-use trees (the tree mover's indirect moves), many locals live at once (register
@@ -34,6 +36,9 @@ pub const SHAPES: &[Shape] = &[
 
 /// The sizes every shape is measured at.
 pub const SIZES: &[usize] = &[100, 1_000, 10_000];
+
+/// A size at which some stage takes longer than this is the last one measured.
+pub const SLOW_SECONDS: f64 = 5.0;
 
 fn locals(n: usize, out: &mut String) {
     for i in 0..n {
@@ -143,29 +148,43 @@ pub fn measure(text: &str, emu: &mut Emulator) -> Result<Vec<(String, Duration)>
     }
 }
 
-/// Measures every shape at every size and prints a table per shape: one row per stage,
-/// the time at each size and the growth exponent between the two largest.
-pub fn report(emu: &mut Emulator) -> Result<String, String> {
-    let mut out = String::new();
+/// Measures every shape at every size and writes a table per shape as soon as it is
+/// measured: one row per stage, the time at each size and the growth exponent between
+/// the two largest.
+pub fn report(emu: &mut Emulator, w: &mut dyn std::io::Write) -> Result<(), String> {
     for shape in SHAPES {
+        let mut out = String::new();
         let mut columns = vec![];
         for &n in SIZES {
             let text = (shape.text)(n);
-            columns.push(measure(&text, emu).map_err(|e| format!("{} at n = {n}: {e}", shape.name))?);
+            let times = measure(&text, emu).map_err(|e| format!("{} at n = {n}: {e}", shape.name))?;
+            // A stage that already takes seconds would take hours ten times larger: the
+            // growth is then measured between the sizes that were run.
+            let slow = times.iter().any(|(_, t)| t.as_secs_f64() > SLOW_SECONDS);
+            columns.push(times);
+            if slow {
+                break;
+            }
         }
-        let _ = writeln!(out, "{} ({} bytes at n = {}):", shape.name, (shape.text)(SIZES[2]).len(), SIZES[2]);
-        let _ = writeln!(out, "  {:<18} {:>12} {:>12} {:>12}  growth", "stage", "n=100", "n=1000", "n=10000");
+        let _ = writeln!(out, "{}:", shape.name);
+        let heads: Vec<String> = SIZES.iter().map(|n| format!("n={n}")).collect();
+        let _ = writeln!(out, "  {:<18} {:>12} {:>12} {:>12}  growth", "stage", heads[0], heads[1], heads[2]);
         for (k, (stage, _)) in columns[0].iter().enumerate() {
             let t: Vec<f64> = columns.iter().map(|c| c[k].1.as_secs_f64()).collect();
-            let growth = if t[1] > 50e-6 { format!("n^{:.2}", (t[2] / t[1]).log10()) } else { "(too fast)".into() };
-            let _ = writeln!(
-                out,
-                "  {stage:<18} {:>10.3}ms {:>10.3}ms {:>10.3}ms  {growth}",
-                t[0] * 1e3,
-                t[1] * 1e3,
-                t[2] * 1e3
-            );
+            let m = t.len();
+            let growth = if m < 2 {
+                "(not measured)".to_string()
+            } else if t[m - 2] > 50e-6 {
+                format!("n^{:.2}", (t[m - 1] / t[m - 2]).log10())
+            } else {
+                "(too fast)".into()
+            };
+            let cells: Vec<String> = (0..SIZES.len())
+                .map(|i| t.get(i).map_or("skipped".to_string(), |x| format!("{:.3}ms", x * 1e3)))
+                .collect();
+            let _ = writeln!(out, "  {stage:<18} {:>12} {:>12} {:>12}  {growth}", cells[0], cells[1], cells[2]);
         }
+        w.write_all(out.as_bytes()).and_then(|_| w.flush()).map_err(|e| e.to_string())?;
     }
-    Ok(out)
+    Ok(())
 }
