@@ -338,7 +338,7 @@ impl<S: Source> Gen<'_, S> {
         }
         let v = self.pick(&cfs);
         let ty = self.f.cfvars[v].ty;
-        if self.chance(300) {
+        if self.loop_allowed() && self.chance(300) {
             self.cf_loop_motion(v);
             return;
         }
@@ -413,7 +413,7 @@ impl<S: Source> Gen<'_, S> {
     }
 
     pub(super) fn heap_motion(&mut self) {
-        if self.chance(350) {
+        if self.loop_allowed() && self.chance(350) {
             self.heap_loop_motion();
             return;
         }
@@ -479,6 +479,11 @@ impl<S: Source> Gen<'_, S> {
                 load(self, a);
             }
         }
+    }
+
+    /// Whether one more loop may nest here (the rule the loop item follows).
+    fn loop_allowed(&self) -> bool {
+        (self.loops.len() as u32) < self.cfg.max_loop_depth && (self.loops.is_empty() || self.on(Feature::NestedLoop))
     }
 
     /// A small counted loop (1 to 3 rounds) of the current block's making: `body` fills the
