@@ -19,6 +19,9 @@
 
 use super::*;
 
+/// The test of a top-tested loop made by a policy: given the counter and the trip count.
+type LoopTest<'a, G> = &'a mut dyn FnMut(&mut G, Local, i64) -> Expr;
+
 impl<S: Source> Gen<'_, S> {
 
     /// The same pure expression on several paths: full and partial redundancy.
@@ -492,7 +495,7 @@ impl<S: Source> Gen<'_, S> {
     /// generated) when it does not fit the block or fuel budget.
     fn small_loop(
         &mut self,
-        top_cond: Option<&mut dyn FnMut(&mut Self, Local, i64) -> Expr>,
+        top_cond: Option<LoopTest<'_, Self>>,
         body: &mut dyn FnMut(&mut Self, Local),
     ) -> bool {
         let trips = 1 + self.below(3) as u64;
@@ -582,7 +585,7 @@ impl<S: Source> Gen<'_, S> {
                 g.cmp(CmpOp::Slt, c, n)
             };
             let top = self.chance(500);
-            self.small_loop(top.then_some(&mut cond as &mut dyn FnMut(&mut Self, Local, i64) -> Expr), &mut |g: &mut Self, c| {
+            self.small_loop(top.then_some(&mut cond as LoopTest<'_, Self>), &mut |g: &mut Self, c| {
                 let e = g.counter_value(c, ty);
                 let s = g.add(ExprData::CfWrite { var: v, value: e });
                 g.push(s);
