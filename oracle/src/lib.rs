@@ -4,6 +4,7 @@
 //! * [`runtime`] — the one implementation of each runtime helper;
 //! * [`interp`] — the reference interpreter (HIR and SSA, with fuel);
 //! * [`passcheck`] — the interpreter after every IR pass, against the reference;
+//! * [`anticip`] — the anticipability checker of `ssapre`'s trap rule (Tristan–Leroy);
 //! * [`casefile`] — `.tir` case files: module + runs + expectations, print/parse;
 //! * [`replay`] — runs case files and folders of them (`tandem run`);
 //! * [`gen`] — the program generator (`tandem gen`) and the fuzz target's check.
@@ -13,8 +14,10 @@
 //!   the passes;
 //! * [`campaign`] — fuzzing campaigns over generated seeds (`tandem fuzz`), findings as
 //!   case files;
-//! * [`bench`] — throughput measurements (`tandem bench`).
+//! * [`bench`] — throughput measurements (`tandem bench`);
+//! * [`scaling`] — how each stage's time grows with function size (`tandem bench --scaling`).
 
+pub mod anticip;
 pub mod bench;
 pub mod campaign;
 pub mod casefile;
@@ -27,3 +30,4 @@ pub mod outcome;
 pub mod passcheck;
 pub mod replay;
 pub mod runtime;
+pub mod scaling;

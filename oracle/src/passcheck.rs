@@ -34,6 +34,9 @@ pub enum Verdict {
     },
     /// A pass produced IR the verifier rejects (a bug in that pass).
     PassFailed(PassError),
+    /// `ssapre` inserted a trapping computation the input does not anticipate
+    /// ([`crate::anticip`]); found whatever the input, so no run needs to show it.
+    Unanticipated { pass: String, violations: Vec<String>, ir: String },
 }
 
 impl Verdict {
@@ -52,6 +55,11 @@ impl Verdict {
                 v
             }
             Verdict::PassFailed(e) => vec![e.to_string()],
+            Verdict::Unanticipated { pass, violations, .. } => {
+                let mut v = vec![format!("pass `{pass}` broke the trap rule of insertions")];
+                v.extend(violations.iter().map(|d| format!("  {d}")));
+                v
+            }
         }
     }
 }
@@ -159,7 +167,24 @@ pub fn check_against(
         .collect();
     let mut g = f.clone();
     let mut index = 0;
+    // The IR before the current pass, for the anticipability check of `ssapre`.
+    let mut prev = f.clone();
     let result = drive(&mut g, &mut |pass: &str, ir: &Function, _: &Stats| {
+        if pass == "ssapre" {
+            let violations = crate::anticip::check(&prev, ir);
+            if !violations.is_empty() {
+                for ((_, first), reference) in state.iter_mut().zip(references) {
+                    if reference.is_ok() && first.is_none() {
+                        *first = Some(Verdict::Unanticipated {
+                            pass: pass.to_string(),
+                            violations: violations.iter().map(|v| v.to_string()).collect(),
+                            ir: ir.to_string(),
+                        });
+                    }
+                }
+            }
+        }
+        prev = ir.clone();
         for ((after_input, first), reference) in state.iter_mut().zip(references) {
             let (Ok(reference), None) = (reference, &*first) else { continue };
             let actual = interp::run(ir, after_input).expect("passes keep the signature");
@@ -198,8 +223,8 @@ pub fn check_against(
     Ok(PipelineCheck { verdicts, stats, result })
 }
 
-/// The pipeline a corpus case is checked after: `ssa,memopt,dce,ssa-destroy,cprop` for HIR, or
-/// for a function already in strict SSA form `memopt,dce,ssa-destroy,cprop`. A function with
+/// The pipeline a corpus case is checked after: the check pipeline for HIR, or for a
+/// function already in strict SSA form `memopt,ssapre,dce,ssa-destroy,cprop`. A function with
 /// phis that is not strict SSA (a phi plus a local read before any definition, which the
 /// IR allows: it reads 0) is neither of the pipeline's input forms, so it has none.
 pub fn replay_pipeline(f: &Function) -> Option<Pipeline> {
@@ -207,7 +232,7 @@ pub fn replay_pipeline(f: &Function) -> Option<Pipeline> {
         if !tandem_core::passes::check_form(f, Form::Ssa).is_empty() {
             return None;
         }
-        Some(Pipeline::parse_from(Form::Ssa, "memopt,dce,ssa-destroy,cprop").expect("valid"))
+        Some(Pipeline::parse_from(Form::Ssa, "memopt,ssapre,dce,ssa-destroy,cprop").expect("valid"))
     } else {
         Some(check_pipeline())
     }

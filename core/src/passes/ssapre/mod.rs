@@ -1,0 +1,390 @@
+//! SSAPRE: partial redundancy elimination in SSA form (`DESIGN.md` pass 3), after
+//! `seeds/ssapre.txt` and the paper it follows (Kennedy, Chan, Liu, Lo, Tu, Chow,
+//! "Partial Redundancy Elimination in SSA Form", TOPLAS 1999). The steps keep the seed's
+//! and the paper's names:
+//!
+//! * **Initialization** ([`Initialization`]): one scan of the function collects every
+//!   occurrence of every candidate expression into a worklist keyed by the expression's
+//!   lexical form over *original* variables (an SSA version `%x.3` belongs to the original
+//!   `x`: the name before its last `.N`), together with the effects and exits that
+//!   down-safety needs and, per block, the current version of every original.
+//! * Per expression ([`frg`]): **Φ-Insertion**, **Rename**, **DownSafety**,
+//!   **WillBeAvail** (CanBeAvail and Later), **Finalize** (the two steps, the second with
+//!   unneeded-Φ elimination: Φs of the FRG that end up unused produce no phi) and
+//!   **CodeMotion** (saves, reloads, insertions, and the temporary's phis, born in SSA).
+//!
+//! Candidates are pure computations whose operands are locals or constants: unary,
+//! binary, compare, convert, `select` and calls to pure helpers (`mix`, `mix64`).
+//! Composite expressions (the paper's second-order effects) are handled by rounds: once
+//! `a + b` is a temporary `%h`, the tree `(a + b) * c` reads `%h` (or `comma(%h = a + b,
+//! %h)` where the sum is saved), so the next round sees `h * c` as a candidate. Loads and
+//! callframe reads are `memopt`'s, not candidates here.
+//!
+//! Rename decides that two occurrences have the same value only when the SSA versions
+//! prove it (a real occurrence against a Φ: its versions are the ones current at the Φ's
+//! block; a Φ operand: the Φ's versions translated through the block's phis), so a
+//! version live beside another version of its original (which `memopt` may create) costs
+//! an opportunity, never correctness.
+//!
+//! **Traps.** Divisions and remainders trap. Reusing an earlier evaluation is always
+//! allowed (it would have trapped first); an insertion of a trapping expression is
+//! allowed only where, on every path, the program evaluates the same expression with the
+//! same operand values before any effect (store, `cfwrite`, non-pure call, `trapif`,
+//! another trapping operation) or return. For a trapping expression, Rename treats each
+//! effect like an exit: the Φ on top of the stack is not down-safe. An insertion of a
+//! trapping composite expression (one over a temporary of an earlier round) is never
+//! made, so every inserted trapping computation reads values of the input function and
+//! `oracle::anticip` can check it against the input. Insertions go at the end of a
+//! predecessor ending in a plain `jump` ([`split`]), after everything it evaluates.
+//!
+//! Statistics: `exprs` (expressions considered, per round), `insertions`, `saves`,
+//! `reloads_full` (from a real occurrence or a Φ fed without insertion), `reloads_partial`
+//! (from a Φ some operand of which was inserted), `loop_invariant` (insertions on the
+//! entry edge of a loop whose header Φ is reloaded inside the loop), `phis_created`,
+//! `phis_unneeded` (will-be-available Φs no reload needs, which produce no phi),
+//! `phis_trivial` (needed Φs whose operands are all one value, or the Φ itself around a
+//! loop: they produce no phi, their readers read that value),
+//! `composite` (expressions over an earlier round's temporary that saved a computation),
+//! `edges_split` (insertion blocks the pass had to add).
+
+mod frg;
+mod split;
+
+use super::{Analyses, Stats};
+use crate::helpers::HelperKind;
+use crate::ir::{BinOp, Block, CmpOp, ConvOp, Expr, ExprData, Function, Local, Type, UnOp};
+use cranelift_entity::SecondaryMap;
+use std::collections::HashMap;
+
+/// How many rounds at most: round `k` sees composite expressions of depth `k`.
+const MAX_ROUNDS: usize = 4;
+
+/// Runs SSAPRE over `f` (strict SSA).
+pub fn run(f: &mut Function, _an: &Analyses) -> Stats {
+    let mut stats = Stats::default();
+    let made = split::split_edges(f);
+    // The temporaries' originals, with the round that made each.
+    let mut temps: Vec<(String, usize)> = vec![];
+    for round in 0..MAX_ROUNDS {
+        let an = Analyses::compute(f);
+        let init = Initialization::scan(f, &an, &temps, round);
+        let mut changed = false;
+        for k in 0..init.worklist.len() {
+            // After the first round only expressions over the last round's temporaries
+            // are new; the others were done.
+            if round > 0 && !init.worklist[k].fresh {
+                continue;
+            }
+            changed |= frg::run_expression(f, &an, &init, k, round, &mut temps, &mut stats);
+        }
+        if !changed {
+            break;
+        }
+    }
+    let kept = split::unsplit_unused(f, &made);
+    stats.add("edges_split", kept as u64);
+    stats
+}
+
+/// The operator of a candidate expression.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum OpKind {
+    Unary(UnOp),
+    Binary(BinOp),
+    Cmp(CmpOp),
+    Convert(ConvOp),
+    Select,
+    Call(HelperKind),
+}
+
+impl OpKind {
+    /// Whether evaluating the expression may trap.
+    pub fn can_trap(self) -> bool {
+        matches!(self, OpKind::Binary(op) if op.can_trap())
+    }
+}
+
+/// An operand of an expression's lexical form: an original variable or a constant.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum KeyOperand {
+    Orig(u32),
+    Const(Type, i64),
+}
+
+/// The lexical form of an expression over original variables: the worklist key.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Key {
+    pub op: OpKind,
+    pub operands: Vec<KeyOperand>,
+}
+
+/// The value of an operand at an occurrence: an SSA version or a constant.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub enum Val {
+    Var(Local),
+    Const(Type, i64),
+}
+
+/// Where a node hangs: under another node, as statement `i` of a block, or as a
+/// block's terminator expression.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Parent {
+    Node(Expr),
+    Stmt(Block, usize),
+    Term(Block),
+}
+
+/// A real occurrence of an expression.
+#[derive(Clone, Debug)]
+pub struct RealOcc {
+    pub node: Expr,
+    pub block: Block,
+    /// Position in the block's evaluation order (see [`Initialization::kills`]).
+    pub pos: u32,
+    pub versions: Vec<Val>,
+    pub parent: Parent,
+}
+
+/// One worklist entry: an expression and all its occurrences, in block layout order.
+#[derive(Clone, Debug)]
+pub struct Expression {
+    pub key: Key,
+    pub occs: Vec<RealOcc>,
+    /// Whether an operand is a temporary of an earlier round (a composite expression).
+    pub composite: bool,
+    /// Whether an operand is a temporary of the previous round.
+    pub fresh: bool,
+}
+
+/// The working area of `seeds/ssapre.txt`'s Initialization: the worklist and the per-block
+/// facts every expression's steps read.
+pub struct Initialization {
+    pub worklist: Vec<Expression>,
+    /// The original of every local.
+    pub orig: SecondaryMap<Local, u32>,
+    /// Positions of the effects of each block (stores, callframe writes, non-pure calls,
+    /// checks, trapping operations), in evaluation order, with the node.
+    pub kills: SecondaryMap<Block, Vec<(u32, Expr)>>,
+    /// Whether the block returns (an exit after every position).
+    pub exits: SecondaryMap<Block, bool>,
+    /// The current version of each original at the entry of each block, after its phis.
+    pub current: SecondaryMap<Block, Vec<Option<Local>>>,
+    /// The block and index of the phi defining a local, if a phi does.
+    pub phi_def: SecondaryMap<Local, Option<(Block, usize)>>,
+    /// The blocks holding a phi of each original.
+    pub phi_blocks: Vec<Vec<Block>>,
+    /// The blocks defining a version of each original (phis, assignments, parameters).
+    pub def_blocks: Vec<Vec<Block>>,
+    /// The parent of every node of the function.
+    pub parent: SecondaryMap<Expr, Option<Parent>>,
+}
+
+/// The original variable name of a version: the name without its last `.N`.
+fn original_name(name: &str) -> &str {
+    match name.rsplit_once('.') {
+        Some((base, n)) if !base.is_empty() && !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()) => base,
+        _ => name,
+    }
+}
+
+/// The operand of a candidate as a leaf: a local, a constant, or a value saved by a
+/// previous round (`comma(%h = e, %h)`, whose value is `%h`).
+pub fn leaf(f: &Function, e: Expr) -> Option<Val> {
+    match &f.exprs[e] {
+        ExprData::Local(l) => Some(Val::Var(*l)),
+        ExprData::Const { ty, value } => Some(Val::Const(*ty, *value)),
+        ExprData::Comma { first, second } => match (&f.exprs[*first], &f.exprs[*second]) {
+            (ExprData::Assign { local, .. }, ExprData::Local(l)) if local == l => Some(Val::Var(*l)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The operator of a node if it is a candidate kind.
+fn op_kind(d: &ExprData) -> Option<OpKind> {
+    Some(match d {
+        ExprData::Unary { op, .. } => OpKind::Unary(*op),
+        ExprData::Binary { op, .. } => OpKind::Binary(*op),
+        ExprData::Cmp { op, .. } => OpKind::Cmp(*op),
+        ExprData::Convert { op, .. } => OpKind::Convert(*op),
+        ExprData::Select { .. } => OpKind::Select,
+        ExprData::Call { helper, .. } if helper.effects().is_pure() && helper.signature().1.is_some() => {
+            OpKind::Call(*helper)
+        }
+        _ => return None,
+    })
+}
+
+/// Whether a node is an effect in the sense of the trap rule.
+fn is_kill(d: &ExprData) -> bool {
+    match d {
+        ExprData::Store { .. } | ExprData::CfWrite { .. } | ExprData::TrapIf { .. } => true,
+        ExprData::Call { helper, .. } => !helper.effects().is_pure(),
+        ExprData::Binary { op, .. } => op.can_trap(),
+        _ => false,
+    }
+}
+
+impl Initialization {
+    /// Scans `f`: every candidate occurrence, effect and exit, the versions current at
+    /// each block entry, and the parent of every node. `temps` names the originals of
+    /// earlier rounds' temporaries.
+    pub fn scan(f: &Function, an: &Analyses, temps: &[(String, usize)], round: usize) -> Initialization {
+        // An original is a base name *and* a type: a pass may name a new local after an
+        // unrelated one of another type (`memopt`'s `%mem` and `%mem.2`), and versions of
+        // one variable always share its type.
+        let mut names: HashMap<(&str, Type), u32> = HashMap::new();
+        let mut orig: SecondaryMap<Local, u32> = SecondaryMap::new();
+        // Per original: made by which round, if it is a temporary.
+        let mut is_temp: Vec<Option<usize>> = vec![];
+        for (l, d) in f.locals.iter() {
+            let base = original_name(&d.name);
+            let n = names.len() as u32;
+            let id = *names.entry((base, d.ty)).or_insert(n);
+            if id == n {
+                is_temp.push(temps.iter().find(|(t, _)| t == base).map(|(_, r)| *r));
+            }
+            orig[l] = id;
+        }
+        let norig = names.len();
+        let mut init = Initialization {
+            worklist: vec![],
+            orig,
+            kills: SecondaryMap::new(),
+            exits: SecondaryMap::new(),
+            current: SecondaryMap::new(),
+            phi_def: SecondaryMap::new(),
+            phi_blocks: vec![vec![]; norig],
+            def_blocks: vec![vec![]; norig],
+            parent: SecondaryMap::new(),
+        };
+        let mut index: HashMap<Key, usize> = HashMap::new();
+        for &b in &f.layout {
+            for (i, phi) in f.blocks[b].phis.iter().enumerate() {
+                init.phi_def[phi.dest] = Some((b, i));
+                let o = init.orig[phi.dest] as usize;
+                if !init.phi_blocks[o].contains(&b) {
+                    init.phi_blocks[o].push(b);
+                }
+                if !init.def_blocks[o].contains(&b) {
+                    init.def_blocks[o].push(b);
+                }
+            }
+            let mut pos = 0u32;
+            let data = &f.blocks[b];
+            let roots: Vec<(Expr, Parent)> = data
+                .stmts
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| (s, Parent::Stmt(b, i)))
+                .chain(data.term.expr().map(|e| (e, Parent::Term(b))))
+                .collect();
+            for (root, p) in roots {
+                init.parent[root] = Some(p);
+                let nodes = super::util::postorder(f, root);
+                for &n in &nodes {
+                    for c in f.exprs[n].operands() {
+                        init.parent[c] = Some(Parent::Node(n));
+                    }
+                }
+                for n in nodes {
+                    pos += 1;
+                    let d = &f.exprs[n];
+                    if let ExprData::Assign { local, .. } = d {
+                        let o = init.orig[*local] as usize;
+                        if !init.def_blocks[o].contains(&b) {
+                            init.def_blocks[o].push(b);
+                        }
+                    }
+                    if is_kill(d) {
+                        init.kills[b].push((pos, n));
+                    }
+                    let Some(op) = op_kind(d) else { continue };
+                    let Some(versions) = d.operands().iter().map(|&o| leaf(f, o)).collect::<Option<Vec<Val>>>()
+                    else {
+                        continue;
+                    };
+                    let operands: Vec<KeyOperand> = versions
+                        .iter()
+                        .map(|v| match *v {
+                            Val::Var(l) => KeyOperand::Orig(init.orig[l]),
+                            Val::Const(t, c) => KeyOperand::Const(t, c),
+                        })
+                        .collect();
+                    let made = |o: &KeyOperand| match o {
+                        KeyOperand::Orig(i) => is_temp[*i as usize],
+                        KeyOperand::Const(..) => None,
+                    };
+                    let composite = operands.iter().any(|o| made(o).is_some());
+                    let fresh = operands.iter().any(|o| made(o) == Some(round.wrapping_sub(1)));
+                    let key = Key { op, operands };
+                    let k = *index.entry(key.clone()).or_insert_with(|| {
+                        init.worklist.push(Expression { key, occs: vec![], composite, fresh });
+                        init.worklist.len() - 1
+                    });
+                    let parent = init.parent[n].expect("every node has a parent");
+                    init.worklist[k].occs.push(RealOcc { node: n, block: b, pos, versions, parent });
+                }
+            }
+            init.exits[b] = matches!(data.term, crate::ir::Terminator::Return(_));
+        }
+        // The versions current at each block entry: a walk of the dominator tree with one
+        // stack per original, as SSA renaming does.
+        let mut stacks: Vec<Vec<Local>> = vec![vec![]; norig];
+        for &p in &f.params {
+            stacks[init.orig[p] as usize].push(p);
+            let o = init.orig[p] as usize;
+            if !init.def_blocks[o].contains(&f.entry()) {
+                init.def_blocks[o].push(f.entry());
+            }
+        }
+        enum Work {
+            Enter(Block),
+            Exit(Vec<u32>),
+        }
+        let mut work = vec![Work::Enter(f.entry())];
+        while let Some(w) = work.pop() {
+            let b = match w {
+                Work::Exit(pushed) => {
+                    for o in pushed {
+                        stacks[o as usize].pop();
+                    }
+                    continue;
+                }
+                Work::Enter(b) => b,
+            };
+            let mut pushed = vec![];
+            for phi in &f.blocks[b].phis {
+                let o = init.orig[phi.dest];
+                stacks[o as usize].push(phi.dest);
+                pushed.push(o);
+            }
+            init.current[b] = stacks.iter().map(|s| s.last().copied()).collect();
+            for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
+                for n in super::util::postorder(f, r) {
+                    if let ExprData::Assign { local, .. } = f.exprs[n] {
+                        let o = init.orig[local];
+                        stacks[o as usize].push(local);
+                        pushed.push(o);
+                    }
+                }
+            }
+            work.push(Work::Exit(pushed));
+            for &c in an.domtree.children[b].iter().rev() {
+                work.push(Work::Enter(c));
+            }
+        }
+        init
+    }
+
+    /// The current version of original `o` at the entry of `b`.
+    pub fn current_at(&self, b: Block, o: u32) -> Option<Local> {
+        self.current[b].get(o as usize).copied().flatten()
+    }
+
+    /// The number of originals.
+    pub fn originals(&self) -> usize {
+        self.phi_blocks.len()
+    }
+}
