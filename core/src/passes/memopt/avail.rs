@@ -407,3 +407,27 @@ pub fn convert_load(f: &mut Function, x: Expr, from: Type, width: MemWidth, sign
         f.add_expr(ExprData::Binary { op: BinOp::And, lhs: x, rhs: m })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::fold_load;
+    use crate::ir::{MemWidth::*, Type};
+
+    #[test]
+    fn forwarded_constants_extend_as_the_load_does() {
+        // 300 = 0x12c: the low byte 0x2c = 44.
+        assert_eq!(fold_load(300, W8, false, Type::I32), 44);
+        // 0x80 as a signed byte is -128; unsigned 128.
+        assert_eq!(fold_load(0x80, W8, true, Type::I32), -128);
+        assert_eq!(fold_load(0x80, W8, false, Type::I32), 128);
+        // -1 as an unsigned half in an i64: 0xffff.
+        assert_eq!(fold_load(-1, W16, false, Type::I64), 65535);
+        // The low word of 0x1_0000_8000 is 0x8000, positive either way.
+        assert_eq!(fold_load(0x1_0000_8000, W32, true, Type::I64), 32768);
+        // The low word 0x8000_0000: signed -2^31 in an i64, and as an i32 (canonical form).
+        assert_eq!(fold_load(0x8000_0000, W32, true, Type::I64), -2147483648);
+        assert_eq!(fold_load(0x8000_0000, W32, false, Type::I64), 2147483648);
+        assert_eq!(fold_load(0x8000_0000, W32, false, Type::I32), -2147483648);
+        assert_eq!(fold_load(i64::MIN, W64, false, Type::I64), i64::MIN);
+    }
+}

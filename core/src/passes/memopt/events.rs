@@ -200,3 +200,102 @@ pub fn block_events(f: &Function, b: Block) -> Vec<Ev> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{MemWidth::*, Type};
+
+    /// A function with parameters %a and %b, and a builder of address trees over them.
+    struct T {
+        f: Function,
+        a: Local,
+        b: Local,
+    }
+
+    impl T {
+        fn new() -> T {
+            let mut f = Function::new("t", Type::I32);
+            let a = f.new_local("a", Type::I32);
+            let b = f.new_local("b", Type::I32);
+            f.params = vec![a, b];
+            T { f, a, b }
+        }
+        fn c(&mut self, v: i64) -> Expr {
+            self.f.add_expr(ExprData::Const { ty: Type::I32, value: v })
+        }
+        fn l(&mut self, l: Local) -> Expr {
+            self.f.add_expr(ExprData::Local(l))
+        }
+        fn bin(&mut self, op: BinOp, lhs: Expr, rhs: Expr) -> Expr {
+            self.f.add_expr(ExprData::Binary { op, lhs, rhs })
+        }
+        /// `add(%a, k)`
+        fn a_plus(&mut self, k: i64) -> Expr {
+            let (x, y) = (self.l(self.a), self.c(k));
+            self.bin(BinOp::Add, x, y)
+        }
+        fn loc(&self, e: Expr, w: MemWidth) -> Loc {
+            canon_addr(&self.f, e, w).expect("canonical")
+        }
+    }
+
+    #[test]
+    fn same_base_and_offset_must_alias() {
+        let mut t = T::new();
+        let e1 = t.a_plus(8);
+        let (k, x) = (t.c(8), t.l(t.a));
+        let e2 = t.bin(BinOp::Add, k, x);
+        let (l1, l2) = (t.loc(e1, W32), t.loc(e2, W32));
+        assert_eq!(l1, l2);
+        assert!(l1.covers(&l2) && l1.may_alias(&l2));
+        // A word covers the byte at its first address, not the other way round.
+        let b = t.loc(e1, W8);
+        assert!(l1.covers(&b) && !b.covers(&l1));
+    }
+
+    #[test]
+    fn disjoint_ranges_of_one_base_cannot_alias() {
+        let mut t = T::new();
+        let (e8, e12, e11) = (t.a_plus(8), t.a_plus(12), t.a_plus(11));
+        let w8 = t.loc(e8, W32);
+        // Bytes 8..12 and 12..16: disjoint; byte 11 is inside 8..12.
+        assert!(!w8.may_alias(&t.loc(e12, W32)));
+        assert!(!t.loc(e12, W32).may_alias(&w8));
+        assert!(w8.may_alias(&t.loc(e11, W8)));
+        // sub(%a, 4) covers bytes -4..0 of %a: disjoint from the word at %a.
+        let (x, k) = (t.l(t.a), t.c(4));
+        let s = t.bin(BinOp::Sub, x, k);
+        let at_a = t.l(t.a);
+        assert!(!t.loc(s, W32).may_alias(&t.loc(at_a, W32)));
+        // Offsets wrap at 2^32: bytes -2..2 overlap 0..4.
+        let m2 = t.a_plus(-2);
+        assert!(t.loc(m2, W32).may_alias(&t.loc(at_a, W32)));
+    }
+
+    #[test]
+    fn different_bases_may_alias_and_constants_compare_by_value() {
+        let mut t = T::new();
+        let (pa, pb) = (t.l(t.a), t.l(t.b));
+        assert!(t.loc(pa, W8).may_alias(&t.loc(pb, W8)));
+        let (c0, c4) = (t.c(0x0010_0000), t.c(0x0010_0004));
+        assert!(!t.loc(c0, W32).may_alias(&t.loc(c4, W32)));
+        assert!(t.loc(c0, W64).may_alias(&t.loc(c4, W32)));
+        // A constant address and a local one may alias.
+        assert!(t.loc(c0, W8).may_alias(&t.loc(pa, W8)));
+    }
+
+    #[test]
+    fn an_address_that_reads_memory_or_traps_has_no_canonical_form() {
+        let mut t = T::new();
+        let x = t.l(t.a);
+        let ld = t.f.add_expr(ExprData::Load { ty: Type::I32, width: W32, signed: false, addr: x });
+        assert!(canon_addr(&t.f, ld, W32).is_none());
+        let (x, y) = (t.l(t.a), t.l(t.b));
+        let d = t.bin(BinOp::Udiv, x, y);
+        assert!(canon_addr(&t.f, d, W32).is_none());
+        let e = t.a_plus(4);
+        let loc = t.loc(e, W32);
+        assert!(loc.mentions(t.a) && !loc.mentions(t.b));
+    }
+}

@@ -161,12 +161,14 @@ fn plan(f: &Function, an: &Analyses, events: &SecondaryMap<Block, Vec<Ev>>, body
         let aliased_store = stores.iter().any(|s| s.is_none_or(|s| s.may_alias(&acc.loc)));
         let aliased_load = loads.iter().any(|s| s.is_none_or(|s| s.may_alias(&acc.loc)));
         match e {
-            Ev::Load { .. } => {
-                if !heap_w && !aliased_store && must_run(b) && trap_free_before(b, i)
-                    && !p.heap_hoist.iter().any(|h| h.loc == acc.loc)
-                {
-                    p.heap_hoist.push(acc);
-                }
+            Ev::Load { .. }
+                if !heap_w
+                    && !aliased_store
+                    && must_run(b)
+                    && trap_free_before(b, i)
+                    && !p.heap_hoist.iter().any(|h| h.loc == acc.loc) =>
+            {
+                p.heap_hoist.push(acc);
             }
             Ev::Store { .. } => {
                 let only_this = stores.iter().all(|s| s.is_some_and(|s| !s.may_alias(&acc.loc) || *s == acc.loc));

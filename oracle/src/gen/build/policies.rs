@@ -19,6 +19,9 @@
 
 use super::*;
 
+/// The test of a top-tested loop made by a policy: given the counter and the trip count.
+type LoopTest<'a, G> = &'a mut dyn FnMut(&mut G, Local, i64) -> Expr;
+
 impl<S: Source> Gen<'_, S> {
 
     /// The same pure expression on several paths: full and partial redundancy.
@@ -338,7 +341,7 @@ impl<S: Source> Gen<'_, S> {
         }
         let v = self.pick(&cfs);
         let ty = self.f.cfvars[v].ty;
-        if self.chance(300) {
+        if self.loop_allowed() && self.chance(300) {
             self.cf_loop_motion(v);
             return;
         }
@@ -413,7 +416,7 @@ impl<S: Source> Gen<'_, S> {
     }
 
     pub(super) fn heap_motion(&mut self) {
-        if self.chance(350) {
+        if self.loop_allowed() && self.chance(350) {
             self.heap_loop_motion();
             return;
         }
@@ -481,13 +484,18 @@ impl<S: Source> Gen<'_, S> {
         }
     }
 
+    /// Whether one more loop may nest here (the rule the loop item follows).
+    fn loop_allowed(&self) -> bool {
+        (self.loops.len() as u32) < self.cfg.max_loop_depth && (self.loops.is_empty() || self.on(Feature::NestedLoop))
+    }
+
     /// A small counted loop (1 to 3 rounds) of the current block's making: `body` fills the
     /// loop body given the counter; top-tested loops test `cond(counter)` in the header,
     /// bottom-tested ones `slt(counter, trips)` at the end of the body. False (and nothing
     /// generated) when it does not fit the block or fuel budget.
     fn small_loop(
         &mut self,
-        top_cond: Option<&mut dyn FnMut(&mut Self, Local, i64) -> Expr>,
+        top_cond: Option<LoopTest<'_, Self>>,
         body: &mut dyn FnMut(&mut Self, Local),
     ) -> bool {
         let trips = 1 + self.below(3) as u64;
@@ -577,7 +585,7 @@ impl<S: Source> Gen<'_, S> {
                 g.cmp(CmpOp::Slt, c, n)
             };
             let top = self.chance(500);
-            self.small_loop(top.then_some(&mut cond as &mut dyn FnMut(&mut Self, Local, i64) -> Expr), &mut |g: &mut Self, c| {
+            self.small_loop(top.then_some(&mut cond as LoopTest<'_, Self>), &mut |g: &mut Self, c| {
                 let e = g.counter_value(c, ty);
                 let s = g.add(ExprData::CfWrite { var: v, value: e });
                 g.push(s);
