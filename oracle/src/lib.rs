@@ -13,7 +13,8 @@
 //!   the passes;
 //! * [`campaign`] — fuzzing campaigns over generated seeds (`tandem fuzz`), findings as
 //!   case files;
-//! * [`bench`] — throughput measurements (`tandem bench`).
+//! * [`bench`] — throughput measurements (`tandem bench`);
+//! * [`smt`] — the Z3 translation validator of every IR pass (`tandem verify`).
 
 pub mod bench;
 pub mod campaign;
@@ -27,3 +28,4 @@ pub mod outcome;
 pub mod passcheck;
 pub mod replay;
 pub mod runtime;
+pub mod smt;
