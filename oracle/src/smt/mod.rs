@@ -9,8 +9,9 @@
 //! * **Per block, unbounded** ([`check_blocks`]), when both sides have no phis and the
 //!   same blocks with the same successors (what `cprop` and the tree mover keep): each
 //!   block runs from a symbolic entry state in which the two sides agree on the heap, the
-//!   callframe and every local live into the block in the source (the after side's other
-//!   locals are free), and must reach the same trap or exit edge, trace, heap, callframe
+//!   callframe and every local live into the block in the source (locals correspond by
+//!   name, since passes renumber them; the after side's other locals are free), and must
+//!   reach the same trap or exit edge, trace, heap, callframe
 //!   and locals live out of the source block. This is an inductive proof over any run, so
 //!   no loop bound is involved: the answer is [`Answer::Proved`].
 //! * **Bounded, whole function** ([`check_bounded`]) for everything else (`ssa`, `dce`,
@@ -192,12 +193,14 @@ pub fn validate_pipeline(f: &Function, pipeline: &Pipeline, opts: &Options) -> R
     Ok(out)
 }
 
-/// Whether the per-block check applies: no phis on either side, the same layout and the
-/// same successors for every block.
+/// Whether the per-block check applies: no phis on either side, the same layout, the
+/// same successors for every block, and the same parameter names. Locals correspond by
+/// name (a pass may add, drop and renumber locals).
 fn same_shape(a: &Function, b: &Function) -> bool {
     a.layout == b.layout
-        && a.locals.len() <= b.locals.len()
         && a.cfvars == b.cfvars
+        && a.params.len() == b.params.len()
+        && a.params.iter().zip(&b.params).all(|(&p, &q)| a.locals[p] == b.locals[q])
         && a.layout.iter().all(|&x| {
             a.blocks[x].phis.is_empty()
                 && b.blocks[x].phis.is_empty()
@@ -262,16 +265,26 @@ pub fn check_blocks(before: &Function, after: &Function, opts: &Options) -> Resu
     for &b in &before.layout {
         let heap = Array::fresh_const("heap", &Sort::bitvector(32), &Sort::bitvector(8));
         let callframe: Vec<BV> = before.cfvars.values().map(|d| BV::fresh_const("cf", d.ty.bits())).collect();
-        let src_locals: Vec<BV> = before.locals.values().map(|d| BV::fresh_const("l", d.ty.bits())).collect();
+        // The entry block is never a branch target, so it starts where a run starts: every
+        // local 0 but the parameters.
+        let entry = b == before.entry();
+        let start = |f: &Function, l: tandem_core::ir::Local| {
+            let bits = f.locals[l].ty.bits();
+            if entry && !f.params.contains(&l) {
+                BV::from_u64(0, bits)
+            } else {
+                BV::fresh_const("l", bits)
+            }
+        };
+        let src_locals: Vec<BV> = before.locals.keys().map(|l| start(before, l)).collect();
+        // The target's local of the same name shares the source local's entry value when
+        // that is live in; every other target local is free.
         let tgt_locals: Vec<BV> = after
             .locals
             .iter()
-            .map(|(l, d)| {
-                if l.index() < before.locals.len() && live.live_in[b].contains(l) {
-                    src_locals[l.index()].clone()
-                } else {
-                    BV::fresh_const("l", d.ty.bits())
-                }
+            .map(|(t, d)| match before.local_by_name(&d.name) {
+                Some(l) if live.live_in[b].contains(l) && before.locals[l].ty == d.ty => src_locals[l.index()].clone(),
+                _ => start(after, t),
             })
             .collect();
         let st = |locals: Vec<BV>| State { locals, heap: heap.clone(), callframe: callframe.clone(), trace: Trace::empty(slots) };
@@ -279,14 +292,28 @@ pub fn check_blocks(before: &Function, after: &Function, opts: &Options) -> Resu
         let (Ok(x), Ok(y)) = (encode_block(before, b, st(src_locals), limit), encode_block(after, b, st(tgt_locals), limit)) else {
             return Err(Unknown::TooLarge);
         };
-        let compare: Vec<(BV, BV)> =
-            live.live_out[b].iter().map(|l| (x.state.locals[l.index()].clone(), y.state.locals[l.index()].clone())).collect();
+        // A live-out local the target no longer has is never read by the target.
+        let compare: Vec<(BV, BV)> = live.live_out[b]
+            .iter()
+            .filter_map(|l| {
+                let t = after.local_by_name(&before.locals[l].name).filter(|&t| after.locals[t].ty == before.locals[l].ty)?;
+                Some((x.state.locals[l.index()].clone(), y.state.locals[t.index()].clone()))
+            })
+            .collect();
         let s = solver(opts);
         s.assert(x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not());
         s.assert(differ(&x, &y, &compare));
         match s.check() {
             SatResult::Unsat => {}
-            SatResult::Sat => return Ok(false),
+            SatResult::Sat => {
+                if std::env::var("SMT_DEBUG").is_ok() {
+                    let m = s.get_model().unwrap();
+                    eprintln!("block {b} differs: kinds {:?} {:?} values {:?} {:?}", m.eval(&x.kind, true), m.eval(&y.kind, true), m.eval(&x.value, true), m.eval(&y.value, true));
+                    for (i, (p, q)) in compare.iter().enumerate() { eprintln!("  live {i}: {:?} {:?}", m.eval(p, true), m.eval(q, true)); }
+                    eprintln!("{before}\n{after}");
+                }
+                return Ok(false)
+            }
             SatResult::Unknown => return Err(Unknown::Timeout),
         }
     }
