@@ -404,6 +404,7 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
     // Output goes through a locked handle so that a closed pipe (`| head`) ends quietly.
     let mut out = std::io::stdout().lock();
     let (mut passed, mut failed, mut bad) = (0, 0, 0);
+    let mut z3 = tandem_oracle::smt::run::Tally::default();
     for path in &files {
         match replay::replay_file(path, bless, &mut emu) {
             Err(e) => {
@@ -443,6 +444,19 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
                         }
                     }
                 }
+                for r in &report.smt {
+                    if r.failed() {
+                        failed += 1;
+                        text += &format!("FAIL {}: %{} pass `{}`: z3 {}\n", path.display(), r.function, r.pass, r.answer);
+                    }
+                    z3.entries.push(tandem_oracle::smt::run::Entry {
+                        origin: String::new(),
+                        pass: r.pass.clone(),
+                        answer: r.answer.clone(),
+                        time: std::time::Duration::ZERO,
+                        finding: None,
+                    });
+                }
                 if report.blessed {
                     text += &format!("blessed {}\n", path.display());
                 }
@@ -453,6 +467,17 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
         }
     }
     let _ = writeln!(out, "{} file(s): {passed} run(s) passed, {failed} failed, {bad} file(s) with bad input", files.len());
+    let b = tandem_oracle::replay::replay_smt_options().bound;
+    let _ = writeln!(
+        out,
+        "z3: {} (function, pass) pair(s): {} proved, {} proved to bound {b}, {} unknown, {} counterexample(s), {} encoder disagreement(s)",
+        z3.entries.len(),
+        z3.count("proved"),
+        z3.count("bounded"),
+        z3.count("unknown"),
+        z3.count("counterexample"),
+        z3.count("disagreement")
+    );
     if bad > 0 {
         ExitCode::from(2)
     } else if failed > 0 {

@@ -261,10 +261,10 @@ fn a_counterexample_is_written_as_a_replayable_case() {
 /// every pass.
 #[test]
 fn the_encoding_agrees_with_the_interpreter_on_generated_cases() {
-    for profile in [crate::gen::Profile::Small, crate::gen::Profile::Loops] {
-        let s = selfcheck::self_check(0, 12, profile, 4);
+    for (profile, seeds) in [(crate::gen::Profile::Small, 8), (crate::gen::Profile::Loops, 6)] {
+        let s = selfcheck::self_check(0, seeds, profile, 4);
         assert!(s.differences.is_empty(), "{:?}", s.differences);
-        assert!(s.compared >= 100, "{} compared, {} beyond the bound", s.compared, s.beyond_bound);
+        assert!(s.compared >= 40, "{} compared, {} beyond the bound", s.compared, s.beyond_bound);
     }
 }
 
@@ -285,3 +285,4 @@ fn the_check_pipeline_is_proved_on_generated_cases() {
         }
     }
 }
+
