@@ -181,7 +181,10 @@ pub fn to64(v: &BV) -> BV {
     }
 }
 
-/// A canonical value narrowed or sign-extended to `ty` (as `Value::new(ty, v)`).
+/// A value narrowed or sign-extended to `ty` (as `Value::new(ty, v)` on the canonical
+/// form). A value that already has the width is returned as it is, so that the same value
+/// is the same term on both sides of a comparison (Z3 does not fold `extract(sext(x))`
+/// when it builds terms, and a pass that adds a copy must not change the term).
 fn to_type(v: &BV, ty: Type) -> BV {
     let w = v.get_size();
     let t = ty.bits();
@@ -212,9 +215,13 @@ struct Exec<'a> {
 
 impl Exec<'_> {
     /// Records a possible stop here under `cond` and continues under its negation.
+    /// Conditions are simplified only to drop those that are constantly false; the terms
+    /// kept are the ones built, because Z3's simplifier orders the arguments of `and`/`or`
+    /// by term id, which depends on what was built before: simplified, the same guard can
+    /// come out as different terms on the two sides, and the solver then has to prove
+    /// them equal instead of seeing one term.
     fn stop_if(&mut self, cond: Bool, ending: Ending) {
-        let cond = cond.simplify();
-        if is_false(&cond) {
+        if is_false(&cond.simplify()) {
             return;
         }
         let g = Bool::and(&[&self.alive, &cond]);
@@ -349,8 +356,10 @@ impl Exec<'_> {
             }
             ExprData::Store { width, addr, value } => {
                 let a = self.value(*addr)?;
-                let v = to64(&self.value(*value)?);
+                let v = self.value(*value)?;
                 let n = width.bytes();
+                // A store wider than its value stores the canonical (sign-extended) form.
+                let v = if 8 * n > v.get_size() { to64(&v) } else { v };
                 self.stop_if(Self::heap_bounds(&a, n).not(), Ending::Invalid);
                 self.st.heap = Self::store_bytes(&self.st.heap, &a, &v, n);
                 None
@@ -358,12 +367,12 @@ impl Exec<'_> {
             ExprData::CfRead(v) => Some(self.st.callframe[v.index()].clone()),
             ExprData::CfWrite { var, value } => {
                 let v = self.value(*value)?;
-                self.st.callframe[var.index()] = to_type(&to64(&v), f.cfvars[*var].ty);
+                self.st.callframe[var.index()] = to_type(&v, f.cfvars[*var].ty);
                 None
             }
             ExprData::Assign { local, value } => {
                 let v = self.value(*value)?;
-                self.st.locals[local.index()] = to_type(&to64(&v), f.locals[*local].ty);
+                self.st.locals[local.index()] = to_type(&v, f.locals[*local].ty);
                 None
             }
             ExprData::Call { helper, args } => {
@@ -371,7 +380,7 @@ impl Exec<'_> {
                 let mut vals = vec![];
                 for (&a, &p) in args.iter().zip(params) {
                     let v = self.value(a)?;
-                    vals.push(to_type(&to64(&v), p));
+                    vals.push(to_type(&v, p));
                 }
                 self.call(*helper, &vals)
             }
@@ -405,7 +414,7 @@ impl Exec<'_> {
                 if n > 0 {
                     let idx = a[0].bvurem(&BV::from_u64(n, 32));
                     for (i, d) in self.f.cfvars.values().enumerate() {
-                        let new = to_type(&to64(&a[1]), d.ty);
+                        let new = to_type(&a[1], d.ty);
                         let hit = idx.eq(&BV::from_u64(i as u64, 32));
                         self.st.callframe[i] = hit.ite(&new, &self.st.callframe[i]);
                     }
@@ -443,13 +452,13 @@ impl Exec<'_> {
             Terminator::Branch { cond, then_dest, else_dest } => {
                 let c = self.value(*cond)?;
                 let w = c.get_size();
-                let zero = c.eq(&BV::from_u64(0, w)).simplify();
+                let zero = c.eq(&BV::from_u64(0, w));
                 edges.push((Bool::and(&[&self.alive, &zero.not()]), *then_dest));
                 edges.push((Bool::and(&[&self.alive, &zero]), *else_dest));
             }
             Terminator::Return(e) => {
                 let v = self.value(*e)?;
-                let v = to64(&to_type(&to64(&v), self.f.ret));
+                let v = to64(&to_type(&v, self.f.ret));
                 self.stop_if(Bool::from_bool(true), Ending::Return(v));
             }
             Terminator::Switch { value, default, cases } => {
@@ -457,7 +466,7 @@ impl Exec<'_> {
                 let w = v.get_size();
                 let mut rest = self.alive.clone();
                 for (k, t) in cases {
-                    let hit = v.eq(&BV::from_i64(*k, w)).simplify();
+                    let hit = v.eq(&BV::from_i64(*k, w));
                     edges.push((Bool::and(&[&rest, &hit]), *t));
                     rest = Bool::and(&[&rest, &hit.not()]);
                 }
@@ -466,8 +475,7 @@ impl Exec<'_> {
         }
         Ok(edges
             .into_iter()
-            .map(|(g, t)| (g.simplify(), t))
-            .filter(|(g, _)| !is_false(g))
+            .filter(|(g, _)| !is_false(&g.simplify()))
             .map(|(g, t)| (g, t, self.st.clone()))
             .collect())
     }
@@ -622,3 +630,4 @@ pub fn encode_block(f: &Function, b: Block, st: State, limit: usize) -> Result<S
     }
     Ok(outcome_of(exits, st, Bool::from_bool(true)))
 }
+

@@ -208,12 +208,14 @@ fn same_shape(a: &Function, b: &Function) -> bool {
         })
 }
 
-/// A fresh solver with the options' timeout. It is made for the logic of arrays and
-/// bit-vectors: Z3's default solver costs about 13 ms per query before it starts solving
-/// (it picks a strategy for the goal), which would dominate the per-query latency of
-/// small functions; the logic-specific one costs about 1 ms.
-fn solver(opts: &Options) -> Solver {
-    let s = Solver::new_for_logic("QF_ABV").expect("Z3 knows QF_ABV");
+/// A fresh solver with the options' timeout: Z3's simplifier, then its SMT core, as a
+/// tactic. Z3's default solver costs about 13 ms per query before it starts (it picks a
+/// strategy for the goal), which would dominate the latency of small functions; the
+/// solver for the logic QF_ABV starts in about 1 ms but gives up ("incomplete") on the
+/// constant arrays of the trace and heap comparisons. This one starts in about 0.4 ms
+/// and is complete.
+pub fn solver(opts: &Options) -> Solver {
+    let s = z3::Tactic::new("simplify").and_then(&z3::Tactic::new("smt")).solver();
     let mut p = z3::Params::new();
     p.set_u32("timeout", opts.timeout_ms);
     s.set_params(&p);
@@ -308,15 +310,7 @@ pub fn check_blocks(before: &Function, after: &Function, opts: &Options) -> Resu
         s.assert(differ(&x, &y, &compare));
         match s.check() {
             SatResult::Unsat => {}
-            SatResult::Sat => {
-                if std::env::var("SMT_DEBUG").is_ok() {
-                    let m = s.get_model().unwrap();
-                    eprintln!("block {b} differs: kinds {:?} {:?} values {:?} {:?}", m.eval(&x.kind, true), m.eval(&y.kind, true), m.eval(&x.value, true), m.eval(&y.value, true));
-                    for (i, (p, q)) in compare.iter().enumerate() { eprintln!("  live {i}: {:?} {:?}", m.eval(p, true), m.eval(q, true)); }
-                    eprintln!("{before}\n{after}");
-                }
-                return Ok(false)
-            }
+            SatResult::Sat => return Ok(false),
             SatResult::Unknown => return Err(Unknown::Timeout),
         }
     }

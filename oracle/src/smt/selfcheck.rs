@@ -19,7 +19,7 @@ use tandem_core::helpers::HelperKind;
 use tandem_core::ir::{Function, TrapKind, HEAP_BASE, HEAP_SIZE};
 use tandem_core::passes::{check_pipeline, PassManager};
 use z3::ast::{Array, Bool, BV};
-use z3::{SatResult, Solver, Sort};
+use z3::{SatResult, Sort};
 
 /// What one comparison found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub fn compare(f: &Function, input: &RunInput, bound: u32) -> Verdict {
         Ok(o) => o,
         Err(e) => return Verdict::Differ(format!("cannot encode: {e:?}")),
     };
-    let s = Solver::new_for_logic("QF_ABV").expect("Z3 knows QF_ABV");
+    let s = super::solver(&super::Options::default());
     if s.check() != SatResult::Sat {
         return Verdict::Differ("the empty query is not satisfiable".into());
     }
@@ -145,7 +145,7 @@ fn heap_error(out: &Outcome, o: &SymOutcome) -> Option<String> {
         }
     }
     let j = BV::fresh_const("j", 32);
-    let s = Solver::new_for_logic("QF_ABV").expect("Z3 knows QF_ABV");
+    let s = super::solver(&super::Options::default());
     s.assert(j.bvuge(&BV::from_u64(HEAP_BASE as u64, 32)));
     s.assert(j.bvult(&BV::from_u64((HEAP_BASE + HEAP_SIZE) as u64, 32)));
     s.assert(o.state.heap.select(&j).as_bv().unwrap().eq(want.select(&j).as_bv().unwrap()).not());
