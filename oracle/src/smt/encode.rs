@@ -592,7 +592,13 @@ pub fn encode_function(f: &Function, inputs: &Inputs, slots: usize, bound: u32, 
     for n in 0..=bound {
         for &b in &rpo {
             let Some(ins) = incoming.remove(&(b, n)) else { continue };
-            let guard = Bool::or(&ins.iter().map(|(g, _)| g.clone()).collect::<Vec<_>>());
+            // One incoming edge passes its guard on as it is (not as a one-argument `or`),
+            // so that a block inserted on an edge (a split critical edge) does not change
+            // the terms after it.
+            let guard = match &ins[..] {
+                [(g, _)] => g.clone(),
+                _ => Bool::or(&ins.iter().map(|(g, _)| g.clone()).collect::<Vec<_>>()),
+            };
             let mut st = ins[0].1.clone();
             for (g, s) in &ins[1..] {
                 st = State::merge(g, s, &st);
