@@ -540,10 +540,13 @@ fn verify(
         shown = tally.entries.len();
     };
     if what.generated {
-        if let Err(e) = tally.add_generated(what.seed, what.count, what.profile, &pipeline, pass, opts, out_dir) {
-            return fail(e.to_string());
+        // Seed by seed, so that answers appear as they come.
+        for s in what.seed..what.seed.saturating_add(what.count) {
+            if let Err(e) = tally.add_generated(s, 1, what.profile, &pipeline, pass, opts, out_dir) {
+                return fail(e.to_string());
+            }
+            show(&tally, &mut out);
         }
-        show(&tally, &mut out);
     } else {
         let files = match replay::collect_files(what.paths) {
             Ok(f) => f,

@@ -24,8 +24,9 @@
 //! The source run being valid (no out-of-bounds access) is the precondition; an invalid
 //! target run where the source was valid is a difference. The final heaps are compared
 //! through a fresh symbolic address and the traces through a fresh symbolic index, so the
-//! query has no quantifier. Each query gets a fresh solver with a timeout; an unknown is
-//! reported as such and never as a pass.
+//! query has no quantifier. Each query gets a fresh solver with a timeout (a per-block
+//! query a quarter of it, at most a second, since the bounded check follows); an unknown
+//! is reported as such and never as a pass.
 //!
 //! A model becomes a concrete [`RunInput`] (arguments, heap bytes, callframe values) and
 //! is run by the interpreter on both functions: only a replayed difference is an
