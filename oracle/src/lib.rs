@@ -17,7 +17,8 @@
 //! * [`reduce`] — the IR-aware test-case reducer (`tandem reduce`);
 //! * [`report`] — machine-readable reports: JSON summaries and JUnit XML;
 //! * [`bench`] — throughput measurements (`tandem bench`);
-//! * [`scaling`] — how each stage's time grows with function size (`tandem bench --scaling`).
+//! * [`scaling`] — how each stage's time grows with function size (`tandem bench --scaling`);
+//! * [`smt`] — the Z3 translation validator of every IR pass (`tandem verify`).
 
 pub mod anticip;
 pub mod bench;
@@ -35,3 +36,4 @@ pub mod report;
 pub mod replay;
 pub mod runtime;
 pub mod scaling;
+pub mod smt;

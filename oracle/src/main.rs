@@ -153,6 +153,52 @@ enum Command {
         #[arg(long)]
         scaling: bool,
     },
+    /// Translation validation with Z3: for every function of the given files (or of
+    /// generated cases with --generated) and every pass of the pipeline, asks Z3 for an
+    /// input on which the function before and after the pass differ, and replays every
+    /// answer in the interpreter. Prints each answer and its time, then counts and the
+    /// latency histogram per pass. Exit status: 0 when everything is proved (bounded or
+    /// not), 1 on a counterexample or encoder disagreement (each written as a case file to
+    /// --out), 2 on bad input, 3 when some answer is unknown and none is a
+    /// counterexample. With --self-check, checks the encoder against the interpreter on
+    /// generated cases instead (exit 1 on any difference).
+    Verify {
+        /// Case files or folders.
+        paths: Vec<PathBuf>,
+        /// Validate only this pass (the pipeline still runs up to it).
+        #[arg(long)]
+        pass: Option<String>,
+        /// The IR passes, comma-separated (default: the check pipeline).
+        #[arg(long)]
+        pipeline: Option<String>,
+        /// Back-edge traversals the bounded check unrolls.
+        #[arg(long, default_value_t = 4)]
+        bound: u32,
+        /// Solver time limit per query, in milliseconds.
+        #[arg(long, default_value_t = 10_000)]
+        timeout_ms: u32,
+        /// Validate generated cases instead of files.
+        #[arg(long)]
+        generated: bool,
+        /// Check the encoder against the interpreter on generated cases.
+        #[arg(long)]
+        self_check: bool,
+        /// The first generated seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// How many generated seeds.
+        #[arg(long, default_value_t = 100)]
+        count: u64,
+        /// The generator profile: small, default, loops or memory.
+        #[arg(long, default_value = "default", value_parser = parse_profile)]
+        profile: gen::Profile,
+        /// Where finding files are written.
+        #[arg(long, default_value = "findings")]
+        out: PathBuf,
+        /// Print every answer, not only those that are not proofs.
+        #[arg(long, short)]
+        verbose: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -181,6 +227,15 @@ fn main() -> ExitCode {
             fuzz(c, resume, json, quiet, jobs)
         }
         Command::Reduce { case, out, signature } => reduce(&case, out.as_deref(), signature.as_deref()),
+        Command::Verify { paths, pass, pipeline, bound, timeout_ms, generated, self_check, seed, count, profile, out, verbose } => {
+            let opts = tandem_oracle::smt::Options { bound, timeout_ms, ..Default::default() };
+            if self_check {
+                verify_self_check(seed, count, profile, bound)
+            } else {
+                let w = VerifyWhat { paths: &paths, generated, seed, count, profile };
+                verify(&w, pass.as_deref(), pipeline.as_deref(), &opts, &out, verbose)
+            }
+        }
     }
 }
 
@@ -591,6 +646,7 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool, junit: Option<PathBuf>, js
     // Output goes through a locked handle so that a closed pipe (`| head`) ends quietly.
     let mut out = std::io::stdout().lock();
     let (mut passed, mut failed, mut bad, mut limited) = (0, 0, 0, 0);
+    let mut z3 = tandem_oracle::smt::run::Tally::default();
     for path in &files {
         let file_started = std::time::Instant::now();
         match replay::replay_file(path, bless, &mut emu) {
@@ -641,6 +697,19 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool, junit: Option<PathBuf>, js
                         }
                     }
                 }
+                for r in &report.smt {
+                    if r.failed() {
+                        failed += 1;
+                        text += &format!("FAIL {}: %{} pass `{}`: z3 {}\n", path.display(), r.function, r.pass, r.answer);
+                    }
+                    z3.entries.push(tandem_oracle::smt::run::Entry {
+                        origin: String::new(),
+                        pass: r.pass.clone(),
+                        answer: r.answer.clone(),
+                        time: std::time::Duration::ZERO,
+                        finding: None,
+                    });
+                }
                 if report.blessed {
                     text += &format!("blessed {}\n", path.display());
                 }
@@ -668,6 +737,17 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool, junit: Option<PathBuf>, js
         "{} file(s): {passed} run(s) passed, {failed} failed{limits}, {bad} file(s) with bad input",
         files.len()
     );
+    let b = tandem_oracle::replay::replay_smt_options().bound;
+    let _ = writeln!(
+        out,
+        "z3: {} (function, pass) pair(s): {} proved, {} proved to bound {b}, {} unknown, {} counterexample(s), {} encoder disagreement(s)",
+        z3.entries.len(),
+        z3.count("proved"),
+        z3.count("bounded"),
+        z3.count("unknown"),
+        z3.count("counterexample"),
+        z3.count("disagreement")
+    );
     if bad > 0 {
         ExitCode::from(2)
     } else if failed > 0 {
@@ -676,5 +756,124 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool, junit: Option<PathBuf>, js
         ExitCode::from(3)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// What `tandem verify` validates.
+struct VerifyWhat<'a> {
+    paths: &'a [PathBuf],
+    generated: bool,
+    seed: u64,
+    count: u64,
+    profile: gen::Profile,
+}
+
+fn verify(
+    what: &VerifyWhat,
+    pass: Option<&str>,
+    pipeline: Option<&str>,
+    opts: &tandem_oracle::smt::Options,
+    out_dir: &std::path::Path,
+    verbose: bool,
+) -> ExitCode {
+    use tandem_core::passes::{check_pipeline, Form, Pipeline};
+    use tandem_oracle::smt::run::Tally;
+    let fail = |msg: String| {
+        eprintln!("error: {msg}");
+        ExitCode::from(2)
+    };
+    let pipeline = match pipeline {
+        Some(p) => match Pipeline::parse(p) {
+            Ok(p) => p,
+            Err(e) => return fail(format!("--pipeline: {e}")),
+        },
+        None => check_pipeline(),
+    };
+    if let Some(p) = pass {
+        if !pipeline.passes.iter().any(|q| q.name == p) {
+            return fail(format!("--pass {p}: pass `{p}` is not in the pipeline `{pipeline}`"));
+        }
+    }
+    if !what.generated && what.paths.is_empty() {
+        return fail("give case files or folders, or --generated".into());
+    }
+    let mut tally = Tally::default();
+    let mut out = std::io::stdout().lock();
+    let mut shown = 0;
+    let mut show = |tally: &Tally, out: &mut std::io::StdoutLock| {
+        for e in &tally.entries[shown..] {
+            if verbose || !e.answer.is_proof() {
+                let _ = writeln!(out, "{} {}: {} ({:.1} ms)", e.origin, e.pass, e.answer, e.time.as_secs_f64() * 1e3);
+                if let Some(p) = &e.finding {
+                    let _ = writeln!(out, "  finding: {}", p.display());
+                }
+            }
+        }
+        shown = tally.entries.len();
+    };
+    if what.generated {
+        // Seed by seed, so that answers appear as they come.
+        for s in what.seed..what.seed.saturating_add(what.count) {
+            if let Err(e) = tally.add_generated(s, 1, what.profile, &pipeline, pass, opts, out_dir) {
+                return fail(e.to_string());
+            }
+            show(&tally, &mut out);
+        }
+    } else {
+        let files = match replay::collect_files(what.paths) {
+            Ok(f) => f,
+            Err(e) => return fail(e.to_string()),
+        };
+        for path in &files {
+            let case = match replay::load(path) {
+                Ok(c) => c,
+                Err(e) => return fail(e.to_string()),
+            };
+            let stem = path.file_stem().map_or("case".to_string(), |s| s.to_string_lossy().into_owned());
+            for f in &case.module.functions {
+                // A function already in SSA form skips the passes up to `ssa`.
+                let has_phis = f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty());
+                let p = if has_phis && pipeline.start == Form::Hir {
+                    let rest: Vec<&str> =
+                        pipeline.passes.iter().skip_while(|q| q.name != "ssa").skip(1).map(|q| q.name).collect();
+                    match Pipeline::new_from(Form::Ssa, &rest) {
+                        Ok(p) => p,
+                        Err(e) => return fail(format!("{}: %{}: {e}", path.display(), f.name)),
+                    }
+                } else {
+                    pipeline.clone()
+                };
+                let origin = format!("{} %{}", path.display(), f.name);
+                if let Err(e) = tally.add_function(f, &origin, &format!("{stem}-{}", f.name), &p, pass, opts, out_dir) {
+                    return fail(format!("{origin}: {e}"));
+                }
+                show(&tally, &mut out);
+            }
+        }
+    }
+    let _ = write!(out, "{tally}");
+    ExitCode::from(tally.status())
+}
+
+fn verify_self_check(seed: u64, count: u64, profile: gen::Profile, bound: u32) -> ExitCode {
+    let s = tandem_oracle::smt::selfcheck::self_check(seed, count, profile, bound);
+    let mut out = std::io::stdout().lock();
+    for (sd, form, run, why) in &s.differences {
+        let _ = writeln!(out, "seed {sd} ({form}), run {run}: {why}");
+    }
+    let _ = writeln!(
+        out,
+        "self-check, seeds {seed}..{} ({}), bound {bound}: {} runs agreed with the interpreter, {} differed, {} beyond the bound, {} out of fuel (not compared)",
+        seed + count,
+        profile.name(),
+        s.compared,
+        s.differences.len(),
+        s.beyond_bound,
+        s.fuel_exhausted
+    );
+    if s.differences.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }

@@ -3,7 +3,10 @@
 //! the reference with [`crate::check::check_case`]: the interpreter after every pass of
 //! `ssa,dce,ssa-destroy,cprop`, and the x86 code in the emulator without and with those
 //! passes. This is what `tandem run` and the corpus tests call; the command-line layer
-//! only turns [`FileReport`] into text and an exit code.
+//! only turns [`FileReport`] into text and an exit code. Each function's passes are also
+//! translation-validated with Z3 ([`crate::smt`]) at a small bound and timeout
+//! ([`replay_smt_options`]), so that replay stays fast; a replayed counterexample or an
+//! encoder disagreement fails the file.
 
 use crate::casefile::{CaseFile, Run};
 use crate::check::{check_case, Problem};
@@ -77,12 +80,56 @@ pub struct FileReport {
     pub runs: Vec<RunReport>,
     /// Whether `--bless` rewrote the file.
     pub blessed: bool,
+    /// The Z3 validator's answer for each (function, pass) of the check pipeline.
+    pub smt: Vec<SmtReport>,
+}
+
+/// The Z3 validator's answer for one function and pass.
+#[derive(Clone, Debug)]
+pub struct SmtReport {
+    pub function: String,
+    pub pass: String,
+    pub answer: crate::smt::Answer,
+}
+
+impl SmtReport {
+    /// Whether the answer is a finding (a counterexample or an encoder disagreement).
+    pub fn failed(&self) -> bool {
+        matches!(self.answer, crate::smt::Answer::Counterexample(_) | crate::smt::Answer::EncoderDisagreement(_))
+    }
 }
 
 impl FileReport {
     pub fn passed(&self) -> bool {
-        self.runs.iter().all(RunReport::passed)
+        self.runs.iter().all(RunReport::passed) && !self.smt.iter().any(SmtReport::failed)
     }
+}
+
+/// The validator's effort in corpus replay: small, so that `tandem run corpus/` stays fast.
+pub fn replay_smt_options() -> crate::smt::Options {
+    crate::smt::Options { bound: 1, timeout_ms: 1000, max_nodes: 20_000 }
+}
+
+/// Validates the check pipeline's passes on every function of `case` (a function already
+/// in SSA form skips the passes up to `ssa`).
+fn validate_case(case: &CaseFile) -> Vec<SmtReport> {
+    use tandem_core::passes::{check_pipeline, Form, Pipeline};
+    let opts = replay_smt_options();
+    let mut out = vec![];
+    for f in &case.module.functions {
+        let has_phis = f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty());
+        let pipeline = if has_phis {
+            Pipeline::parse_from(Form::Ssa, "dce,ssa-destroy,cprop").expect("valid")
+        } else {
+            check_pipeline()
+        };
+        // A pass the verifier rejects is reported by the stage checks already.
+        let Ok(answers) = crate::smt::validate_pipeline(f, &pipeline, &opts) else { continue };
+        for (pass, answer, _) in answers {
+            out.push(SmtReport { function: f.name.clone(), pass, answer });
+        }
+    }
+    out
 }
 
 /// Parses and verifies a case file; every problem is a located [`BadInput`].
@@ -165,7 +212,8 @@ pub fn replay_file(path: &Path, bless: bool, emu: &mut Emulator) -> Result<FileR
         })?;
         blessed = true;
     }
-    Ok(FileReport { path: path.to_path_buf(), runs, blessed })
+    let smt = validate_case(&case);
+    Ok(FileReport { path: path.to_path_buf(), runs, blessed, smt })
 }
 
 fn title(r: &Run) -> String {

@@ -346,7 +346,7 @@ mod tests {
         };
         let replayed = vec![
             Replayed::File {
-                report: FileReport { path: "a.tir".into(), runs: vec![failing, passing, limited], blessed: false },
+                report: FileReport { path: "a.tir".into(), runs: vec![failing, passing, limited], blessed: false, smt: vec![] },
                 elapsed: Duration::from_millis(10),
             },
             Replayed::Bad(BadInput { path: "b.tir".into(), line: 2, col: 5, message: "expected `}`".into() }),

@@ -1,0 +1,639 @@
+//! The Z3 encoding of a function: symbolic execution of HIR or SSA over bit-vectors, a
+//! fourth implementation of the semantics of `tandem_core::ir` (the interpreter in
+//! `crate::interp` is the reference; [`super::selfcheck`] holds this one to it).
+//!
+//! Values are bit-vectors of their type's width (`i32`: 32 bits, `i64`: 64). The heap is
+//! an array from 32-bit absolute address to byte, the callframe one bit-vector per
+//! variable, the trace a length plus arrays from event index to helper number and to each
+//! argument (sign-extended to 64 bits; unused argument slots are 0). Every rule is the
+//! interpreter's: wrapping arithmetic, masked shift counts, division traps, extending
+//! loads, truncating stores, `select` evaluating all operands, left-to-right post-order,
+//! helpers exactly as `crate::runtime` does them (`mix`/`mix64` exactly, `heap_rmw` on
+//! the symbolic heap, `cf_set` on the symbolic callframe, observable helpers appending an
+//! event).
+//!
+//! Traps are precise without guarding every effect: each point where the run may stop
+//! (a trap, an out-of-bounds access, a return) records the state at that point under the
+//! path condition that reaches it (an *exit*), and execution continues under the negated
+//! condition. States are immutable Z3 terms, so a recorded exit never sees later effects.
+//!
+//! [`encode_function`] unrolls the CFG for the bounded check: the DFS back edges from
+//! the entry are cut out of the CFG, leaving a DAG in reverse postorder; node `(b, n)` is
+//! block `b` after `n` back-edge traversals, `n <= bound`. A forward edge stays in the
+//! same copy, a back edge goes to the next one, and a back edge out of the last copy cuts
+//! the path: the run is beyond the bound and [`SymOutcome::in_bound`] is false for it.
+//! At a node, the states of the incoming edges (phis already applied, in parallel, from
+//! the predecessor's locals) merge by `ite`. The shape needs no knowledge of loops, so
+//! irreducible CFGs unroll the same way. [`encode_block`] runs one block from a given
+//! entry state for the per-block (unbounded) check.
+
+use tandem_core::helpers::HelperKind;
+use cranelift_entity::EntityRef;
+use tandem_core::ir::*;
+use z3::ast::{Array, Ast, Bool, BV};
+use z3::Sort;
+
+/// How a run (or a block, for the per-block check) ended, as the `kind` bit-vector.
+pub const END_RETURN: u64 = 0;
+pub const END_DIVIDE: u64 = 1;
+pub const END_CHECK: u64 = 2;
+pub const END_INVALID: u64 = 3;
+/// The block was left through an edge to the block whose index is in `value` (per-block
+/// check only).
+pub const END_CONTINUE: u64 = 4;
+
+/// Width of the `kind` bit-vector.
+const KIND_BITS: u32 = 8;
+
+/// Number of a helper in the trace's kind array.
+fn helper_number(h: HelperKind) -> u64 {
+    HelperKind::ALL.iter().position(|&k| k == h).expect("every helper is in ALL") as u64 + 1
+}
+
+/// The inputs both sides of a comparison share: arguments, initial heap, initial
+/// callframe.
+#[derive(Clone)]
+pub struct Inputs {
+    pub args: Vec<BV>,
+    pub heap: Array,
+    pub callframe: Vec<BV>,
+}
+
+impl Inputs {
+    /// Fresh symbols for the inputs of `f`.
+    pub fn fresh(f: &Function) -> Inputs {
+        let args = f.params.iter().enumerate().map(|(i, &p)| BV::new_const(format!("arg{i}"), f.locals[p].ty.bits())).collect();
+        let heap = Array::new_const("heap0", &Sort::bitvector(32), &Sort::bitvector(8));
+        let callframe = f.cfvars.values().enumerate().map(|(i, d)| BV::new_const(format!("cf{i}"), d.ty.bits())).collect();
+        Inputs { args, heap, callframe }
+    }
+}
+
+/// The symbolic trace: how many events, and per index the helper number and arguments.
+#[derive(Clone)]
+pub struct Trace {
+    pub len: BV,
+    pub kind: Array,
+    pub args: Vec<Array>,
+}
+
+impl Trace {
+    /// The empty trace with `slots` argument slots.
+    pub fn empty(slots: usize) -> Trace {
+        let idx = Sort::bitvector(32);
+        let kind = Array::const_array(&idx, &BV::from_u64(0, 8));
+        let args = (0..slots).map(|_| Array::const_array(&idx, &BV::from_u64(0, 64))).collect();
+        Trace { len: BV::from_u64(0, 32), kind, args }
+    }
+
+    fn push(&mut self, helper: HelperKind, args: &[BV]) {
+        self.kind = self.kind.store(&self.len, &BV::from_u64(helper_number(helper), 8));
+        for (i, slot) in self.args.iter_mut().enumerate() {
+            let v = args.get(i).map_or_else(|| BV::from_u64(0, 64), to64);
+            *slot = slot.store(&self.len, &v);
+        }
+        self.len = self.len.bvadd(&BV::from_u64(1, 32));
+    }
+
+    fn merge(c: &Bool, a: &Trace, b: &Trace) -> Trace {
+        Trace {
+            len: ite_bv(c, &a.len, &b.len),
+            kind: ite_array(c, &a.kind, &b.kind),
+            args: a.args.iter().zip(&b.args).map(|(x, y)| ite_array(c, x, y)).collect(),
+        }
+    }
+}
+
+/// The machine state between two nodes.
+#[derive(Clone)]
+pub struct State {
+    pub locals: Vec<BV>,
+    pub heap: Array,
+    pub callframe: Vec<BV>,
+    pub trace: Trace,
+}
+
+impl State {
+    fn merge(c: &Bool, a: &State, b: &State) -> State {
+        State {
+            locals: a.locals.iter().zip(&b.locals).map(|(x, y)| ite_bv(c, x, y)).collect(),
+            heap: ite_array(c, &a.heap, &b.heap),
+            callframe: a.callframe.iter().zip(&b.callframe).map(|(x, y)| ite_bv(c, x, y)).collect(),
+            trace: Trace::merge(c, &a.trace, &b.trace),
+        }
+    }
+}
+
+/// How one exit ends.
+#[derive(Clone)]
+enum Ending {
+    Return(BV),
+    Divide,
+    Check(u32),
+    Invalid,
+    Continue(Block),
+}
+
+/// The symbolic outcome of a run (or of a block).
+#[derive(Clone)]
+pub struct SymOutcome {
+    /// One of the `END_*` numbers.
+    pub kind: BV,
+    /// The returned value sign-extended to 64 bits, or the next block's index.
+    pub value: BV,
+    /// The code of a `Check` trap.
+    pub code: BV,
+    pub state: State,
+    /// The run finished within the bound (always true for a block).
+    pub in_bound: Bool,
+}
+
+/// Why a function cannot be encoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EncodeError {
+    /// The unrolled function would evaluate more than this many nodes.
+    TooLarge(usize),
+}
+
+fn ite_bv(c: &Bool, a: &BV, b: &BV) -> BV {
+    if a.ast_eq(b) {
+        a.clone()
+    } else {
+        c.ite(a, b)
+    }
+}
+
+fn ite_array(c: &Bool, a: &Array, b: &Array) -> Array {
+    if a.ast_eq(b) {
+        a.clone()
+    } else {
+        c.ite(a, b)
+    }
+}
+
+/// A bit-vector widened to 64 bits by sign extension (the canonical `i64` form).
+pub fn to64(v: &BV) -> BV {
+    let w = v.get_size();
+    if w == 64 {
+        v.clone()
+    } else {
+        v.sign_ext(64 - w)
+    }
+}
+
+/// A value narrowed or sign-extended to `ty` (as `Value::new(ty, v)` on the canonical
+/// form). A value that already has the width is returned as it is, so that the same value
+/// is the same term on both sides of a comparison (Z3 does not fold `extract(sext(x))`
+/// when it builds terms, and a pass that adds a copy must not change the term).
+fn to_type(v: &BV, ty: Type) -> BV {
+    let w = v.get_size();
+    let t = ty.bits();
+    if w == t {
+        v.clone()
+    } else if w > t {
+        v.extract(t - 1, 0)
+    } else {
+        v.sign_ext(t - w)
+    }
+}
+
+fn is_false(b: &Bool) -> bool {
+    b.as_bool() == Some(false)
+}
+
+/// Symbolic execution of one function's blocks.
+struct Exec<'a> {
+    f: &'a Function,
+    st: State,
+    /// The path condition of the current point.
+    alive: Bool,
+    exits: Vec<(Bool, Ending, State)>,
+    /// Nodes evaluated so far, against `limit`.
+    work: usize,
+    limit: usize,
+}
+
+impl Exec<'_> {
+    /// Records a possible stop here under `cond` and continues under its negation.
+    /// Conditions are simplified only to drop those that are constantly false; the terms
+    /// kept are the ones built, because Z3's simplifier orders the arguments of `and`/`or`
+    /// by term id, which depends on what was built before: simplified, the same guard can
+    /// come out as different terms on the two sides, and the solver then has to prove
+    /// them equal instead of seeing one term.
+    fn stop_if(&mut self, cond: Bool, ending: Ending) {
+        if is_false(&cond.simplify()) {
+            return;
+        }
+        let g = Bool::and(&[&self.alive, &cond]);
+        self.exits.push((g, ending, self.st.clone()));
+        self.alive = Bool::and(&[&self.alive, &cond.not()]);
+    }
+
+    fn value(&mut self, e: Expr) -> Result<BV, EncodeError> {
+        Ok(self.eval(e)?.expect("the verifier guarantees a value here"))
+    }
+
+    fn heap_bounds(addr: &BV, bytes: u32) -> Bool {
+        let lo = BV::from_u64(HEAP_BASE as u64, 32);
+        let hi = BV::from_u64((HEAP_BASE + HEAP_SIZE - bytes) as u64, 32);
+        Bool::and(&[addr.bvuge(&lo), addr.bvule(&hi)])
+    }
+
+    fn load_bytes(heap: &Array, addr: &BV, n: u32) -> BV {
+        let byte = |i: u32| heap.select(&addr.bvadd(&BV::from_u64(i as u64, 32))).as_bv().expect("the heap holds bytes");
+        let mut v = byte(0);
+        for i in 1..n {
+            v = byte(i).concat(&v);
+        }
+        v
+    }
+
+    fn store_bytes(heap: &Array, addr: &BV, v: &BV, n: u32) -> Array {
+        let mut h = heap.clone();
+        for i in 0..n {
+            h = h.store(&addr.bvadd(&BV::from_u64(i as u64, 32)), &v.extract(8 * i + 7, 8 * i));
+        }
+        h
+    }
+
+    /// Evaluates the tree at `e`: operands first, left to right, then the node.
+    fn eval(&mut self, e: Expr) -> Result<Option<BV>, EncodeError> {
+        self.work += 1;
+        if self.work > self.limit {
+            return Err(EncodeError::TooLarge(self.limit));
+        }
+        let f = self.f;
+        let ty = f.expr_type(e);
+        Ok(match &f.exprs[e] {
+            ExprData::Const { ty, value } => Some(BV::from_i64(*value, ty.bits())),
+            ExprData::Local(l) => Some(self.st.locals[l.index()].clone()),
+            ExprData::Unary { op, arg } => {
+                let a = self.value(*arg)?;
+                Some(match op {
+                    UnOp::Neg => a.bvneg(),
+                    UnOp::Not => a.bvnot(),
+                })
+            }
+            ExprData::Binary { op, lhs, rhs } => {
+                let a = self.value(*lhs)?;
+                let b = self.value(*rhs)?;
+                let bits = ty.expect("binary yields a value").bits();
+                let zero = BV::from_u64(0, bits);
+                let count = || b.bvand(&BV::from_u64((bits - 1) as u64, bits));
+                let min = BV::from_u64(1u64 << (bits - 1), bits);
+                let minus1 = BV::from_i64(-1, bits);
+                if op.can_trap() {
+                    let mut cond = b.eq(&zero);
+                    if matches!(op, BinOp::Sdiv | BinOp::Srem) {
+                        cond = Bool::or(&[cond, Bool::and(&[a.eq(&min), b.eq(&minus1)])]);
+                    }
+                    self.stop_if(cond, Ending::Divide);
+                }
+                Some(match op {
+                    BinOp::Add => a.bvadd(&b),
+                    BinOp::Sub => a.bvsub(&b),
+                    BinOp::Mul => a.bvmul(&b),
+                    BinOp::And => a.bvand(&b),
+                    BinOp::Or => a.bvor(&b),
+                    BinOp::Xor => a.bvxor(&b),
+                    BinOp::Shl => a.bvshl(count()),
+                    BinOp::Lshr => a.bvlshr(count()),
+                    BinOp::Ashr => a.bvashr(count()),
+                    BinOp::Sdiv => a.bvsdiv(&b),
+                    BinOp::Srem => a.bvsrem(&b),
+                    BinOp::Udiv => a.bvudiv(&b),
+                    BinOp::Urem => a.bvurem(&b),
+                })
+            }
+            ExprData::Cmp { op, lhs, rhs } => {
+                let a = self.value(*lhs)?;
+                let b = self.value(*rhs)?;
+                let c = match op {
+                    CmpOp::Eq => a.eq(&b),
+                    CmpOp::Ne => a.eq(&b).not(),
+                    CmpOp::Slt => a.bvslt(&b),
+                    CmpOp::Sle => a.bvsle(&b),
+                    CmpOp::Sgt => a.bvsgt(&b),
+                    CmpOp::Sge => a.bvsge(&b),
+                    CmpOp::Ult => a.bvult(&b),
+                    CmpOp::Ule => a.bvule(&b),
+                    CmpOp::Ugt => a.bvugt(&b),
+                    CmpOp::Uge => a.bvuge(&b),
+                };
+                Some(c.ite(&BV::from_u64(1, 32), &BV::from_u64(0, 32)))
+            }
+            ExprData::Convert { op, arg } => {
+                let a = self.value(*arg)?;
+                Some(match op {
+                    ConvOp::Sext => a.sign_ext(32),
+                    ConvOp::Zext => a.zero_ext(32),
+                    ConvOp::Trunc => a.extract(31, 0),
+                })
+            }
+            ExprData::Select { cond, if_true, if_false } => {
+                let c = self.value(*cond)?;
+                let a = self.value(*if_true)?;
+                let b = self.value(*if_false)?;
+                let w = c.get_size();
+                Some(c.eq(&BV::from_u64(0, w)).ite(&b, &a))
+            }
+            ExprData::Load { ty, width, signed, addr } => {
+                let a = self.value(*addr)?;
+                let n = width.bytes();
+                self.stop_if(Self::heap_bounds(&a, n).not(), Ending::Invalid);
+                let raw = Self::load_bytes(&self.st.heap, &a, n);
+                let bits = width.bits();
+                let t = ty.bits();
+                Some(if bits == t {
+                    raw
+                } else if bits > t {
+                    raw.extract(t - 1, 0)
+                } else if *signed {
+                    raw.sign_ext(t - bits)
+                } else {
+                    raw.zero_ext(t - bits)
+                })
+            }
+            ExprData::Store { width, addr, value } => {
+                let a = self.value(*addr)?;
+                let v = self.value(*value)?;
+                let n = width.bytes();
+                // A store wider than its value stores the canonical (sign-extended) form.
+                let v = if 8 * n > v.get_size() { to64(&v) } else { v };
+                self.stop_if(Self::heap_bounds(&a, n).not(), Ending::Invalid);
+                self.st.heap = Self::store_bytes(&self.st.heap, &a, &v, n);
+                None
+            }
+            ExprData::CfRead(v) => Some(self.st.callframe[v.index()].clone()),
+            ExprData::CfWrite { var, value } => {
+                let v = self.value(*value)?;
+                self.st.callframe[var.index()] = to_type(&v, f.cfvars[*var].ty);
+                None
+            }
+            ExprData::Assign { local, value } => {
+                let v = self.value(*value)?;
+                self.st.locals[local.index()] = to_type(&v, f.locals[*local].ty);
+                None
+            }
+            ExprData::Call { helper, args } => {
+                let (params, _) = helper.signature();
+                let mut vals = vec![];
+                for (&a, &p) in args.iter().zip(params) {
+                    let v = self.value(a)?;
+                    vals.push(to_type(&v, p));
+                }
+                self.call(*helper, &vals)
+            }
+            ExprData::TrapIf { cond, code } => {
+                let c = self.value(*cond)?;
+                let w = c.get_size();
+                self.stop_if(c.eq(&BV::from_u64(0, w)).not(), Ending::Check(*code));
+                None
+            }
+            ExprData::Comma { first, second } => {
+                self.eval(*first)?;
+                self.eval(*second)?
+            }
+        })
+    }
+
+    /// A helper call, exactly as `crate::runtime::call_helper` does it.
+    fn call(&mut self, helper: HelperKind, a: &[BV]) -> Option<BV> {
+        match helper {
+            HelperKind::Log | HelperKind::Log64 => {
+                self.st.trace.push(helper, a);
+                None
+            }
+            HelperKind::CfTrace => {
+                let vals = self.st.callframe.clone();
+                self.st.trace.push(helper, &vals);
+                None
+            }
+            HelperKind::CfSet => {
+                let n = self.st.callframe.len() as u64;
+                if n > 0 {
+                    let idx = a[0].bvurem(&BV::from_u64(n, 32));
+                    for (i, d) in self.f.cfvars.values().enumerate() {
+                        let new = to_type(&a[1], d.ty);
+                        let hit = idx.eq(&BV::from_u64(i as u64, 32));
+                        self.st.callframe[i] = hit.ite(&new, &self.st.callframe[i]);
+                    }
+                }
+                None
+            }
+            HelperKind::HeapRmw => {
+                let off = a[0].bvand(&BV::from_u64((HEAP_SIZE - 4) as u64, 32));
+                let addr = BV::from_u64(HEAP_BASE as u64, 32).bvadd(&off);
+                let old = Self::load_bytes(&self.st.heap, &addr, 4);
+                self.st.heap = Self::store_bytes(&self.st.heap, &addr, &old.bvadd(&a[1]), 4);
+                Some(old)
+            }
+            HelperKind::Mix => {
+                let m = a[0].bvmul(&BV::from_u64(0x9E37_79B1, 32));
+                Some(m.bvrotl(&BV::from_u64(5, 32)).bvxor(&a[1]))
+            }
+            HelperKind::Mix64 => {
+                let m = a[0].bvmul(&BV::from_u64(0x9E37_79B9_7F4A_7C15, 64));
+                Some(m.bvrotl(&BV::from_u64(17, 64)).bvxor(&a[1]))
+            }
+        }
+    }
+
+    /// Runs the statements and the terminator of `b` from the current state. Returns the
+    /// edges taken: (condition, target, state at the end of `b`).
+    fn block(&mut self, b: Block) -> Result<Vec<(Bool, Block, State)>, EncodeError> {
+        let data = &self.f.blocks[b];
+        for &s in &data.stmts {
+            self.eval(s)?;
+        }
+        let mut edges = vec![];
+        match &data.term {
+            Terminator::Jump(t) => edges.push((self.alive.clone(), *t)),
+            Terminator::Branch { cond, then_dest, else_dest } => {
+                let c = self.value(*cond)?;
+                let w = c.get_size();
+                let zero = c.eq(&BV::from_u64(0, w));
+                edges.push((Bool::and(&[&self.alive, &zero.not()]), *then_dest));
+                edges.push((Bool::and(&[&self.alive, &zero]), *else_dest));
+            }
+            Terminator::Return(e) => {
+                let v = self.value(*e)?;
+                let v = to64(&to_type(&v, self.f.ret));
+                self.stop_if(Bool::from_bool(true), Ending::Return(v));
+            }
+            Terminator::Switch { value, default, cases } => {
+                let v = self.value(*value)?;
+                let w = v.get_size();
+                let mut rest = self.alive.clone();
+                for (k, t) in cases {
+                    let hit = v.eq(&BV::from_i64(*k, w));
+                    edges.push((Bool::and(&[&rest, &hit]), *t));
+                    rest = Bool::and(&[&rest, &hit.not()]);
+                }
+                edges.push((rest, *default));
+            }
+        }
+        Ok(edges
+            .into_iter()
+            .filter(|(g, _)| !is_false(&g.simplify()))
+            .map(|(g, t)| (g, t, self.st.clone()))
+            .collect())
+    }
+}
+
+/// The state entering `target` from `pred`: `target`'s phis read `pred`'s locals in
+/// parallel (a phi without an argument for `pred` reads 0, as the interpreter does).
+fn enter(f: &Function, pred: Block, target: Block, mut st: State) -> State {
+    let phis = &f.blocks[target].phis;
+    if phis.is_empty() {
+        return st;
+    }
+    let vals: Vec<(usize, BV)> = phis
+        .iter()
+        .map(|phi| {
+            let w = f.locals[phi.dest].ty.bits();
+            let src = phi.args.iter().find(|(pb, _)| *pb == pred).map(|(_, l)| *l);
+            (phi.dest.index(), src.map_or_else(|| BV::from_u64(0, w), |l| st.locals[l.index()].clone()))
+        })
+        .collect();
+    for (d, v) in vals {
+        st.locals[d] = v;
+    }
+    st
+}
+
+/// Builds the outcome from the exits (their guards are mutually exclusive).
+fn outcome_of(exits: Vec<(Bool, Ending, State)>, fallback: State, in_bound: Bool) -> SymOutcome {
+    let mut kind = BV::from_u64(END_RETURN, KIND_BITS);
+    let mut value = BV::from_u64(0, 64);
+    let mut code = BV::from_u64(0, 32);
+    let mut state = fallback;
+    // The first exit ends the ite chain, so that the common one-exit case has no ite.
+    for (i, (g, ending, st)) in exits.into_iter().rev().enumerate() {
+        let (k, v, c) = match ending {
+            Ending::Return(v) => (END_RETURN, v, BV::from_u64(0, 32)),
+            Ending::Divide => (END_DIVIDE, BV::from_u64(0, 64), BV::from_u64(0, 32)),
+            Ending::Check(c) => (END_CHECK, BV::from_u64(0, 64), BV::from_u64(c as u64, 32)),
+            Ending::Invalid => (END_INVALID, BV::from_u64(0, 64), BV::from_u64(0, 32)),
+            Ending::Continue(b) => (END_CONTINUE, BV::from_u64(b.index() as u64, 64), BV::from_u64(0, 32)),
+        };
+        let k = BV::from_u64(k, KIND_BITS);
+        if i == 0 {
+            kind = k;
+            value = v;
+            code = c;
+            state = st;
+        } else {
+            kind = ite_bv(&g, &k, &kind);
+            value = ite_bv(&g, &v, &value);
+            code = ite_bv(&g, &c, &code);
+            state = State::merge(&g, &st, &state);
+        }
+    }
+    SymOutcome { kind, value, code, state, in_bound }
+}
+
+/// Trace argument slots needed for `f`: two, or one per callframe variable for
+/// `cf_trace` if that is more.
+pub fn trace_slots(f: &Function) -> usize {
+    f.cfvars.len().max(2)
+}
+
+/// The state a run of `f` starts in.
+pub fn initial_state(f: &Function, inputs: &Inputs, slots: usize) -> State {
+    let mut locals: Vec<BV> = f.locals.values().map(|d| BV::from_u64(0, d.ty.bits())).collect();
+    for (&p, a) in f.params.iter().zip(&inputs.args) {
+        locals[p.index()] = a.clone();
+    }
+    State { locals, heap: inputs.heap.clone(), callframe: inputs.callframe.clone(), trace: Trace::empty(slots) }
+}
+
+/// Blocks in reverse postorder of a DFS from the entry, and that DFS's back edges.
+fn dfs(f: &Function) -> (Vec<Block>, Vec<(Block, Block)>) {
+    use std::collections::HashSet;
+    let mut post = vec![];
+    let mut back = vec![];
+    let mut on_stack = HashSet::new();
+    let mut seen = HashSet::new();
+    let mut stack: Vec<(Block, usize)> = vec![(f.entry(), 0)];
+    seen.insert(f.entry());
+    on_stack.insert(f.entry());
+    while let Some((b, i)) = stack.pop() {
+        let succs = f.blocks[b].term.successors();
+        if i < succs.len() {
+            stack.push((b, i + 1));
+            let s = succs[i];
+            if on_stack.contains(&s) {
+                back.push((b, s));
+            } else if seen.insert(s) {
+                on_stack.insert(s);
+                stack.push((s, 0));
+            }
+        } else {
+            on_stack.remove(&b);
+            post.push(b);
+        }
+    }
+    post.reverse();
+    (post, back)
+}
+
+/// Encodes a whole run of `f` on `inputs`, unrolled to `bound` back-edge traversals.
+/// `limit` bounds the number of nodes evaluated over all copies.
+pub fn encode_function(f: &Function, inputs: &Inputs, slots: usize, bound: u32, limit: usize) -> Result<SymOutcome, EncodeError> {
+    use std::collections::HashMap;
+    let (rpo, back) = dfs(f);
+    let init = initial_state(f, inputs, slots);
+    let mut incoming: HashMap<(Block, u32), Vec<(Bool, State)>> = HashMap::new();
+    incoming.insert((f.entry(), 0), vec![(Bool::from_bool(true), init.clone())]);
+    let mut exits = vec![];
+    let mut cut = vec![];
+    let mut work = 0;
+    for n in 0..=bound {
+        for &b in &rpo {
+            let Some(ins) = incoming.remove(&(b, n)) else { continue };
+            // One incoming edge passes its guard on as it is (not as a one-argument `or`),
+            // so that a block inserted on an edge (a split critical edge) does not change
+            // the terms after it.
+            let guard = match &ins[..] {
+                [(g, _)] => g.clone(),
+                _ => Bool::or(&ins.iter().map(|(g, _)| g.clone()).collect::<Vec<_>>()),
+            };
+            let mut st = ins[0].1.clone();
+            for (g, s) in &ins[1..] {
+                st = State::merge(g, s, &st);
+            }
+            let mut ex = Exec { f, st, alive: guard, exits: vec![], work, limit };
+            let edges = ex.block(b)?;
+            work = ex.work;
+            exits.extend(ex.exits);
+            for (g, t, s) in edges {
+                let s = enter(f, b, t, s);
+                if back.contains(&(b, t)) {
+                    if n == bound {
+                        cut.push(g);
+                    } else {
+                        incoming.entry((t, n + 1)).or_default().push((g, s));
+                    }
+                } else {
+                    incoming.entry((t, n)).or_default().push((g, s));
+                }
+            }
+        }
+    }
+    let in_bound = Bool::or(&cut).not();
+    Ok(outcome_of(exits, init, in_bound))
+}
+
+/// Encodes one block `b` of `f` (no phis) from entry state `st`: its exits, including
+/// leaving through an edge (`END_CONTINUE` with the target's index in `value`).
+pub fn encode_block(f: &Function, b: Block, st: State, limit: usize) -> Result<SymOutcome, EncodeError> {
+    let mut ex = Exec { f, st: st.clone(), alive: Bool::from_bool(true), exits: vec![], work: 0, limit };
+    let edges = ex.block(b)?;
+    let mut exits = ex.exits;
+    for (g, t, s) in edges {
+        exits.push((g, Ending::Continue(t), s));
+    }
+    Ok(outcome_of(exits, st, Bool::from_bool(true)))
+}
+

@@ -1,0 +1,453 @@
+//! The Z3 translation validator (issue 9; `DESIGN.md`, "The harness", Validator): asks
+//! Z3 for an input on which a function before and after an IR pass has different
+//! observable outcomes (how the run ended, the trace, the final heap, the final
+//! callframe), and replays every answer in the reference interpreter before reporting it.
+//!
+//! Two kinds of check, chosen from the shape of the two functions, never from the pass's
+//! name:
+//!
+//! * **Per block, unbounded** ([`check_blocks`]), when both sides have no phis and the
+//!   same blocks with the same successors (what `cprop` and the tree mover keep): each
+//!   block runs from a symbolic entry state in which the two sides agree on the heap, the
+//!   callframe and every local live into the block in the source (locals correspond by
+//!   name, since passes renumber them; the after side's other locals are free), and must
+//!   reach the same trap or exit edge, trace, heap, callframe
+//!   and locals live out of the source block. This is an inductive proof over any run, so
+//!   no loop bound is involved: the answer is [`Answer::Proved`].
+//! * **Bounded, whole function** ([`check_bounded`]) for everything else (`ssa`, `dce`,
+//!   `ssa-destroy`, and any pass added later: it needs nothing from the pass): both sides
+//!   unrolled to `bound` back-edge traversals (see [`encode`]); a run that goes beyond the
+//!   bound on either side is not compared, so the best answer is
+//!   [`Answer::ProvedBounded`]. A failed per-block check falls back to this one, since a
+//!   block's entry state may be unreachable and only a whole run can be replayed.
+//!
+//! The source run being valid (no out-of-bounds access) is the precondition; an invalid
+//! target run where the source was valid is a difference. The final heaps are compared
+//! through a fresh symbolic address and the traces through a fresh symbolic index, so the
+//! query has no quantifier. Each query gets a fresh solver with a timeout (a per-block
+//! query a quarter of it, at most a second, since the bounded check follows); an unknown
+//! is reported as such and never as a pass.
+//!
+//! A model becomes a concrete [`RunInput`] (arguments, heap bytes, callframe values) and
+//! is run by the interpreter on both functions: only a replayed difference is an
+//! [`Answer::Counterexample`]; a model that does not replay is an
+//! [`Answer::EncoderDisagreement`], a bug in the encoding. [`write_finding`] writes
+//! either as a case file `tandem run` replays.
+
+pub mod encode;
+pub mod run;
+pub mod selfcheck;
+#[cfg(test)]
+mod tests;
+
+use crate::casefile::{CaseFile, Run};
+use crate::interp::{self, RunInput, DEFAULT_FUEL};
+use crate::outcome::{Invalid, Outcome, Value};
+use encode::{encode_block, encode_function, EncodeError, Inputs, State, SymOutcome, Trace};
+use cranelift_entity::EntityRef;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tandem_core::helpers::HelperKind;
+use tandem_core::ir::{ExprData, Function, Module, HEAP_BASE, HEAP_SIZE};
+use tandem_core::passes::{Cfg, Liveness, PassError, PassManager, Pipeline};
+use z3::ast::{Array, Bool, BV};
+use z3::{SatResult, Solver, Sort};
+
+/// How hard to try.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Back-edge traversals the bounded check unrolls.
+    pub bound: u32,
+    /// Per solver query.
+    pub timeout_ms: u32,
+    /// Most expression nodes one side may evaluate after unrolling.
+    pub max_nodes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { bound: 4, timeout_ms: 10_000, max_nodes: 200_000 }
+    }
+}
+
+/// Why there is no answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unknown {
+    /// The solver ran out of time (or gave up).
+    Timeout,
+    /// The unrolled function is larger than [`Options::max_nodes`].
+    TooLarge,
+}
+
+/// A replayed difference.
+#[derive(Clone, Debug)]
+pub struct Counterexample {
+    pub input: RunInput,
+    /// The interpreter's result on the function before the pass.
+    pub before: Result<Outcome, Invalid>,
+    /// ... and after it.
+    pub after: Result<Outcome, Invalid>,
+    /// The differences, one per line.
+    pub diff: Vec<String>,
+}
+
+/// A model the interpreter does not confirm: the encoding and the interpreter disagree.
+#[derive(Clone, Debug)]
+pub struct Disagreement {
+    pub input: RunInput,
+    pub before: Result<Outcome, Invalid>,
+    pub after: Result<Outcome, Invalid>,
+    /// What was wrong with the model.
+    pub why: String,
+}
+
+/// The answer for one (function, pass).
+#[derive(Clone, Debug)]
+pub enum Answer {
+    /// Equivalent on every run (per-block check).
+    Proved,
+    /// Equivalent on every run that takes at most this many back edges on both sides.
+    ProvedBounded(u32),
+    Counterexample(Box<Counterexample>),
+    EncoderDisagreement(Box<Disagreement>),
+    Unknown(Unknown),
+}
+
+impl Answer {
+    /// The answer's kind in one word, as summaries count it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Answer::Proved => "proved",
+            Answer::ProvedBounded(_) => "bounded",
+            Answer::Counterexample(_) => "counterexample",
+            Answer::EncoderDisagreement(_) => "disagreement",
+            Answer::Unknown(_) => "unknown",
+        }
+    }
+
+    /// Whether the answer is a proof (bounded or not).
+    pub fn is_proof(&self) -> bool {
+        matches!(self, Answer::Proved | Answer::ProvedBounded(_))
+    }
+}
+
+impl fmt::Display for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Answer::Proved => f.write_str("proved"),
+            Answer::ProvedBounded(k) => write!(f, "proved (bound {k})"),
+            Answer::Counterexample(c) => {
+                write!(f, "counterexample: {}", input_text(&c.input))?;
+                for d in &c.diff {
+                    write!(f, "\n  {d}")?;
+                }
+                Ok(())
+            }
+            Answer::EncoderDisagreement(d) => write!(f, "encoder disagreement: {} ({})", input_text(&d.input), d.why),
+            Answer::Unknown(Unknown::Timeout) => f.write_str("unknown (timeout)"),
+            Answer::Unknown(Unknown::TooLarge) => f.write_str("unknown (too large)"),
+        }
+    }
+}
+
+fn input_text(i: &RunInput) -> String {
+    let args: Vec<String> = i.args.iter().map(|a| a.to_string()).collect();
+    let mut s = format!("args ({})", args.join(", "));
+    if !i.heap.is_empty() {
+        s += &format!(", {} heap row(s)", i.heap.len());
+    }
+    if !i.callframe.is_empty() {
+        let cf: Vec<String> = i.callframe.iter().map(|(v, x)| format!("{v}={x}")).collect();
+        s += &format!(", callframe {}", cf.join(" "));
+    }
+    s
+}
+
+/// Validates one pass: `before` and `after` are the function as the pass found and left
+/// it. `pass` only names it in messages.
+pub fn validate(before: &Function, after: &Function, pass: &str, opts: &Options) -> Answer {
+    let _ = pass;
+    if same_shape(before, after) {
+        match check_blocks(before, after, opts) {
+            Ok(true) => return Answer::Proved,
+            // A block differs on some entry state, or the solver gave up: the bounded
+            // check looks for a whole run that shows it.
+            Ok(false) | Err(_) => {}
+        }
+    }
+    check_bounded(before, after, opts)
+}
+
+/// Runs `pipeline` over a copy of `f` and validates every pass on its before/after pair.
+/// Returns (pass, answer, time) per pass, or the pass manager's error.
+pub fn validate_pipeline(f: &Function, pipeline: &Pipeline, opts: &Options) -> Result<Vec<(String, Answer, Duration)>, PassError> {
+    let mut g = f.clone();
+    let mut before = f.clone();
+    let mut out = vec![];
+    PassManager { verify: true }.run(pipeline, &mut g, &mut |pass, after, _| {
+        let t = Instant::now();
+        let a = validate(&before, after, pass, opts);
+        out.push((pass.to_string(), a, t.elapsed()));
+        before = after.clone();
+    })?;
+    Ok(out)
+}
+
+/// Whether the per-block check applies: no phis on either side, the same layout, the
+/// same successors for every block, and the same parameter names. Locals correspond by
+/// name (a pass may add, drop and renumber locals).
+fn same_shape(a: &Function, b: &Function) -> bool {
+    a.layout == b.layout
+        && a.cfvars == b.cfvars
+        && a.params.len() == b.params.len()
+        && a.params.iter().zip(&b.params).all(|(&p, &q)| a.locals[p] == b.locals[q])
+        && a.layout.iter().all(|&x| {
+            a.blocks[x].phis.is_empty()
+                && b.blocks[x].phis.is_empty()
+                && a.blocks[x].term.successors() == b.blocks[x].term.successors()
+        })
+}
+
+/// A fresh solver with the options' timeout: Z3's simplifier, then its SMT core, as a
+/// tactic. Z3's default solver costs about 13 ms per query before it starts (it picks a
+/// strategy for the goal), which would dominate the latency of small functions; the
+/// solver for the logic QF_ABV starts in about 1 ms but gives up ("incomplete") on the
+/// constant arrays of the trace and heap comparisons. This one starts in about 0.4 ms
+/// and is complete.
+pub fn solver(opts: &Options) -> Solver {
+    let s = z3::Tactic::new("simplify").and_then(&z3::Tactic::new("smt")).solver();
+    let mut p = z3::Params::new();
+    p.set_u32("timeout", opts.timeout_ms);
+    s.set_params(&p);
+    s
+}
+
+/// `a` and `b` (source and target) differ observably, for a source that is valid. Uses
+/// fresh symbols for the heap address and trace index compared.
+fn differ(a: &SymOutcome, b: &SymOutcome, compare_locals: &[(BV, BV)]) -> Bool {
+    let kind = |k: u64| BV::from_u64(k, 8);
+    let addr = BV::fresh_const("addr", 32);
+    let in_heap = Bool::and(&[
+        addr.bvuge(&BV::from_u64(HEAP_BASE as u64, 32)),
+        addr.bvult(&BV::from_u64((HEAP_BASE + HEAP_SIZE) as u64, 32)),
+    ]);
+    let sel = |h: &Array| h.select(&addr).as_bv().expect("bytes");
+    let mut d = vec![
+        a.kind.eq(&b.kind).not(),
+        Bool::and(&[a.kind.eq(kind(encode::END_RETURN)), a.value.eq(&b.value).not()]),
+        Bool::and(&[a.kind.eq(kind(encode::END_CONTINUE)), a.value.eq(&b.value).not()]),
+        Bool::and(&[a.kind.eq(kind(encode::END_CHECK)), a.code.eq(&b.code).not()]),
+        Bool::and(&[in_heap, sel(&a.state.heap).eq(sel(&b.state.heap)).not()]),
+        trace_differs(&a.state.trace, &b.state.trace),
+    ];
+    for (x, y) in a.state.callframe.iter().zip(&b.state.callframe) {
+        d.push(x.eq(y).not());
+    }
+    let cont = a.kind.eq(kind(encode::END_CONTINUE));
+    for (x, y) in compare_locals {
+        d.push(Bool::and(&[&cont, &x.eq(y).not()]));
+    }
+    Bool::or(&d)
+}
+
+fn trace_differs(a: &Trace, b: &Trace) -> Bool {
+    let i = BV::fresh_const("event", 32);
+    let at = |arr: &Array| arr.select(&i).as_bv().expect("trace entries are bit-vectors");
+    let mut entry = vec![at(&a.kind).eq(at(&b.kind)).not()];
+    for (x, y) in a.args.iter().zip(&b.args) {
+        entry.push(at(x).eq(at(y)).not());
+    }
+    Bool::or(&[a.len.eq(&b.len).not(), Bool::and(&[i.bvult(&a.len), Bool::or(&entry)])])
+}
+
+/// The per-block check: `Ok(true)` when every block is proved, `Ok(false)` when some
+/// block differs on some entry state, `Err` when the solver gave up or a block is too
+/// large.
+pub fn check_blocks(before: &Function, after: &Function, opts: &Options) -> Result<bool, Unknown> {
+    let cfg = Cfg::compute(before);
+    let live = Liveness::compute(before, &cfg);
+    let slots = encode::trace_slots(before);
+    for &b in &before.layout {
+        let heap = Array::fresh_const("heap", &Sort::bitvector(32), &Sort::bitvector(8));
+        let callframe: Vec<BV> = before.cfvars.values().map(|d| BV::fresh_const("cf", d.ty.bits())).collect();
+        // The entry block is never a branch target, so it starts where a run starts: every
+        // local 0 but the parameters.
+        let entry = b == before.entry();
+        let start = |f: &Function, l: tandem_core::ir::Local| {
+            let bits = f.locals[l].ty.bits();
+            if entry && !f.params.contains(&l) {
+                BV::from_u64(0, bits)
+            } else {
+                BV::fresh_const("l", bits)
+            }
+        };
+        let src_locals: Vec<BV> = before.locals.keys().map(|l| start(before, l)).collect();
+        // The target's local of the same name shares the source local's entry value when
+        // that is live in; every other target local is free.
+        let tgt_locals: Vec<BV> = after
+            .locals
+            .iter()
+            .map(|(t, d)| match before.local_by_name(&d.name) {
+                Some(l) if live.live_in[b].contains(l) && before.locals[l].ty == d.ty => src_locals[l.index()].clone(),
+                _ => start(after, t),
+            })
+            .collect();
+        let st = |locals: Vec<BV>| State { locals, heap: heap.clone(), callframe: callframe.clone(), trace: Trace::empty(slots) };
+        let limit = opts.max_nodes;
+        let (Ok(x), Ok(y)) = (encode_block(before, b, st(src_locals), limit), encode_block(after, b, st(tgt_locals), limit)) else {
+            return Err(Unknown::TooLarge);
+        };
+        // A live-out local the target no longer has is never read by the target.
+        let compare: Vec<(BV, BV)> = live.live_out[b]
+            .iter()
+            .filter_map(|l| {
+                let t = after.local_by_name(&before.locals[l].name).filter(|&t| after.locals[t].ty == before.locals[l].ty)?;
+                Some((x.state.locals[l.index()].clone(), y.state.locals[t.index()].clone()))
+            })
+            .collect();
+        // A block gets a quarter of the time (at most a second): when it is hard, the
+        // bounded check that follows usually is not, and it gives a replayable answer.
+        let s = solver(&Options { timeout_ms: (opts.timeout_ms / 4).clamp(1, 1000), ..opts.clone() });
+        s.assert(x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not());
+        s.assert(differ(&x, &y, &compare));
+        match s.check() {
+            SatResult::Unsat => {}
+            SatResult::Sat => return Ok(false),
+            SatResult::Unknown => return Err(Unknown::Timeout),
+        }
+    }
+    Ok(true)
+}
+
+/// The bounded whole-function check, with every model replayed.
+pub fn check_bounded(before: &Function, after: &Function, opts: &Options) -> Answer {
+    if before.params.len() != after.params.len()
+        || before.params.iter().zip(&after.params).any(|(&p, &q)| before.locals[p].ty != after.locals[q].ty)
+        || before.cfvars != after.cfvars
+    {
+        // Not two versions of one function: any input shows it, but none is needed.
+        return Answer::Unknown(Unknown::TooLarge);
+    }
+    let inputs = Inputs::fresh(before);
+    let slots = encode::trace_slots(before);
+    let (x, y) = match (
+        encode_function(before, &inputs, slots, opts.bound, opts.max_nodes),
+        encode_function(after, &inputs, slots, opts.bound, opts.max_nodes),
+    ) {
+        (Ok(x), Ok(y)) => (x, y),
+        (Err(EncodeError::TooLarge(_)), _) | (_, Err(EncodeError::TooLarge(_))) => return Answer::Unknown(Unknown::TooLarge),
+    };
+    let s = solver(opts);
+    s.assert(&x.in_bound);
+    s.assert(&y.in_bound);
+    s.assert(x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not());
+    s.assert(differ(&x, &y, &[]));
+    match s.check() {
+        SatResult::Unsat => Answer::ProvedBounded(opts.bound),
+        SatResult::Unknown => Answer::Unknown(Unknown::Timeout),
+        SatResult::Sat => {
+            let model = s.get_model().expect("a model after sat");
+            replay(before, after, model_input(before, &inputs, &model))
+        }
+    }
+}
+
+/// The concrete inputs a model gives.
+pub fn model_input(f: &Function, inputs: &Inputs, model: &z3::Model) -> RunInput {
+    let num = |v: &BV| model.eval(v, true).and_then(|x| x.as_u64()).expect("a numeral under model completion");
+    let args = f.params.iter().zip(&inputs.args).map(|(&p, a)| Value::new(f.locals[p].ty, num(a) as i64)).collect();
+    let callframe = f
+        .cfvars
+        .iter()
+        .zip(&inputs.callframe)
+        .map(|((v, d), x)| (v, Value::new(d.ty, num(x) as i64)))
+        .collect();
+    let mut bytes = vec![0u8; HEAP_SIZE as usize];
+    for (off, byte) in bytes.iter_mut().enumerate() {
+        let a = BV::from_u64(HEAP_BASE as u64 + off as u64, 32);
+        *byte = num(&inputs.heap.select(&a).as_bv().expect("bytes")) as u8;
+    }
+    RunInput { args, heap: heap_rows(&bytes), callframe, fuel: DEFAULT_FUEL }
+}
+
+/// The non-zero 16-byte rows of a heap image, as initial heap ranges.
+fn heap_rows(bytes: &[u8]) -> Vec<(u32, Vec<u8>)> {
+    bytes
+        .chunks(16)
+        .enumerate()
+        .filter(|(_, c)| c.iter().any(|&b| b != 0))
+        .map(|(i, c)| (HEAP_BASE + 16 * i as u32, c.to_vec()))
+        .collect()
+}
+
+/// Runs both functions on `input`: a difference is a counterexample, anything else an
+/// encoder disagreement.
+pub fn replay(before: &Function, after: &Function, input: RunInput) -> Answer {
+    let run = |f: &Function| interp::run(f, &input).expect("the model's inputs fit the function");
+    let (b, a) = (run(before), run(after));
+    let disagree = |why: String| Answer::EncoderDisagreement(Box::new(Disagreement { input: input.clone(), before: b.clone(), after: a.clone(), why }));
+    match (&b, &a) {
+        (Err(i), _) => disagree(format!("the model's source run is {i}")),
+        (Ok(x), Ok(y)) => {
+            let diff = x.diff(y);
+            if diff.is_empty() {
+                disagree("both runs have the same outcome".into())
+            } else {
+                Answer::Counterexample(Box::new(Counterexample { input: input.clone(), before: b.clone(), after: a.clone(), diff }))
+            }
+        }
+        (Ok(_), Err(i)) => {
+            let diff = vec![format!("the run after the pass is {i}")];
+            Answer::Counterexample(Box::new(Counterexample { input: input.clone(), before: b.clone(), after: a.clone(), diff }))
+        }
+    }
+}
+
+/// The module holding `f` and the helper declarations it needs.
+pub fn module_of(f: &Function) -> Module {
+    let mut used: Vec<HelperKind> = vec![];
+    for e in f.exprs.values() {
+        if let ExprData::Call { helper, .. } = e {
+            if !used.contains(helper) {
+                used.push(*helper);
+            }
+        }
+    }
+    used.sort();
+    Module { helpers: used.into_iter().map(HelperKind::decl).collect(), functions: vec![f.clone()] }
+}
+
+/// Writes a counterexample or an encoder disagreement as a case file in `dir`: the
+/// function `f` (the pipeline's input, so that `tandem run` replays every pass on it),
+/// one run with the model's inputs and the reference interpreter's outcome as its
+/// expectation, and `;` lines naming the pass and the difference. Returns the path, or
+/// `None` for an answer that is not a finding.
+pub fn write_finding(dir: &Path, stem: &str, f: &Function, pass: &str, answer: &Answer) -> std::io::Result<Option<PathBuf>> {
+    let (input, head, lines): (&RunInput, String, Vec<String>) = match answer {
+        Answer::Counterexample(c) => (&c.input, format!("; smt: pass `{pass}` changes the outcome (replayed in the interpreter):"), c.diff.clone()),
+        Answer::EncoderDisagreement(d) => {
+            (&d.input, format!("; smt: encoder disagreement on pass `{pass}` (the model does not replay):"), vec![d.why.clone()])
+        }
+        _ => return Ok(None),
+    };
+    let reference = interp::run(f, input).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let run = Run {
+        line: 0,
+        entry: f.name.clone(),
+        args: input.args.clone(),
+        heap: input.heap.clone(),
+        callframe: input.callframe.iter().map(|(v, x)| (f.cfvars[*v].name.clone(), *x)).collect(),
+        fuel: None,
+        expect: Some(Run::expectation_of(f, &reference)),
+    };
+    let mut text = head + "\n";
+    for l in lines {
+        text += &format!(";   {l}\n");
+    }
+    text += &CaseFile::new(module_of(f), vec![run]).print();
+    let path = dir.join(format!("{stem}-smt-{pass}.tir"));
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(&path, text)?;
+    Ok(Some(path))
+}

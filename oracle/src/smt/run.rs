@@ -1,0 +1,167 @@
+//! Driving the validator over many functions (`tandem verify`): every function of case
+//! files, or generated cases, through a pipeline, with every (function, pass) answer and
+//! its time collected into a [`Tally`] that counts answers and prints the latency
+//! histogram (p50, p90, p99) per pass. Counterexamples and encoder disagreements are
+//! written as findings with [`super::write_finding`].
+
+use super::{validate_pipeline, write_finding, Answer, Options};
+use crate::gen::{self, Profile};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tandem_core::ir::Function;
+use tandem_core::passes::{PassError, Pipeline};
+
+/// One (function, pass) answer.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// Where the function comes from (a file and function name, or a seed).
+    pub origin: String,
+    pub pass: String,
+    pub answer: Answer,
+    pub time: Duration,
+    /// The finding file written for a counterexample or disagreement.
+    pub finding: Option<PathBuf>,
+}
+
+/// Answers and latencies of many queries.
+#[derive(Clone, Debug, Default)]
+pub struct Tally {
+    pub entries: Vec<Entry>,
+}
+
+impl Tally {
+    /// Validates the passes of `pipeline` on `f` (only `only` if given), adding one entry
+    /// per pass and writing findings into `out` as `{stem}-smt-{pass}.tir`.
+    pub fn add_function(
+        &mut self,
+        f: &Function,
+        origin: &str,
+        stem: &str,
+        pipeline: &Pipeline,
+        only: Option<&str>,
+        opts: &Options,
+        out: &Path,
+    ) -> Result<(), PassError> {
+        for (pass, answer, time) in validate_pipeline(f, pipeline, opts)? {
+            if only.is_some_and(|p| p != pass) {
+                continue;
+            }
+            let finding = write_finding(out, stem, f, &pass, &answer).unwrap_or_else(|e| {
+                eprintln!("warning: cannot write a finding into {}: {e}", out.display());
+                None
+            });
+            self.entries.push(Entry { origin: origin.to_string(), pass, answer, time, finding });
+        }
+        Ok(())
+    }
+
+    /// Validates generated cases `seed..seed+count` of `profile`.
+    pub fn add_generated(
+        &mut self,
+        seed: u64,
+        count: u64,
+        profile: Profile,
+        pipeline: &Pipeline,
+        only: Option<&str>,
+        opts: &Options,
+        out: &Path,
+    ) -> Result<(), PassError> {
+        let cfg = profile.config();
+        for s in seed..seed.saturating_add(count) {
+            let g = gen::generate(s, &cfg);
+            for f in &g.case.module.functions {
+                let stem = format!("{}-seed-{s}", profile.name());
+                self.add_function(f, &format!("seed {s} %{}", f.name), &stem, pipeline, only, opts, out)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of entries whose answer has kind `kind` (see [`Answer::kind`]).
+    pub fn count(&self, kind: &str) -> usize {
+        self.entries.iter().filter(|e| e.answer.kind() == kind).count()
+    }
+
+    /// The exit status `tandem verify` gives: 1 on a counterexample or encoder
+    /// disagreement, else 3 on an unknown, else 0.
+    pub fn status(&self) -> u8 {
+        if self.count("counterexample") + self.count("disagreement") > 0 {
+            1
+        } else if self.count("unknown") > 0 {
+            3
+        } else {
+            0
+        }
+    }
+
+    /// Pass names in first-seen order.
+    fn passes(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = vec![];
+        for e in &self.entries {
+            if !v.contains(&e.pass.as_str()) {
+                v.push(&e.pass);
+            }
+        }
+        v
+    }
+}
+
+/// The `q`-quantile (nearest rank) of sorted durations.
+pub fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+/// Histogram bucket upper bounds in milliseconds.
+const BUCKETS: [f64; 8] = [1.0, 5.0, 20.0, 50.0, 100.0, 250.0, 1000.0, f64::INFINITY];
+
+impl fmt::Display for Tally {
+    /// Per pass and in total: answer counts, p50/p90/p99 and a histogram.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut groups: Vec<(String, Vec<&Entry>)> =
+            self.passes().into_iter().map(|p| (p.to_string(), self.entries.iter().filter(|e| e.pass == p).collect())).collect();
+        groups.push(("all".to_string(), self.entries.iter().collect()));
+        for (name, es) in groups {
+            let mut times: Vec<Duration> = es.iter().map(|e| e.time).collect();
+            times.sort();
+            let c = |k: &str| es.iter().filter(|e| e.answer.kind() == k).count();
+            let unknown = c("unknown");
+            writeln!(
+                f,
+                "{name}: {} queries: {} proved, {} bounded, {} unknown ({:.1}%), {} counterexample(s), {} encoder disagreement(s); p50 {}, p90 {}, p99 {}, max {}",
+                es.len(),
+                c("proved"),
+                c("bounded"),
+                unknown,
+                100.0 * unknown as f64 / es.len().max(1) as f64,
+                c("counterexample"),
+                c("disagreement"),
+                ms(quantile(&times, 0.5)),
+                ms(quantile(&times, 0.9)),
+                ms(quantile(&times, 0.99)),
+                ms(times.last().copied().unwrap_or_default()),
+            )?;
+            let mut lo = 0.0;
+            let mut parts = vec![];
+            for hi in BUCKETS {
+                let n = times.iter().filter(|t| {
+                    let m = t.as_secs_f64() * 1e3;
+                    m >= lo && m < hi
+                }).count();
+                let label = if hi.is_infinite() { format!(">={lo}ms") } else { format!("<{hi}ms") };
+                parts.push(format!("{label}:{n}"));
+                lo = hi;
+            }
+            writeln!(f, "  histogram {}", parts.join(" "))?;
+        }
+        Ok(())
+    }
+}
