@@ -125,12 +125,12 @@ pub enum Val {
     Const(Type, i64),
 }
 
-/// Where a node hangs: under another node, as statement `i` of a block, or as a
+/// Where a node hangs: under another node, as the root of a statement of a block, or as a
 /// block's terminator expression.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum Parent {
     Node(Expr),
-    Stmt(Block, usize),
+    Stmt(Block),
     Term(Block),
 }
 
@@ -217,7 +217,7 @@ fn op_kind(d: &ExprData) -> Option<OpKind> {
 }
 
 /// Whether a node is an effect in the sense of the trap rule.
-fn is_kill(d: &ExprData) -> bool {
+pub(crate) fn is_kill(d: &ExprData) -> bool {
     match d {
         ExprData::Store { .. } | ExprData::CfWrite { .. } | ExprData::TrapIf { .. } => true,
         ExprData::Call { helper, .. } => !helper.effects().is_pure(),
@@ -273,8 +273,7 @@ impl Initialization {
             let roots: Vec<(Expr, Parent)> = data
                 .stmts
                 .iter()
-                .enumerate()
-                .map(|(i, &s)| (s, Parent::Stmt(b, i)))
+                .map(|&s| (s, Parent::Stmt(b)))
                 .chain(data.term.expr().map(|e| (e, Parent::Term(b))))
                 .collect();
             for (root, p) in roots {
