@@ -20,6 +20,12 @@
 //! %h)` where the sum is saved), so the next round sees `h * c` as a candidate. Loads and
 //! callframe reads are `memopt`'s, not candidates here.
 //!
+//! A save reuses the local its occurrence is assigned to (`%v = a + b` saves in `%v`);
+//! otherwise it is a statement `%h = e` of its own just before the occurrence's statement
+//! when `e` cannot trap and reads nothing that statement assigns first, and in place as
+//! `comma(%h = e, %h)` when it could (evaluation order inside the statement is kept).
+//! Reloads read the temporary; insertions are statements at the end of a predecessor.
+//!
 //! Rename decides that two occurrences have the same value only when the SSA versions
 //! prove it (a real occurrence against a Φ: its versions are the ones current at the Φ's
 //! block; a Φ operand: the Φ's versions translated through the block's phis), so a
