@@ -240,10 +240,13 @@ pub fn run_expression(
         }
     }
     compute_later(&mut phis);
-    if trapping {
-        // A trapping expression is inserted only where it is anticipated before any
-        // effect: at an operand of a down-safe Φ. A Φ that would need an insertion
-        // without being down-safe is not made available.
+    {
+        // Insertions only at operands of down-safe Φs: for a trapping expression that is
+        // the trap rule (anticipated before any effect); for any expression it keeps PRE
+        // from adding a computation to a path (a Φ that is not down-safe but can be
+        // available through an operand of a Φ that is `later` would otherwise insert
+        // there). A Φ that would need an insertion without being down-safe is not made
+        // available.
         loop {
             let bad = (0..phis.len()).find(|&j| {
                 phis[j].will_be_avail() && !phis[j].down_safe && phis[j].operands.iter().any(|o| needs_insertion(&phis, o))
