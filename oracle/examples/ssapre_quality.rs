@@ -10,7 +10,7 @@
 //!   number of times the block ran. The counts come from a copy of the function with one
 //!   extra callframe counter per block (so functions whose helpers touch the callframe,
 //!   whose behaviour depends on how many variables it has, are left out of this measure);
-//!   a trapping run counts its last block whole.
+//!   runs that trap are left out too (they stop inside a block).
 //!
 //! Only runs valid under the reference and under both pipelines count; every counted run
 //! must agree with the reference.
@@ -40,7 +40,8 @@ fn main() {
     let cfg = profile.config();
     let (mut runs, mut fuel_without, mut fuel_with, mut better, mut worse) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let (mut counted, mut ops_without, mut ops_with, mut ops_better, mut ops_worse) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    for seed in 0..count {
+    let first_seed: u64 = std::env::var("SSAPRE_QUALITY_FIRST").ok().map_or(0, |s| s.parse().expect("seed"));
+    for seed in first_seed..first_seed + count {
         let case = gen::generate(seed, &cfg).case;
         let f = &case.module.functions[0];
         let compile = |p: &Pipeline| {
@@ -77,7 +78,7 @@ fn main() {
     println!("  interpreter fuel without ssapre: {fuel_without}");
     println!("  interpreter fuel with ssapre:    {fuel_with} ({:+.2}%)", pct(fuel_with, fuel_without));
     println!("  runs that did less work: {better}, more work: {worse}, the same: {}", runs - better - worse);
-    println!("  {counted} runs without callframe helpers: computations without ssapre: {ops_without}");
+    println!("  {counted} returning runs without callframe helpers: computations without ssapre: {ops_without}");
     println!("  computations with ssapre: {ops_with} ({:+.2}%)", pct(ops_with, ops_without));
     println!("  runs with fewer computations: {ops_better}, more: {ops_worse}, the same: {}", counted - ops_better - ops_worse);
 }
@@ -105,7 +106,8 @@ fn computations(g: &Function, input: &RunInput, plain: &tandem_oracle::outcome::
         });
         any
     });
-    if touches_callframe {
+    // A trapping run stops inside its last block, which this count would take whole.
+    if touches_callframe || !matches!(plain.end, tandem_oracle::outcome::End::Return(_)) {
         return None;
     }
     let mut h = g.clone();
@@ -129,6 +131,11 @@ fn computations(g: &Function, input: &RunInput, plain: &tandem_oracle::outcome::
     let (Ok(o), _) = run_measured(&h, &input).ok()? else { return None };
     if o.end != plain.end {
         return None;
+    }
+    if std::env::var_os("SSAPRE_QUALITY_BLOCKS").is_some() {
+        for ((b, ops), c) in g.layout.iter().zip(&per_block).zip(&o.callframe[first..]) {
+            println!("  {b}: {ops} x {}", c.as_i64());
+        }
     }
     Some(per_block.iter().zip(&o.callframe[first..]).map(|(ops, c)| ops * c.as_i64() as u64).sum())
 }

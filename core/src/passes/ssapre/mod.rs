@@ -7,7 +7,9 @@
 //!   occurrence of every candidate expression into a worklist keyed by the expression's
 //!   lexical form over *original* variables (an SSA version `%x.3` belongs to the original
 //!   `x`: the name before its last `.N`), together with the effects and exits that
-//!   down-safety needs and, per block, the current version of every original.
+//!   down-safety needs and, per block, the current version of every original. A
+//!   computation assigned to a local nothing reads is not an occurrence (it is dead: `dce`
+//!   removes it, and PRE would otherwise move the expression to where it serves nothing).
 //! * Per expression ([`frg`]): **Φ-Insertion**, **Rename**, **DownSafety**,
 //!   **WillBeAvail** (CanBeAvail and Later), **Finalize** (the two steps, the second with
 //!   unneeded-Φ elimination: Φs of the FRG that end up unused produce no phi) and
@@ -263,6 +265,24 @@ impl Initialization {
             parent: SecondaryMap::new(),
         };
         let mut index: HashMap<Key, usize> = HashMap::new();
+        // Locals something reads: a computation assigned to a local nobody reads is dead
+        // (dce removes it), and taking it for an occurrence would make PRE move the
+        // expression to where it is evaluated for nothing.
+        let mut read = super::util::LocalSet::new(f.locals.len());
+        for &b in &f.layout {
+            for phi in &f.blocks[b].phis {
+                for (_, a) in &phi.args {
+                    read.insert(*a);
+                }
+            }
+            for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
+                for a in super::util::accesses(f, r) {
+                    if let super::util::Access::Use(l) = a {
+                        read.insert(l);
+                    }
+                }
+            }
+        }
         for &b in &f.layout {
             for (i, phi) in f.blocks[b].phis.iter().enumerate() {
                 init.phi_def[phi.dest] = Some((b, i));
@@ -303,6 +323,11 @@ impl Initialization {
                         init.kills[b].push((pos, n));
                     }
                     let Some(op) = op_kind(d) else { continue };
+                    if let Some(Parent::Node(p)) = init.parent[n] {
+                        if matches!(f.exprs[p], ExprData::Assign { local, .. } if !read.contains(local)) {
+                            continue;
+                        }
+                    }
                     let Some(versions) = d.operands().iter().map(|&o| leaf(f, o)).collect::<Option<Vec<Val>>>()
                     else {
                         continue;
