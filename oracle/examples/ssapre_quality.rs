@@ -16,6 +16,10 @@
 //! must agree with the reference.
 //!
 //! `cargo run --release -p tandem-oracle --example ssapre_quality -- [count] [profile] [ssa]`
+//!
+//! Environment: `SSAPRE_QUALITY_FIRST=N` starts at seed N; `SSAPRE_QUALITY_SHOW=1` names
+//! the runs that did more computations with `ssapre`; `SSAPRE_QUALITY_BLOCKS=1` prints
+//! each block's operator count and execution count.
 
 use tandem_core::ir::{BinOp, CfVarData, ExprData, Function, Type};
 use tandem_core::passes::{PassManager, Pipeline};

@@ -323,10 +323,8 @@ impl Initialization {
                         init.kills[b].push((pos, n));
                     }
                     let Some(op) = op_kind(d) else { continue };
-                    if let Some(Parent::Node(p)) = init.parent[n] {
-                        if matches!(f.exprs[p], ExprData::Assign { local, .. } if !read.contains(local)) {
-                            continue;
-                        }
+                    if dead(f, &init.parent, n, &read) {
+                        continue;
                     }
                     let Some(versions) = d.operands().iter().map(|&o| leaf(f, o)).collect::<Option<Vec<Val>>>()
                     else {
@@ -413,5 +411,23 @@ impl Initialization {
     /// The number of originals.
     pub fn originals(&self) -> usize {
         self.phi_blocks.len()
+    }
+}
+
+/// Whether the computation at `n` only feeds a statement `dce` removes: pure computations
+/// up to the root assignment of a local nothing reads, in a tree without effects.
+fn dead(f: &Function, parent: &SecondaryMap<Expr, Option<Parent>>, n: Expr, read: &super::util::LocalSet) -> bool {
+    let mut c = n;
+    loop {
+        let Some(Parent::Node(p)) = parent[c] else { return false };
+        match &f.exprs[p] {
+            ExprData::Assign { local, value } => {
+                return !read.contains(*local)
+                    && matches!(parent[p], Some(Parent::Stmt(_)))
+                    && !f.tree_has_side_effect(*value);
+            }
+            d if op_kind(d).is_some() => c = p,
+            _ => return false,
+        }
     }
 }
