@@ -72,6 +72,20 @@ impl RuntimeHelper {
     }
 }
 
+impl std::fmt::Display for RuntimeHelper {
+    /// The name a listing shows: `@log` for an IR helper, `@__sdiv64` and the like for the
+    /// backend's own routines.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RuntimeHelper::Ir(h) => write!(f, "@{}", h.name()),
+            RuntimeHelper::Sdiv64 => f.write_str("@__sdiv64"),
+            RuntimeHelper::Udiv64 => f.write_str("@__udiv64"),
+            RuntimeHelper::Srem64 => f.write_str("@__srem64"),
+            RuntimeHelper::Urem64 => f.write_str("@__urem64"),
+        }
+    }
+}
+
 /// The address of a runtime helper.
 pub fn helper_address(h: RuntimeHelper) -> u32 {
     let index = RuntimeHelper::all().iter().position(|x| *x == h).expect("every helper is listed") as u32;
@@ -84,4 +98,32 @@ pub struct MachineCode {
     pub bytes: Vec<u8>,
     /// Offset of the entry point within `bytes`.
     pub entry: u32,
+    /// What the code's size says about how long and how deep a correct run can go.
+    pub shape: CodeShape,
+    /// Where each block's code starts (offsets into `bytes`), in layout order, for
+    /// listings; empty for hand-written code.
+    pub blocks: Vec<(crate::ir::Block, u32)>,
+}
+
+impl MachineCode {
+    /// Hand-written code entered at its first byte, with no shape or block facts.
+    pub fn from_bytes(bytes: Vec<u8>) -> MachineCode {
+        MachineCode { bytes, entry: 0, shape: CodeShape::default(), blocks: vec![] }
+    }
+}
+
+/// The facts about a compiled function that bound what a correct run of it executes
+/// (the emulator's instruction budget) and how much stack it needs. Hand-written code
+/// leaves them at zero.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub struct CodeShape {
+    /// Instructions in the whole function.
+    pub insns: u32,
+    /// The most instructions emitted for one block of the IR (its statements, the copies
+    /// placed in it, its terminator, a switch's chain of compares). Each block's code has
+    /// no loop of its own, so one entry into a block executes at most this many.
+    pub max_block_insns: u32,
+    /// Bytes of stack the frame takes below the return address (saved registers, homes,
+    /// spill slots, outgoing arguments).
+    pub frame_bytes: u32,
 }

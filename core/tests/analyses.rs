@@ -109,7 +109,7 @@ b2:
 
 #[test]
 fn pipelines_are_validated() {
-    assert_eq!(default_pipeline().to_string(), "ssa,ssapre,dce,ssa-destroy,cprop");
+    assert_eq!(default_pipeline().to_string(), "ssa,memopt,ssapre,dce,ssa-destroy,cprop");
     assert!(Pipeline::parse("ssa,dce,ssa-destroy,cprop").is_ok());
     assert!(Pipeline::parse("cprop,dce,ssa,dce").is_ok());
     assert!(matches!(Pipeline::parse("ssa-destroy"), Err(PassError::WrongForm { pass: "ssa-destroy", .. })));
@@ -127,12 +127,12 @@ fn the_hook_sees_every_pass_and_ssa_is_checked() {
     let mut seen = vec![];
     let stats = PassManager { verify: true }
         .run(&default_pipeline(), &mut f, &mut |pass, ir, _| {
-            let form = if pass == "ssa" || pass == "ssapre" || pass == "dce" { Form::Ssa } else { Form::Hir };
+            let form = if ["ssa", "memopt", "ssapre", "dce"].contains(&pass) { Form::Ssa } else { Form::Hir };
             assert!(check_form(ir, form).is_empty(), "{pass}\n{ir}");
             seen.push(pass.to_string());
         })
         .unwrap();
-    assert_eq!(seen, vec!["ssa", "ssapre", "dce", "ssa-destroy", "cprop"]);
+    assert_eq!(seen, vec!["ssa", "memopt", "ssapre", "dce", "ssa-destroy", "cprop"]);
     // NESTED needs phis for i, j and s at the loop headers, and zero versions.
     let ssa = &stats[0].1;
     assert_eq!((ssa.get("phis"), ssa.get("zero_inits")), (5, 3));

@@ -154,7 +154,7 @@ pub fn fixed_program() -> MachineCode {
     };
     let mut a = CodeAssembler::new(32).expect("32-bit assembler");
     build(&mut a).expect("the fixed program assembles");
-    MachineCode { bytes: a.assemble(CODE_BASE as u64).expect("the fixed program encodes"), entry: 0 }
+    MachineCode::from_bytes(a.assemble(CODE_BASE as u64).expect("the fixed program encodes"))
 }
 
 /// The smallest function and its code: `ret 0`.
@@ -162,7 +162,7 @@ fn trivial() -> (Function, MachineCode) {
     let (m, _) = tandem_core::text::parse_module("function %f() -> i32 {\nb0:\n    ret 0\n}\n").expect("parses");
     let mut a = CodeAssembler::new(32).expect("32-bit assembler");
     a.xor(eax, eax).and_then(|_| a.ret()).expect("assembles");
-    let code = MachineCode { bytes: a.assemble(CODE_BASE as u64).expect("encodes"), entry: 0 };
+    let code = MachineCode::from_bytes(a.assemble(CODE_BASE as u64).expect("encodes"));
     (m.functions.into_iter().next().expect("one function"), code)
 }
 
@@ -276,6 +276,13 @@ pub fn generated_bench(start: u64, count: u64, emu: &mut Emulator) -> Result<Vec
         codes.push(tandem_core::backend::compile(g).map_err(|e| bad(*seed, e.to_string()))?);
     }
     out.push(programs("generated programs: compile only (backend)", t.elapsed().as_secs_f64()));
+    // What the checks campaigns run add: the LIR validator after every backend pass and
+    // the register allocation checker.
+    let t = Instant::now();
+    for (seed, _, g, _) in &cases {
+        tandem_core::backend::compile_validated(g).map_err(|e| bad(*seed, e.to_string()))?;
+    }
+    out.push(programs("generated programs: compile with LIR validator and allocation checker", t.elapsed().as_secs_f64()));
     let t = Instant::now();
     for ((seed, _, g, inputs), code) in cases.iter().zip(&codes) {
         for input in inputs {

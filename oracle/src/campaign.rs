@@ -43,6 +43,9 @@ pub struct Summary {
     pub invalid: u64,
     /// Runs on which every stage agreed.
     pub agreed: u64,
+    /// Runs without a problem on which some stage could not run because the program
+    /// exceeds a limit of the harness (not compared there, not a finding).
+    pub limited: u64,
     pub findings: Vec<Finding>,
     /// What each pass of the check pipeline did, summed over the cases (counted once per
     /// case, not per run), in a fixed order: passes in pipeline order (`cprop on HIR`
@@ -181,6 +184,7 @@ struct SeedOutcome {
     runs: u64,
     invalid: u64,
     agreed: u64,
+    limited: u64,
     problems: Vec<(u32, Problem)>,
     pass_stats: Vec<(String, Stats)>,
 }
@@ -189,7 +193,7 @@ struct SeedOutcome {
 fn check_seed(seed: u64, cfg: &gen::Config, emu: &mut Emulator) -> Result<SeedOutcome, CampaignError> {
     let g = gen::generate(seed, cfg);
     let checked = check_case(&g.case, emu).map_err(|e| CampaignError::Case { seed, error: e })?;
-    let mut o = SeedOutcome { seed, runs: 0, invalid: 0, agreed: 0, problems: vec![], pass_stats: vec![] };
+    let mut o = SeedOutcome { seed, runs: 0, invalid: 0, agreed: 0, limited: 0, problems: vec![], pass_stats: vec![] };
     for (r, c) in g.case.runs.iter().zip(checked) {
         o.runs += 1;
         if o.pass_stats.is_empty() {
@@ -197,6 +201,7 @@ fn check_seed(seed: u64, cfg: &gen::Config, emu: &mut Emulator) -> Result<SeedOu
         }
         match &c.reference {
             Err(_) => o.invalid += 1,
+            Ok(_) if c.problems.is_empty() && !c.limits.is_empty() => o.limited += 1,
             Ok(_) if c.problems.is_empty() => o.agreed += 1,
             Ok(_) => o.problems.extend(c.problems.into_iter().map(|p| (r.line, p))),
         }
@@ -210,6 +215,7 @@ fn record(c: &Campaign, s: &mut Summary, o: SeedOutcome) -> Result<(), CampaignE
     s.runs += o.runs;
     s.invalid += o.invalid;
     s.agreed += o.agreed;
+    s.limited += o.limited;
     s.add_pass_stats(&o.pass_stats);
     if let Some((_, first)) = o.problems.first() {
         let path = write_finding(&c.out_dir, o.seed, c.profile, &o.problems)?;

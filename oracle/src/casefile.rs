@@ -190,6 +190,16 @@ fn directive(line: &str) -> Option<(&str, &str, u32)> {
     Some((key, value, col))
 }
 
+/// A line that looks like a directive (`; ` then a lower-case word and `:`) but names
+/// none: a misspelt directive must not pass as a comment.
+fn unknown_directive(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix("; ")?;
+    let word = &rest[..rest.find(':')?];
+    let looks_like = word.starts_with(|c: char| c.is_ascii_lowercase())
+        && word.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    (looks_like && !RUN_KEYS.contains(&word)).then_some(word)
+}
+
 impl CaseFile {
     /// Parses a case file.
     pub fn parse(src: &str) -> Result<CaseFile, CaseError> {
@@ -257,6 +267,17 @@ impl CaseFile {
                     }
                 }
                 continue;
+            }
+            if let Some(word) = unknown_directive(line) {
+                let col = (line.len() - line.trim_start().len()) as u32 + 3;
+                return Err(ParseError::new(
+                    ln,
+                    col,
+                    format!(
+                        "unknown directive `; {word}:` (the directives are {}); a comment must not start with a lower-case word and a colon",
+                        RUN_KEYS.map(|k| format!("`; {k}:`")).join(", ")
+                    ),
+                ));
             }
             in_run = false;
             expecting = false;

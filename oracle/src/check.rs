@@ -48,6 +48,9 @@ pub struct RunCheck {
     /// What each pass did, by stage label (`ssa`, ..., `cprop`, and `cprop on HIR` for
     /// the pass alone); empty when no pipeline ran.
     pub pass_stats: Vec<(String, Stats)>,
+    /// Stages that could not run because the program exceeds a limit of the harness
+    /// (`emu::HarnessLimit`): (stage, what limit). Not a problem, and not a pass either.
+    pub limits: Vec<(String, String)>,
 }
 
 /// Why a run could not be checked at all.
@@ -91,6 +94,7 @@ pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Resu
     }
     let outcomes: Vec<_> = references.iter().map(|(r, _)| r.clone()).collect();
     let mut problems: Vec<Vec<Problem>> = vec![vec![]; inputs.len()];
+    let mut limits: Vec<Vec<(String, String)>> = vec![vec![]; inputs.len()];
     let problem = |stage: &str, lines: Vec<String>| Problem { stage: stage.to_string(), lines, side_by_side: None };
     let pm = PassManager { verify: true };
     let mut pass_stats = vec![];
@@ -132,7 +136,7 @@ pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Resu
     for (stage, g) in x86_stages {
         let compiled = g
             .map_err(|e| format!("the IR passes failed: {e}"))
-            .and_then(|g| backend::compile(&g).map(|c| (g, c)).map_err(|e| format!("the backend failed: {e}")));
+            .and_then(|g| backend::compile_validated(&g).map(|c| (g, c)).map_err(|e| format!("the backend failed: {e}")));
         for (k, input) in inputs.iter().enumerate() {
             let (Ok(expected), fuel_used) = &references[k] else { continue };
             let (g, code) = match &compiled {
@@ -146,6 +150,7 @@ pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Resu
             let v = diff::check_against(expected.clone(), *fuel_used, g, input, code, emu).map_err(CheckError::Emulator)?;
             match v {
                 diff::Verdict::Agree(_) | diff::Verdict::Skipped(_) => {}
+                diff::Verdict::Limit(l) => limits[k].push((stage.clone(), l.to_string())),
                 diff::Verdict::Disagree { interp, x86, diff } => problems[k].push(Problem {
                     side_by_side: Some(side_by_side("interpreter", &interp, &stage, &x86)),
                     stage: stage.clone(),
@@ -160,10 +165,11 @@ pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Resu
     Ok(references
         .into_iter()
         .zip(problems)
-        .map(|((reference, _), problems)| {
+        .zip(limits)
+        .map(|(((reference, _), problems), limits)| {
             // An invalid reference run is not compared: no stage can disagree with it.
             let problems = if reference.is_ok() { problems } else { vec![] };
-            RunCheck { reference, problems, pass_stats: pass_stats.clone() }
+            RunCheck { reference, problems, pass_stats: pass_stats.clone(), limits }
         })
         .collect())
 }

@@ -14,7 +14,7 @@
 //!
 //! [`side_by_side`] prints two outcomes in two columns for reports.
 
-use crate::emu::{budget_for, EmuError, Emulator, Finding};
+use crate::emu::{budget_for, EmuError, Emulator, Finding, HarnessLimit};
 use crate::interp::{self, InputError, RunInput};
 use crate::outcome::{Invalid, Outcome, HEAP_ROW};
 use std::fmt;
@@ -33,6 +33,9 @@ pub enum Verdict {
     Disagree { interp: Outcome, x86: Outcome, diff: Vec<String> },
     /// The x86 code broke a rule of its own (see [`Finding`]).
     Finding { interp: Outcome, finding: Finding },
+    /// The program does not fit the emulated machine: nothing was compared, and it is
+    /// neither a pass nor a compiler bug.
+    Limit(HarnessLimit),
 }
 
 impl Verdict {
@@ -58,6 +61,7 @@ impl fmt::Display for Verdict {
                 writeln!(f, "FINDING: {finding}")?;
                 write!(f, "interpreter outcome:\n{interp}")
             }
+            Verdict::Limit(l) => write!(f, "harness limit: {l}"),
         }
     }
 }
@@ -104,7 +108,10 @@ pub fn check_against(
     code: &MachineCode,
     emu: &mut Emulator,
 ) -> Result<Verdict, EmuError> {
-    Ok(verdict(expected, emu.run_with_budget(code, f, input, budget_for(fuel_used))?))
+    match emu.run_with_budget(code, f, input, budget_for(fuel_used, &code.shape)) {
+        Err(EmuError::Limit(l)) => Ok(Verdict::Limit(l)),
+        run => Ok(verdict(expected, run?)),
+    }
 }
 
 /// The verdict on an x86 run against the interpreter's outcome of the same input.

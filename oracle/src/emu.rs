@@ -79,17 +79,24 @@ pub const STACK_WINDOW_BASE: u32 = STACK_BASE + STACK_SIZE - STACK_WINDOW;
 /// The size of Unicorn's translated-code buffer: a full buffer is flushed and refilled,
 /// so this bounds the memory a worker's instance grows to.
 pub const TCG_BUFFER_SIZE: u32 = 32 << 20;
-/// How many x86 instructions a run may execute per unit of interpreter fuel. One fuel
-/// unit is one IR node or block; the most expensive nodes (64-bit shifts by a variable
-/// count, 64-bit multiplies with spills around them) take well under 32 instructions.
+/// Instructions a run may execute per unit of interpreter fuel on top of the code's own
+/// per-block bound: one fuel unit is one IR node or block entry, and a helper's stub
+/// executes a handful of instructions.
 pub const INSNS_PER_FUEL: u64 = 32;
-/// Instructions every run may execute on top of its per-fuel budget: a prologue that
-/// zeroes and saves many locals costs instructions but no fuel.
+/// Instructions every run may execute on top of its per-fuel budget.
 pub const BUDGET_SLACK: u64 = 100_000;
 
-/// The instruction budget of a run whose interpreter run uses (or may use) `fuel`.
-pub fn budget_for(fuel: u64) -> u64 {
-    fuel.saturating_mul(INSNS_PER_FUEL).saturating_add(BUDGET_SLACK)
+/// The instruction budget of a run of `code` whose interpreter run uses (or may use)
+/// `fuel`. It is sound, derived from what correct code can execute rather than from a
+/// guess per node: the code of one IR block has no loop of its own (a switch is a chain
+/// of compares, the copies on an edge are straight-line), and every entry into a block
+/// costs the interpreter at least one unit of fuel, so a correct run executes at most
+/// `max_block_insns` instructions per block entry, twice that when a pass split the
+/// edge into a block of its own, plus the prologue (at most the whole code once). A run
+/// that exceeds it did not do what the IR does: it is a finding, never a harness limit.
+pub fn budget_for(fuel: u64, shape: &tandem_core::abi::CodeShape) -> u64 {
+    let per_fuel = INSNS_PER_FUEL + 2 * shape.max_block_insns as u64;
+    fuel.saturating_mul(per_fuel).saturating_add(shape.insns as u64).saturating_add(BUDGET_SLACK)
 }
 
 /// The byte filling the unused part of the code region and the sentinel page (`int3`).
@@ -111,10 +118,9 @@ pub enum EmuError {
     /// The run's inputs do not fit the function (argument count or types, heap ranges,
     /// callframe values).
     Input(InputError),
-    /// The machine code is larger than `CODE_SIZE_MAX` or its entry lies outside it.
-    CodeSize { len: usize, entry: u32 },
-    /// The function has more callframe variables than the callframe page holds.
-    TooManyCfVars(usize),
+    /// The program does not fit the emulated machine: a limit of the harness, not a bug
+    /// of the code under test.
+    Limit(HarnessLimit),
     /// [`with_worker_emulator`] was called from inside its own closure.
     WorkerBusy,
 }
@@ -124,16 +130,46 @@ impl fmt::Display for EmuError {
         match self {
             EmuError::Unicorn(s) => write!(f, "unicorn: {s}"),
             EmuError::Input(e) => write!(f, "bad run input: {e}"),
-            EmuError::CodeSize { len, entry } => {
-                write!(f, "machine code of {len} bytes with entry {entry:#x} does not fit the code region")
-            }
-            EmuError::TooManyCfVars(n) => write!(f, "{n} callframe variables do not fit the callframe page"),
+            EmuError::Limit(l) => write!(f, "harness limit: {l}"),
             EmuError::WorkerBusy => f.write_str("the thread's emulator is already in use"),
         }
     }
 }
 
 impl std::error::Error for EmuError {}
+
+/// A resource of the emulated machine that a program exceeds. Any program the parser
+/// accepts can exceed one (there is no bound on locals, callframe variables or code
+/// size), so each gets a verdict of its own: neither a pass nor a compiler bug. The
+/// limits: code up to `CODE_SIZE_MAX` (1 MiB), a frame up to `STACK_SIZE` (256 KiB) less
+/// the arguments, and [`CALLFRAME_SIZE`]` / 8` (512) callframe variables.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum HarnessLimit {
+    /// The machine code is larger than the code region (or its entry lies outside it).
+    CodeSize { len: usize, entry: u32 },
+    /// The function's frame and arguments need more stack than the emulated stack has.
+    StackFrame { bytes: u64 },
+    /// The function has more callframe variables than the callframe page holds.
+    CallframeVars(usize),
+}
+
+impl fmt::Display for HarnessLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HarnessLimit::CodeSize { len, entry } => write!(
+                f,
+                "machine code of {len} bytes (entry at {entry:#x}) does not fit the {} byte code region",
+                CODE_SIZE_MAX
+            ),
+            HarnessLimit::StackFrame { bytes } => {
+                write!(f, "a frame of {bytes} bytes does not fit the {} byte emulated stack", STACK_SIZE)
+            }
+            HarnessLimit::CallframeVars(n) => {
+                write!(f, "{n} callframe variables do not fit the {} slots of the callframe page", CALLFRAME_SIZE / CALLFRAME_SLOT)
+            }
+        }
+    }
+}
 
 fn uc_err(what: &str) -> impl Fn(uc_error) -> EmuError + '_ {
     move |e| EmuError::Unicorn(format!("{what}: {e:?}"))
@@ -433,7 +469,7 @@ impl Emulator {
         f: &Function,
         input: &RunInput,
     ) -> Result<Result<Outcome, Finding>, EmuError> {
-        self.run_with_budget(code, f, input, budget_for(input.fuel))
+        self.run_with_budget(code, f, input, budget_for(input.fuel, &code.shape))
     }
 
     /// Runs `code` as the compilation of `f` on `input`, executing at most `budget`
@@ -448,10 +484,17 @@ impl Emulator {
     ) -> Result<Result<Outcome, Finding>, EmuError> {
         let len = code.bytes.len();
         if len > CODE_SIZE_MAX as usize || code.entry as usize >= len {
-            return Err(EmuError::CodeSize { len, entry: code.entry });
+            return Err(EmuError::Limit(HarnessLimit::CodeSize { len, entry: code.entry }));
         }
         if f.cfvars.len() * CALLFRAME_SLOT as usize > CALLFRAME_SIZE as usize {
-            return Err(EmuError::TooManyCfVars(f.cfvars.len()));
+            return Err(EmuError::Limit(HarnessLimit::CallframeVars(f.cfvars.len())));
+        }
+        // The arguments and the return address sit at the top of the stack, the frame
+        // below them; a page of headroom is kept for helper calls.
+        let arg_bytes: u64 = f.params.iter().map(|&p| f.locals[p].ty.bits() as u64 / 8).sum();
+        let stack_bytes = code.shape.frame_bytes as u64 + arg_bytes + 4 + PAGE as u64;
+        if stack_bytes > STACK_SIZE as u64 {
+            return Err(EmuError::Limit(HarnessLimit::StackFrame { bytes: stack_bytes }));
         }
         let initial = self.initial_state(f, input)?;
         self.load_code(&code.bytes)?;

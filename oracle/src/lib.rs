@@ -14,7 +14,8 @@
 //!   the passes;
 //! * [`campaign`] — fuzzing campaigns over generated seeds (`tandem fuzz`), findings as
 //!   case files;
-//! * [`bench`] — throughput measurements (`tandem bench`).
+//! * [`bench`] — throughput measurements (`tandem bench`);
+//! * [`scaling`] — how each stage's time grows with function size (`tandem bench --scaling`).
 
 pub mod anticip;
 pub mod bench;
@@ -29,3 +30,4 @@ pub mod outcome;
 pub mod passcheck;
 pub mod replay;
 pub mod runtime;
+pub mod scaling;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use tandem_oracle::{gen, replay};
 
 #[derive(Parser)]
-#[command(name = "tandem", about = "Differential testing harness for the Tandem x86-32 compiler")]
+#[command(name = "tandem", version, about = "Differential testing harness for the Tandem x86-32 compiler")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -66,6 +66,10 @@ enum Command {
         /// Print statistics over the seeds instead of the cases.
         #[arg(long)]
         stats: bool,
+        /// Write each case to its own file in this folder (`PROFILE-seed-N.tir`, each
+        /// replayable with `tandem run`) instead of printing them.
+        #[arg(long, conflicts_with = "stats")]
+        out: Option<PathBuf>,
     },
     /// A fuzzing campaign: generates the cases of consecutive seeds and checks every run
     /// through every stage (reference interpreter, each IR pass, x86 without and with the
@@ -104,6 +108,10 @@ enum Command {
         /// How many generated seeds.
         #[arg(long, default_value_t = 500)]
         seeds: u64,
+        /// Instead: the scaling check, the time of every stage on functions of 100,
+        /// 1,000 and 10,000 statements, locals and blocks, with each stage's growth.
+        #[arg(long)]
+        scaling: bool,
     },
 }
 
@@ -114,8 +122,8 @@ fn main() -> ExitCode {
         Command::Compile { file, emit, after, pipeline, stats } => {
             compile(&file, &emit, after.as_deref(), pipeline.as_deref(), stats)
         }
-        Command::Gen { seed, profile, count, stats } => generate(seed, profile, count, stats),
-        Command::Bench { runs, seed, seeds } => bench(runs, seed, seeds),
+        Command::Gen { seed, profile, count, stats, out } => generate(seed, profile, count, stats, out),
+        Command::Bench { runs, seed, seeds, scaling } => bench(runs, seed, seeds, scaling),
         Command::Fuzz { seed, count, profile, out, quiet, jobs } => fuzz(seed, count, profile, out, quiet, jobs),
     }
 }
@@ -168,6 +176,20 @@ fn compile(file: &std::path::Path, emit: &str, after: Option<&str>, pipeline: Op
     let mut out = std::io::stdout().lock();
     let pm = PassManager { verify: true };
     for f in &mut module.functions {
+        // A function written in SSA form (with phis) skips the pipeline up to its `ssa`.
+        let mut prefix = prefix.clone();
+        if prefix.start == Form::Hir && f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty()) {
+            match prefix.passes.iter().position(|p| p.produces == Some(Form::Ssa)) {
+                Some(i) => prefix = Pipeline { passes: prefix.passes[i + 1..].to_vec(), start: Form::Ssa },
+                None if prefix.passes.is_empty() && backend.is_none() => {}
+                None => {
+                    return fail(format!(
+                        "function %{} is written in SSA form, but the pipeline `{prefix}` does not start with `ssa`",
+                        f.name
+                    ))
+                }
+            }
+        }
         match pm.run(&prefix, f, &mut |_, _, _| {}) {
             Ok(s) => {
                 if stats {
@@ -200,11 +222,15 @@ fn compile(file: &std::path::Path, emit: &str, after: Option<&str>, pipeline: Op
                 let _ = writeln!(out, "{text}");
             }
         } else {
-            let _ = writeln!(out, "; %{}: {} bytes", f.name, staged.code.bytes.len());
+            // Every function is loaded at the start of the code region to run.
+            let _ = writeln!(out, "%{}:   ; {} bytes at {:#010x}", f.name, staged.code.bytes.len(), tandem_core::abi::CODE_BASE);
             let _ = write!(out, "{}", tandem_core::backend::disassemble(&staged.code));
         }
         if stats {
-            eprintln!("%{} backend: {:?}", f.name, staged.stats);
+            for (pass, counters) in staged.stats.by_pass() {
+                let counters: Vec<String> = counters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                eprintln!("%{} {pass}: {}", f.name, counters.join(" "));
+            }
         }
     }
     ExitCode::SUCCESS
@@ -217,7 +243,27 @@ fn emit_name(f: tandem_core::passes::Form) -> &'static str {
     }
 }
 
-fn generate(seed: u64, p: gen::Profile, count: u64, stats: bool) -> ExitCode {
+fn generate(seed: u64, p: gen::Profile, count: u64, stats: bool, dir: Option<PathBuf>) -> ExitCode {
+    if count == 0 || seed.checked_add(count - 1).is_none() {
+        let why = if count == 0 { "is empty" } else { "runs past the largest seed" };
+        eprintln!("error: the seed range --seed {seed} --count {count} {why}: there is nothing to generate");
+        return ExitCode::from(2);
+    }
+    if let Some(dir) = dir {
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            eprintln!("error: cannot create {}: {e}", dir.display());
+            return ExitCode::from(2);
+        }
+        for s in seed..=seed + (count - 1) {
+            let path = dir.join(format!("{}-seed-{s}.tir", p.name()));
+            if let Err(e) = std::fs::write(&path, gen::render(s, p)) {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        }
+        println!("{count} case file(s) in {}", dir.display());
+        return ExitCode::SUCCESS;
+    }
     // Output goes through a locked handle and a closed pipe (`| head`) ends quietly.
     let mut out = std::io::stdout().lock();
     if stats {
@@ -281,12 +327,13 @@ fn fuzz(seed: u64, count: u64, profile: gen::Profile, out: PathBuf, quiet: bool,
             let mut out = std::io::stdout().lock();
             let _ = writeln!(
                 out,
-                "{} seeds ({}, {jobs} jobs), {} runs: {} agreed at every stage, {} invalid (not compared), {} findings; {:.0} cases/s",
+                "{} seeds ({}, {jobs} jobs), {} runs: {} agreed at every stage, {} invalid (not compared), {} beyond a harness limit, {} findings; {:.0} cases/s",
                 s.cases,
                 c.profile.name(),
                 s.runs,
                 s.agreed,
                 s.invalid,
+                s.limited,
                 s.findings.len(),
                 s.cases as f64 / secs
             );
@@ -308,11 +355,23 @@ fn fuzz(seed: u64, count: u64, profile: gen::Profile, out: PathBuf, quiet: bool,
     }
 }
 
-fn bench(runs: u64, seed: u64, seeds: u64) -> ExitCode {
+fn bench(runs: u64, seed: u64, seeds: u64, scaling: bool) -> ExitCode {
     let mut emu = match emulator() {
         Ok(e) => e,
         Err(code) => return code,
     };
+    if scaling {
+        return match tandem_oracle::scaling::report(&mut emu) {
+            Ok(table) => {
+                print!("{table}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let fixed = tandem_oracle::bench::emulator_bench(runs);
     let generated = fixed.and_then(|mut m| {
         m.extend(tandem_oracle::bench::generated_bench(seed, seeds, &mut emu)?);
@@ -348,7 +407,7 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
     };
     // Output goes through a locked handle so that a closed pipe (`| head`) ends quietly.
     let mut out = std::io::stdout().lock();
-    let (mut passed, mut failed, mut bad) = (0, 0, 0);
+    let (mut passed, mut failed, mut bad, mut limited) = (0, 0, 0, 0);
     for path in &files {
         match replay::replay_file(path, bless, &mut emu) {
             Err(e) => {
@@ -361,6 +420,15 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
                     // With --bless, an expectation mismatch has been rewritten; a stage
                     // disagreement never is.
                     let expectation_ok = r.mismatches.is_empty() || bless;
+                    if expectation_ok && r.problems.is_empty() && !r.limits.is_empty() {
+                        // Not a pass and not a failure: some stage could not run here.
+                        limited += 1;
+                        text += &format!("LIMIT {}:{}: {}\n", path.display(), r.line, r.title);
+                        for (stage, l) in &r.limits {
+                            text += &format!("       stage `{stage}` not run: {l}\n");
+                        }
+                        continue;
+                    }
                     if expectation_ok && r.problems.is_empty() {
                         passed += 1;
                         if verbose {
@@ -397,11 +465,18 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool) -> ExitCode {
             }
         }
     }
-    let _ = writeln!(out, "{} file(s): {passed} run(s) passed, {failed} failed, {bad} file(s) with bad input", files.len());
+    let limits = if limited > 0 { format!(", {limited} beyond a harness limit") } else { String::new() };
+    let _ = writeln!(
+        out,
+        "{} file(s): {passed} run(s) passed, {failed} failed{limits}, {bad} file(s) with bad input",
+        files.len()
+    );
     if bad > 0 {
         ExitCode::from(2)
     } else if failed > 0 {
         ExitCode::from(1)
+    } else if limited > 0 {
+        ExitCode::from(3)
     } else {
         ExitCode::SUCCESS
     }

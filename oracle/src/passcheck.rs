@@ -224,7 +224,7 @@ pub fn check_against(
 }
 
 /// The pipeline a corpus case is checked after: the check pipeline for HIR, or for a
-/// function already in strict SSA form `ssapre,dce,ssa-destroy,cprop`. A function with
+/// function already in strict SSA form `memopt,ssapre,dce,ssa-destroy,cprop`. A function with
 /// phis that is not strict SSA (a phi plus a local read before any definition, which the
 /// IR allows: it reads 0) is neither of the pipeline's input forms, so it has none.
 pub fn replay_pipeline(f: &Function) -> Option<Pipeline> {
@@ -232,7 +232,7 @@ pub fn replay_pipeline(f: &Function) -> Option<Pipeline> {
         if !tandem_core::passes::check_form(f, Form::Ssa).is_empty() {
             return None;
         }
-        Some(Pipeline::parse_from(Form::Ssa, "ssapre,dce,ssa-destroy,cprop").expect("valid"))
+        Some(Pipeline::parse_from(Form::Ssa, "memopt,ssapre,dce,ssa-destroy,cprop").expect("valid"))
     } else {
         Some(check_pipeline())
     }

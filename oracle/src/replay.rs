@@ -9,7 +9,8 @@ use crate::casefile::{CaseFile, Run};
 use crate::check::{check_case, Problem};
 use crate::emu::Emulator;
 use std::path::{Path, PathBuf};
-use tandem_core::verify::verify_module;
+use tandem_core::passes::{check_form_located, Form};
+use tandem_core::verify::{verify_module, Location};
 
 /// A problem with the input itself: the file is broken, not the program under test.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -22,8 +23,29 @@ pub struct BadInput {
 
 impl std::fmt::Display for BadInput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.path.display(), self.line, self.col, self.message)
+        // Line 0: the problem is the file or folder as a whole (it cannot be read, or
+        // holds nothing to test), not a place in it.
+        if self.line == 0 {
+            write!(f, "{}: {}", self.path.display(), self.message)
+        } else {
+            write!(f, "{}:{}:{}: {}", self.path.display(), self.line, self.col, self.message)
+        }
     }
+}
+
+/// Reads a file as UTF-8 text; a byte that is not is located by line and column (the
+/// column counts characters, as the parser's do).
+fn read_text(path: &Path) -> Result<String, BadInput> {
+    let bad = |line, col, message| BadInput { path: path.to_path_buf(), line, col, message };
+    let bytes = std::fs::read(path).map_err(|e| bad(0, 0, format!("cannot read: {e}")))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let text = std::str::from_utf8(good).expect("valid up to here");
+        let line = text.matches('\n').count() as u32 + 1;
+        let col = text.rsplit('\n').next().map_or(0, |l| l.chars().count()) as u32 + 1;
+        let byte = e.as_bytes()[good.len()];
+        bad(line, col, format!("the file is not UTF-8 text: byte 0x{byte:02x} is not valid here"))
+    })
 }
 
 /// The result of one run of a case file.
@@ -36,6 +58,9 @@ pub struct RunReport {
     pub mismatches: Vec<String>,
     /// Stages (IR passes, x86) whose outcome differs from the reference interpreter's.
     pub problems: Vec<Problem>,
+    /// Stages that could not run because the program exceeds a limit of the harness:
+    /// (stage, what limit).
+    pub limits: Vec<(String, String)>,
 }
 
 impl RunReport {
@@ -63,13 +88,34 @@ impl FileReport {
 /// Parses and verifies a case file; every problem is a located [`BadInput`].
 pub fn load(path: &Path) -> Result<CaseFile, BadInput> {
     let bad = |line, col, message| BadInput { path: path.to_path_buf(), line, col, message };
-    let src = std::fs::read_to_string(path).map_err(|e| bad(0, 0, format!("cannot read: {e}")))?;
+    let src = read_text(path)?;
     let case = CaseFile::parse(&src).map_err(|e| bad(e.line, e.col, e.message))?;
+    if case.module.functions.is_empty() {
+        let what = if src.trim().is_empty() { "the file is empty" } else { "the file defines no function" };
+        return Err(bad(1, 1, format!("{what}: there is nothing to compile or run")));
+    }
     if let Err(errs) = verify_module(&case.module) {
         let e = &errs[0];
         let (line, col) = case.source_map.position(&e.location);
         let more = if errs.len() > 1 { format!(" (and {} more error(s))", errs.len() - 1) } else { String::new() };
         return Err(bad(line, col, format!("{e}{more}")));
+    }
+    // A function written with phis is SSA input: it must be strict SSA (each local
+    // defined once, every use dominated by its definition), or no pass can take it.
+    for (fi, f) in case.module.functions.iter().enumerate() {
+        if f.layout.iter().all(|&b| f.blocks[b].phis.is_empty()) {
+            continue;
+        }
+        if let Some(e) = check_form_located(f, Form::Ssa).into_iter().next() {
+            let loc = Location {
+                helper: None,
+                function: Some((fi, f.name.clone())),
+                block: Some(e.block),
+                stmt: e.node.map(|n| (n, String::new())),
+            };
+            let (line, col) = case.source_map.position(&loc);
+            return Err(bad(line, col, format!("function %{} has phis but is not in SSA form: {e}", f.name)));
+        }
     }
     for r in &case.runs {
         let Some(f) = case.module.function(&r.entry) else {
@@ -84,6 +130,15 @@ pub fn load(path: &Path) -> Result<CaseFile, BadInput> {
 /// reference outcome differs from them (stage disagreements are never blessed away).
 pub fn replay_file(path: &Path, bless: bool, emu: &mut Emulator) -> Result<FileReport, BadInput> {
     let mut case = load(path)?;
+    if case.runs.is_empty() {
+        // A green replay of a file that runs nothing would be a gate that tested nothing.
+        return Err(BadInput {
+            path: path.to_path_buf(),
+            line: 1,
+            col: 1,
+            message: "no `; run:` line: the file tests nothing (`tandem compile` takes a module alone)".into(),
+        });
+    }
     // Each function's runs are checked together, so its passes and compilation run once.
     let checked = check_case(&case, emu).map_err(|e| BadInput {
         path: path.to_path_buf(),
@@ -97,7 +152,7 @@ pub fn replay_file(path: &Path, bless: bool, emu: &mut Emulator) -> Result<FileR
         let f = case.module.function(&r.entry).expect("checked by load");
         let mismatches = r.check(f, &c.reference);
         actuals.push(Some(Run::expectation_of(f, &c.reference)));
-        runs.push(RunReport { line: r.line, title: title(r), mismatches, problems: c.problems });
+        runs.push(RunReport { line: r.line, title: title(r), mismatches, problems: c.problems, limits: c.limits });
     }
     let mut blessed = false;
     if bless && runs.iter().any(|r| !r.mismatches.is_empty()) {
@@ -124,6 +179,7 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, BadInput> {
     let mut out = vec![];
     for p in paths {
         if p.is_dir() {
+            let before = out.len();
             let mut stack = vec![p.clone()];
             while let Some(d) = stack.pop() {
                 let rd = std::fs::read_dir(&d).map_err(|e| BadInput {
@@ -140,6 +196,9 @@ pub fn collect_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, BadInput> {
                         out.push(q);
                     }
                 }
+            }
+            if out.len() == before {
+                return Err(BadInput { path: p.clone(), line: 0, col: 0, message: "no `.tir` file in this folder".into() });
             }
         } else if p.exists() {
             out.push(p.clone());

@@ -32,7 +32,90 @@ const BROKEN: &[(&str, &str)] = &[
     ("function %f() -> i32 {\n    callframe i32 @a\nb0:\n    ret 0\n}\n; run: %f()\n; expect: return 0\n; cf-out: @a = 0, @a = 7\n", "6:1: `; cf-out:` names @a twice"),
     ("function %f() -> i32 {\n    callframe i32 @a\nb0:\n    ret 0\n}\n; run: %f()\n; expect: return 0\n; cf-out: @a = 0:i64\n", "6:1: `; cf-out:` gives @a the value 0:i64, but @a is i32"),
     ("function %f() -> i32 {\n    callframe i32 @a\nb0:\n    ret 0\n}\n; run: %f()\n; cf: @a = 1, @a = 2\n; expect: return 0\n; cf-out: @a = 2\n", "6:1: `; cf:` names @a twice"),
+    // Issue 8: a file with phis that is not SSA is bad input at the offending place, not
+    // a compiler finding (a local assigned twice; a use before its definition).
+    ("function %f(i32 %a) -> i32 {\n    local i32 %x\n    local i32 %y\nb0:\n    jump b1\nb1:\n    %x = phi(b0: %a)\n    %y = 1\n    %y = 2\n    ret add(%x, %y)\n}\n", "9:5: function %f has phis but is not in SSA form: SSA: local %y is defined more than once"),
+    ("function %f(i32 %a) -> i32 {\n    local i32 %x\n    local i32 %y\nb0:\n    br %a, b1, b2\nb1:\n    %x = phi(b0: %a, b2: %y)\n    %y = add(%x, 1)\n    ret %y\nb2:\n    %y = 5\n    jump b1\n}\n", "11:5: function %f has phis but is not in SSA form: SSA: local %y is defined more than once"),
+    ("function %f(i32 %a) -> i32 {\n    local i32 %x\n    local i32 %y\nb0:\n    jump b1\nb1:\n    %x = phi(b0: %a)\n    %x = add(%y, 1)\n    ret %x\n}\n", "8:5: function %f has phis but is not in SSA form: SSA: local %x is defined more than once"),
+    ("function %f(i32 %a) -> i32 {\n    local i32 %x\n    local i32 %y\nb0:\n    jump b1\nb1:\n    %x = phi(b0: %a)\n    ret add(%x, (%y = 1))\n}\n", "8:9: "),
+    ("function %f(i32 %a) -> i32 {\n    local i32 %x\n    local i32 %y\nb0:\n    jump b1\nb1:\n    %x = phi(b0: %a)\n    %x = %x\n    ret %x\n}\n", "8:5: function %f has phis but is not in SSA form"),
+    ("function %f(i32 %a) -> i32 {\n    local i32 %x\n    local i32 %y\nb0:\n    jump b1\nb1:\n    %x = phi(b0: %a)\n    %a = %y\n    %y = add(%x, 1)\n    ret %y\n}\n", "8:5: function %f has phis but is not in SSA form"),
+    ("function %f(i32 %a) -> i32 {\n    local i32 %x\n    local i32 %y\nb0:\n    jump b1\nb1:\n    %x = phi(b0: %a)\n    ret add(%x, %y)\n    %y = 1\n}\n", "9:5: "),
+    ("function %f(i32 %a) -> i32 {\n    local i32 %x\n    local i32 %y\nb0:\n    jump b1\nb1:\n    %x = phi(b0: %a)\n    %x = %y\n    %y = 1\n    ret %x\n}\n", "8:5: function %f has phis but is not in SSA form"),
+    ("function %f(i32 %a) -> i32 {\n    local i32 %x\n    local i32 %y\n    local i32 %z\nb0:\n    jump b1\nb1:\n    %x = phi(b0: %a)\n    %z = %y\n    %y = 1\n    ret %z\n}\n", "9:10: function %f has phis but is not in SSA form: SSA: use of %y in b1 is not dominated by its definition"),
+    // A misspelt directive is an error at its own line, not a comment.
+    ("function %f() -> i32 {\nb0:\n    ret 1\n}\n; run: %f()\n; expekt: return 1\n", "6:3: unknown directive `; expekt:`"),
+    ("function %f() -> i32 {\nb0:\n    ret 1\n}\n; run: %f()\n; expect: return 1\n; trcae: @log(1, 2)\n", "7:3: unknown directive `; trcae:`"),
+    // Files that test nothing.
+    ("", "1:1: the file is empty: there is nothing to compile or run"),
+    ("; only a comment\n", "1:1: the file defines no function"),
+    // Unreadable bytes are located and named, never printed raw.
+    ("function %f() -> i32 {\nb0:\n    ret 1 \u{0}\n}\n", "3:11: unexpected character U+0000"),
+    ("\u{FEFF}function %f() -> i32 {\nb0:\n    ret 1\n}\n", "1:1: unexpected character U+FEFF"),
 ];
+
+/// A file that is not UTF-8 is located at its first bad byte.
+#[test]
+fn bytes_that_are_not_utf8_are_located() {
+    let dir = std::env::temp_dir().join(format!("tandem-bad-input-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("latin1.tir");
+    std::fs::write(&p, b"function %f() -> i32 {\nb0:\n    ret 1 ; caf\xe9\n}\n").unwrap();
+    let err = replay::load(&p).unwrap_err();
+    assert_eq!((err.line, err.col), (3, 16), "{err}");
+    assert!(err.message.contains("byte 0xe9"), "{err}");
+}
+
+/// A module without a run, an empty folder and an empty seed range test nothing: each is
+/// an error (exit 2), never a green `0 run(s) passed`.
+#[test]
+fn inputs_that_test_nothing_exit_2() {
+    let module_only = write_temp("module-only.tir", "function %f() -> i32 {\nb0:\n    ret 1\n}\n");
+    let empty_dir = std::env::temp_dir().join(format!("tandem-empty-dir-{}", std::process::id()));
+    std::fs::create_dir_all(&empty_dir).unwrap();
+    let tandem = |args: &[&std::ffi::OsStr]| Command::new(env!("CARGO_BIN_EXE_tandem")).args(args).output().unwrap();
+    let out = tandem(&["run".as_ref(), module_only.as_os_str()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1:1: no `; run:` line"), "{}", String::from_utf8_lossy(&out.stderr));
+    // `tandem compile` takes a module alone.
+    let out = tandem(&["compile".as_ref(), module_only.as_os_str(), "--emit".as_ref(), "hir".as_ref()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = tandem(&["run".as_ref(), empty_dir.as_os_str()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no `.tir` file in this folder"));
+    for (seed, count) in [("18446744073709551615", "5"), ("0", "0")] {
+        let out = tandem(&["gen".as_ref(), "--seed".as_ref(), seed.as_ref(), "--count".as_ref(), count.as_ref()]);
+        assert_eq!(out.status.code(), Some(2), "gen --seed {seed} --count {count}");
+    }
+}
+
+/// `tandem gen --out DIR` writes one case file per seed, each of which replays; and the
+/// command knows its version.
+#[test]
+fn generated_files_replay_one_per_seed() {
+    let dir = std::env::temp_dir().join(format!("tandem-gen-out-{}", std::process::id()));
+    let tandem = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_tandem")).args(args).output().unwrap();
+    let d = dir.to_str().unwrap();
+    let out = tandem(&["gen", "--seed", "40", "--count", "3", "--profile", "small", "--out", d]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    for s in 40..43 {
+        assert!(dir.join(format!("small-seed-{s}.tir")).exists());
+    }
+    let out = tandem(&["run", d]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("3 file(s): "));
+    let out = tandem(&["--version"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("tandem {}", env!("CARGO_PKG_VERSION")));
+}
+
+/// A case written in SSA form that is not SSA is bad input for `tandem compile` too.
+#[test]
+fn compile_rejects_non_ssa_input_with_exit_2() {
+    let p = write_temp("non-ssa.tir", BROKEN.iter().find(|(_, w)| w.starts_with("9:5: function %f has phis")).unwrap().0);
+    let out = Command::new(env!("CARGO_BIN_EXE_tandem")).args(["compile".as_ref(), p.as_os_str()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(":9:5: function %f has phis but is not in SSA form"));
+}
 
 fn write_temp(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tandem-bad-input-{}", std::process::id()));

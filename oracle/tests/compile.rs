@@ -3,12 +3,14 @@
 
 use std::process::Command;
 
-const SRC: &str = "function %f(i32 %n) -> i32 {
+const SRC: &str = "helper @log(i32, i32) -> void effects(observable)
+function %f(i32 %n) -> i32 {
     local i32 %s
 b0:
     br %n, b1, b2
 b1:
     %s = add(%n, 1)
+    call @log(%s, %n)
     jump b2
 b2:
     ret %s
@@ -78,8 +80,21 @@ fn emit_lir_and_asm_show_the_backend() {
     for pass in ["rationalize", "decompose", "lower", "regalloc"] {
         assert!(out.contains(&format!("; %f after {pass}")), "{pass} missing:\n{out}");
     }
-    let (code, out, err) = compile(&["--emit", "asm", "--pipeline", "none"]);
+    // Every stage, register allocation included, starts with the same header.
+    assert_eq!(out.matches("lir %f -> i32 {").count(), 4, "{out}");
+    // Helper calls by name, never Rust `Debug` output.
+    assert!(out.contains("call @log"), "{out}");
+    assert!(!out.contains("Ir(") && !out.contains("Stats {"), "{out}");
+    let (code, out, err) = compile(&["--emit", "asm", "--pipeline", "none", "--stats"]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.starts_with("; %f: "), "{out}");
+    assert!(out.starts_with("%f:   ; "), "{out}");
     assert!(out.contains("ret"), "{out}");
+    // Blocks by label, jumps to labels, calls to helpers by name.
+    for label in ["\nb0:\n", "\nb1:\n", "\nb2:\n"] {
+        assert!(out.contains(label), "{label} missing:\n{out}");
+    }
+    assert!(out.contains("call @log"), "{out}");
+    assert!(out.lines().any(|l| l.ends_with(" b2") || l.ends_with(" b1")), "no jump by label:\n{out}");
+    assert!(err.contains("%f regalloc: globals="), "{err}");
+    assert!(!err.contains("Stats {"), "{err}");
 }

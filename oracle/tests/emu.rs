@@ -16,7 +16,7 @@ use tandem_oracle::outcome::{End, Event, Value};
 fn asm(build: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> MachineCode {
     let mut a = CodeAssembler::new(32).unwrap();
     build(&mut a).unwrap();
-    MachineCode { bytes: a.assemble(CODE_BASE as u64).unwrap(), entry: 0 }
+    MachineCode::from_bytes(a.assemble(CODE_BASE as u64).unwrap())
 }
 
 fn func(src: &str) -> Function {
@@ -624,7 +624,7 @@ fn bad_inputs_are_errors_not_findings() {
     let mut emu = Emulator::new().unwrap();
     assert!(emu.run(&code, &f, &input(vec![])).is_err());
     assert!(emu.run(&code, &f, &input(vec![Value::I64(1)])).is_err());
-    let empty = MachineCode { bytes: vec![], entry: 0 };
+    let empty = MachineCode::from_bytes(vec![]);
     assert!(emu.run(&empty, &f, &input(vec![Value::I32(1)])).is_err());
 }
 

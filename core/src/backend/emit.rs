@@ -17,7 +17,7 @@ use iced_x86::{Code, Instruction, MemoryOperand, Register};
 use super::lir::*;
 use super::regalloc::{Allocation, Base, MInst, Mem, Operand};
 use super::x86::Reg;
-use crate::abi::{helper_address, MachineCode, CHECK_TRAP_VECTOR, CODE_BASE};
+use crate::abi::{helper_address, CodeShape, MachineCode, CHECK_TRAP_VECTOR, CODE_BASE};
 use crate::ir::{BinOp, Block, CmpOp, MemWidth, UnOp, CALLFRAME_BASE, CALLFRAME_SLOT};
 
 /// An encoding failure (a backend bug: an operand shape no instruction takes).
@@ -447,7 +447,9 @@ pub fn emit(f: &LirFunction, alloc: &Allocation) -> Result<MachineCode, EmitErro
         e.labels.insert(b, l);
     }
     e.prologue()?;
+    let mut max_block_insns = 0;
     for (i, &b) in f.layout.iter().enumerate() {
+        let before = e.a.instructions().len();
         let next = f.layout.get(i + 1).copied();
         let mut l = e.labels[&b];
         e.a.set_label(&mut l)?;
@@ -463,7 +465,15 @@ pub fn emit(f: &LirFunction, alloc: &Allocation) -> Result<MachineCode, EmitErro
                 MInst::Reuse { .. } | MInst::Alias { .. } => {}
             }
         }
+        max_block_insns = max_block_insns.max(e.a.instructions().len() - before);
     }
-    let bytes = e.a.assemble(CODE_BASE as u64)?;
-    Ok(MachineCode { bytes, entry: 0 })
+    let insns = e.a.instructions().len() as u32;
+    let result = e.a.assemble_options(CODE_BASE as u64, iced_x86::BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS)?;
+    let mut blocks = vec![];
+    for &b in &f.layout {
+        blocks.push((b, (result.label_ip(&e.labels[&b])? - CODE_BASE as u64) as u32));
+    }
+    let bytes = result.inner.code_buffer;
+    let shape = CodeShape { insns, max_block_insns: max_block_insns as u32, frame_bytes: alloc.frame_bytes + 4 };
+    Ok(MachineCode { bytes, entry: 0, shape, blocks })
 }

@@ -338,15 +338,7 @@ pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
 impl fmt::Display for LirFunction {
     /// The linear dump: one node per line, contained nodes printed inside their user.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "lir %{} -> {} {{", self.name, self.ret)?;
-        for (v, d) in &self.vars {
-            let kind = match d.kind {
-                VarKind::Param { offset } => format!("param +{offset}"),
-                VarKind::Local => "local".into(),
-                VarKind::Temp => "temp".into(),
-            };
-            writeln!(f, "    {v}: {} %{} ({kind})", d.ty, d.name)?;
-        }
+        f.write_str(&self.header())?;
         for &b in &self.layout {
             writeln!(f, "{b}:")?;
             for &n in &self.blocks[b].nodes {
@@ -364,6 +356,20 @@ impl fmt::Display for LirFunction {
 }
 
 impl LirFunction {
+    /// The first lines of every printed stage: the signature and the variables.
+    pub fn header(&self) -> String {
+        let mut s = format!("lir %{} -> {} {{\n", self.name, self.ret);
+        for (v, d) in &self.vars {
+            let kind = match d.kind {
+                VarKind::Param { offset } => format!("param +{offset}"),
+                VarKind::Local => "local".into(),
+                VarKind::Temp => "temp".into(),
+            };
+            s += &format!("    {v}: {} %{} ({kind})\n", d.ty, d.name);
+        }
+        s
+    }
+
     /// The text of a node's operation and arguments (contained arguments inline).
     pub fn node_text(&self, n: Node) -> String {
         let d = &self.nodes[n];
@@ -396,7 +402,7 @@ pub fn op_name(op: &Op) -> String {
         Op::Store { width } => format!("store{}", width.bits()),
         Op::CfRead { var, offset } => format!("cfread {var}+{offset}"),
         Op::CfWrite { var, offset } => format!("cfwrite {var}+{offset}"),
-        Op::Call(h) => format!("call {h:?}"),
+        Op::Call(h) => format!("call {h}"),
         Op::TrapIf(c) => format!("trapif {c}"),
         Op::AddLo => "add.lo".into(),
         Op::AddHi => "add.hi".into(),

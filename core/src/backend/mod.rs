@@ -77,6 +77,45 @@ pub struct BackendStats {
     pub code_bytes: usize,
 }
 
+impl BackendStats {
+    /// The counters of each backend pass, by pass, in pipeline order (the same
+    /// `name=value` form as the IR passes' statistics).
+    pub fn by_pass(&self) -> Vec<(&'static str, Vec<(&'static str, usize)>)> {
+        let (r, d, l, a) = (&self.rationalize, &self.decompose, &self.lower, &self.regalloc);
+        vec![
+            ("rationalize", vec![("statements", r.statements), ("commas", r.commas), ("nodes", r.nodes)]),
+            (
+                "decompose",
+                vec![("decomposed", d.decomposed), ("split_vars", d.split_vars), ("temps", d.temps), ("helper_calls", d.helper_calls)],
+            ),
+            (
+                "lower",
+                vec![
+                    ("address_modes", l.address_modes),
+                    ("immediates", l.immediates),
+                    ("memory_operands", l.memory_operands),
+                    ("fused_compares", l.fused_compares),
+                    ("call_args", l.call_args),
+                    ("dead", l.dead),
+                ],
+            ),
+            (
+                "regalloc",
+                vec![
+                    ("globals", a.globals),
+                    ("spills", a.spills),
+                    ("unspills", a.unspills),
+                    ("moves", a.moves),
+                    ("reused", a.reused),
+                    ("aliased", a.aliased),
+                    ("spill_slots", a.spill_slots),
+                ],
+            ),
+            ("emit", vec![("code_bytes", self.code_bytes)]),
+        ]
+    }
+}
+
 /// Everything the backend produced: the LIR text after each pass, the allocation, the
 /// code and the statistics (`tandem compile --emit lir|asm`).
 #[derive(Clone, Debug)]
@@ -92,6 +131,13 @@ pub fn compile(f: &Function) -> Result<MachineCode, CompileError> {
     Ok(compile_with(f, RegallocOptions::default(), false)?.code)
 }
 
+/// Compiles `f` with the LIR validator after every pass and the register allocation
+/// checker after allocation, in every build (the harness's checks run them in release
+/// campaigns too).
+pub fn compile_validated(f: &Function) -> Result<MachineCode, CompileError> {
+    Ok(build(f, RegallocOptions::default(), false, true)?.code)
+}
+
 /// Compiles `f`, returning the LIR after each backend pass as well.
 pub fn compile_staged(f: &Function) -> Result<Staged, CompileError> {
     compile_with(f, RegallocOptions::default(), true)
@@ -105,12 +151,17 @@ fn check(pass: &'static str, f: &lir::LirFunction) -> Result<(), CompileError> {
 }
 
 /// Compiles `f` with explicit allocator options; `print` keeps the LIR text of every
-/// stage. The validator runs after every pass in debug builds.
+/// stage. The validator runs after every pass in debug builds and when printing.
 pub fn compile_with(f: &Function, opts: RegallocOptions, print: bool) -> Result<Staged, CompileError> {
+    build(f, opts, print, cfg!(debug_assertions) || print)
+}
+
+/// The backend: `validate` runs the LIR validator after every pass and the allocation
+/// checker after register allocation.
+fn build(f: &Function, opts: RegallocOptions, print: bool, validate: bool) -> Result<Staged, CompileError> {
     if let Err(errs) = crate::verify::verify_function(f) {
         return Err(CompileError::Unverified(crate::verify::format_errors(&errs)));
     }
-    let validate = cfg!(debug_assertions) || print;
     let mut stages = vec![];
     let mut stats = BackendStats::default();
     let (l, s) = rationalize::rationalize(f)?;
@@ -150,17 +201,46 @@ pub fn compile_with(f: &Function, opts: RegallocOptions, print: bool) -> Result<
     Ok(Staged { lir: stages, code, stats })
 }
 
+/// Names for the addresses a listing shows: block starts by their label (`b3`) and
+/// runtime helpers by name (`@log`).
+struct Labels(std::collections::HashMap<u64, String>);
+
+impl iced_x86::SymbolResolver for Labels {
+    fn symbol(
+        &mut self,
+        _instruction: &iced_x86::Instruction,
+        _operand: u32,
+        _instruction_operand: Option<u32>,
+        address: u64,
+        _address_size: u32,
+    ) -> Option<iced_x86::SymbolResult<'_>> {
+        self.0.get(&address).map(|name| iced_x86::SymbolResult::with_str(address, name))
+    }
+}
+
 /// Disassembles machine code loaded at [`CODE_BASE`], one instruction per line with its
-/// address and bytes, in Intel syntax.
+/// address and bytes, in Intel syntax: each block starts with its label, jumps name their
+/// target block and calls the helper they call.
 pub fn disassemble(code: &MachineCode) -> String {
     use iced_x86::{Decoder, DecoderOptions, Formatter, IntelFormatter};
+    let mut names: std::collections::HashMap<u64, String> =
+        crate::abi::RuntimeHelper::all().into_iter().map(|h| (h.address() as u64, h.to_string())).collect();
+    let mut starts: std::collections::HashMap<u64, Vec<String>> = std::collections::HashMap::new();
+    for (b, offset) in &code.blocks {
+        let address = (CODE_BASE + offset) as u64;
+        names.entry(address).or_insert_with(|| b.to_string());
+        starts.entry(address).or_default().push(b.to_string());
+    }
     let mut decoder = Decoder::with_ip(32, &code.bytes, CODE_BASE as u64, DecoderOptions::NONE);
-    let mut fmt = IntelFormatter::new();
+    let mut fmt = IntelFormatter::with_options(Some(Box::new(Labels(names))), None);
     let mut out = String::new();
     let mut text = String::new();
     for ins in &mut decoder {
         text.clear();
         fmt.format(&ins, &mut text);
+        for label in starts.remove(&ins.ip()).unwrap_or_default() {
+            out += &format!("{label}:\n");
+        }
         let start = (ins.ip() - CODE_BASE as u64) as usize;
         let bytes: String = code.bytes[start..start + ins.len()].iter().map(|b| format!("{b:02x}")).collect();
         out += &format!("{:08x}  {bytes:<20} {text}\n", ins.ip());

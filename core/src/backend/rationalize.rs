@@ -102,8 +102,6 @@ impl Linearizer<'_> {
     /// Appends the nodes of the tree at `e` in evaluation order; returns its value.
     fn expr(&mut self, e: Expr) -> Option<Use> {
         let f = self.f;
-        let ty = f.expr_type(e).unwrap_or(Type::I32);
-        let yields = u8::from(f.expr_type(e).is_some());
         let (op, args) = match &f.exprs[e] {
             ExprData::Comma { first, second } => {
                 self.stats.commas += 1;
@@ -144,7 +142,16 @@ impl Linearizer<'_> {
             }
             ExprData::TrapIf { cond, code } => (Op::TrapIf(*code), vec![self.value(*cond)]),
         };
-        let n = self.push(op, ty, yields, args);
+        // The type comes from the operands already linearized where it follows them
+        // (`Function::expr_type` would walk down the tree again at every node: quadratic
+        // in the depth of the deep trees the tree mover builds).
+        let ty = match &f.exprs[e] {
+            ExprData::Unary { .. } | ExprData::Binary { .. } => Some(self.lir.nodes[args[0].node].ty),
+            ExprData::Select { .. } => Some(self.lir.nodes[args[1].node].ty),
+            _ => f.expr_type(e),
+        };
+        let yields = u8::from(ty.is_some());
+        let n = self.push(op, ty.unwrap_or(Type::I32), yields, args);
         (yields == 1).then(|| Use::of(n))
     }
 }

@@ -750,11 +750,13 @@ impl<'a> LocalAllocator<'a> {
 impl Allocation {
     /// The allocated code as text, one instruction per line.
     pub fn print(&self, f: &LirFunction) -> String {
-        let mut s = String::new();
+        let mut s = f.header();
         for (v, r) in &self.globals {
-            s += &format!("; {v} %{} in {r}\n", f.vars[*v].name);
+            s += &format!("    ; {v} %{} in {r}\n", f.vars[*v].name);
         }
-        s += &format!("; frame {} bytes, saves {:?}\n", self.frame_bytes, self.saved.iter().map(|(r, _)| r.to_string()).collect::<Vec<_>>());
+        let saves: Vec<String> = self.saved.iter().map(|(r, _)| r.to_string()).collect();
+        let saves = if saves.is_empty() { "nothing".to_string() } else { saves.join(" ") };
+        s += &format!("    ; frame {} bytes, saves {saves}\n", self.frame_bytes);
         for &b in &f.layout {
             s += &format!("{b}:\n");
             for i in &self.code[b] {
@@ -772,6 +774,7 @@ impl Allocation {
                 };
             }
         }
+        s += "}\n";
         s
     }
 }

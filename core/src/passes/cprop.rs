@@ -45,13 +45,41 @@ pub fn run(f: &mut Function, _an: &Analyses) -> Stats {
     stats
 }
 
-fn kill(acp: &mut HashMap<Local, Avail>, x: Local) {
-    acp.remove(&x);
-    acp.retain(|_, v| *v != Avail::Copy(x));
+/// The ACP of one block, with the reverse index of copies so that a definition kills in
+/// time proportional to what it kills, not to the size of the ACP.
+#[derive(Default)]
+struct Acp {
+    avail: HashMap<Local, Avail>,
+    /// For each `y`, the locals that were made copies of `y` (some may be stale: an entry
+    /// counts only while `avail` still says so).
+    copies_of: HashMap<Local, Vec<Local>>,
+}
+
+impl Acp {
+    fn get(&self, l: &Local) -> Option<&Avail> {
+        self.avail.get(l)
+    }
+
+    fn insert(&mut self, x: Local, a: Avail) {
+        if let Avail::Copy(y) = a {
+            self.copies_of.entry(y).or_default().push(x);
+        }
+        self.avail.insert(x, a);
+    }
+
+    /// A definition of `x` removes the entry of `x` and those that copy `x`.
+    fn kill(&mut self, x: Local) {
+        self.avail.remove(&x);
+        for z in self.copies_of.remove(&x).unwrap_or_default() {
+            if self.avail.get(&z) == Some(&Avail::Copy(x)) {
+                self.avail.remove(&z);
+            }
+        }
+    }
 }
 
 fn cprop_block(f: &mut Function, b: Block, tm: &mut TreeMover, stats: &mut Stats) {
-    let mut acp: HashMap<Local, Avail> = HashMap::new();
+    let mut acp = Acp::default();
     let stmts = f.blocks[b].stmts.clone();
     let mut kept = vec![];
     for s in stmts {
@@ -78,7 +106,7 @@ fn cprop_tree(
     f: &mut Function,
     b: Block,
     root: crate::ir::Expr,
-    acp: &mut HashMap<Local, Avail>,
+    acp: &mut Acp,
     tm: &mut TreeMover,
     stats: &mut Stats,
     is_stmt: bool,
@@ -99,7 +127,7 @@ fn cprop_tree(
             },
             ExprData::Assign { local: x, value } => {
                 tm.def(x, stats);
-                kill(acp, x);
+                acp.kill(x);
                 if !(is_stmt && n == root) {
                     continue;
                 }

@@ -22,13 +22,14 @@ pub mod domtree;
 pub mod fold;
 pub mod liveness;
 pub mod loops;
+pub mod memopt;
 pub mod ssa;
 pub mod ssa_destroy;
 pub mod ssapre;
 pub mod tree_mover;
 pub mod util;
 
-use crate::ir::{ExprData, Function, Module};
+use crate::ir::{Block, Expr, ExprData, Function, Module};
 use crate::verify::{verify_function, VerifyError};
 use std::fmt;
 
@@ -175,6 +176,7 @@ pub struct PassInfo {
 /// Every IR-level pass.
 pub static PASSES: &[PassInfo] = &[
     PassInfo { name: "ssa", needs: Some(Form::Hir), produces: Some(Form::Ssa), changes_cfg: false, run: ssa::run },
+    PassInfo { name: "memopt", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: memopt::run },
     PassInfo { name: "ssapre", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: ssapre::run },
     PassInfo { name: "dce", needs: None, produces: None, changes_cfg: false, run: dce::run },
     PassInfo {
@@ -262,7 +264,8 @@ pub fn default_pipeline() -> Pipeline {
     Pipeline::new(&[
         // 1. Dominators, dominance frontiers, phi placement, renaming.
         "ssa",
-        // 2. `memopt` joins here when it lands.
+        // 2. Store/load elimination for the callframe and the heap.
+        "memopt",
         // 3. Partial redundancy elimination (SSAPRE).
         "ssapre",
         // 4. Dead code, then out of SSA with parallel copies.
@@ -276,7 +279,7 @@ pub fn default_pipeline() -> Pipeline {
 
 /// The pipeline every corpus case and generated program is checked after, pass by pass.
 pub fn check_pipeline() -> Pipeline {
-    Pipeline::parse("ssa,ssapre,dce,ssa-destroy,cprop").expect("valid")
+    Pipeline::parse("ssa,memopt,ssapre,dce,ssa-destroy,cprop").expect("valid")
 }
 
 /// Runs pipelines over functions.
@@ -349,15 +352,36 @@ impl PassManager {
     }
 }
 
+/// A broken rule of an IR form, with where it is: the block, and the node (a phi's
+/// destination has none).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct FormError {
+    pub block: Block,
+    pub node: Option<Expr>,
+    pub message: String,
+}
+
+impl fmt::Display for FormError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// The form-specific rules: HIR has no phis; SSA defines each local at most once and never
 /// assigns a parameter.
 pub fn check_form(f: &Function, form: Form) -> Vec<String> {
+    check_form_located(f, form).into_iter().map(|e| e.message).collect()
+}
+
+/// [`check_form`], each error with its place, so that a file's reader can point at it.
+pub fn check_form_located(f: &Function, form: Form) -> Vec<FormError> {
     let mut errs = vec![];
+    let err = |block, node, message| FormError { block, node, message };
     match form {
         Form::Hir => {
             for &b in &f.layout {
                 if !f.blocks[b].phis.is_empty() {
-                    errs.push(format!("{b} has phis but the IR should be in HIR form"));
+                    errs.push(err(b, None, format!("{b} has phis but the IR should be in HIR form")));
                 }
             }
         }
@@ -366,19 +390,19 @@ pub fn check_form(f: &Function, form: Form) -> Vec<String> {
             for &p in &f.params {
                 defined.insert(p);
             }
-            let mut def = |l: crate::ir::Local, errs: &mut Vec<String>| {
+            let mut def = |l: crate::ir::Local, b: Block, n: Option<Expr>, errs: &mut Vec<FormError>| {
                 if !defined.insert(l) {
-                    errs.push(format!("SSA: local %{} is defined more than once", f.locals[l].name));
+                    errs.push(err(b, n, format!("SSA: local %{} is defined more than once", f.locals[l].name)));
                 }
             };
             for &b in &f.layout {
                 for phi in &f.blocks[b].phis {
-                    def(phi.dest, &mut errs);
+                    def(phi.dest, b, None, &mut errs);
                 }
                 for s in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
                     for n in util::postorder(f, s) {
                         if let ExprData::Assign { local, .. } = &f.exprs[n] {
-                            def(*local, &mut errs);
+                            def(*local, b, Some(n), &mut errs);
                         }
                     }
                 }
@@ -394,8 +418,8 @@ pub fn check_form(f: &Function, form: Form) -> Vec<String> {
 /// Strict SSA: every use of a local is dominated by its definition (a phi argument by
 /// the end of its predecessor). A local that is never defined anywhere is the constant 0
 /// (every local starts at 0), as if defined before the entry, so its uses are strict too.
-fn check_strict(f: &Function) -> Vec<String> {
-    use crate::ir::{Block, Local};
+fn check_strict(f: &Function) -> Vec<FormError> {
+    use crate::ir::Local;
     use cranelift_entity::SecondaryMap;
     let cfg = Cfg::compute(f);
     let dt = DomTree::compute(f, &cfg);
@@ -406,9 +430,7 @@ fn check_strict(f: &Function) -> Vec<String> {
     for &p in &f.params {
         site[p] = Some((f.entry(), 0, 0));
     }
-    let roots = |b: Block| -> Vec<crate::ir::Expr> {
-        f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()).collect()
-    };
+    let roots = |b: Block| -> Vec<Expr> { f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()).collect() };
     for &b in &f.layout {
         for phi in &f.blocks[b].phis {
             site[phi.dest] = Some((b, 0, 0));
@@ -422,25 +444,26 @@ fn check_strict(f: &Function) -> Vec<String> {
         }
     }
     let mut errs = vec![];
-    let mut check = |l: Local, b: Block, at: (usize, usize), what: &str| match site[l] {
+    let mut check = |l: Local, b: Block, at: (usize, usize), node: Option<Expr>, what: &str| match site[l] {
         None => {}
         Some((db, dpos, dk)) => {
             let ok = if db == b { (dpos, dk) < at } else { dt.dominates(db, b) };
             if !ok {
-                errs.push(format!("SSA: {what} of %{} in {b} is not dominated by its definition", f.locals[l].name));
+                let message = format!("SSA: {what} of %{} in {b} is not dominated by its definition", f.locals[l].name);
+                errs.push(FormError { block: b, node, message });
             }
         }
     };
     for &b in &f.layout {
         for phi in &f.blocks[b].phis {
             for (p, a) in &phi.args {
-                check(*a, *p, (usize::MAX, usize::MAX), "phi argument");
+                check(*a, *p, (usize::MAX, usize::MAX), None, "phi argument");
             }
         }
         for (i, s) in roots(b).into_iter().enumerate() {
             for (k, n) in util::postorder(f, s).into_iter().enumerate() {
                 if let ExprData::Local(l) = f.exprs[n] {
-                    check(l, b, (i + 1, k), "use");
+                    check(l, b, (i + 1, k), Some(n), "use");
                 }
             }
         }

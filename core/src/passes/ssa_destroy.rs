@@ -20,6 +20,8 @@ use crate::ir::{Block, BlockData, ExprData, Function, Local, Terminator};
 /// Takes `f` out of SSA form.
 pub fn run(f: &mut Function, an: &Analyses) -> Stats {
     let mut stats = Stats::default();
+    // Blocks made by splitting edges, each with the block it follows in the layout.
+    let mut splits: Vec<(Block, Block)> = vec![];
     let targets: Vec<Block> = f.layout.iter().copied().filter(|&b| !f.blocks[b].phis.is_empty()).collect();
     for b in targets {
         let phis = std::mem::take(&mut f.blocks[b].phis);
@@ -42,7 +44,9 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
                 p
             } else {
                 stats.bump("edges_split");
-                split_edge(f, p, b)
+                let n = split_edge(f, p, b);
+                splits.push((p, n));
+                n
             };
             for (d, s) in seq {
                 let v = f.add_expr(ExprData::Local(s));
@@ -52,11 +56,26 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
             }
         }
     }
+    // Each new block goes right after the block it was split from, in order of creation.
+    if !splits.is_empty() {
+        let mut after: std::collections::HashMap<Block, Vec<Block>> = std::collections::HashMap::new();
+        for (from, n) in splits {
+            after.entry(from).or_default().push(n);
+        }
+        let mut layout = Vec::with_capacity(f.layout.len() + after.len());
+        for &b in &f.layout {
+            layout.push(b);
+            if let Some(new) = after.get(&b) {
+                layout.extend(new.iter().rev());
+            }
+        }
+        f.layout = layout;
+    }
     stats
 }
 
-/// Inserts a block on the edge `from -> to` (placed after `from` in the layout) and
-/// returns it.
+/// Makes a block on the edge `from -> to` and returns it; the caller places it in the
+/// layout.
 fn split_edge(f: &mut Function, from: Block, to: Block) -> Block {
     let n = f.blocks.push(BlockData { phis: vec![], stmts: vec![], term: Terminator::Jump(to) });
     for s in f.blocks[from].term.successors_mut() {
@@ -64,34 +83,60 @@ fn split_edge(f: &mut Function, from: Block, to: Block) -> Block {
             *s = n;
         }
     }
-    let pos = f.layout.iter().position(|&b| b == from).expect("in layout");
-    f.layout.insert(pos + 1, n);
     n
 }
 
 /// Orders the parallel copy `dest <- src` (destinations distinct) into sequential copies
-/// with the same effect, using a fresh temporary per cycle.
+/// with the same effect, using a fresh temporary per cycle. A copy is *ready* when no
+/// other pending copy still reads its destination; the ready copy that comes first in
+/// the parallel copy goes first, and when only cycles remain, the first pending
+/// destination is saved in a temporary that its readers read instead. Readers are
+/// counted, so the order costs O(n log n), not a scan of the pending copies per copy.
 pub fn sequentialize(f: &mut Function, copies: Vec<(Local, Local)>, stats: &mut Stats) -> Vec<(Local, Local)> {
-    let mut pending: Vec<(Local, Local)> = copies.into_iter().filter(|(d, s)| d != s).collect();
+    use std::collections::{BTreeSet, HashMap};
+    let copies: Vec<(Local, Local)> = copies.into_iter().filter(|(d, s)| d != s).collect();
+    let index_of: HashMap<Local, usize> = copies.iter().enumerate().map(|(i, &(d, _))| (d, i)).collect();
+    // How many pending copies read each local where it lives (a saved local is read from
+    // its temporary and no longer counted).
+    let mut readers: HashMap<Local, usize> = HashMap::new();
+    for &(_, s) in &copies {
+        *readers.entry(s).or_default() += 1;
+    }
+    let mut saved: HashMap<Local, Local> = HashMap::new();
+    let mut pending: BTreeSet<usize> = (0..copies.len()).collect();
+    let mut ready: BTreeSet<usize> =
+        (0..copies.len()).filter(|&i| readers.get(&copies[i].0).copied().unwrap_or(0) == 0).collect();
     let mut out = vec![];
-    while !pending.is_empty() {
-        // A copy whose destination no other pending copy still reads can go now.
-        if let Some(i) = pending.iter().position(|(d, _)| !pending.iter().any(|(_, s)| s == d)) {
-            out.push(pending.remove(i));
+    while let Some(&first) = pending.first() {
+        let Some(i) = ready.pop_first() else {
+            // Only cycles remain: save the first pending destination in a temporary.
+            let d = copies[first].0;
+            let name = format!("{}.tmp", f.locals[d].name);
+            let t = f.new_local(&name, f.locals[d].ty);
+            stats.bump("cycle_temps");
+            out.push((t, d));
+            saved.insert(d, t);
+            readers.insert(d, 0);
+            ready.insert(first);
             continue;
-        }
-        // Only cycles remain: save one destination in a temporary and read that instead.
-        let (d, _) = pending[0];
-        let name = format!("{}.tmp", f.locals[d].name);
-        let t = f.new_local(&name, f.locals[d].ty);
-        stats.bump("cycle_temps");
-        out.push((t, d));
-        for (_, s) in pending.iter_mut() {
-            if *s == d {
-                *s = t;
+        };
+        pending.remove(&i);
+        let (d, s) = copies[i];
+        match saved.get(&s) {
+            Some(&t) => out.push((d, t)),
+            None => {
+                out.push((d, s));
+                let n = readers.get_mut(&s).expect("counted");
+                *n -= 1;
+                if *n == 0 {
+                    if let Some(&j) = index_of.get(&s) {
+                        if pending.contains(&j) {
+                            ready.insert(j);
+                        }
+                    }
+                }
             }
         }
     }
     out
 }
-

@@ -12,11 +12,13 @@
 //! propagation has rewritten the node):
 //! * [`TreeMover::def`]: clears [W]; kills the "affected trees" (trees in [D] reading the
 //!   local; trees reading it only through another scheduled move get *linked* with that
-//!   move instead: the two moves become mutually exclusive); a slot in [U] becomes a
-//!   *safe* move on the todo list.
-//! * [`TreeMover::tree_def`]: the slot goes to [D], its tree's locals are recorded in the
-//!   affecting lists, plus (indirectly, through the moves that carry them) the locals of
-//!   every tree scheduled to move into this tree.
+//!   move instead: the moves of the chain become mutually exclusive); a slot in [U]
+//!   becomes a *safe* move on the todo list.
+//! * [`TreeMover::tree_def`]: the slot goes to [D], and the tree's locals are recorded in
+//!   the affecting lists. A tree scheduled to move into this tree is *carried* by it:
+//!   the trees that read a local through other moves are found at a definition by
+//!   walking up the carrying chain from the tree that reads it directly, so that a chain
+//!   of n trees costs O(n), not the O(n²) lists of the seed's indirect entries.
 //! * [`TreeMover::use_`]: [W] becomes [X]; [D] goes to [U]; a second use in [U] cancels.
 //! * [`TreeMover::memory_write`] (store, callframe write, helper that writes memory):
 //!   kills the trees in [D] that read memory.
@@ -73,13 +75,18 @@ pub struct ActSlot {
     pub must_be_dead_for: Option<MoveId>,
 }
 
-/// A local a tree reads, and the chain of scheduled moves through which it reads it
-/// (empty: read directly).
-#[derive(Clone, Debug)]
-pub struct Dep {
-    pub local: Local,
-    pub via: Vec<MoveId>,
+/// A group of moves that must not happen together (an indirect move and the moves
+/// carrying it, when a local read through the chain is redefined).
+#[derive(Clone, Debug, Default)]
+pub struct LinkGroup {
+    /// One of the group's moves was performed.
+    pub done: bool,
 }
+
+/// A link group's id.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupId(u32);
+entity_impl!(GroupId, "group");
 
 /// What became of a move.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -108,10 +115,13 @@ pub struct TreeMove {
     pub use_node: Option<Expr>,
     pub safe: bool,
     pub status: MoveStatus,
-    /// Moves that must not happen together with this one (indirect moves).
-    pub links: Vec<MoveId>,
-    /// The locals this tree reads, directly or through scheduled moves.
-    pub deps: Vec<Dep>,
+    /// The link groups this move belongs to: at most one move of each happens.
+    pub links: Vec<GroupId>,
+    /// The locals this tree reads directly.
+    pub reads: Vec<Local>,
+    /// The moves scheduled to move into this tree (each has `carried_by` this move).
+    pub carries: Vec<MoveId>,
+    /// The tree reads memory, directly or through the moves it carries.
     pub reads_memory: bool,
     /// "Must be dead" slots that reached the end of the block: they must not be [X].
     pub must_be_dead: Vec<Local>,
@@ -127,8 +137,14 @@ pub struct TreeMove {
 pub struct TreeMover {
     pub act: Vec<ActSlot>,
     pub moves: PrimaryMap<MoveId, TreeMove>,
-    /// Affecting lists: for each local, the trees a definition of it affects.
-    affected: Vec<Vec<(MoveId, Vec<MoveId>)>>,
+    pub groups: PrimaryMap<GroupId, LinkGroup>,
+    /// Affecting lists: for each local, the trees of this block that read it directly
+    /// (the trees carrying them are found through `carried_by`), each with the top of
+    /// its chain when a definition last linked it.
+    affected: Vec<Vec<(MoveId, Option<MoveId>)>>,
+    /// The locals that occurred in this block (whose [W] was cleared), so that the end
+    /// of a block costs what the block used, not the number of locals.
+    touched: Vec<Local>,
     /// Trees defined in this block that read memory.
     memory_trees: Vec<MoveId>,
     pub todo: Vec<MoveId>,
@@ -147,7 +163,9 @@ impl TreeMover {
         TreeMover {
             act: vec![slot; nlocals],
             moves: PrimaryMap::new(),
+            groups: PrimaryMap::new(),
             affected: vec![vec![]; nlocals],
+            touched: vec![],
             memory_trees: vec![],
             todo: vec![],
         }
@@ -159,6 +177,7 @@ impl TreeMover {
         if slot.waiting {
             slot.waiting = false;
             slot.unsafe_use = true;
+            self.touched.push(l);
         }
         if let Some(m) = slot.must_be_dead_for.take() {
             self.moves[m].aborted = true;
@@ -193,26 +212,42 @@ impl TreeMover {
     /// A definition of `x` (any assignment, top-level or nested).
     pub fn def(&mut self, x: Local, stats: &mut Stats) {
         let slot = &mut self.act[x.index()];
-        slot.waiting = false;
+        if slot.waiting {
+            slot.waiting = false;
+            self.touched.push(x);
+        }
         slot.must_be_dead_for = None;
-        for (t, via) in std::mem::take(&mut self.affected[x.index()]) {
-            if !self.is_defined(t) {
-                continue;
-            }
-            if via.is_empty() {
-                self.kill(t, stats);
-            } else {
-                let mut group = via.clone();
-                group.push(t);
-                for &a in &group {
-                    for &b in &group {
-                        if a != b && !self.moves[a].links.contains(&b) {
-                            self.moves[a].links.push(b);
+        // A tree in [D] reading `x` directly is killed; a tree in [D] reading it through
+        // the moves it carries is linked with them. A reader stays on the list while the
+        // top of its carrying chain is pending (a later tree may still carry it, and a
+        // later definition of `x` must then link that tree too).
+        let mut readers = std::mem::take(&mut self.affected[x.index()]);
+        readers.retain_mut(|(t, linked_top)| {
+            let mut chain = vec![*t];
+            let mut cur = *t;
+            loop {
+                if self.is_defined(cur) {
+                    if chain.len() == 1 {
+                        self.kill(cur, stats);
+                    } else if *linked_top != Some(cur) {
+                        let g = self.groups.push(LinkGroup::default());
+                        for &m in &chain {
+                            self.moves[m].links.push(g);
                         }
+                        *linked_top = Some(cur);
                     }
                 }
+                match self.moves[cur].carried_by {
+                    Some(c) => {
+                        chain.push(c);
+                        cur = c;
+                    }
+                    None => break,
+                }
             }
-        }
+            self.moves[cur].status == MoveStatus::Pending
+        });
+        self.affected[x.index()] = readers;
         let slot = &mut self.act[x.index()];
         match slot.state {
             SlotState::Used(m) => {
@@ -238,28 +273,26 @@ impl TreeMover {
             safe: false,
             status: MoveStatus::Pending,
             links: vec![],
-            deps: vec![],
+            reads: vec![],
+            carries: vec![],
             reads_memory: false,
             must_be_dead: vec![],
             forward_copies: vec![],
             aborted: false,
             carried_by: None,
         });
-        let mut deps = vec![];
+        let mut reads = vec![];
+        let mut carries = vec![];
         let mut reads_memory = false;
         f.visit_postorder(tree, &mut |n| match &f.exprs[n] {
             ExprData::Local(u) => {
-                deps.push(Dep { local: *u, via: vec![] });
+                reads.push(*u);
                 let slot = &self.act[u.index()];
                 if let SlotState::Used(m2) = slot.state {
                     if slot.scheduled && self.moves[m2].use_node == Some(n) {
                         // An indirect tree move: `m2` moves into this tree, so this tree
                         // also reads, through `m2`, everything `m2` reads.
-                        for d in &self.moves[m2].deps {
-                            let mut via = d.via.clone();
-                            via.push(m2);
-                            deps.push(Dep { local: d.local, via });
-                        }
+                        carries.push(m2);
                         reads_memory |= self.moves[m2].reads_memory;
                     }
                 }
@@ -267,19 +300,14 @@ impl TreeMover {
             ExprData::Load { .. } | ExprData::CfRead(_) => reads_memory = true,
             _ => {}
         });
-        for n in super::util::postorder(f, tree) {
-            if let ExprData::Local(u) = f.exprs[n] {
-                if let SlotState::Used(m2) = self.act[u.index()].state {
-                    if self.moves[m2].use_node == Some(n) {
-                        self.moves[m2].carried_by = Some(m);
-                    }
-                }
-            }
+        for &m2 in &carries {
+            self.moves[m2].carried_by = Some(m);
         }
-        for d in &deps {
-            self.affected[d.local.index()].push((m, d.via.clone()));
+        for &u in &reads {
+            self.affected[u.index()].push((m, None));
         }
-        self.moves[m].deps = deps;
+        self.moves[m].reads = reads;
+        self.moves[m].carries = carries;
         self.moves[m].reads_memory = reads_memory;
         if reads_memory {
             self.memory_trees.push(m);
@@ -303,7 +331,7 @@ impl TreeMover {
     pub fn copy(&mut self, b: Local, a: Local, a_node: Expr, copy_stmt: Expr) {
         let SlotState::Used(m) = self.act[a.index()].state else { return };
         let mv = &self.moves[m];
-        if mv.use_node != Some(a_node) || mv.deps.iter().any(|d| d.local == b) {
+        if mv.use_node != Some(a_node) || self.tree_reads(m, b) {
             return;
         }
         let mv = &mut self.moves[m];
@@ -314,9 +342,23 @@ impl TreeMover {
         self.act[b.index()].must_be_dead_for = Some(m);
     }
 
-    /// The end of a block: slots in [U] become unsafe moves; every slot is reset.
+    /// Whether the tree of `m` reads `l`, directly or through the moves it carries.
+    fn tree_reads(&self, m: MoveId, l: Local) -> bool {
+        let mut work = vec![m];
+        while let Some(m) = work.pop() {
+            if self.moves[m].reads.contains(&l) {
+                return true;
+            }
+            work.extend(self.moves[m].carries.iter().copied());
+        }
+        false
+    }
+
+    /// The end of a block: slots in [U] become unsafe moves; every slot that occurred in
+    /// the block is reset (the others are untouched since the last end).
     pub fn end_block(&mut self) {
-        for i in 0..self.act.len() {
+        for l in std::mem::take(&mut self.touched) {
+            let i = l.index();
             let slot = &mut self.act[i];
             match slot.state {
                 SlotState::Used(m) => {
@@ -348,7 +390,7 @@ impl TreeMover {
                 Err("tm_forward_rejected")
             } else if !mv.safe && x[mv.local.index()].unsafe_use {
                 Err("tm_unsafe_rejected_x")
-            } else if mv.links.iter().any(|&l| self.moves[l].status == MoveStatus::Done) {
+            } else if mv.links.iter().any(|&g| self.groups[g].done) {
                 Err("tm_linked_rejected")
             } else {
                 Ok(())
@@ -370,6 +412,9 @@ impl TreeMover {
                 stats.bump("tm_forwarded");
             }
             self.moves[m].status = MoveStatus::Done;
+            for &g in &self.moves[m].links {
+                self.groups[g].done = true;
+            }
         }
         for (_, mv) in self.moves.iter() {
             if mv.status == MoveStatus::Done {

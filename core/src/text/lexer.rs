@@ -121,7 +121,14 @@ pub fn lex(src: &str) -> Result<Vec<Token>, ParseError> {
             advance(j - i, &mut i, &mut col);
             TokenKind::Ident(w)
         } else {
-            return Err(ParseError::new(tl, tc, format!("unexpected character `{c}`")));
+            // An invisible or control character is named by its code point (a NUL, a
+            // byte-order mark), never printed raw.
+            let shown = if c.is_control() || c.is_whitespace() || c == '\u{FEFF}' || c == '\u{200B}' {
+                format!("U+{:04X}", c as u32)
+            } else {
+                format!("`{c}`")
+            };
+            return Err(ParseError::new(tl, tc, format!("unexpected character {shown}")));
         };
         toks.push(Token { kind, line: tl, col: tc });
     }

@@ -268,7 +268,7 @@ pub fn render_with(seed: u64, cfg: &Config, origin: &str) -> String {
         })
         .collect();
     g.case.bless(&actual);
-    format!("; {origin}\n; features: {}\n{}", g.features, g.case.print())
+    format!("; {origin}\n; swarm features {}\n{}", g.features, g.case.print())
 }
 
 #[cfg(test)]

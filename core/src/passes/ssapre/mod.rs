@@ -239,14 +239,17 @@ impl Initialization {
     /// each block entry, and the parent of every node. `temps` names the originals of
     /// earlier rounds' temporaries.
     pub fn scan(f: &Function, an: &Analyses, temps: &[(String, usize)], round: usize) -> Initialization {
-        let mut names: HashMap<&str, u32> = HashMap::new();
+        // An original is a base name *and* a type: a pass may name a new local after an
+        // unrelated one of another type (`memopt`'s `%mem` and `%mem.2`), and versions of
+        // one variable always share its type.
+        let mut names: HashMap<(&str, Type), u32> = HashMap::new();
         let mut orig: SecondaryMap<Local, u32> = SecondaryMap::new();
         // Per original: made by which round, if it is a temporary.
         let mut is_temp: Vec<Option<usize>> = vec![];
         for (l, d) in f.locals.iter() {
             let base = original_name(&d.name);
             let n = names.len() as u32;
-            let id = *names.entry(base).or_insert(n);
+            let id = *names.entry((base, d.ty)).or_insert(n);
             if id == n {
                 is_temp.push(temps.iter().find(|(t, _)| t == base).map(|(_, r)| *r));
             }

@@ -338,6 +338,10 @@ impl<S: Source> Gen<'_, S> {
         }
         let v = self.pick(&cfs);
         let ty = self.f.cfvars[v].ty;
+        if self.chance(300) {
+            self.cf_loop_motion(v);
+            return;
+        }
         let read = |g: &mut Self| {
             let t = g.new_temp(ty);
             let r = g.add(ExprData::CfRead(v));
@@ -409,6 +413,10 @@ impl<S: Source> Gen<'_, S> {
     }
 
     pub(super) fn heap_motion(&mut self) {
+        if self.chance(350) {
+            self.heap_loop_motion();
+            return;
+        }
         let ty = self.ty();
         let widths: Vec<MemWidth> = MemWidth::ALL.into_iter().filter(|w| w.bits() <= ty.bits()).collect();
         let width = self.pick(&widths);
@@ -469,6 +477,230 @@ impl<S: Source> Gen<'_, S> {
             _ => {
                 let a = take(self);
                 load(self, a);
+            }
+        }
+    }
+
+    /// A small counted loop (1 to 3 rounds) of the current block's making: `body` fills the
+    /// loop body given the counter; top-tested loops test `cond(counter)` in the header,
+    /// bottom-tested ones `slt(counter, trips)` at the end of the body. False (and nothing
+    /// generated) when it does not fit the block or fuel budget.
+    fn small_loop(
+        &mut self,
+        top_cond: Option<&mut dyn FnMut(&mut Self, Local, i64) -> Expr>,
+        body: &mut dyn FnMut(&mut Self, Local),
+    ) -> bool {
+        let trips = 1 + self.below(3) as u64;
+        if !self.blocks_left(4) || !self.fits(40 * (trips + 1)) {
+            return false;
+        }
+        let counter = self.new_temp(Type::I32);
+        let zero = self.konst(Type::I32, 0);
+        let s = self.assign(counter, zero);
+        self.push(s);
+        let outer = self.mult;
+        let body_b = self.create_block();
+        let exit = self.create_block();
+        let bump = |g: &mut Self| {
+            let c = g.local(counter);
+            let one = g.konst(Type::I32, 1);
+            let inc = g.bin(BinOp::Add, c, one);
+            let s = g.assign(counter, inc);
+            g.push(s);
+        };
+        match top_cond {
+            Some(cond) => {
+                let header = self.create_block();
+                self.seal(Terminator::Jump(header));
+                self.mult = outer * (trips + 1);
+                self.enter(header);
+                let c = cond(self, counter, trips as i64);
+                self.seal(Terminator::Branch { cond: c, then_dest: body_b, else_dest: exit });
+                self.enter(body_b);
+                body(self, counter);
+                bump(self);
+                self.seal(Terminator::Jump(header));
+            }
+            None => {
+                self.seal(Terminator::Jump(body_b));
+                self.mult = outer * trips;
+                self.enter(body_b);
+                body(self, counter);
+                bump(self);
+                let c = self.local(counter);
+                let n = self.konst(Type::I32, trips as i64);
+                let lt = self.cmp(CmpOp::Slt, c, n);
+                self.seal(Terminator::Branch { cond: lt, then_dest: body_b, else_dest: exit });
+            }
+        }
+        self.mult = outer;
+        self.enter(exit);
+        true
+    }
+
+    /// A value of type `ty` computed from the loop counter without anything that may trap
+    /// or touch memory.
+    fn counter_value(&mut self, counter: Local, ty: Type) -> Expr {
+        let c = self.local(counter);
+        let k = self.below(1000) as i64 + 1;
+        let m = self.konst(Type::I32, k);
+        let e = self.bin(BinOp::Mul, c, m);
+        let e = if ty == Type::I64 { self.add(ExprData::Convert { op: ConvOp::Sext, arg: e }) } else { e };
+        let b = self.constant(ty);
+        self.bin(BinOp::Add, e, b)
+    }
+
+    /// `callframe-data-motion.md`, loop-invariant LOAD and STORE: a small loop that only
+    /// reads @v (accumulating it) or only writes it (with a value of the counter, maybe
+    /// next to a `log`, which touches no memory), with nothing in it that may trap.
+    fn cf_loop_motion(&mut self, v: CfVar) {
+        let ty = self.f.cfvars[v].ty;
+        if self.chance(500) {
+            self.note("cf loop-invariant LOAD loop");
+            let acc = self.new_temp(ty);
+            let zero = self.konst(ty, 0);
+            let s = self.assign(acc, zero);
+            self.push(s);
+            self.small_loop(None, &mut |g: &mut Self, _| {
+                let a = g.local(acc);
+                let r = g.add(ExprData::CfRead(v));
+                let sum = g.bin(BinOp::Add, a, r);
+                let s = g.assign(acc, sum);
+                g.push(s);
+            });
+        } else {
+            self.note("cf loop-invariant STORE loop");
+            let log = self.on(Feature::Log) && self.chance(500);
+            let mut cond = |g: &mut Self, c: Local, n: i64| {
+                let c = g.local(c);
+                let n = g.konst(Type::I32, n);
+                g.cmp(CmpOp::Slt, c, n)
+            };
+            let top = self.chance(500);
+            self.small_loop(top.then_some(&mut cond as &mut dyn FnMut(&mut Self, Local, i64) -> Expr), &mut |g: &mut Self, c| {
+                let e = g.counter_value(c, ty);
+                let s = g.add(ExprData::CfWrite { var: v, value: e });
+                g.push(s);
+                if log {
+                    let a = g.local(c);
+                    let b = g.konst(Type::I32, 0);
+                    let s = g.call(HelperKind::Log, vec![a, b]);
+                    g.push(s);
+                }
+            });
+        }
+    }
+
+    /// Heap loop-invariant LOAD and STORE and dead STORE: a small loop whose load of an
+    /// invariant address runs whenever the loop is entered (bottom-tested, or in the
+    /// header's test), a loop that stores to an invariant address (bottom-tested, or
+    /// top-tested after a store to the same place), or a store overwritten on both arms.
+    fn heap_loop_motion(&mut self) {
+        let width = self.pick(&[MemWidth::W8, MemWidth::W16, MemWidth::W32, MemWidth::W32]);
+        let signed = width != MemWidth::W32 && self.chance(500);
+        let ty = Type::I32;
+        // One invariant address, made at its first use and copied for the others (so that
+        // no node is left out of every tree when a shape does not fit).
+        let mut place: Option<Expr> = None;
+        let (can_load, can_store) = (self.on(Feature::Load), self.on(Feature::Store));
+        match self.below(5) {
+            0 if can_load => {
+                self.note("heap loop-invariant LOAD loop (bottom-tested)");
+                let acc = self.new_temp(ty);
+                let zero = self.konst(ty, 0);
+                let s = self.assign(acc, zero);
+                self.push(s);
+                self.small_loop(None, &mut |g: &mut Self, _| {
+                    let a = g.local(acc);
+                    let addr = g.same_addr(&mut place, width);
+                    let l = g.add(ExprData::Load { ty, width, signed, addr });
+                    let x = g.bin(BinOp::Xor, a, l);
+                    let s = g.assign(acc, x);
+                    g.push(s);
+                });
+            }
+            1 if can_load => {
+                self.note("heap loop-invariant LOAD in the loop test");
+                let mut cond = |g: &mut Self, c: Local, _n: i64| {
+                    let c = g.local(c);
+                    let addr = g.same_addr(&mut place, width);
+                    let l = g.add(ExprData::Load { ty, width, signed, addr });
+                    let three = g.konst(Type::I32, 3);
+                    let m = g.bin(BinOp::And, l, three);
+                    g.cmp(CmpOp::Slt, c, m)
+                };
+                self.small_loop(Some(&mut cond), &mut |g: &mut Self, c| {
+                    if g.on(Feature::Log) {
+                        let a = g.local(c);
+                        let b = g.konst(Type::I32, 1);
+                        let s = g.call(HelperKind::Log, vec![a, b]);
+                        g.push(s);
+                    }
+                });
+            }
+            2 if can_store => {
+                self.note("heap loop-invariant STORE loop (bottom-tested)");
+                self.small_loop(None, &mut |g: &mut Self, c| {
+                    let value = g.counter_value(c, ty);
+                    let addr = g.same_addr(&mut place, width);
+                    let s = g.add(ExprData::Store { width, addr, value });
+                    g.push(s);
+                });
+            }
+            3 if can_store && self.blocks_left(4) && self.fits(200) => {
+                self.note("heap loop-invariant STORE loop after a store");
+                let value = self.constant(ty);
+                let addr = self.same_addr(&mut place, width);
+                let s = self.add(ExprData::Store { width, addr, value });
+                self.push(s);
+                let mut cond = |g: &mut Self, c: Local, n: i64| {
+                    let c = g.local(c);
+                    let n = g.konst(Type::I32, n);
+                    g.cmp(CmpOp::Slt, c, n)
+                };
+                self.small_loop(Some(&mut cond), &mut |g: &mut Self, c| {
+                    let value = g.counter_value(c, ty);
+                    let addr = g.same_addr(&mut place, width);
+                    let s = g.add(ExprData::Store { width, addr, value });
+                    g.push(s);
+                });
+            }
+            _ if can_store && self.blocks_left(3) => {
+                self.note("heap dead STORE (overwritten on both arms)");
+                let mut store = |g: &mut Self| {
+                    let value = g.expr(ty, 1);
+                    let addr = g.same_addr(&mut place, width);
+                    let s = g.add(ExprData::Store { width, addr, value });
+                    g.push(s);
+                };
+                store(self);
+                let a = self.leaf(ty);
+                let b = self.leaf(ty);
+                let c = self.cmp(CmpOp::Slt, a, b);
+                let (t, f, join) = (self.create_block(), self.create_block(), self.create_block());
+                self.seal(Terminator::Branch { cond: c, then_dest: t, else_dest: f });
+                for blk in [t, f] {
+                    self.enter(blk);
+                    store(self);
+                    self.seal(Terminator::Jump(join));
+                }
+                self.enter(join);
+            }
+            _ => {}
+        }
+    }
+
+    /// The address in `place`, copied; the first call makes it: a pure heap address (no
+    /// load, call or division in it), so that it names one location in a loop.
+    fn same_addr(&mut self, place: &mut Option<Expr>, width: MemWidth) -> Expr {
+        match *place {
+            Some(a) => self.f.clone_tree(a),
+            None => {
+                self.pure_mode = true;
+                let a = self.addr(width, 1);
+                self.pure_mode = false;
+                *place = Some(a);
+                a
             }
         }
     }

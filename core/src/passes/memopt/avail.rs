@@ -1,0 +1,409 @@
+//! TASK 1 of `seeds/callframe-data-motion.md`, availability analysis, for callframe
+//! variables and heap locations alike, and what it implies: LOAD-LOAD, STORE-LOAD (with
+//! forwarding to narrower or differently extended loads) and LOAD-STORE.
+//!
+//! The state at a point maps each *slot* (a callframe variable, or a canonical heap
+//! [`Loc`]) to the SSA value it is known to hold ([`Val`]): a local, a constant, the result
+//! of a tree not yet bound to a local (bound on demand as `comma((%t = e), %t)`, which keeps
+//! the evaluation order), or a *speculative phi* `Val::Phi(b, slot)` standing for the
+//! phi the seed inserts in the header of `b` when the incoming values differ. A block
+//! starts from the intersection of its predecessors' states; when every incoming value is
+//! the same (or the block's own speculative phi, around a loop that leaves the slot
+//! alone) that value flows on. Blocks are visited in reverse post-order (dominators before
+//! the blocks they dominate) to convergence, optimistically: predecessors not yet visited
+//! are left out of the intersection. The inverse map (which slots hold a value: the seed's
+//! equivalence sets) is what LOAD-STORE asks about: a store is redundant when the slot
+//! already holds the stored value.
+//!
+//! Transfer rules: a read binds its slot to its result; a write binds its own slot and
+//! kills every heap slot it may alias (an address with no canonical form kills them all);
+//! a helper kills what its summary says it writes (`cf_set`: every callframe variable;
+//! `heap_rmw`: the whole heap). Only the speculative phis and bound trees that some
+//! replacement uses are materialized, after convergence.
+
+use super::events::{Ev, Loc};
+use super::Ctx;
+use crate::ir::{Block, ConvOp, BinOp, Expr, ExprData, Function, Local, MemWidth, Phi, Type};
+use crate::passes::Cfg;
+use cranelift_entity::{EntityRef, SecondaryMap};
+use std::collections::HashMap;
+
+/// What a slot is.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Slot {
+    Cf(crate::ir::CfVar),
+    Heap(Loc),
+}
+
+/// The SSA value a slot holds.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Val {
+    Local(Local),
+    Const(Type, i64),
+    /// The result of this tree (bound to a local when a replacement needs it).
+    Node(Expr),
+    /// The speculative phi of this block for slot number `.1`.
+    Phi(Block, usize),
+}
+
+/// Where a known value came from, for the statistics.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Origin {
+    Load,
+    Store,
+}
+
+/// A known slot content: a value of type `ty` (for the heap: whose low `width` bits are
+/// the bytes of the location).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Known {
+    pub val: Val,
+    pub ty: Type,
+    pub origin: Origin,
+}
+
+/// The available values at a point.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Avail {
+    pub cf: Vec<Option<Known>>,
+    pub heap: Vec<(Loc, Known)>,
+}
+
+/// A change the rewrite makes.
+#[derive(Clone, Debug)]
+pub enum Action {
+    /// Replace the read `node` by the value; for a heap load, convert it as the load does.
+    Replace { node: Expr, known: Known, cf: bool },
+    /// The store `node` writes what is already there.
+    RemoveStore { node: Expr, cf: bool },
+}
+
+/// The converged availability of a function.
+pub struct Availability {
+    pub ins: SecondaryMap<Block, Option<Avail>>,
+    pub outs: SecondaryMap<Block, Option<Avail>>,
+    pub slots: Vec<Slot>,
+}
+
+/// The value of the tree `e`: a read found redundant earlier in the same walk has the
+/// value it will be replaced by (`subst`), not a value of its own.
+fn val_of(f: &Function, e: Expr, subst: &HashMap<Expr, Val>) -> Val {
+    if let Some(v) = subst.get(&e) {
+        return v.clone();
+    }
+    match f.exprs[e] {
+        ExprData::Local(l) => Val::Local(l),
+        ExprData::Const { ty, value } => Val::Const(ty, value),
+        _ => Val::Node(e),
+    }
+}
+
+impl Availability {
+    fn slot_id(&mut self, s: Slot) -> usize {
+        match self.slots.iter().position(|x| *x == s) {
+            Some(i) => i,
+            None => {
+                self.slots.push(s);
+                self.slots.len() - 1
+            }
+        }
+    }
+
+    fn join(&mut self, f: &Function, cfg: &Cfg, b: Block) -> Avail {
+        let preds: Vec<Avail> = cfg.preds[b].iter().filter_map(|&p| self.outs[p].clone()).collect();
+        let ncf = f.cfvars.len();
+        let mut out = Avail { cf: vec![None; ncf], heap: vec![] };
+        if preds.is_empty() {
+            return out;
+        }
+        let merge = |this: &mut Self, slot: Slot, ks: Vec<&Known>| -> Option<Known> {
+            let ty = ks[0].ty;
+            if ks.iter().any(|k| k.ty != ty) {
+                return None;
+            }
+            let origin = if ks.iter().all(|k| k.origin == Origin::Load) { Origin::Load } else { Origin::Store };
+            let id = this.slot_id(slot);
+            let me = Val::Phi(b, id);
+            let mut vals: Vec<&Val> = ks.iter().map(|k| &k.val).filter(|v| **v != me).collect();
+            vals.dedup();
+            let val = if !vals.is_empty() && vals.iter().all(|v| *v == vals[0]) { vals[0].clone() } else { me };
+            Some(Known { val, ty, origin })
+        };
+        for v in 0..ncf {
+            let ks: Option<Vec<&Known>> = preds.iter().map(|p| p.cf[v].as_ref()).collect();
+            if let Some(ks) = ks {
+                out.cf[v] = merge(self, Slot::Cf(crate::ir::CfVar::new(v)), ks);
+            }
+        }
+        for (loc, _) in &preds[0].heap {
+            let ks: Option<Vec<&Known>> =
+                preds.iter().map(|p| p.heap.iter().find(|(l, _)| l == loc).map(|(_, k)| k)).collect();
+            if let Some(ks) = ks {
+                if let Some(k) = merge(self, Slot::Heap(loc.clone()), ks) {
+                    out.heap.push((loc.clone(), k));
+                }
+            }
+        }
+        out
+    }
+
+    /// Computes availability over `events` (one list per block) to convergence; `None`
+    /// if it does not converge in a generous number of rounds (then nothing is changed).
+    pub fn compute(f: &Function, cfg: &Cfg, events: &SecondaryMap<Block, Vec<Ev>>) -> Option<Availability> {
+        let mut a = Availability { ins: SecondaryMap::new(), outs: SecondaryMap::new(), slots: vec![] };
+        let mut subst = HashMap::new();
+        for _round in 0..64 {
+            let mut changed = false;
+            for &b in &cfg.rpo {
+                let mut st = a.join(f, cfg, b);
+                a.ins[b] = Some(st.clone());
+                for ev in &events[b] {
+                    step(f, &mut st, ev, None, &[], &mut subst);
+                }
+                if a.outs[b].as_ref() != Some(&st) {
+                    a.outs[b] = Some(st);
+                    changed = true;
+                }
+            }
+            if !changed {
+                return Some(a);
+            }
+        }
+        None
+    }
+
+    /// The value of `slot` at the end of `b`.
+    fn out_known(&self, b: Block, slot: usize) -> Option<&Known> {
+        let st = self.outs[b].as_ref()?;
+        match &self.slots[slot] {
+            Slot::Cf(v) => st.cf[v.index()].as_ref(),
+            Slot::Heap(loc) => st.heap.iter().find(|(l, _)| l == loc).map(|(_, k)| k),
+        }
+    }
+}
+
+/// The transfer function of one event; with `acts`, also records the rewrite. Stores in
+/// `exempt` (the speculative stores of TASK 4) are never removed as LOAD-STORE. `subst`
+/// collects the value of each redundant read, for the stores that write it.
+pub fn step(
+    f: &Function,
+    st: &mut Avail,
+    ev: &Ev,
+    acts: Option<&mut Vec<Action>>,
+    exempt: &[Expr],
+    subst: &mut HashMap<Expr, Val>,
+) {
+    match ev {
+        Ev::Def(l) => {
+            let l = *l;
+            st.heap.retain(|(loc, _)| !loc.mentions(l));
+        }
+        Ev::CfRead { node, var, bound } => match &st.cf[var.index()] {
+            Some(k) => {
+                subst.insert(*node, k.val.clone());
+                if let Some(acts) = acts {
+                    acts.push(Action::Replace { node: *node, known: k.clone(), cf: true });
+                }
+            }
+            None => {
+                // (An earlier round of the iteration may have found it redundant.)
+                subst.remove(node);
+                let val = bound.map_or(Val::Node(*node), Val::Local);
+                st.cf[var.index()] = Some(Known { val, ty: f.cfvars[*var].ty, origin: Origin::Load });
+            }
+        },
+        Ev::CfWrite { node, var, value } => {
+            let val = val_of(f, *value, subst);
+            let ty = f.cfvars[*var].ty;
+            let same = st.cf[var.index()].as_ref().is_some_and(|k| k.val == val && k.ty == ty);
+            if same && !exempt.contains(node) {
+                if let Some(acts) = acts {
+                    acts.push(Action::RemoveStore { node: *node, cf: true });
+                }
+            } else if !same {
+                st.cf[var.index()] = Some(Known { val, ty, origin: Origin::Store });
+            }
+        }
+        Ev::Load { node, loc: Some(loc), bound } => {
+            if let Some((_, k)) = st.heap.iter().find(|(l, _)| l.covers(loc)) {
+                // Only an exact read has the known value itself; a narrower one converts it.
+                let ty = f.expr_type(*node).expect("a load yields a value");
+                if k.ty == ty && loc.width.bits() == ty.bits() {
+                    subst.insert(*node, k.val.clone());
+                } else {
+                    subst.remove(node);
+                }
+                if let Some(acts) = acts {
+                    acts.push(Action::Replace { node: *node, known: k.clone(), cf: false });
+                }
+            } else {
+                subst.remove(node);
+                let ty = f.expr_type(*node).expect("a load yields a value");
+                let val = bound.map_or(Val::Node(*node), Val::Local);
+                st.heap.push((loc.clone(), Known { val, ty, origin: Origin::Load }));
+            }
+        }
+        Ev::Load { loc: None, .. } | Ev::Trap | Ev::Exit => {}
+        Ev::Store { node, loc: Some(loc), value } => {
+            let val = val_of(f, *value, subst);
+            let ty = f.expr_type(*value).expect("a stored value");
+            let same = st.heap.iter().any(|(l, k)| l.covers(loc) && k.val == val && k.ty == ty);
+            if same && !exempt.contains(node) {
+                if let Some(acts) = acts {
+                    acts.push(Action::RemoveStore { node: *node, cf: false });
+                }
+            } else if !same {
+                st.heap.retain(|(l, _)| !l.may_alias(loc));
+                st.heap.push((loc.clone(), Known { val, ty, origin: Origin::Store }));
+            }
+        }
+        Ev::Store { loc: None, .. } => st.heap.clear(),
+        Ev::Call(eff) => {
+            if eff.writes_callframe {
+                st.cf.iter_mut().for_each(|k| *k = None);
+            }
+            if eff.writes_heap {
+                st.heap.clear();
+            }
+        }
+    }
+}
+
+/// Binds values to locals on demand: trees (as `comma((%t = e), %t)`), speculative phis
+/// (with their arguments, recursively) and constants used as phi arguments.
+pub struct Materializer<'a> {
+    pub avail: &'a Availability,
+    pub cfg: &'a Cfg,
+    /// Bound trees: the local and the node now holding the tree's own data.
+    nodes: HashMap<Expr, (Local, Expr)>,
+    phis: HashMap<(Block, usize), Local>,
+    consts: HashMap<(Block, Type, i64), Local>,
+}
+
+impl<'a> Materializer<'a> {
+    pub fn new(avail: &'a Availability, cfg: &'a Cfg) -> Self {
+        Materializer { avail, cfg, nodes: HashMap::new(), phis: HashMap::new(), consts: HashMap::new() }
+    }
+
+    fn name(&self, f: &Function, slot: Option<usize>) -> String {
+        match slot.map(|s| &self.avail.slots[s]) {
+            Some(Slot::Cf(v)) => f.cfvars[*v].name.clone(),
+            _ => "mem".to_string(),
+        }
+    }
+
+    fn node_local(&mut self, f: &mut Function, cx: &mut Ctx, e: Expr) -> Local {
+        if let Some(&(l, _)) = self.nodes.get(&e) {
+            return l;
+        }
+        let ty = f.expr_type(e).expect("a bound tree yields a value");
+        let base = match f.exprs[e] {
+            ExprData::CfRead(v) => f.cfvars[v].name.clone(),
+            ExprData::Load { .. } => "mem".to_string(),
+            _ => "val".to_string(),
+        };
+        let t = cx.namer.new_local(f, &base, ty);
+        let moved = f.add_expr(f.exprs[e].clone());
+        let asg = f.add_expr(ExprData::Assign { local: t, value: moved });
+        let use_ = f.add_expr(ExprData::Local(t));
+        f.exprs[e] = ExprData::Comma { first: asg, second: use_ };
+        self.nodes.insert(e, (t, moved));
+        t
+    }
+
+    /// Where the data of node `e` lives now: `e` itself, or the node that took it when `e`
+    /// was bound to a local (a replacement of `e` must go there, inside the binding).
+    pub fn target(&self, e: Expr) -> Expr {
+        self.nodes.get(&e).map_or(e, |&(_, moved)| moved)
+    }
+
+    fn phi_local(&mut self, f: &mut Function, cx: &mut Ctx, b: Block, slot: usize, ty: Type) -> Local {
+        if let Some(&l) = self.phis.get(&(b, slot)) {
+            return l;
+        }
+        let name = self.name(f, Some(slot));
+        let dest = cx.namer.new_local(f, &name, ty);
+        self.phis.insert((b, slot), dest);
+        let mut args = vec![];
+        for &p in &self.cfg.preds[b] {
+            let k = self.avail.out_known(p, slot).expect("a speculative phi has every incoming value").clone();
+            args.push((p, self.arg_local(f, cx, p, &k.val, ty)));
+        }
+        f.blocks[b].phis.push(Phi { dest, args });
+        dest
+    }
+
+    fn arg_local(&mut self, f: &mut Function, cx: &mut Ctx, p: Block, v: &Val, ty: Type) -> Local {
+        match v {
+            Val::Local(l) => *l,
+            Val::Node(e) => self.node_local(f, cx, *e),
+            Val::Phi(b, s) => self.phi_local(f, cx, *b, *s, ty),
+            Val::Const(t, c) => {
+                if let Some(&l) = self.consts.get(&(p, *t, *c)) {
+                    return l;
+                }
+                let l = cx.namer.new_local(f, "k", *t);
+                let k = f.add_expr(ExprData::Const { ty: *t, value: *c });
+                let s = f.add_expr(ExprData::Assign { local: l, value: k });
+                f.blocks[p].stmts.push(s);
+                self.consts.insert((p, *t, *c), l);
+                l
+            }
+        }
+    }
+
+    /// A fresh tree yielding `k`'s value.
+    pub fn value_expr(&mut self, f: &mut Function, cx: &mut Ctx, k: &Known) -> Expr {
+        let data = match &k.val {
+            Val::Const(t, c) => ExprData::Const { ty: *t, value: *c },
+            Val::Local(l) => ExprData::Local(*l),
+            Val::Node(e) => ExprData::Local(self.node_local(f, cx, *e)),
+            Val::Phi(b, s) => ExprData::Local(self.phi_local(f, cx, *b, *s, k.ty)),
+        };
+        f.add_expr(data)
+    }
+}
+
+/// The value a load of `width` bits, extended to `ty` (`signed`), reads from bytes whose
+/// contents are the low bits of the constant `v`.
+pub fn fold_load(v: i64, width: MemWidth, signed: bool, ty: Type) -> i64 {
+    let w = width.bits();
+    let raw = if w == 64 { v as u64 } else { (v as u64) & ((1u64 << w) - 1) };
+    let r = if signed && w < 64 { ((raw << (64 - w)) as i64) >> (64 - w) } else { raw as i64 };
+    ty.normalize(r)
+}
+
+/// Converts `x` (of type `from`, whose low `width` bits are the bytes of a location) to
+/// what a load of `width` bits extended to `to` (`signed`) reads there: exact by
+/// construction (truncate, then sign- or zero-extend).
+pub fn convert_load(f: &mut Function, x: Expr, from: Type, width: MemWidth, signed: bool, to: Type) -> Expr {
+    if let ExprData::Const { value, .. } = f.exprs[x] {
+        return f.add_expr(ExprData::Const { ty: to, value: fold_load(value, width, signed, to) });
+    }
+    let mut x = x;
+    let w = width.bits();
+    match (from, to) {
+        (Type::I64, Type::I32) => x = f.add_expr(ExprData::Convert { op: ConvOp::Trunc, arg: x }),
+        (Type::I32, Type::I64) => {
+            let op = if signed && w == 32 { ConvOp::Sext } else { ConvOp::Zext };
+            x = f.add_expr(ExprData::Convert { op, arg: x });
+            if w >= 32 {
+                return x;
+            }
+        }
+        _ => {}
+    }
+    if w == to.bits() {
+        return x;
+    }
+    let k = (to.bits() - w) as i64;
+    if signed {
+        let c = f.add_expr(ExprData::Const { ty: to, value: k });
+        let sh = f.add_expr(ExprData::Binary { op: BinOp::Shl, lhs: x, rhs: c });
+        let c2 = f.add_expr(ExprData::Const { ty: to, value: k });
+        f.add_expr(ExprData::Binary { op: BinOp::Ashr, lhs: sh, rhs: c2 })
+    } else {
+        let m = f.add_expr(ExprData::Const { ty: to, value: to.normalize(((1u64 << w) - 1) as i64) });
+        f.add_expr(ExprData::Binary { op: BinOp::And, lhs: x, rhs: m })
+    }
+}

@@ -1,0 +1,202 @@
+//! What the memory analyses of `memopt` see of a block: its *memory events* in evaluation
+//! order ([`Ev`]), and heap addresses in the canonical form the alias analysis compares
+//! ([`Loc`]).
+//!
+//! A heap address is an SSA expression. [`canon_addr`] splits it into a *base* (a pure,
+//! loop-free tree over SSA locals, compared by its printed structure; or none for an
+//! absolute address) and a constant byte offset, peeling `add(x, c)`, `add(c, x)` and
+//! `sub(x, c)`. In SSA form a pure tree over the same locals has the same value wherever
+//! both copies are evaluated while those locals keep their definitions, so two accesses
+//! with one base *must* alias when their offsets and widths agree, *cannot* alias when
+//! their byte ranges are disjoint, and otherwise *may* alias; distinct bases may always
+//! alias. An address that is not pure (it reads memory, calls, may trap, assigns) has no
+//! `Loc` and may alias every access. Since a base names locals, an analysis that carries a
+//! `Loc` across a new definition of one of them (a phi at a loop header, a statement in a
+//! loop body met again) must drop it: [`Loc::mentions`].
+
+use crate::helpers::Effects;
+use crate::ir::{BinOp, Block, CfVar, Expr, ExprData, Function, Local, MemWidth, Terminator};
+
+/// A canonical heap access: `base + offset`, `width` bytes.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct Loc {
+    /// The printed structure of the base tree (`None`: an absolute address).
+    pub base: Option<String>,
+    /// The locals the base reads.
+    pub locals: Vec<Local>,
+    pub offset: u32,
+    pub width: MemWidth,
+}
+
+impl Loc {
+    /// Whether the two accesses may touch a common byte.
+    pub fn may_alias(&self, other: &Loc) -> bool {
+        if self.base != other.base {
+            return true;
+        }
+        // Same base: the ranges differ by a known constant (addresses wrap at 2^32).
+        let d = other.offset.wrapping_sub(self.offset);
+        let back = self.offset.wrapping_sub(other.offset);
+        !(d >= self.width.bytes() && back >= other.width.bytes())
+    }
+
+    /// Whether `self` starts at the same byte as `other` and is at least as wide: the
+    /// low `other.width` bits of what `self` holds are exactly what `other` reads.
+    pub fn covers(&self, other: &Loc) -> bool {
+        self.base == other.base && self.offset == other.offset && self.width.bytes() >= other.width.bytes()
+    }
+
+    /// Whether the base reads local `l`.
+    pub fn mentions(&self, l: Local) -> bool {
+        self.locals.contains(&l)
+    }
+}
+
+/// Whether the tree at `e` is pure and cannot trap: constants, locals, arithmetic without
+/// division, comparisons, conversions, selects and pure helper calls.
+pub fn pure_tree(f: &Function, e: Expr) -> bool {
+    let mut ok = true;
+    f.visit_postorder(e, &mut |n| {
+        ok &= match &f.exprs[n] {
+            ExprData::Const { .. }
+            | ExprData::Local(_)
+            | ExprData::Unary { .. }
+            | ExprData::Cmp { .. }
+            | ExprData::Convert { .. }
+            | ExprData::Select { .. } => true,
+            ExprData::Binary { op, .. } => !op.can_trap(),
+            ExprData::Call { helper, .. } => helper.effects().is_pure(),
+            _ => false,
+        }
+    });
+    ok
+}
+
+fn key(f: &Function, e: Expr, out: &mut String, locals: &mut Vec<Local>) {
+    use std::fmt::Write;
+    match &f.exprs[e] {
+        ExprData::Const { ty, value } => {
+            let _ = write!(out, "{value}:{ty}");
+        }
+        ExprData::Local(l) => {
+            let _ = write!(out, "{l}");
+            if !locals.contains(l) {
+                locals.push(*l);
+            }
+        }
+        d => {
+            let name = match d {
+                ExprData::Unary { op, .. } => op.name().to_string(),
+                ExprData::Binary { op, .. } => op.name().to_string(),
+                ExprData::Cmp { op, .. } => op.name().to_string(),
+                ExprData::Convert { op, .. } => op.name().to_string(),
+                ExprData::Select { .. } => "select".to_string(),
+                ExprData::Call { helper, .. } => format!("{helper:?}"),
+                _ => "?".to_string(),
+            };
+            out.push('(');
+            out.push_str(&name);
+            for o in d.operands() {
+                out.push(' ');
+                key(f, o, out, locals);
+            }
+            out.push(')');
+        }
+    }
+}
+
+/// The canonical form of the address tree `e` for an access of `width`, if it is pure.
+pub fn canon_addr(f: &Function, e: Expr, width: MemWidth) -> Option<Loc> {
+    fn split(f: &Function, e: Expr) -> Option<(Option<Expr>, u32)> {
+        let konst = |x: Expr| match f.exprs[x] {
+            ExprData::Const { value, .. } => Some(value as u32),
+            _ => None,
+        };
+        match f.exprs[e] {
+            ExprData::Const { value, .. } => Some((None, value as u32)),
+            ExprData::Binary { op: BinOp::Add, lhs, rhs } if konst(rhs).is_some() => {
+                let (b, o) = split(f, lhs)?;
+                Some((b, o.wrapping_add(konst(rhs)?)))
+            }
+            ExprData::Binary { op: BinOp::Add, lhs, rhs } if konst(lhs).is_some() => {
+                let (b, o) = split(f, rhs)?;
+                Some((b, o.wrapping_add(konst(lhs)?)))
+            }
+            ExprData::Binary { op: BinOp::Sub, lhs, rhs } if konst(rhs).is_some() => {
+                let (b, o) = split(f, lhs)?;
+                Some((b, o.wrapping_sub(konst(rhs)?)))
+            }
+            _ if pure_tree(f, e) => Some((Some(e), 0)),
+            _ => None,
+        }
+    }
+    let (base, offset) = split(f, e)?;
+    let mut locals = vec![];
+    let base = base.map(|b| {
+        let mut s = String::new();
+        key(f, b, &mut s, &mut locals);
+        s
+    });
+    Some(Loc { base, locals, offset, width })
+}
+
+/// One memory-relevant step of a block, in evaluation order.
+#[derive(Clone, Debug)]
+pub enum Ev {
+    /// A local gets a new value (a phi of the block, or an assignment).
+    Def(Local),
+    /// `cfread(@var)`; `bound` is the local when the statement is `%l = cfread(@var)`.
+    CfRead { node: Expr, var: CfVar, bound: Option<Local> },
+    /// `cfwrite(@var, value)`.
+    CfWrite { node: Expr, var: CfVar, value: Expr },
+    /// A heap load; `loc` is `None` for an address that is not canonical.
+    Load { node: Expr, loc: Option<Loc>, bound: Option<Local> },
+    /// A heap store.
+    Store { node: Expr, loc: Option<Loc>, value: Expr },
+    /// A helper call with side effects, through its summary.
+    Call(Effects),
+    /// A node that may trap: a division or a `trapif`.
+    Trap,
+    /// The function returns: the callframe and the heap are observed.
+    Exit,
+}
+
+/// The events of one tree rooted at `root` (a statement or a terminator expression).
+pub fn tree_events(f: &Function, root: Expr, out: &mut Vec<Ev>) {
+    let bound_of = |n: Expr| match f.exprs[root] {
+        ExprData::Assign { local, value } if value == n => Some(local),
+        _ => None,
+    };
+    f.visit_postorder(root, &mut |n| match &f.exprs[n] {
+        ExprData::Assign { local, .. } => out.push(Ev::Def(*local)),
+        ExprData::CfRead(var) => out.push(Ev::CfRead { node: n, var: *var, bound: bound_of(n) }),
+        ExprData::CfWrite { var, value } => out.push(Ev::CfWrite { node: n, var: *var, value: *value }),
+        ExprData::Load { width, addr, .. } => {
+            out.push(Ev::Load { node: n, loc: canon_addr(f, *addr, *width), bound: bound_of(n) })
+        }
+        ExprData::Store { width, addr, value } => {
+            out.push(Ev::Store { node: n, loc: canon_addr(f, *addr, *width), value: *value })
+        }
+        ExprData::Call { helper, .. } if !helper.effects().is_pure() => out.push(Ev::Call(helper.effects())),
+        ExprData::TrapIf { .. } => out.push(Ev::Trap),
+        ExprData::Binary { op, .. } if op.can_trap() => out.push(Ev::Trap),
+        _ => {}
+    });
+}
+
+/// The events of block `b`: its phis, its statements, its terminator, then `Exit` if it
+/// returns.
+pub fn block_events(f: &Function, b: Block) -> Vec<Ev> {
+    let data = &f.blocks[b];
+    let mut out: Vec<Ev> = data.phis.iter().map(|p| Ev::Def(p.dest)).collect();
+    for &s in &data.stmts {
+        tree_events(f, s, &mut out);
+    }
+    if let Some(t) = data.term.expr() {
+        tree_events(f, t, &mut out);
+    }
+    if matches!(data.term, Terminator::Return(_)) {
+        out.push(Ev::Exit);
+    }
+    out
+}

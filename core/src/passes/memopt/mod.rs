@@ -1,0 +1,274 @@
+//! `memopt` (`DESIGN.md` pass 2): store/load elimination for callframe variables and the
+//! heap, the design of `seeds/callframe-data-motion.md` over the SSA form. The front end
+//! emits every `cfread`/`cfwrite` and heap access; this pass removes what it can prove
+//! redundant, in the seed's four tasks:
+//!
+//! 1. [`motion`] (TASKs 3 and 4) inserts accesses: a copy of each loop-invariant read in
+//!    the loop's preheader (a heap load only where it is anticipated: it cannot fault
+//!    earlier than it would have), and a speculative store of the current value at every
+//!    exit of a loop that writes a slot it never reads.
+//! 2. [`avail`] (TASK 1, anterograde) replaces reads whose value is available (LOAD-LOAD,
+//!    STORE-LOAD, and loop-invariant LOAD against the hoisted copy), with speculative phis
+//!    at joins, and removes stores of the value already there (LOAD-STORE).
+//! 3. [`live`] (TASK 2, retrograde) removes stores overwritten before they can be
+//!    observed: later in the same block (STORE-STORE), on every path onward (dead STORE),
+//!    or by the speculative stores at the exits of their loop (loop-invariant STORE).
+//! 4. Availability again, which drops speculative stores that stayed no-ops, then dead
+//!    LOADs (a read whose value nobody uses; `dce` would also remove them).
+//!
+//! Heap aliasing is in [`events`]: must/may/cannot alias by SSA address tree, base plus
+//! constant offset, and width. Each step is correct on its own input, so their sequence
+//! is: every insertion is a no-op (a read, or a store of the value already there), and
+//! each removal is justified by an analysis of the IR as it is at that point.
+//!
+//! Precise traps: the callframe and the heap are observed at a return and at a trap, so
+//! liveness treats every division and `trapif` like a return; nothing is stored later or
+//! earlier than before across one. A helper acts only through its effect summary
+//! (`cf_set` kills every available callframe value, `heap_rmw` every heap value and needs
+//! the heap in sync, `cf_trace` needs the callframe in sync, `log` blocks nothing).
+//!
+//! *Dead STORE for the callframe*: every callframe variable is part of the outcome at
+//! exit, so a callframe store is dead only when it is overwritten on every path before
+//! anything can observe it; the seed's private (never aliased) variables do not exist in
+//! our IR.
+//!
+//! Statistics, per memory (`cf_` or `heap_`): `load_load`, `store_load`, `load_store`,
+//! `dead_store`, `store_store`, `loop_load`, `loop_store`, `dead_load`. Accesses the pass
+//! inserted itself are never counted.
+
+pub mod avail;
+pub mod events;
+pub mod live;
+pub mod motion;
+
+use super::util::{postorder, remove_unused_locals, Namer};
+use super::{Analyses, Stats};
+use crate::ir::{Block, Expr, ExprData, Function, Local, Type};
+use avail::{Action, Availability, Materializer, Origin, Slot, Val};
+use cranelift_entity::SecondaryMap;
+use events::{block_events, canon_addr, Ev};
+use std::collections::{HashMap, HashSet};
+
+/// The counters, in the order they print.
+pub const COUNTERS: [&str; 16] = [
+    "cf_load_load",
+    "cf_store_load",
+    "cf_load_store",
+    "cf_dead_store",
+    "cf_store_store",
+    "cf_loop_load",
+    "cf_loop_store",
+    "cf_dead_load",
+    "heap_load_load",
+    "heap_store_load",
+    "heap_load_store",
+    "heap_dead_store",
+    "heap_store_store",
+    "heap_loop_load",
+    "heap_loop_store",
+    "heap_dead_load",
+];
+
+/// What the steps of the pass share.
+pub struct Ctx {
+    pub namer: Namer,
+    /// Nodes the pass inserted (never counted).
+    pub inserted: HashSet<Expr>,
+    /// Locals holding a read hoisted out of a loop.
+    pub hoisted: HashSet<Local>,
+    /// The speculative stores at loop exits.
+    pub speculative: Vec<Expr>,
+    /// The reads inside speculative heap stores (replaced without conversion: the store
+    /// truncates anyway).
+    pub spec_values: HashSet<Expr>,
+    /// Loops (their blocks) and the slots whose stores were sunk to their exits.
+    pub sunk: Vec<(Vec<Block>, Slot)>,
+}
+
+/// Runs `memopt` on `f` (SSA form).
+pub fn run(f: &mut Function, _an: &Analyses) -> Stats {
+    let mut stats = Stats::default();
+    for c in COUNTERS {
+        stats.add(c, 0);
+    }
+    let mut cx = Ctx {
+        namer: Namer::new(f),
+        inserted: HashSet::new(),
+        hoisted: HashSet::new(),
+        speculative: vec![],
+        spec_values: HashSet::new(),
+        sunk: vec![],
+    };
+    motion::run(f, &mut cx);
+    let exempt = cx.speculative.clone();
+    forward(f, &mut cx, &mut stats, &exempt);
+    backward(f, &mut cx, &mut stats);
+    forward(f, &mut cx, &mut stats, &[]);
+    dead_loads(f, &cx, &mut stats);
+    remove_unused_locals(f);
+    stats
+}
+
+fn all_events(f: &Function, an: &Analyses) -> SecondaryMap<Block, Vec<Ev>> {
+    let mut events = SecondaryMap::new();
+    for &b in &an.cfg.rpo {
+        events[b] = block_events(f, b);
+    }
+    events
+}
+
+fn counter(cf: bool, kind: &str) -> &'static str {
+    let i = COUNTERS[..8].iter().position(|c| &c[3..] == kind).expect("a counter kind");
+    COUNTERS[if cf { i } else { i + 8 }]
+}
+
+/// Replaces a store by the effects of its operands (nothing if they have none); roots
+/// that become nothing are recorded in `gone` for removal from their block.
+fn neutralize(f: &mut Function, node: Expr, gone: &mut HashSet<Expr>) {
+    let ops = match f.exprs[node] {
+        ExprData::CfWrite { value, .. } => vec![value],
+        ExprData::Store { addr, value, .. } => vec![addr, value],
+        _ => return,
+    };
+    let keep: Vec<Expr> = ops.into_iter().filter(|&e| f.tree_has_side_effect(e)).collect();
+    let dummy = ExprData::Const { ty: Type::I32, value: 0 };
+    match keep[..] {
+        [] => {
+            f.exprs[node] = dummy;
+            gone.insert(node);
+        }
+        [k] => {
+            f.exprs[node] = std::mem::replace(&mut f.exprs[k], dummy);
+        }
+        [a, b] => f.exprs[node] = ExprData::Comma { first: a, second: b },
+        _ => unreachable!("a store has at most two operands"),
+    }
+}
+
+fn sweep(f: &mut Function, gone: &HashSet<Expr>) {
+    for b in f.layout.clone() {
+        f.blocks[b].stmts.retain(|s| !gone.contains(s));
+    }
+}
+
+/// TASK 1: availability, then its rewrite.
+fn forward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, exempt: &[Expr]) {
+    let an = Analyses::compute(f);
+    let events = all_events(f, &an);
+    let Some(av) = Availability::compute(f, &an.cfg, &events) else { return };
+    let mut acts = vec![];
+    let mut subst = HashMap::new();
+    for &b in &an.cfg.rpo {
+        let mut st = av.ins[b].clone().expect("converged");
+        for ev in &events[b] {
+            avail::step(f, &mut st, ev, Some(&mut acts), exempt, &mut subst);
+        }
+    }
+    let mut m = Materializer::new(&av, &an.cfg);
+    let mut gone = HashSet::new();
+    // Removals last: a removed store's operand may be a tree some replacement binds to a
+    // local, and `neutralize` keeps it only once it holds that assignment.
+    acts.sort_by_key(|a| matches!(a, Action::RemoveStore { .. }));
+    for act in acts {
+        match act {
+            Action::Replace { node, known, cf } => {
+                if !cx.inserted.contains(&node) {
+                    let kind = match (&known.val, known.origin) {
+                        (Val::Local(h), _) if cx.hoisted.contains(h) => "loop_load",
+                        (_, Origin::Load) => "load_load",
+                        (_, Origin::Store) => "store_load",
+                    };
+                    stats.bump(counter(cf, kind));
+                }
+                let mut x = m.value_expr(f, cx, &known);
+                let target = m.target(node);
+                if let ExprData::Load { ty, width, signed, .. } = f.exprs[target] {
+                    if !cx.spec_values.contains(&node) {
+                        x = avail::convert_load(f, x, known.ty, width, signed, ty);
+                    }
+                }
+                f.exprs[target] = std::mem::replace(&mut f.exprs[x], ExprData::Const { ty: Type::I32, value: 0 });
+            }
+            Action::RemoveStore { node, cf } => {
+                if !cx.inserted.contains(&node) {
+                    stats.bump(counter(cf, "load_store"));
+                }
+                neutralize(f, node, &mut gone);
+            }
+        }
+    }
+    sweep(f, &gone);
+}
+
+/// TASK 2: liveness of memory values, then dead STORE, STORE-STORE and loop-invariant
+/// STORE removal.
+fn backward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats) {
+    let an = Analyses::compute(f);
+    let events = all_events(f, &an);
+    let Some(dead) = live::dead_stores(f.cfvars.len(), &an.cfg, &events) else { return };
+    let mut gone = HashSet::new();
+    for d in dead {
+        if !cx.inserted.contains(&d.node) {
+            let slot = match f.exprs[d.node] {
+                ExprData::CfWrite { var, .. } => Some(Slot::Cf(var)),
+                ExprData::Store { width, addr, .. } => canon_addr(f, addr, width).map(Slot::Heap),
+                _ => None,
+            };
+            let sunk = cx.sunk.iter().any(|(body, s)| body.contains(&d.block) && Some(s) == slot.as_ref());
+            let kind = if d.local {
+                "store_store"
+            } else if sunk {
+                "loop_store"
+            } else {
+                "dead_store"
+            };
+            stats.bump(counter(d.cf, kind));
+        }
+        neutralize(f, d.node, &mut gone);
+    }
+    sweep(f, &gone);
+}
+
+/// Dead LOAD: a read whose value nobody uses (the pass's own hoisted reads and copies
+/// that ended up unused go too, uncounted).
+fn dead_loads(f: &mut Function, cx: &Ctx, stats: &mut Stats) {
+    let mut uses: HashMap<Local, usize> = HashMap::new();
+    for &b in &f.layout {
+        for phi in &f.blocks[b].phis {
+            for (_, a) in &phi.args {
+                *uses.entry(*a).or_default() += 1;
+            }
+        }
+    }
+    for r in f.roots() {
+        for n in postorder(f, r) {
+            if let ExprData::Local(l) = f.exprs[n] {
+                *uses.entry(l).or_default() += 1;
+            }
+        }
+    }
+    for b in f.layout.clone() {
+        let stmts = std::mem::take(&mut f.blocks[b].stmts);
+        let mut kept = vec![];
+        for s in stmts {
+            let (read, unused) = match f.exprs[s] {
+                ExprData::Assign { local, value } => (value, !uses.contains_key(&local)),
+                _ => (s, true),
+            };
+            let is_read = matches!(f.exprs[read], ExprData::CfRead(_) | ExprData::Load { .. })
+                && !f.tree_has_side_effect(read);
+            let ours = cx.inserted.contains(&s) || cx.inserted.contains(&read);
+            if unused && is_read {
+                if !ours {
+                    let cf = matches!(f.exprs[read], ExprData::CfRead(_));
+                    stats.bump(counter(cf, "dead_load"));
+                }
+            } else if unused && ours && !f.tree_has_side_effect(read) && s != read {
+                // A hoisted read that became a copy nobody uses.
+            } else {
+                kept.push(s);
+            }
+        }
+        f.blocks[b].stmts = kept;
+    }
+}
