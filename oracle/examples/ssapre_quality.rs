@@ -36,9 +36,14 @@ fn main() {
         "memory" => Profile::Memory,
         p => panic!("unknown profile {p}"),
     };
-    // `ssa` as the third argument compares the SSA form instead (after `dce`, phis free).
+    // The default pipeline with and without `ssapre`; `ssa` as the third argument compares
+    // the SSA form instead (after `dce`, where phis cost nothing).
     let at_ssa = args.get(3).is_some_and(|s| s == "ssa");
-    let (without, with) = if at_ssa { ("ssa,dce", "ssa,ssapre,dce") } else { ("ssa,dce,ssa-destroy,cprop", "ssa,ssapre,dce,ssa-destroy,cprop") };
+    let (without, with) = if at_ssa {
+        ("ssa,memopt,dce", "ssa,memopt,ssapre,dce")
+    } else {
+        ("ssa,memopt,dce,ssa-destroy,cprop", "ssa,memopt,ssapre,dce,ssa-destroy,cprop")
+    };
     let (without, with) = (Pipeline::parse(without).expect("valid"), Pipeline::parse(with).expect("valid"));
     let pm = PassManager { verify: false };
     let cfg = profile.config();
