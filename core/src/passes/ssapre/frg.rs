@@ -694,10 +694,18 @@ fn root_of(init: &Initialization, mut n: Expr) -> (Block, Expr) {
 }
 
 /// Whether the computation at `x` may be evaluated just before its statement `root`: its
-/// tree has no effect and cannot trap, and no assignment of the statement comes before it.
+/// tree holds only computations that cannot trap (no effect, no memory or callframe read,
+/// no call but pure ones), and no assignment of the statement comes before it.
 fn hoistable(f: &Function, root: Expr, x: Expr) -> bool {
+    // Only computations, locals, constants and the saves of earlier rounds may move: an
+    // operand `comma(%t = e, %t)` may hold a load, a callframe read or a call, which are
+    // ordered against the effects the statement evaluates first.
     let inner = crate::passes::util::postorder(f, x);
-    if inner.iter().any(|&n| super::is_kill(&f.exprs[n])) {
+    let movable = |d: &ExprData| match d {
+        ExprData::Local(_) | ExprData::Const { .. } | ExprData::Comma { .. } | ExprData::Assign { .. } => true,
+        d => super::op_kind(d).is_some() && !super::is_kill(d),
+    };
+    if !inner.iter().all(|&n| movable(&f.exprs[n])) {
         return false;
     }
     let all = crate::passes::util::postorder(f, root);

@@ -24,8 +24,10 @@
 //!
 //! A save reuses the local its occurrence is assigned to (`%v = a + b` saves in `%v`);
 //! otherwise it is a statement `%h = e` of its own just before the occurrence's statement
-//! when `e` cannot trap and reads nothing that statement assigns first, and in place as
-//! `comma(%h = e, %h)` when it could (evaluation order inside the statement is kept).
+//! when `e`'s tree holds only computations that cannot trap (no load, callframe read or
+//! non-pure call, which an operand saved as `comma(%t = load(..), %t)` may hold) and reads
+//! nothing that statement assigns first, and in place as `comma(%h = e, %h)` otherwise
+//! (evaluation order inside the statement is kept).
 //! Reloads read the temporary; insertions are statements at the end of a predecessor.
 //!
 //! Rename decides that two occurrences have the same value only when the SSA versions
@@ -210,7 +212,7 @@ pub fn leaf(f: &Function, e: Expr) -> Option<Val> {
 }
 
 /// The operator of a node if it is a candidate kind.
-fn op_kind(d: &ExprData) -> Option<OpKind> {
+pub(crate) fn op_kind(d: &ExprData) -> Option<OpKind> {
     Some(match d {
         ExprData::Unary { op, .. } => OpKind::Unary(*op),
         ExprData::Binary { op, .. } => OpKind::Binary(*op),
