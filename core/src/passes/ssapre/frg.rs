@@ -240,10 +240,13 @@ pub fn run_expression(
         }
     }
     compute_later(&mut phis);
-    if trapping {
-        // A trapping expression is inserted only where it is anticipated before any
-        // effect: at an operand of a down-safe Φ. A Φ that would need an insertion
-        // without being down-safe is not made available.
+    {
+        // Insertions only at operands of down-safe Φs: for a trapping expression that is
+        // the trap rule (anticipated before any effect); for any expression it keeps PRE
+        // from adding a computation to a path (a Φ that is not down-safe but can be
+        // available through an operand of a Φ that is `later` would otherwise insert
+        // there). A Φ that would need an insertion without being down-safe is not made
+        // available.
         loop {
             let bad = (0..phis.len()).find(|&j| {
                 phis[j].will_be_avail() && !phis[j].down_safe && phis[j].operands.iter().any(|o| needs_insertion(&phis, o))
@@ -399,17 +402,45 @@ pub fn run_expression(
                 let inner = occs[i].node;
                 let def = f.add_expr(ExprData::Assign { local: h, value: inner });
                 let read = f.add_expr(ExprData::Local(h));
-                let comma = f.add_expr(ExprData::Comma { first: def, second: read });
+                // The save is a statement of its own before the occurrence's statement
+                // when that cannot change anything: a pure computation that cannot trap,
+                // reading nothing its statement assigns first. Otherwise it stays in place
+                // as comma(%h = e, %h).
+                let (b, root) = root_of(init, inner);
+                let hoist = !trapping && hoistable(f, root, inner);
+                let in_term = f.blocks[b].term.expr() == Some(root);
+                let with = if hoist { read } else { f.add_expr(ExprData::Comma { first: def, second: read }) };
                 match occs[i].parent {
                     Parent::Node(p) => {
                         for o in f.exprs[p].operands_mut() {
                             if *o == inner {
-                                *o = comma;
+                                *o = with;
                             }
                         }
                     }
-                    Parent::Stmt(b, s) => f.blocks[b].stmts[s] = comma,
-                    Parent::Term(b) => *f.blocks[b].term.expr_mut().expect("a terminator expression") = comma,
+                    Parent::Stmt(_) if hoist => {}
+                    Parent::Stmt(b) => {
+                        let at = f.blocks[b].stmts.iter().position(|&r| r == inner).expect("a statement root");
+                        f.blocks[b].stmts[at] = with;
+                    }
+                    Parent::Term(b) => *f.blocks[b].term.expr_mut().expect("a terminator expression") = with,
+                }
+                if hoist {
+                    match occs[i].parent {
+                        // A statement that was the occurrence alone becomes the save.
+                        Parent::Stmt(_) => {
+                            let at = f.blocks[b].stmts.iter().position(|&r| r == inner).expect("a statement root");
+                            f.blocks[b].stmts[at] = def;
+                        }
+                        _ => {
+                            let at = if in_term {
+                                f.blocks[b].stmts.len()
+                            } else {
+                                f.blocks[b].stmts.iter().position(|&r| r == root).expect("a statement root")
+                            };
+                            f.blocks[b].stmts.insert(at, def);
+                        }
+                    }
                 }
                 h
             }
@@ -650,4 +681,34 @@ fn build(f: &mut Function, init: &Initialization, k: usize, versions: &[Val]) ->
         super::OpKind::Call(helper) => ExprData::Call { helper, args: leaves },
     };
     f.add_expr(data)
+}
+
+/// The block and the root of the statement (or terminator expression) holding `n`.
+fn root_of(init: &Initialization, mut n: Expr) -> (Block, Expr) {
+    loop {
+        match init.parent[n].expect("every node has a parent") {
+            Parent::Node(p) => n = p,
+            Parent::Stmt(b) | Parent::Term(b) => return (b, n),
+        }
+    }
+}
+
+/// Whether the computation at `x` may be evaluated just before its statement `root`: its
+/// tree holds only computations that cannot trap (no effect, no memory or callframe read,
+/// no call but pure ones), and no assignment of the statement comes before it.
+fn hoistable(f: &Function, root: Expr, x: Expr) -> bool {
+    // Only computations, locals, constants and the saves of earlier rounds may move: an
+    // operand `comma(%t = e, %t)` may hold a load, a callframe read or a call, which are
+    // ordered against the effects the statement evaluates first.
+    let inner = crate::passes::util::postorder(f, x);
+    let movable = |d: &ExprData| match d {
+        ExprData::Local(_) | ExprData::Const { .. } | ExprData::Comma { .. } | ExprData::Assign { .. } => true,
+        d => super::op_kind(d).is_some() && !super::is_kill(d),
+    };
+    if !inner.iter().all(|&n| movable(&f.exprs[n])) {
+        return false;
+    }
+    let all = crate::passes::util::postorder(f, root);
+    let at = all.iter().position(|&n| n == x).expect("x is in its statement");
+    !all[..at + 1 - inner.len()].iter().any(|&n| matches!(f.exprs[n], ExprData::Assign { .. }))
 }

@@ -7,7 +7,9 @@
 //!   occurrence of every candidate expression into a worklist keyed by the expression's
 //!   lexical form over *original* variables (an SSA version `%x.3` belongs to the original
 //!   `x`: the name before its last `.N`), together with the effects and exits that
-//!   down-safety needs and, per block, the current version of every original.
+//!   down-safety needs and, per block, the current version of every original. A
+//!   computation assigned to a local nothing reads is not an occurrence (it is dead: `dce`
+//!   removes it, and PRE would otherwise move the expression to where it serves nothing).
 //! * Per expression ([`frg`]): **Φ-Insertion**, **Rename**, **DownSafety**,
 //!   **WillBeAvail** (CanBeAvail and Later), **Finalize** (the two steps, the second with
 //!   unneeded-Φ elimination: Φs of the FRG that end up unused produce no phi) and
@@ -19,6 +21,14 @@
 //! `a + b` is a temporary `%h`, the tree `(a + b) * c` reads `%h` (or `comma(%h = a + b,
 //! %h)` where the sum is saved), so the next round sees `h * c` as a candidate. Loads and
 //! callframe reads are `memopt`'s, not candidates here.
+//!
+//! A save reuses the local its occurrence is assigned to (`%v = a + b` saves in `%v`);
+//! otherwise it is a statement `%h = e` of its own just before the occurrence's statement
+//! when `e`'s tree holds only computations that cannot trap (no load, callframe read or
+//! non-pure call, which an operand saved as `comma(%t = load(..), %t)` may hold) and reads
+//! nothing that statement assigns first, and in place as `comma(%h = e, %h)` otherwise
+//! (evaluation order inside the statement is kept).
+//! Reloads read the temporary; insertions are statements at the end of a predecessor.
 //!
 //! Rename decides that two occurrences have the same value only when the SSA versions
 //! prove it (a real occurrence against a Φ: its versions are the ones current at the Φ's
@@ -125,12 +135,12 @@ pub enum Val {
     Const(Type, i64),
 }
 
-/// Where a node hangs: under another node, as statement `i` of a block, or as a
+/// Where a node hangs: under another node, as the root of a statement of a block, or as a
 /// block's terminator expression.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum Parent {
     Node(Expr),
-    Stmt(Block, usize),
+    Stmt(Block),
     Term(Block),
 }
 
@@ -202,7 +212,7 @@ pub fn leaf(f: &Function, e: Expr) -> Option<Val> {
 }
 
 /// The operator of a node if it is a candidate kind.
-fn op_kind(d: &ExprData) -> Option<OpKind> {
+pub(crate) fn op_kind(d: &ExprData) -> Option<OpKind> {
     Some(match d {
         ExprData::Unary { op, .. } => OpKind::Unary(*op),
         ExprData::Binary { op, .. } => OpKind::Binary(*op),
@@ -217,7 +227,7 @@ fn op_kind(d: &ExprData) -> Option<OpKind> {
 }
 
 /// Whether a node is an effect in the sense of the trap rule.
-fn is_kill(d: &ExprData) -> bool {
+pub(crate) fn is_kill(d: &ExprData) -> bool {
     match d {
         ExprData::Store { .. } | ExprData::CfWrite { .. } | ExprData::TrapIf { .. } => true,
         ExprData::Call { helper, .. } => !helper.effects().is_pure(),
@@ -260,6 +270,24 @@ impl Initialization {
             parent: SecondaryMap::new(),
         };
         let mut index: HashMap<Key, usize> = HashMap::new();
+        // Locals something reads: a computation assigned to a local nobody reads is dead
+        // (dce removes it), and taking it for an occurrence would make PRE move the
+        // expression to where it is evaluated for nothing.
+        let mut read = super::util::LocalSet::new(f.locals.len());
+        for &b in &f.layout {
+            for phi in &f.blocks[b].phis {
+                for (_, a) in &phi.args {
+                    read.insert(*a);
+                }
+            }
+            for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
+                for a in super::util::accesses(f, r) {
+                    if let super::util::Access::Use(l) = a {
+                        read.insert(l);
+                    }
+                }
+            }
+        }
         for &b in &f.layout {
             for (i, phi) in f.blocks[b].phis.iter().enumerate() {
                 init.phi_def[phi.dest] = Some((b, i));
@@ -276,8 +304,7 @@ impl Initialization {
             let roots: Vec<(Expr, Parent)> = data
                 .stmts
                 .iter()
-                .enumerate()
-                .map(|(i, &s)| (s, Parent::Stmt(b, i)))
+                .map(|&s| (s, Parent::Stmt(b)))
                 .chain(data.term.expr().map(|e| (e, Parent::Term(b))))
                 .collect();
             for (root, p) in roots {
@@ -301,6 +328,9 @@ impl Initialization {
                         init.kills[b].push((pos, n));
                     }
                     let Some(op) = op_kind(d) else { continue };
+                    if dead(f, &init.parent, n, &read) {
+                        continue;
+                    }
                     let Some(versions) = d.operands().iter().map(|&o| leaf(f, o)).collect::<Option<Vec<Val>>>()
                     else {
                         continue;
@@ -386,5 +416,23 @@ impl Initialization {
     /// The number of originals.
     pub fn originals(&self) -> usize {
         self.phi_blocks.len()
+    }
+}
+
+/// Whether the computation at `n` only feeds a statement `dce` removes: pure computations
+/// up to the root assignment of a local nothing reads, in a tree without effects.
+fn dead(f: &Function, parent: &SecondaryMap<Expr, Option<Parent>>, n: Expr, read: &super::util::LocalSet) -> bool {
+    let mut c = n;
+    loop {
+        let Some(Parent::Node(p)) = parent[c] else { return false };
+        match &f.exprs[p] {
+            ExprData::Assign { local, value } => {
+                return !read.contains(*local)
+                    && matches!(parent[p], Some(Parent::Stmt(_)))
+                    && !f.tree_has_side_effect(*value);
+            }
+            d if op_kind(d).is_some() => c = p,
+            _ => return false,
+        }
     }
 }
