@@ -123,6 +123,35 @@ pub struct Campaign {
     /// The journal is emptied (after a snapshot that covers it) when it grows past this
     /// many bytes ([`JOURNAL_LIMIT`] by default).
     pub journal_limit: u64,
+    /// The share of seeds (in percent, chosen by a hash of the seed) whose passes are also
+    /// translation-validated with Z3 ([`VALIDATOR_OPTIONS`]); 0 turns it off.
+    pub verify_percent: u32,
+}
+
+/// The default [`Campaign::verify_percent`]: the share that costs about a fifth of a
+/// campaign's time on the default profile.
+pub const VERIFY_PERCENT: u32 = 5;
+
+/// The validator's bound and timeout in campaigns.
+pub const VALIDATOR_OPTIONS: crate::smt::Options = crate::smt::Options { bound: 2, timeout_ms: 1000, max_nodes: 50_000 };
+
+/// Whether seed `seed` is one of the `percent` whose passes the validator checks.
+pub fn verified_seed(seed: u64, percent: u32) -> bool {
+    // SplitMix64's finalizer: neighbouring seeds land far apart.
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    z % 100 < percent as u64
+}
+
+/// One answer of the validator in a campaign: the pass, the answer's kind
+/// (`smt::Answer::kind`) and how long the query took.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ValidatorAnswer {
+    pub pass: String,
+    pub kind: String,
+    pub micros: u64,
 }
 
 /// The default [`Campaign::journal_limit`]: 16 MiB (about 40,000 seeds).
@@ -174,6 +203,7 @@ impl Campaign {
             out: self.out_dir.display().to_string(),
             reduce: self.reduce,
             journal_limit: self.journal_limit,
+            verify_percent: self.verify_percent,
         }
     }
 }
@@ -191,6 +221,8 @@ pub struct ConfigRecord {
     pub reduce: bool,
     #[serde(default = "default_journal_limit")]
     pub journal_limit: u64,
+    #[serde(default)]
+    pub verify_percent: u32,
 }
 
 fn default_journal_limit() -> u64 {
@@ -208,6 +240,7 @@ impl ConfigRecord {
             out_dir: PathBuf::from(&self.out),
             reduce: self.reduce,
             journal_limit: self.journal_limit,
+            verify_percent: self.verify_percent,
         })
     }
 }
@@ -231,6 +264,8 @@ pub fn signature(p: &Problem) -> String {
     };
     let kind = if text.iter().any(|l| l.contains("fails verification")) {
         "verifier error"
+    } else if text.iter().any(|l| l.contains("encoder disagreement")) {
+        "encoder disagreement"
     } else if text.iter().any(|l| l.contains("counterexample")) {
         "validator counterexample"
     } else if first.starts_with("the backend failed") {
@@ -315,9 +350,48 @@ pub struct Summary {
     pub fired: PassCounters,
     /// Time spent testing, over every session of a resumed campaign.
     pub elapsed: Duration,
+    /// Every answer of the validator on the verified share of seeds, in seed order of
+    /// completion.
+    pub validator: Vec<ValidatorAnswer>,
 }
 
 impl Summary {
+    /// One line per pass the validator checked (in pipeline order) and one for all: the
+    /// answers by kind and the latency quantiles.
+    pub fn validator_lines(&self) -> Vec<String> {
+        use crate::smt::run::quantile;
+        let pipeline = tandem_core::passes::check_pipeline();
+        let mut passes: Vec<&str> = vec![];
+        for a in &self.validator {
+            if !passes.contains(&a.pass.as_str()) {
+                passes.push(&a.pass);
+            }
+        }
+        passes.sort_by_key(|p| pipeline.passes.iter().position(|q| q.name == *p).unwrap_or(usize::MAX));
+        let mut out = vec![];
+        for pass in passes.iter().map(|p| Some(*p)).chain([None]) {
+            let answers: Vec<&ValidatorAnswer> = self.validator.iter().filter(|a| pass.is_none_or(|p| a.pass == p)).collect();
+            let mut times: Vec<Duration> = answers.iter().map(|a| Duration::from_micros(a.micros)).collect();
+            times.sort();
+            let n = |k: &str| answers.iter().filter(|a| a.kind == k).count();
+            let ms = |q: f64| quantile(&times, q).as_secs_f64() * 1e3;
+            out.push(format!(
+                "{}: {} proved, {} bounded, {} unknown ({:.1}%), {} counterexample(s), {} encoder disagreement(s); p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms",
+                pass.unwrap_or("all passes"),
+                n("proved"),
+                n("bounded"),
+                n("unknown"),
+                100.0 * n("unknown") as f64 / answers.len().max(1) as f64,
+                n("counterexample"),
+                n("disagreement"),
+                ms(0.5),
+                ms(0.9),
+                ms(0.99)
+            ));
+        }
+        out
+    }
+
     fn add(&mut self, r: &SeedRecord) {
         self.cases += 1;
         self.runs += r.runs;
@@ -333,6 +407,7 @@ impl Summary {
             let at = self.findings.partition_point(|g| g.seed < f.seed);
             self.findings.insert(at, f.clone());
         }
+        self.validator.extend(r.validator.iter().cloned());
     }
 
     /// Puts the statistics in their fixed order, whatever order the workers delivered
@@ -430,6 +505,8 @@ struct SeedRecord {
     limited: u64,
     /// Per pass, the counters of this case.
     stats: Vec<(String, BTreeMap<String, u64>)>,
+    #[serde(default)]
+    validator: Vec<ValidatorAnswer>,
     finding: Option<Finding>,
     /// Seconds of testing (over all sessions) when the seed completed.
     t: f64,
@@ -460,6 +537,8 @@ struct StateFile {
     pass_stats: PassCounters,
     fired: PassCounters,
     findings: Vec<Finding>,
+    #[serde(default)]
+    validator: Vec<ValidatorAnswer>,
 }
 
 pub const STATE_FILE: &str = "state.json";
@@ -581,6 +660,7 @@ pub fn resume(dir: &Path, jobs: usize, progress: impl FnMut(&Summary)) -> Result
         pass_stats: state.pass_stats,
         fired: state.fired,
         elapsed: Duration::from_secs_f64(state.elapsed_seconds),
+        validator: state.validator,
     };
     let mut done = Completed { watermark: state.watermark, above: state.done_above.into_iter().collect() };
     let mut elapsed = state.elapsed_seconds;
@@ -659,6 +739,7 @@ impl Session {
             pass_stats: s.pass_stats.clone(),
             fired: s.fired.clone(),
             findings: s.findings.clone(),
+            validator: s.validator.clone(),
         };
         let started = Instant::now();
         let text = serde_json::to_string_pretty(&state).expect("a state serializes");
@@ -718,7 +799,8 @@ impl Session {
                             }
                         };
                         let profile = c.profile.for_seed(seed);
-                        if tx.send(check_seed(pos, seed, profile, &mut emu)).is_err() {
+                        let verify = verified_seed(seed, c.verify_percent);
+                        if tx.send(check_seed(pos, seed, profile, verify, &mut emu)).is_err() {
                             break;
                         }
                     }
@@ -743,7 +825,18 @@ impl Session {
     }
 
     /// Writes a seed's finding files, then its journal line, then adds it to the summary.
-    fn record(&mut self, o: SeedOutcome, started: Instant, journal: &mut std::fs::File) -> Result<(), CampaignError> {
+    fn record(&mut self, mut o: SeedOutcome, started: Instant, journal: &mut std::fs::File) -> Result<(), CampaignError> {
+        // The validator's findings first: each is a case file of its own with the model's
+        // inputs as its run, which `tandem run` replays; the seed's finding names it.
+        for (f, pass, answer) in &o.validator_findings {
+            let stem = format!("{}-seed-{}", o.profile.name(), o.seed);
+            let written = crate::smt::write_finding(&self.c.out_dir, &stem, f, pass, answer)
+                .map_err(|error| CampaignError::Write { path: self.c.out_dir.clone(), error })?;
+            let stage = format!("z3 pass {pass}");
+            if let (Some(path), Some((_, p))) = (written, o.problems.iter_mut().find(|(_, p)| p.stage == stage)) {
+                p.lines.push(format!("the validator's input as a case file: {}", path.display()));
+            }
+        }
         let mut finding = None;
         if let Some((_, first)) = o.problems.first() {
             let path = write_finding(&self.c.out_dir, o.seed, o.profile, &o.problems)?;
@@ -766,7 +859,18 @@ impl Session {
             .iter()
             .map(|(p, st)| (p.clone(), st.counters.iter().filter(|(_, v)| *v > 0).map(|(k, v)| (k.to_string(), *v)).collect()))
             .collect();
-        let r = SeedRecord { pos: o.pos, seed: o.seed, runs: o.runs, invalid: o.invalid, agreed: o.agreed, limited: o.limited, stats, finding, t };
+        let r = SeedRecord {
+            pos: o.pos,
+            seed: o.seed,
+            runs: o.runs,
+            invalid: o.invalid,
+            agreed: o.agreed,
+            limited: o.limited,
+            stats,
+            validator: o.validator,
+            finding,
+            t,
+        };
         let mut line = serde_json::to_string(&r).expect("a record serializes");
         line.push('\n');
         // One write per line: a kill leaves a whole line or a cut last line, never a mix.
@@ -817,13 +921,52 @@ struct SeedOutcome {
     limited: u64,
     problems: Vec<(u32, Problem)>,
     pass_stats: Vec<(String, Stats)>,
+    validator: Vec<ValidatorAnswer>,
+    /// The validator's counterexamples and encoder disagreements: the function, the pass
+    /// and the answer, written out as their own case files by [`Session::record`].
+    validator_findings: Vec<(tandem_core::ir::Function, String, crate::smt::Answer)>,
 }
 
-/// Generates the case of `seed` and checks every run through every stage.
-fn check_seed(pos: u64, seed: u64, profile: Profile, emu: &mut Emulator) -> Result<SeedOutcome, CampaignError> {
+/// Generates the case of `seed` and checks every run through every stage; with `verify`,
+/// the validator also checks every pass of the check pipeline on each function.
+fn check_seed(pos: u64, seed: u64, profile: Profile, verify: bool, emu: &mut Emulator) -> Result<SeedOutcome, CampaignError> {
     let g = gen::generate(seed, &profile.config());
     let checked = check_case(&g.case, emu).map_err(|e| CampaignError::Case { seed, error: e })?;
-    let mut o = SeedOutcome { pos, seed, profile, runs: 0, invalid: 0, agreed: 0, limited: 0, problems: vec![], pass_stats: vec![] };
+    let mut o = SeedOutcome {
+        pos,
+        seed,
+        profile,
+        runs: 0,
+        invalid: 0,
+        agreed: 0,
+        limited: 0,
+        problems: vec![],
+        pass_stats: vec![],
+        validator: vec![],
+        validator_findings: vec![],
+    };
+    if verify {
+        for f in &g.case.module.functions {
+            let Some(pipeline) = crate::passcheck::replay_pipeline(f) else { continue };
+            // A pipeline that fails is the per-pass check's finding, not the validator's.
+            let Ok(answers) = crate::smt::validate_pipeline(f, &pipeline, &VALIDATOR_OPTIONS) else { continue };
+            for (pass, answer, time) in answers {
+                o.validator.push(ValidatorAnswer { pass: pass.clone(), kind: answer.kind().to_string(), micros: time.as_micros() as u64 });
+                if matches!(answer, crate::smt::Answer::Counterexample(_) | crate::smt::Answer::EncoderDisagreement(_)) {
+                    let what = if answer.kind() == "counterexample" { "counterexample" } else { "encoder disagreement" };
+                    o.problems.push((
+                        0,
+                        Problem {
+                            stage: format!("z3 pass {pass}"),
+                            lines: vec![format!("validator {what} on %{}: {answer}", f.name)],
+                            side_by_side: None,
+                        },
+                    ));
+                    o.validator_findings.push((f.clone(), pass, answer));
+                }
+            }
+        }
+    }
     for (r, c) in g.case.runs.iter().zip(checked) {
         o.runs += 1;
         if o.pass_stats.is_empty() {
@@ -961,6 +1104,7 @@ mod tests {
             out_dir: PathBuf::new(),
             reduce: false,
             journal_limit: JOURNAL_LIMIT,
+            verify_percent: 0,
         };
         let seeds = |c: &Campaign| (0..).map_while(|p| c.seed_at(p)).collect::<Vec<_>>();
         assert_eq!(seeds(&c(Shard::ALL, Some(5))), vec![10, 11, 12, 13, 14]);

@@ -425,9 +425,9 @@ pub fn module_of(f: &Function) -> Module {
 /// `None` for an answer that is not a finding.
 pub fn write_finding(dir: &Path, stem: &str, f: &Function, pass: &str, answer: &Answer) -> std::io::Result<Option<PathBuf>> {
     let (input, head, lines): (&RunInput, String, Vec<String>) = match answer {
-        Answer::Counterexample(c) => (&c.input, format!("; smt: pass `{pass}` changes the outcome (replayed in the interpreter):"), c.diff.clone()),
+        Answer::Counterexample(c) => (&c.input, format!("; the Z3 validator finds that pass `{pass}` changes the outcome (replayed in the interpreter):"), c.diff.clone()),
         Answer::EncoderDisagreement(d) => {
-            (&d.input, format!("; smt: encoder disagreement on pass `{pass}` (the model does not replay):"), vec![d.why.clone()])
+            (&d.input, format!("; the Z3 validator has an encoder disagreement on pass `{pass}` (the model does not replay):"), vec![d.why.clone()])
         }
         _ => return Ok(None),
     };

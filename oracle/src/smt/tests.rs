@@ -246,7 +246,7 @@ fn a_counterexample_is_written_as_a_replayable_case() {
     let dir = std::env::temp_dir().join(format!("tandem-smt-finding-{}", std::process::id()));
     let path = write_finding(&dir, "planted", &before, "cprop", &a).unwrap().expect("a finding");
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.starts_with("; smt: pass `cprop` changes the outcome"), "{text}");
+    assert!(text.starts_with("; the Z3 validator finds that pass `cprop` changes the outcome"), "{text}");
     assert!(text.contains("; heap: 0x00100000: 00 00 00 80"), "{text}");
     assert!(text.contains("; expect: trap divide_error"), "{text}");
     let mut emu = crate::emu::Emulator::new().unwrap();
