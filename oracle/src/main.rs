@@ -57,7 +57,7 @@ enum Command {
         /// The first seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// The profile: small, default, loops or memory.
+        /// The profile: small, default, loops, memory or ssa.
         #[arg(long, default_value = "default", value_parser = parse_profile)]
         profile: gen::Profile,
         /// How many consecutive seeds.
@@ -78,7 +78,7 @@ enum Command {
         /// How many consecutive seeds.
         #[arg(long, default_value_t = 1000)]
         count: u64,
-        /// The generator profile: small, default, loops or memory.
+        /// The generator profile: small, default, loops, memory or ssa.
         #[arg(long, default_value = "default", value_parser = parse_profile)]
         profile: gen::Profile,
         /// Where finding files are written.

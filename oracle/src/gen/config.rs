@@ -210,6 +210,9 @@ pub struct Config {
     /// Added to the weights of heap and callframe accesses and of the memory policies
     /// (when they are on).
     pub memory_bias: u32,
+    /// Whether the function is written in SSA form with crossing phi arguments
+    /// ([`super::ssa`]); loops, branches and the SSA-stress shapes are then always on.
+    pub ssa_form: bool,
 }
 
 impl Default for Config {
@@ -233,6 +236,7 @@ impl Default for Config {
             trap_check_permille: 100,
             loop_bias: 0,
             memory_bias: 0,
+            ssa_form: false,
         }
     }
 }
@@ -248,10 +252,13 @@ pub enum Profile {
     Loops,
     /// Many callframe and heap accesses.
     Memory,
+    /// Functions in SSA form whose phis' arguments cross (swaps, rotations, lost copies,
+    /// copies of copies, phis of phis), checked from SSA.
+    Ssa,
 }
 
 impl Profile {
-    pub const ALL: [Profile; 4] = [Profile::Small, Profile::Default, Profile::Loops, Profile::Memory];
+    pub const ALL: [Profile; 5] = [Profile::Small, Profile::Default, Profile::Loops, Profile::Memory, Profile::Ssa];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -259,6 +266,7 @@ impl Profile {
             Profile::Default => "default",
             Profile::Loops => "loops",
             Profile::Memory => "memory",
+            Profile::Ssa => "ssa",
         }
     }
 
@@ -293,6 +301,7 @@ impl Profile {
                 ..d
             },
             Profile::Memory => Config { max_cfvars: 6, max_vars: 4, memory_bias: 8, ..d },
+            Profile::Ssa => Config { max_vars: 8, loop_bias: 4, ssa_form: true, ..d },
         }
     }
 }

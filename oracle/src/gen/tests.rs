@@ -184,6 +184,76 @@ fn a_few_hundred_seeds_use_every_operator_and_helper() {
 }
 
 #[test]
+fn every_compare_appears_in_every_context_at_both_widths() {
+    let s = stats(0, 300, &Config::default());
+    for ctx in ["trapif", "branch", "select condition", "assigned value", "call argument", "operand"] {
+        for op in CmpOp::ALL {
+            for ty in ["i32", "i64"] {
+                let key = format!("{}.{ty} in {ctx}", op.name());
+                assert!(s.contexts.get(&key).copied().unwrap_or(0) > 0, "no {key}");
+            }
+        }
+    }
+    // Edge constants with a variable on the other side: nearly every combination.
+    let [both, one] = stats::edge_coverage(&s);
+    assert!(one.0 * 10 >= one.1 * 9, "constant and variable: {} of {}", one.0, one.1);
+    assert!(both.0 * 5 >= both.1, "both constant: {} of {}", both.0, both.1);
+}
+
+#[test]
+fn constant_min_rem_minus_one_is_generated_at_both_widths() {
+    // The folder's case of the issue: `srem(MIN, -1)` with both operands constant must
+    // stay a trap; the generator must make it.
+    let mut found = [false; 2];
+    for seed in 0..3000 {
+        let g = generate(seed, &Config::default());
+        let f = &g.case.module.functions[0];
+        for r in f.roots() {
+            f.visit_postorder(r, &mut |e| {
+                if let tandem_core::ir::ExprData::Binary { op: BinOp::Srem, lhs, rhs } = f.exprs[e] {
+                    use tandem_core::ir::ExprData::Const;
+                    if let (Const { ty, value: a }, Const { value: b, .. }) = (&f.exprs[lhs], &f.exprs[rhs]) {
+                        let min = if *ty == tandem_core::ir::Type::I32 { i32::MIN as i64 } else { i64::MIN };
+                        if *a == min && *b == -1 {
+                            found[(*ty == tandem_core::ir::Type::I64) as usize] = true;
+                        }
+                    }
+                }
+            });
+        }
+        if found == [true; 2] {
+            return;
+        }
+    }
+    panic!("srem(MIN, -1) on constants: i32 {}, i64 {}", found[0], found[1]);
+}
+
+#[test]
+fn the_ssa_profile_writes_strict_ssa_with_crossing_phi_arguments() {
+    let cfg = Profile::Ssa.config();
+    let mut shapes = std::collections::BTreeMap::<&str, u32>::new();
+    let mut with_phis = 0;
+    for seed in 0..60 {
+        let g = generate(seed, &cfg);
+        let f = &g.case.module.functions[0];
+        with_phis += f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty()) as u32;
+        let errs = tandem_core::passes::check_form(f, tandem_core::passes::Form::Ssa);
+        assert!(errs.is_empty(), "seed {seed}: {errs:?}");
+        assert!(crate::passcheck::replay_pipeline(f).is_some(), "seed {seed}: not checked from SSA");
+        for s in g.shapes {
+            *shapes.entry(s).or_default() += 1;
+        }
+    }
+    for shape in ["loop swap", "loop rotation", "loop lost copy", "ssa copy propagated", "ssa copy kept",
+        "ssa phi argument of another variable", "ssa phi argument a phi of the same block",
+        "ssa phi argument a phi of another block"] {
+        assert!(shapes.get(shape).copied().unwrap_or(0) > 0, "no {shape}: {shapes:?}");
+    }
+    assert!(!shapes.contains_key("ssa construction failed, HIR kept"));
+    assert!(with_phis >= 45, "only {with_phis} of 60 functions have phis");
+}
+
+#[test]
 fn the_fuzz_check_runs_for_a_second_on_random_bytes() {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
     let start = Instant::now();

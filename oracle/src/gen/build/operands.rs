@@ -1,0 +1,83 @@
+//! Operand shapes the generic expression builder rarely or never makes, each aimed at a
+//! special case of the folder or the backend:
+//! * [`Gen::edge_binary`]: constant operands from the edge set ([`crate::gen::edges`]) on
+//!   the left, the right or both sides of every operator at both widths — the folder's
+//!   cases (`srem(MIN, -1)` must stay a trap, shifts by 32 or 64, `mul` by `MIN`) and
+//!   the backend's immediate operands.
+//!
+//! The parent module's invariants hold: divisions by a constant that surely traps (0, or
+//! `-1` under a constant `MIN`) are made only at a small rate, so that the share of
+//! trapping runs stays reasonable; a divisor that is not constant is guarded.
+
+use super::*;
+use crate::gen::edges;
+
+/// Per-mille of binary operators built with edge constant operands.
+pub(super) const EDGE_PERMILLE: u32 = 220;
+/// Per-mille of surely trapping constant divisions that are kept.
+const SURE_TRAP_PERMILLE: u32 = 250;
+
+impl<S: Source> Gen<'_, S> {
+    /// A value of the edge set of `ty` (no node yet: a value redrawn leaves nothing
+    /// unplaced).
+    fn edge_value(&mut self, ty: Type) -> i64 {
+        let class = self.below(edges::CLASSES.len() as u32) as usize;
+        let k = self.below(64);
+        edges::value(ty, class, k)
+    }
+
+    /// `op` over edge constants: on the left, on the right, or on both sides.
+    pub(super) fn edge_binary(&mut self, op: BinOp, ty: Type, d: u32) -> Expr {
+        let min = if ty == Type::I32 { i32::MIN as i64 } else { i64::MIN };
+        let signed = matches!(op, BinOp::Sdiv | BinOp::Srem);
+        match self.below(3) {
+            0 => {
+                self.note("edge constant on the left");
+                let av = self.edge_value(ty);
+                let a = self.konst(ty, av);
+                let b = self.expr(ty, d);
+                if !op.can_trap() {
+                    return self.bin(op, a, b);
+                }
+                // `(b & 15) + 1` keeps the constant dividend and never traps.
+                let m = self.konst(ty, 15);
+                let low = self.bin(BinOp::And, b, m);
+                let one = self.konst(ty, 1);
+                let dv = self.bin(BinOp::Add, low, one);
+                self.bin(op, a, dv)
+            }
+            1 => {
+                self.note("edge constant on the right");
+                let a = self.expr(ty, d);
+                let mut bv = self.edge_value(ty);
+                if op.can_trap() {
+                    // A variable dividend under -1 traps only on MIN: kept half of the
+                    // time; a zero divisor always traps: kept rarely.
+                    while bv == 0 && !self.chance(SURE_TRAP_PERMILLE) || signed && bv == -1 && !self.chance(500) {
+                        bv = self.edge_value(ty);
+                    }
+                    if bv == 0 {
+                        self.note("division by constant zero");
+                    }
+                }
+                let b = self.konst(ty, bv);
+                self.bin(op, a, b)
+            }
+            _ => {
+                self.note("edge constants on both sides");
+                let av = self.edge_value(ty);
+                let mut bv = self.edge_value(ty);
+                if op.can_trap() {
+                    while (bv == 0 || signed && bv == -1 && av == min) && !self.chance(SURE_TRAP_PERMILLE) {
+                        bv = self.edge_value(ty);
+                    }
+                    if bv == 0 || signed && bv == -1 && av == min {
+                        self.note("constant division that traps");
+                    }
+                }
+                let (a, b) = (self.konst(ty, av), self.konst(ty, bv));
+                self.bin(op, a, b)
+            }
+        }
+    }
+}
