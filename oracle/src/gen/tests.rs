@@ -272,3 +272,71 @@ fn the_fuzz_check_runs_for_a_second_on_random_bytes() {
 }
 
 use tandem_core::ir::{BinOp, CmpOp, ConvOp, UnOp};
+
+/// The test `ci/mutants` runs against each mutant of `tandem-core` (ignored otherwise):
+/// the regression corpus replays, then a campaign over consecutive seeds, rotating over
+/// every profile, for `TANDEM_MUTANT_SECONDS` seconds (default 60) on
+/// `TANDEM_MUTANT_JOBS` threads (default 1), from seed `TANDEM_MUTANT_SEED` (default 0).
+/// It fails at the first disagreement between any stage and the reference interpreter
+/// (a mutant killed); a mutant that breaks the pipeline's own checks panics, which kills
+/// it too.
+#[test]
+#[ignore]
+fn mutant_campaign() {
+    use crate::emu::Emulator;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    let secs = env("TANDEM_MUTANT_SECONDS", 60);
+    let jobs = env("TANDEM_MUTANT_JOBS", 1).max(1);
+    let first = env("TANDEM_MUTANT_SEED", 0);
+    let start = Instant::now();
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus");
+    let mut emu = Emulator::new().expect("an emulator");
+    for path in crate::replay::collect_files(&[corpus]).expect("the corpus") {
+        let report = crate::replay::replay_file(&path, false, &mut emu).expect("a corpus file loads");
+        if !report.passed() {
+            panic!("killed by the corpus: {}", path.display());
+        }
+    }
+    let corpus_time = start.elapsed();
+    let next = AtomicU64::new(first);
+    let stop = AtomicBool::new(false);
+    let deadline = start + Duration::from_secs(secs);
+    let found = std::sync::Mutex::new(None::<String>);
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| {
+                let mut emu = Emulator::new().expect("an emulator");
+                while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    let profile = Profile::ALL[(seed % Profile::ALL.len() as u64) as usize];
+                    let g = generate(seed, &profile.config());
+                    let verdict = match crate::check::check_case(&g.case, &mut emu) {
+                        Err(e) => Some(e.to_string()),
+                        Ok(checks) => checks
+                            .iter()
+                            .flat_map(|c| &c.problems)
+                            .map(|p| format!("stage `{}`: {}", p.stage, p.lines.join("; ")))
+                            .next(),
+                    };
+                    if let Some(v) = verdict {
+                        stop.store(true, Ordering::Relaxed);
+                        *found.lock().unwrap() = Some(format!(
+                            "seed {seed} (--profile {}) after {:.1}s: {v}",
+                            profile.name(),
+                            start.elapsed().as_secs_f64()
+                        ));
+                    }
+                }
+            });
+        }
+    });
+    if let Some(f) = found.into_inner().unwrap() {
+        panic!("killed by the campaign: {f}");
+    }
+    eprintln!(
+        "survived: corpus in {:.1}s, then seeds {first}..{} in {secs}s",
+        corpus_time.as_secs_f64(),
+        next.load(Ordering::Relaxed)
+    );
+}
