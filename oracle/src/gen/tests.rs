@@ -276,7 +276,8 @@ use tandem_core::ir::{BinOp, CmpOp, ConvOp, UnOp};
 /// The test `ci/mutants` runs against each mutant of `tandem-core` (ignored otherwise):
 /// the regression corpus replays, then a campaign over consecutive seeds, rotating over
 /// every profile, for `TANDEM_MUTANT_SECONDS` seconds (default 60) on
-/// `TANDEM_MUTANT_JOBS` threads (default 1), from seed `TANDEM_MUTANT_SEED` (default 0).
+/// `TANDEM_MUTANT_JOBS` threads (default 1), from seed `TANDEM_MUTANT_SEED` (default 0);
+/// `TANDEM_MUTANT_PROFILES` (comma-separated names) limits the profiles.
 /// It fails at the first disagreement between any stage and the reference interpreter
 /// (a mutant killed); a mutant that breaks the pipeline's own checks panics, which kills
 /// it too.
@@ -289,6 +290,10 @@ fn mutant_campaign() {
     let secs = env("TANDEM_MUTANT_SECONDS", 60);
     let jobs = env("TANDEM_MUTANT_JOBS", 1).max(1);
     let first = env("TANDEM_MUTANT_SEED", 0);
+    let profiles: Vec<Profile> = match std::env::var("TANDEM_MUTANT_PROFILES") {
+        Ok(list) => list.split(',').map(|n| Profile::from_name(n.trim()).expect("a profile name")).collect(),
+        Err(_) => Profile::ALL.to_vec(),
+    };
     let start = Instant::now();
     let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus");
     let mut emu = Emulator::new().expect("an emulator");
@@ -309,7 +314,7 @@ fn mutant_campaign() {
                 let mut emu = Emulator::new().expect("an emulator");
                 while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
                     let seed = next.fetch_add(1, Ordering::Relaxed);
-                    let profile = Profile::ALL[(seed % Profile::ALL.len() as u64) as usize];
+                    let profile = profiles[(seed % profiles.len() as u64) as usize];
                     let g = generate(seed, &profile.config());
                     let verdict = match crate::check::check_case(&g.case, &mut emu) {
                         Err(e) => Some(e.to_string()),
