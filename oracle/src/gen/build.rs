@@ -210,6 +210,10 @@ pub(super) struct Gen<'a, S: Source> {
     pure_mode: bool,
     /// Pure trees already placed, cloned elsewhere to make redundancy.
     templates: Vec<Expr>,
+    /// Locals assigned since they were last read (in generation order): leaves prefer
+    /// them and the return value reads them, so that values reach an observable
+    /// (liveness-driven generation) instead of being deleted by `dce`.
+    unread: Vec<Local>,
     loops: Vec<LoopCtx>,
     regions: Vec<Region>,
     hot_offsets: Vec<u32>,
@@ -359,6 +363,7 @@ impl<'a, S: Source> Gen<'a, S> {
             invariant_mode: false,
             pure_mode: false,
             templates: vec![],
+            unread: vec![],
             loops: vec![],
             regions: vec![],
             hot_offsets: vec![],
@@ -434,6 +439,7 @@ impl<'a, S: Source> Gen<'a, S> {
     }
 
     fn local(&mut self, l: Local) -> Expr {
+        self.unread.retain(|&u| u != l);
         self.add(ExprData::Local(l))
     }
 
@@ -446,6 +452,9 @@ impl<'a, S: Source> Gen<'a, S> {
     }
 
     fn assign(&mut self, local: Local, value: Expr) -> Expr {
+        if !self.unread.contains(&local) {
+            self.unread.push(local);
+        }
         self.add(ExprData::Assign { local, value })
     }
 
@@ -556,9 +565,18 @@ impl<'a, S: Source> Gen<'a, S> {
             }
         }
         self.region(0, false);
-        // The return value folds many locals together so that their values are observed.
+        // The return value folds many locals together so that their values are observed:
+        // first those assigned and not read since (most of them, under anchoring), then
+        // others at random.
         let ret = self.f.ret;
         let mut leaves = vec![self.expr(ret, 2)];
+        let unread: Vec<Local> = self.unread.iter().copied().filter(|l| self.readable.contains(l)).collect();
+        for l in unread {
+            if leaves.len() < 40 && self.chance(self.cfg.anchor_permille) {
+                let x = self.local(l);
+                leaves.push(self.convert_to(x, ret));
+            }
+        }
         let readable = self.readable.clone();
         for l in readable {
             if leaves.len() < 32 && self.chance(500) {
@@ -1284,7 +1302,12 @@ impl<'a, S: Source> Gen<'a, S> {
             })
             .map(|(c, _)| c)
             .collect();
+        let unread: Vec<Local> = locals.iter().copied().filter(|l| self.unread.contains(l)).collect();
         match self.below(10) {
+            0..=5 if !unread.is_empty() && self.chance(self.cfg.anchor_permille) => {
+                let l = self.pick(&unread);
+                self.local(l)
+            }
             0..=5 if !locals.is_empty() => {
                 let l = self.pick(&locals);
                 self.local(l)

@@ -213,6 +213,9 @@ pub struct Config {
     /// Whether the function is written in SSA form with crossing phi arguments
     /// ([`super::ssa`]); loops, branches and the SSA-stress shapes are then always on.
     pub ssa_form: bool,
+    /// The chance that a local leaf reads a local assigned and not read since, and that
+    /// the return value reads each such local (liveness-driven generation).
+    pub anchor_permille: u32,
 }
 
 impl Default for Config {
@@ -237,6 +240,7 @@ impl Default for Config {
             loop_bias: 0,
             memory_bias: 0,
             ssa_form: false,
+            anchor_permille: 800,
         }
     }
 }

@@ -46,6 +46,10 @@ pub struct Stats {
     /// Binary operators by operand type and the edge classes of their operands
     /// ([`super::edges::CLASSES`], or `var` for an operand that is not constant).
     pub edge_pairs: BTreeMap<(String, &'static str, &'static str), u64>,
+    /// Statements of the SSA form (the input of `dce`), and how many `dce` removed: the
+    /// share of generated work that reaches no observable.
+    pub dce_input_stmts: u64,
+    pub dce_removed_stmts: u64,
 }
 
 impl Stats {
@@ -142,6 +146,11 @@ pub fn stats(first: u64, count: u64, cfg: &Config) -> Stats {
                 });
             }
         }
+        for f in &g.case.module.functions {
+            let (input, removed) = dce_share(f);
+            s.dce_input_stmts += input;
+            s.dce_removed_stmts += removed;
+        }
         match check_promises(&g.case).and_then(|()| check(&g.case)) {
             Err(e) => s.broken.push((seed, e.to_string())),
             Ok(results) => {
@@ -161,6 +170,27 @@ pub fn stats(first: u64, count: u64, cfg: &Config) -> Stats {
         }
     }
     s
+}
+
+/// Runs `ssa,dce` (or `dce` alone on a function already in SSA form) on a copy of `f`:
+/// the statements `dce` saw, and how many it removed.
+pub fn dce_share(f: &Function) -> (u64, u64) {
+    use tandem_core::passes::{Form, PassManager, Pipeline};
+    let ssa = f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty());
+    let p = if ssa { Pipeline::parse_from(Form::Ssa, "dce") } else { Pipeline::parse("ssa,dce") }.expect("a valid pipeline");
+    let mut g = f.clone();
+    let mut input = if ssa { f.layout.iter().map(|&b| f.blocks[b].stmts.len() as u64).sum() } else { 0 };
+    let mut removed = 0;
+    let mut hook = |name: &str, g: &Function, st: &tandem_core::passes::Stats| {
+        if name == "ssa" {
+            input = g.layout.iter().map(|&b| g.blocks[b].stmts.len() as u64).sum();
+        } else if name == "dce" {
+            removed = st.get("stmts");
+        }
+    };
+    // A pass error is the pipeline's bug, found by the check; it counts nothing here.
+    let _ = PassManager { verify: false }.run(&p, &mut g, &mut hook);
+    (input, removed)
 }
 
 /// Counts the compares and binary operators of the tree at `e`, whose parent context is
@@ -262,6 +292,13 @@ impl fmt::Display for Stats {
             self.max_case_blocks,
             self.max_depth,
             self.max_fuel_bound
+        )?;
+        writeln!(
+            f,
+            "dce removes {} of {} statements of the SSA form ({:.1}%)",
+            self.dce_removed_stmts,
+            self.dce_input_stmts,
+            pct(self.dce_removed_stmts, self.dce_input_stmts)
         )?;
         writeln!(f, "feature use (occurrences):")?;
         for (k, v) in &self.uses {

@@ -15,13 +15,16 @@ use crate::gen::edges;
 /// Per-mille of binary operators built with edge constant operands.
 pub(super) const EDGE_PERMILLE: u32 = 220;
 /// Per-mille of surely trapping constant divisions that are kept.
-const SURE_TRAP_PERMILLE: u32 = 250;
+const SURE_TRAP_PERMILLE: u32 = 300;
 
 impl<S: Source> Gen<'_, S> {
     /// A value of the edge set of `ty` (no node yet: a value redrawn leaves nothing
     /// unplaced).
     fn edge_value(&mut self, ty: Type) -> i64 {
-        let class = self.below(edges::CLASSES.len() as u32) as usize;
+        // A third of the draws from the first seven classes (0, ±1, MIN, MAX and their
+        // neighbours), where most of the folder's and the backend's special cases lie.
+        let n = if self.chance(333) { 7 } else { edges::CLASSES.len() as u32 };
+        let class = self.below(n) as usize;
         let k = self.below(64);
         edges::value(ty, class, k)
     }
@@ -53,8 +56,12 @@ impl<S: Source> Gen<'_, S> {
                 if op.can_trap() {
                     // A variable dividend under -1 traps only on MIN: kept half of the
                     // time; a zero divisor always traps: kept rarely.
+                    // At most a few draws (an exhausted byte source draws 0 forever),
+                    // then the divisor 1, which never traps.
+                    let mut tries = 0;
                     while bv == 0 && !self.chance(SURE_TRAP_PERMILLE) || signed && bv == -1 && !self.chance(500) {
-                        bv = self.edge_value(ty);
+                        tries += 1;
+                        bv = if tries < 4 { self.edge_value(ty) } else { 1 };
                     }
                     if bv == 0 {
                         self.note("division by constant zero");
@@ -68,8 +75,10 @@ impl<S: Source> Gen<'_, S> {
                 let av = self.edge_value(ty);
                 let mut bv = self.edge_value(ty);
                 if op.can_trap() {
+                    let mut tries = 0;
                     while (bv == 0 || signed && bv == -1 && av == min) && !self.chance(SURE_TRAP_PERMILLE) {
-                        bv = self.edge_value(ty);
+                        tries += 1;
+                        bv = if tries < 4 { self.edge_value(ty) } else { 1 };
                     }
                     if bv == 0 || signed && bv == -1 && av == min {
                         self.note("constant division that traps");
