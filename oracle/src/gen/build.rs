@@ -18,7 +18,9 @@
 //!   each statement evaluates times the trip counts around it, and stops adding code
 //!   once the budget is reached;
 //! * heap accesses stay in bounds: every address is a constant inside the heap or
-//!   `HEAP_BASE + region + (e & mask)` with `mask + width <= region size`;
+//!   `HEAP_BASE + region + (e & mask)` with `mask + width <= region size`, or one of the
+//!   address-mode shapes of [`operands`], whose masked parts add up to at most
+//!   `region size - width`;
 //! * a division is guarded (its divisor can be neither 0 nor, if signed, -1 with a `MIN`
 //!   dividend) except for a configured share.
 //!
@@ -916,7 +918,20 @@ impl<'a, S: Source> Gen<'a, S> {
         let ty = self.ty();
         let raw = self.expr(ty, 2);
         let span = self.pick(&[3i64, 7, 15]);
-        let value = if self.chance(700) {
+        // An `i64` switch whose keys differ only in their high words (`k` and
+        // `k + 2^32`): the backend compares the two halves separately.
+        let high_words = ty == Type::I64 && self.chance(400);
+        let value = if high_words {
+            self.note("switch i64 on keys that differ in the high word");
+            let m = self.konst(ty, span);
+            let low = self.bin(BinOp::And, raw, m);
+            let x = self.expr(ty, 1);
+            let one = self.konst(ty, 1);
+            let bit = self.bin(BinOp::And, x, one);
+            let k32 = self.konst(ty, 32);
+            let high = self.bin(BinOp::Shl, bit, k32);
+            self.bin(BinOp::Add, low, high)
+        } else if self.chance(700) {
             let m = self.konst(ty, span);
             self.bin(BinOp::And, raw, m)
         } else {
@@ -931,7 +946,10 @@ impl<'a, S: Source> Gen<'a, S> {
         let mut cases = vec![];
         let mut used = vec![];
         for _ in 0..ncases {
-            let k = self.below(span as u32 + 3) as i64 - 1;
+            let mut k = self.below(span as u32 + 3) as i64 - 1;
+            if high_words && self.chance(500) {
+                k += 1 << 32;
+            }
             if used.contains(&k) {
                 continue;
             }
@@ -1243,6 +1261,9 @@ impl<'a, S: Source> Gen<'a, S> {
             return self.konst(Type::I32, (HEAP_BASE + o) as i64);
         }
         let r = self.pick(&self.regions.clone());
+        if self.chance(operands::ADDR_MODE_PERMILLE) {
+            return self.addr_mode(r, w, depth);
+        }
         let mask = if self.chance(600) { r.size - w } else { r.size / 2 - 1 };
         let e = if self.chance(500) && !self.pure_mode {
             self.expr(Type::I32, depth)

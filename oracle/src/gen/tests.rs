@@ -194,6 +194,13 @@ fn every_compare_appears_in_every_context_at_both_widths() {
             }
         }
     }
+    // The backend's special shapes.
+    for shape in ["address base + disp", "address base + index*scale", "address base + index*scale + disp",
+        "address variable base + index*scale + disp", "switch i64 on keys that differ in the high word",
+        "edge constant on the left", "edge constant on the right", "edge constants on both sides",
+        "division by constant zero", "constant division that traps", "trapif ne of one value twice"] {
+        assert!(s.shapes.get(shape).copied().unwrap_or(0) > 0, "no {shape}");
+    }
     // Edge constants with a variable on the other side: nearly every combination.
     let [both, one] = stats::edge_coverage(&s);
     assert!(one.0 * 10 >= one.1 * 9, "constant and variable: {} of {}", one.0, one.1);

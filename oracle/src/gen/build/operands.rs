@@ -4,8 +4,13 @@
 //!   the left, the right or both sides of every operator at both widths — the folder's
 //!   cases (`srem(MIN, -1)` must stay a trap, shifts by 32 or 64, `mul` by `MIN`) and
 //!   the backend's immediate operands.
+//! * [`Gen::addr_mode`]: heap addresses in the shapes the backend folds into an x86
+//!   address mode `[base + index * scale + disp]` (`lower.rs`, `address_mode`): a
+//!   constant displacement on the right, an index shifted by 0 to 3, both at once, and a
+//!   variable base with a scaled variable index.
 //!
-//! The parent module's invariants hold: divisions by a constant that surely traps (0, or
+//! The parent module's invariants hold: every address stays inside its region (each
+//! masked part is at most its share of `size - width`); divisions by a constant that surely traps (0, or
 //! `-1` under a constant `MIN`) are made only at a small rate, so that the share of
 //! trapping runs stays reasonable; a divisor that is not constant is guarded.
 
@@ -14,6 +19,8 @@ use crate::gen::edges;
 
 /// Per-mille of binary operators built with edge constant operands.
 pub(super) const EDGE_PERMILLE: u32 = 220;
+/// Per-mille of non-constant heap addresses built by [`Gen::addr_mode`].
+pub(super) const ADDR_MODE_PERMILLE: u32 = 450;
 /// Per-mille of surely trapping constant divisions that are kept.
 const SURE_TRAP_PERMILLE: u32 = 300;
 
@@ -86,6 +93,64 @@ impl<S: Source> Gen<'_, S> {
                 }
                 let (a, b) = (self.konst(ty, av), self.konst(ty, bv));
                 self.bin(op, a, b)
+            }
+        }
+    }
+
+    /// A value masked to at most `m`: `e & m`.
+    fn masked(&mut self, m: u32, depth: u32) -> Expr {
+        let e = if self.chance(500) && !self.pure_mode { self.expr(Type::I32, depth) } else { self.leaf(Type::I32) };
+        let k = self.konst(Type::I32, m as i64);
+        self.bin(BinOp::And, e, k)
+    }
+
+    /// An in-bounds address of region `r` for an access of `w` bytes, in one of the
+    /// shapes of an x86 address mode.
+    pub(super) fn addr_mode(&mut self, r: Region, w: u32, depth: u32) -> Expr {
+        let room = r.size - w;
+        let base = (HEAP_BASE + r.base) as i64;
+        let s = self.below(4);
+        match self.below(4) {
+            // `add(e & m, R)`: a register plus a displacement.
+            0 => {
+                self.note("address base + disp");
+                let x = self.masked(room, depth);
+                let k = self.konst(Type::I32, base);
+                self.bin(BinOp::Add, x, k)
+            }
+            // `add(R, shl(e & m, s))`: a scaled index (the base constant in a register).
+            1 => {
+                self.note("address base + index*scale");
+                let x = self.masked(room >> s, depth);
+                let sh = self.konst(Type::I32, s as i64);
+                let idx = self.bin(BinOp::Shl, x, sh);
+                let k = self.konst(Type::I32, base);
+                self.bin(BinOp::Add, k, idx)
+            }
+            // `add(add(R, shl(e & m, s)), d)`: base, scaled index and displacement.
+            2 => {
+                self.note("address base + index*scale + disp");
+                let d = 1 + self.below(room.min(8));
+                let x = self.masked((room - d) >> s, depth);
+                let sh = self.konst(Type::I32, s as i64);
+                let idx = self.bin(BinOp::Shl, x, sh);
+                let k = self.konst(Type::I32, base);
+                let sum = self.bin(BinOp::Add, k, idx);
+                let dk = self.konst(Type::I32, d as i64);
+                self.bin(BinOp::Add, sum, dk)
+            }
+            // `add(add(e1 & m1, shl(e2 & m2, s)), R)`: variable base and scaled index,
+            // the region's start as displacement; the scaled index on either side.
+            _ => {
+                self.note("address variable base + index*scale + disp");
+                let half = room / 2;
+                let b = self.masked(half, depth.min(1));
+                let x = self.masked(half >> s, depth.min(1));
+                let sh = self.konst(Type::I32, s as i64);
+                let idx = self.bin(BinOp::Shl, x, sh);
+                let sum = if self.chance(500) { self.bin(BinOp::Add, b, idx) } else { self.bin(BinOp::Add, idx, b) };
+                let k = self.konst(Type::I32, base);
+                self.bin(BinOp::Add, sum, k)
             }
         }
     }
