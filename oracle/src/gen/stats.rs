@@ -1,8 +1,12 @@
 //! `tandem gen --stats`: what the generator makes over many seeds — the share of runs
 //! that are valid, that trap, that run out of fuel or out of bounds, cases that fail
 //! [`super::check`], and a histogram of feature use (operators, helpers, node kinds,
-//! terminators, swarm features). Counters live in `BTreeMap`s so the report's order is
-//! stable.
+//! terminators, swarm features); the compares and binary operators by the context they
+//! sit in (branch, `trapif`, select condition, store value, call argument, address, ...),
+//! since each context lowers differently; the (operator, type, left, right) combinations
+//! of edge-constant operands ([`super::edges`]); and the share of statements `dce`
+//! removes, the measure of generated work that reaches no observable. Counters live in
+//! `BTreeMap`s so the report's order is stable.
 
 use super::config::{Config, Feature};
 use super::{check, check_promises, generate};
