@@ -64,13 +64,7 @@ impl ProfileChoice {
     pub fn for_seed(self, seed: u64) -> Profile {
         match self {
             ProfileChoice::One(p) => p,
-            ProfileChoice::Mix => {
-                let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-                z ^= z >> 31;
-                Profile::ALL[(z % Profile::ALL.len() as u64) as usize]
-            }
+            ProfileChoice::Mix => Profile::ALL[(splitmix(seed) % Profile::ALL.len() as u64) as usize],
         }
     }
 }
@@ -137,12 +131,17 @@ pub const VALIDATOR_OPTIONS: crate::smt::Options = crate::smt::Options { bound: 
 
 /// Whether seed `seed` is one of the `percent` whose passes the validator checks.
 pub fn verified_seed(seed: u64, percent: u32) -> bool {
-    // SplitMix64's finalizer: neighbouring seeds land far apart.
+    // Another stream than the profile mix's, so that the choice does not follow it.
+    splitmix(seed ^ 0x5a5a_5a5a_5a5a_5a5a) % 100 < percent as u64
+}
+
+/// SplitMix64's finalizer: a fixed function of the seed that sends neighbouring seeds far
+/// apart (the profile of a mix campaign, the validated share).
+fn splitmix(seed: u64) -> u64 {
     let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^= z >> 31;
-    z % 100 < percent as u64
+    z ^ (z >> 31)
 }
 
 /// One answer of the validator in a campaign: the pass, the answer's kind

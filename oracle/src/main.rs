@@ -63,7 +63,7 @@ enum Command {
         /// The first seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// The profile: small, default, loops or memory.
+        /// The profile: small, default, loops, memory or ssa.
         #[arg(long, default_value = "default", value_parser = parse_profile)]
         profile: gen::Profile,
         /// How many consecutive seeds.
@@ -94,7 +94,7 @@ enum Command {
         /// Stop taking new seeds after this many seconds.
         #[arg(long)]
         seconds: Option<u64>,
-        /// The generator profile: small, default, loops, memory, or mix (a profile chosen
+        /// The generator profile: small, default, loops, memory, ssa, or mix (a profile chosen
         /// from each seed).
         #[arg(long, default_value = "default", value_parser = parse_profile_choice)]
         profile: tandem_oracle::campaign::ProfileChoice,

@@ -18,7 +18,9 @@
 //!   each statement evaluates times the trip counts around it, and stops adding code
 //!   once the budget is reached;
 //! * heap accesses stay in bounds: every address is a constant inside the heap or
-//!   `HEAP_BASE + region + (e & mask)` with `mask + width <= region size`;
+//!   `HEAP_BASE + region + (e & mask)` with `mask + width <= region size`, or one of the
+//!   address-mode shapes of [`operands`], whose masked parts add up to at most
+//!   `region size - width`;
 //! * a division is guarded (its divisor can be neither 0 nor, if signed, -1 with a `MIN`
 //!   dividend) except for a configured share.
 //!
@@ -30,6 +32,7 @@
 //! for callframe variables and the heap, with helper calls and aliasing accesses in
 //! between.
 
+mod operands;
 mod policies;
 
 use super::config::{Config, Feature, FeatureSet, Weights};
@@ -156,6 +159,21 @@ const INTERESTING: [i64; 22] = [
     i64::MIN,
 ];
 
+/// The operator `op'` with `a op b == b op' a`.
+fn mirror(op: CmpOp) -> CmpOp {
+    match op {
+        CmpOp::Slt => CmpOp::Sgt,
+        CmpOp::Sle => CmpOp::Sge,
+        CmpOp::Sgt => CmpOp::Slt,
+        CmpOp::Sge => CmpOp::Sle,
+        CmpOp::Ult => CmpOp::Ugt,
+        CmpOp::Ule => CmpOp::Uge,
+        CmpOp::Ugt => CmpOp::Ult,
+        CmpOp::Uge => CmpOp::Ule,
+        CmpOp::Eq | CmpOp::Ne => op,
+    }
+}
+
 /// A loop the code being generated is inside of: where `continue` and `break` go.
 struct LoopCtx {
     latch: Block,
@@ -194,6 +212,10 @@ pub(super) struct Gen<'a, S: Source> {
     pure_mode: bool,
     /// Pure trees already placed, cloned elsewhere to make redundancy.
     templates: Vec<Expr>,
+    /// Locals assigned since they were last read (in generation order): leaves prefer
+    /// them and the return value reads them, so that values reach an observable
+    /// (liveness-driven generation) instead of being deleted by `dce`.
+    unread: Vec<Local>,
     loops: Vec<LoopCtx>,
     regions: Vec<Region>,
     hot_offsets: Vec<u32>,
@@ -228,6 +250,11 @@ impl<'a, S: Source> Gen<'a, S> {
                 for f in Feature::POLICIES {
                     feats.remove(f);
                 }
+            }
+        }
+        if cfg.ssa_form {
+            for f in [Feature::If, Feature::Loop, Feature::NestedLoop, Feature::SsaStress] {
+                feats.insert(f);
             }
         }
         if !feats.contains(Feature::I64) {
@@ -338,6 +365,7 @@ impl<'a, S: Source> Gen<'a, S> {
             invariant_mode: false,
             pure_mode: false,
             templates: vec![],
+            unread: vec![],
             loops: vec![],
             regions: vec![],
             hot_offsets: vec![],
@@ -413,6 +441,7 @@ impl<'a, S: Source> Gen<'a, S> {
     }
 
     fn local(&mut self, l: Local) -> Expr {
+        self.unread.retain(|&u| u != l);
         self.add(ExprData::Local(l))
     }
 
@@ -425,6 +454,9 @@ impl<'a, S: Source> Gen<'a, S> {
     }
 
     fn assign(&mut self, local: Local, value: Expr) -> Expr {
+        if !self.unread.contains(&local) {
+            self.unread.push(local);
+        }
         self.add(ExprData::Assign { local, value })
     }
 
@@ -535,9 +567,18 @@ impl<'a, S: Source> Gen<'a, S> {
             }
         }
         self.region(0, false);
-        // The return value folds many locals together so that their values are observed.
+        // The return value folds many locals together so that their values are observed:
+        // first those assigned and not read since (most of them, under anchoring), then
+        // others at random.
         let ret = self.f.ret;
         let mut leaves = vec![self.expr(ret, 2)];
+        let unread: Vec<Local> = self.unread.iter().copied().filter(|l| self.readable.contains(l)).collect();
+        for l in unread {
+            if leaves.len() < 40 && self.chance(self.cfg.anchor_permille) {
+                let x = self.local(l);
+                leaves.push(self.convert_to(x, ret));
+            }
+        }
         let readable = self.readable.clone();
         for l in readable {
             if leaves.len() < 32 && self.chance(500) {
@@ -815,7 +856,8 @@ impl<'a, S: Source> Gen<'a, S> {
         // stays reachable.
         self.region(depth + 1, false);
         if self.cur.is_some() {
-            if self.on(Feature::SsaStress) && self.chance(500) {
+            let copies = if self.cfg.ssa_form { 900 } else { 500 };
+            if self.on(Feature::SsaStress) && self.chance(copies) {
                 self.loop_copies();
             }
             self.seal(Terminator::Jump(latch));
@@ -876,7 +918,20 @@ impl<'a, S: Source> Gen<'a, S> {
         let ty = self.ty();
         let raw = self.expr(ty, 2);
         let span = self.pick(&[3i64, 7, 15]);
-        let value = if self.chance(700) {
+        // An `i64` switch whose keys differ only in their high words (`k` and
+        // `k + 2^32`): the backend compares the two halves separately.
+        let high_words = ty == Type::I64 && self.chance(400);
+        let value = if high_words {
+            self.note("switch i64 on keys that differ in the high word");
+            let m = self.konst(ty, span);
+            let low = self.bin(BinOp::And, raw, m);
+            let x = self.expr(ty, 1);
+            let one = self.konst(ty, 1);
+            let bit = self.bin(BinOp::And, x, one);
+            let k32 = self.konst(ty, 32);
+            let high = self.bin(BinOp::Shl, bit, k32);
+            self.bin(BinOp::Add, low, high)
+        } else if self.chance(700) {
             let m = self.konst(ty, span);
             self.bin(BinOp::And, raw, m)
         } else {
@@ -891,7 +946,10 @@ impl<'a, S: Source> Gen<'a, S> {
         let mut cases = vec![];
         let mut used = vec![];
         for _ in 0..ncases {
-            let k = self.below(span as u32 + 3) as i64 - 1;
+            let mut k = self.below(span as u32 + 3) as i64 - 1;
+            if high_words && self.chance(500) {
+                k += 1 << 32;
+            }
             if used.contains(&k) {
                 continue;
             }
@@ -1099,24 +1157,78 @@ impl<'a, S: Source> Gen<'a, S> {
         self.assign(t, value)
     }
 
-    /// `trapif(c, code)`: mostly a check that rarely fails.
+    /// `trapif(c, code)`: mostly a check that rarely fails. The condition is a compare
+    /// with any of the ten operators (the backend fuses it into the check with its own
+    /// condition-code table), its constant on either side.
     fn trapif(&mut self, depth: u32) -> Expr {
         let ty = self.ty();
-        let x = self.expr(ty, depth.min(2));
-        let cond = if self.chance(self.cfg.trap_check_permille) {
+        let op = self.pick(&CmpOp::ALL);
+        let bits = ty.bits() as i64;
+        let (a, b) = if self.chance(self.cfg.trap_check_permille) && op != CmpOp::Ne {
             self.note("trapif that fires now and then");
-            // Fires now and then: a few low bits equal a constant.
+            // Fires now and then: the low four bits against a constant that splits 0..16.
+            let x = self.expr(ty, depth.min(2));
             let m = self.konst(ty, 15);
             let low = self.bin(BinOp::And, x, m);
-            let k = self.below(16) as i64;
-            let k = self.konst(ty, k);
-            self.cmp(CmpOp::Eq, low, k)
+            // True for one of the sixteen values.
+            let k = match op {
+                CmpOp::Eq => self.below(16) as i64,
+                CmpOp::Ult | CmpOp::Slt => 1,
+                CmpOp::Ule | CmpOp::Sle => 0,
+                CmpOp::Ugt | CmpOp::Sgt => 14,
+                _ => 15,
+            };
+            (low, self.konst(ty, k))
         } else {
-            // A range check that a wild value fails: bits far up must be a pattern.
-            let sh = self.konst(ty, ty.bits() as i64 - 3);
-            let hi = self.bin(BinOp::Lshr, x, sh);
-            let k = self.konst(ty, 5);
-            self.cmp(CmpOp::Eq, hi, k)
+            // A range check that only a wild value fails: the top three bits of `x ^ r`
+            // must be 000 or 111 (unsigned 0 or 7) for the unsigned operators and 100 or
+            // 011 (signed -4 or 3) for the signed ones, where `r`'s top bits are none of
+            // these, so that small positive and negative values (top bits 000 or 111, so
+            // the field is `r`'s top bits or their complement) pass.
+            let t = self.pick(&[1i64, 2, 5, 6]);
+            let low_mask = (1i64 << (bits - 3)).wrapping_sub(1);
+            let r = (t << (bits - 3)) | (self.src.bits64() as i64 & low_mask);
+            let signed = matches!(op, CmpOp::Slt | CmpOp::Sle | CmpOp::Sgt | CmpOp::Sge);
+            let shift_op = if signed { BinOp::Ashr } else { BinOp::Lshr };
+            let field = |g: &mut Self, x: Expr| {
+                let rk = g.konst(ty, r);
+                let y = g.bin(BinOp::Xor, x, rk);
+                let sh = g.konst(ty, bits - 3);
+                g.bin(shift_op, y, sh)
+            };
+            if op == CmpOp::Ne {
+                // The same pure field twice: never differs unless the code is wrong.
+                self.note("trapif ne of one value twice");
+                let pure = std::mem::replace(&mut self.pure_mode, true);
+                let x = self.expr(ty, depth.min(2));
+                self.pure_mode = pure;
+                let x2 = self.f.clone_tree(x);
+                let v = field(self, x);
+                let v2 = field(self, x2);
+                (v, v2)
+            } else {
+                let k = match op {
+                    CmpOp::Eq => self.pick(&[0i64, 7]),
+                    CmpOp::Ult => 1,
+                    CmpOp::Ule => 0,
+                    CmpOp::Ugt => 6,
+                    CmpOp::Uge => 7,
+                    CmpOp::Slt => -3,
+                    CmpOp::Sle => -4,
+                    CmpOp::Sgt => 2,
+                    _ => 3,
+                };
+                let x = self.expr(ty, depth.min(2));
+                let v = field(self, x);
+                (v, self.konst(ty, k))
+            }
+        };
+        // Half of the time the constant goes first, with the mirrored operator.
+        let cond = if self.chance(500) {
+            self.note("trapif operands swapped");
+            self.cmp(mirror(op), b, a)
+        } else {
+            self.cmp(op, a, b)
         };
         let code = self.below(100);
         self.add(ExprData::TrapIf { cond, code })
@@ -1149,6 +1261,9 @@ impl<'a, S: Source> Gen<'a, S> {
             return self.konst(Type::I32, (HEAP_BASE + o) as i64);
         }
         let r = self.pick(&self.regions.clone());
+        if self.chance(operands::ADDR_MODE_PERMILLE) {
+            return self.addr_mode(r, w, depth);
+        }
         let mask = if self.chance(600) { r.size - w } else { r.size / 2 - 1 };
         let e = if self.chance(500) && !self.pure_mode {
             self.expr(Type::I32, depth)
@@ -1208,7 +1323,12 @@ impl<'a, S: Source> Gen<'a, S> {
             })
             .map(|(c, _)| c)
             .collect();
+        let unread: Vec<Local> = locals.iter().copied().filter(|l| self.unread.contains(l)).collect();
         match self.below(10) {
+            0..=5 if !unread.is_empty() && self.chance(self.cfg.anchor_permille) => {
+                let l = self.pick(&unread);
+                self.local(l)
+            }
             0..=5 if !locals.is_empty() => {
                 let l = self.pick(&locals);
                 self.local(l)
@@ -1340,6 +1460,9 @@ impl<'a, S: Source> Gen<'a, S> {
             return self.bin(BinOp::Add, a, b);
         };
         let op = BinOp::ALL[i];
+        if self.chance(operands::EDGE_PERMILLE) {
+            return self.edge_binary(op, ty, d);
+        }
         let a = self.expr(ty, d);
         match op {
             BinOp::Shl | BinOp::Lshr | BinOp::Ashr => {

@@ -210,6 +210,12 @@ pub struct Config {
     /// Added to the weights of heap and callframe accesses and of the memory policies
     /// (when they are on).
     pub memory_bias: u32,
+    /// Whether the function is written in SSA form with crossing phi arguments
+    /// ([`super::ssa`]); loops, branches and the SSA-stress shapes are then always on.
+    pub ssa_form: bool,
+    /// The chance that a local leaf reads a local assigned and not read since, and that
+    /// the return value reads each such local (liveness-driven generation).
+    pub anchor_permille: u32,
 }
 
 impl Default for Config {
@@ -233,6 +239,8 @@ impl Default for Config {
             trap_check_permille: 100,
             loop_bias: 0,
             memory_bias: 0,
+            ssa_form: false,
+            anchor_permille: 800,
         }
     }
 }
@@ -248,10 +256,13 @@ pub enum Profile {
     Loops,
     /// Many callframe and heap accesses.
     Memory,
+    /// Functions in SSA form whose phis' arguments cross (swaps, rotations, lost copies,
+    /// copies of copies, phis of phis), checked from SSA.
+    Ssa,
 }
 
 impl Profile {
-    pub const ALL: [Profile; 4] = [Profile::Small, Profile::Default, Profile::Loops, Profile::Memory];
+    pub const ALL: [Profile; 5] = [Profile::Small, Profile::Default, Profile::Loops, Profile::Memory, Profile::Ssa];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -259,6 +270,7 @@ impl Profile {
             Profile::Default => "default",
             Profile::Loops => "loops",
             Profile::Memory => "memory",
+            Profile::Ssa => "ssa",
         }
     }
 
@@ -293,6 +305,7 @@ impl Profile {
                 ..d
             },
             Profile::Memory => Config { max_cfvars: 6, max_vars: 4, memory_bias: 8, ..d },
+            Profile::Ssa => Config { max_vars: 8, loop_bias: 4, ssa_form: true, ..d },
         }
     }
 }

@@ -14,7 +14,9 @@
 
 pub mod build;
 pub mod config;
+pub mod edges;
 pub mod source;
+pub mod ssa;
 pub mod stats;
 
 pub use config::{Config, Feature, FeatureSet, Profile};
@@ -53,13 +55,36 @@ pub fn generate_from<S: Source>(src: &mut S, cfg: &Config) -> Generated {
     g.function();
     let features = g.feats;
     let shapes = std::mem::take(&mut g.shapes);
-    let fuel_bound = g.fuel_bound();
+    let mut fuel_bound = g.fuel_bound();
     let mut used = g.helpers_used.clone();
     used.sort();
-    let f = std::mem::replace(&mut g.f, tandem_core::ir::Function::new("f", Type::I32));
+    let mut f = std::mem::replace(&mut g.f, tandem_core::ir::Function::new("f", Type::I32));
     drop(g);
+    let mut shapes = shapes;
+    let helpers: Vec<_> = used.into_iter().map(HelperKind::decl).collect();
+    if cfg.ssa_form {
+        match ssa::to_crossing_ssa(&mut f, &mut |_| src.below(1000) < 250) {
+            Ok(r) => {
+                fuel_bound += r.entry_nodes_added;
+                for (n, shape) in [
+                    (r.copies_propagated, "ssa copy propagated"),
+                    (r.copies_kept, "ssa copy kept"),
+                    (r.crossing_phi_args, "ssa phi argument of another variable"),
+                    (r.phi_args_from_sibling_phis, "ssa phi argument a phi of the same block"),
+                    (r.phi_args_from_other_phis, "ssa phi argument a phi of another block"),
+                ] {
+                    shapes.extend(std::iter::repeat_n(shape, n as usize));
+                }
+                // Copy propagation and SSA construction leave nodes in no tree.
+                ssa::compact(&mut f);
+            }
+            // A failing SSA construction is the `ssa` pass's bug; the HIR function
+            // still goes through it in the check, which reports it.
+            Err(_) => shapes.push("ssa construction failed, HIR kept"),
+        }
+    }
     let runs = (0..cfg.runs_per_case.max(1)).map(|_| make_run(src, &f)).collect();
-    let module = Module { helpers: used.into_iter().map(HelperKind::decl).collect(), functions: vec![f] };
+    let module = Module { helpers, functions: vec![f] };
     Generated { case: CaseFile::new(module, runs), features, shapes, fuel_bound }
 }
 

@@ -1,15 +1,20 @@
 //! `tandem gen --stats`: what the generator makes over many seeds — the share of runs
 //! that are valid, that trap, that run out of fuel or out of bounds, cases that fail
 //! [`super::check`], and a histogram of feature use (operators, helpers, node kinds,
-//! terminators, swarm features). Counters live in `BTreeMap`s so the report's order is
-//! stable.
+//! terminators, swarm features); the compares and binary operators by the context they
+//! sit in (branch, `trapif`, select condition, store value, call argument, address, ...),
+//! since each context lowers differently; the (operator, type, left, right) combinations
+//! of edge-constant operands ([`super::edges`]); and the share of statements `dce`
+//! removes, the measure of generated work that reaches no observable. Counters live in
+//! `BTreeMap`s so the report's order is stable.
 
 use super::config::{Config, Feature};
 use super::{check, check_promises, generate};
 use crate::outcome::{End, Invalid};
 use std::collections::BTreeMap;
 use std::fmt;
-use tandem_core::ir::{ExprData, Terminator, TrapKind};
+use super::edges;
+use tandem_core::ir::{Expr, ExprData, Function, Terminator, TrapKind};
 use tandem_core::text::printer::load_name;
 
 /// Figures over a range of seeds.
@@ -39,6 +44,16 @@ pub struct Stats {
     pub shapes: BTreeMap<String, u64>,
     /// Programs with each swarm feature on.
     pub features: BTreeMap<String, u64>,
+    /// Compares and binary operators by operand type and by the context they sit in
+    /// (`eq.i64 in trapif`), since each context lowers differently.
+    pub contexts: BTreeMap<String, u64>,
+    /// Binary operators by operand type and the edge classes of their operands
+    /// ([`super::edges::CLASSES`], or `var` for an operand that is not constant).
+    pub edge_pairs: BTreeMap<(String, &'static str, &'static str), u64>,
+    /// Statements of the SSA form (the input of `dce`), and how many `dce` removed: the
+    /// share of generated work that reaches no observable.
+    pub dce_input_stmts: u64,
+    pub dce_removed_stmts: u64,
 }
 
 impl Stats {
@@ -87,6 +102,20 @@ pub fn stats(first: u64, count: u64, cfg: &Config) -> Stats {
                     .to_string(),
                 );
             }
+            for &b in &f.layout {
+                let data = &f.blocks[b];
+                for &st in &data.stmts {
+                    count_contexts(f, st, "statement", &mut s);
+                }
+                if let Some(e) = data.term.expr() {
+                    let ctx = match data.term {
+                        Terminator::Branch { .. } => "branch",
+                        Terminator::Switch { .. } => "switch",
+                        _ => "return",
+                    };
+                    count_contexts(f, e, ctx, &mut s);
+                }
+            }
             let roots: std::collections::BTreeSet<_> = f.roots().into_iter().collect();
             for &root in &roots {
                 s.max_depth = s.max_depth.max(tree_depth(f, root));
@@ -121,6 +150,11 @@ pub fn stats(first: u64, count: u64, cfg: &Config) -> Stats {
                 });
             }
         }
+        for f in &g.case.module.functions {
+            let (input, removed) = dce_share(f);
+            s.dce_input_stmts += input;
+            s.dce_removed_stmts += removed;
+        }
         match check_promises(&g.case).and_then(|()| check(&g.case)) {
             Err(e) => s.broken.push((seed, e.to_string())),
             Ok(results) => {
@@ -140,6 +174,88 @@ pub fn stats(first: u64, count: u64, cfg: &Config) -> Stats {
         }
     }
     s
+}
+
+/// Runs `ssa,dce` (or `dce` alone on a function already in SSA form) on a copy of `f`:
+/// the statements `dce` saw, and how many it removed.
+pub fn dce_share(f: &Function) -> (u64, u64) {
+    use tandem_core::passes::{Form, PassManager, Pipeline};
+    let ssa = f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty());
+    let p = if ssa { Pipeline::parse_from(Form::Ssa, "dce") } else { Pipeline::parse("ssa,dce") }.expect("a valid pipeline");
+    let mut g = f.clone();
+    let mut input = if ssa { f.layout.iter().map(|&b| f.blocks[b].stmts.len() as u64).sum() } else { 0 };
+    let mut removed = 0;
+    let mut hook = |name: &str, g: &Function, st: &tandem_core::passes::Stats| {
+        if name == "ssa" {
+            input = g.layout.iter().map(|&b| g.blocks[b].stmts.len() as u64).sum();
+        } else if name == "dce" {
+            removed = st.get("stmts");
+        }
+    };
+    // A pass error is the pipeline's bug, found by the check; it counts nothing here.
+    let _ = PassManager { verify: false }.run(&p, &mut g, &mut hook);
+    (input, removed)
+}
+
+/// Counts the compares and binary operators of the tree at `e`, whose parent context is
+/// `ctx`, by context and by edge classes of their operands.
+fn count_contexts(f: &Function, e: Expr, ctx: &'static str, s: &mut Stats) {
+    let data = &f.exprs[e];
+    let operand_ty = |x: Expr| f.expr_type(x).map_or("?".to_string(), |t| t.to_string());
+    let class = |x: Expr| match f.exprs[x] {
+        ExprData::Const { ty, value } => edges::class_of(ty, value).map_or("const", |c| edges::CLASSES[c]),
+        _ => "var",
+    };
+    match data {
+        ExprData::Cmp { op, lhs, .. } => {
+            *s.contexts.entry(format!("{}.{} in {ctx}", op.name(), operand_ty(*lhs))).or_default() += 1;
+        }
+        ExprData::Binary { op, lhs, rhs } => {
+            let key = format!("{}.{}", op.name(), operand_ty(*lhs));
+            *s.contexts.entry(format!("{key} in {ctx}")).or_default() += 1;
+            *s.edge_pairs.entry((key, class(*lhs), class(*rhs))).or_default() += 1;
+        }
+        _ => {}
+    }
+    let children: Vec<(Expr, &'static str)> = match data {
+        ExprData::TrapIf { cond, .. } => vec![(*cond, "trapif")],
+        ExprData::Select { cond, if_true, if_false } => {
+            vec![(*cond, "select condition"), (*if_true, "select value"), (*if_false, "select value")]
+        }
+        ExprData::Store { addr, value, .. } => vec![(*addr, "address"), (*value, "store value")],
+        ExprData::Load { addr, .. } => vec![(*addr, "address")],
+        ExprData::Call { args, .. } => args.iter().map(|&a| (a, "call argument")).collect(),
+        ExprData::CfWrite { value, .. } => vec![(*value, "cfwrite value")],
+        ExprData::Assign { value, .. } => vec![(*value, "assigned value")],
+        ExprData::Comma { first, second } => vec![(*first, "statement"), (*second, ctx)],
+        other => other.operands().into_iter().map(|o| (o, "operand")).collect(),
+    };
+    for (c, cx) in children {
+        count_contexts(f, c, cx, s);
+    }
+}
+
+/// How many of the (operator, type, left class, right class) combinations of the edge
+/// set occur in `s`, out of how many: with constants on both sides, and with at least one
+/// (the other side `var`).
+pub fn edge_coverage(s: &Stats) -> [(usize, usize); 2] {
+    use tandem_core::ir::BinOp;
+    let (mut both, mut one) = ((0, 0), (0, 0));
+    for op in BinOp::ALL {
+        for ty in ["i32", "i64"] {
+            let key = format!("{}.{ty}", op.name());
+            let has = |l: &'static str, r: &'static str| s.edge_pairs.contains_key(&(key.clone(), l, r));
+            for l in edges::CLASSES {
+                one.1 += 2;
+                one.0 += has(l, "var") as usize + has("var", l) as usize;
+                for r in edges::CLASSES {
+                    both.1 += 1;
+                    both.0 += has(l, r) as usize;
+                }
+            }
+        }
+    }
+    [both, one]
 }
 
 /// The depth of the tree at `e` (a leaf has depth 1).
@@ -181,6 +297,13 @@ impl fmt::Display for Stats {
             self.max_depth,
             self.max_fuel_bound
         )?;
+        writeln!(
+            f,
+            "dce removes {} of {} statements of the SSA form ({:.1}%)",
+            self.dce_removed_stmts,
+            self.dce_input_stmts,
+            pct(self.dce_removed_stmts, self.dce_input_stmts)
+        )?;
         writeln!(f, "feature use (occurrences):")?;
         for (k, v) in &self.uses {
             writeln!(f, "  {k:<24} {v}")?;
@@ -189,6 +312,20 @@ impl fmt::Display for Stats {
         for (k, v) in &self.shapes {
             writeln!(f, "  {k:<40} {v}")?;
         }
+        writeln!(f, "compares and binary operators by context (occurrences):")?;
+        for (k, v) in &self.contexts {
+            writeln!(f, "  {k:<40} {v}")?;
+        }
+        let [both, one] = edge_coverage(self);
+        writeln!(
+            f,
+            "edge-constant operand pairs (operator, type, classes of {}): both constant {} of {}; constant and variable {} of {}",
+            edges::CLASSES.len(),
+            both.0,
+            both.1,
+            one.0,
+            one.1
+        )?;
         writeln!(f, "swarm features (programs with the feature on):")?;
         for (k, v) in &self.features {
             writeln!(f, "  {k:<24} {v}")?;

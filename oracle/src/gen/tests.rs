@@ -184,6 +184,83 @@ fn a_few_hundred_seeds_use_every_operator_and_helper() {
 }
 
 #[test]
+fn every_compare_appears_in_every_context_at_both_widths() {
+    let s = stats(0, 300, &Config::default());
+    for ctx in ["trapif", "branch", "select condition", "assigned value", "call argument", "operand"] {
+        for op in CmpOp::ALL {
+            for ty in ["i32", "i64"] {
+                let key = format!("{}.{ty} in {ctx}", op.name());
+                assert!(s.contexts.get(&key).copied().unwrap_or(0) > 0, "no {key}");
+            }
+        }
+    }
+    // The backend's special shapes.
+    for shape in ["address base + disp", "address base + index*scale", "address base + index*scale + disp",
+        "address variable base + index*scale + disp", "switch i64 on keys that differ in the high word",
+        "edge constant on the left", "edge constant on the right", "edge constants on both sides",
+        "division by constant zero", "constant division that traps", "trapif ne of one value twice"] {
+        assert!(s.shapes.get(shape).copied().unwrap_or(0) > 0, "no {shape}");
+    }
+    // Edge constants with a variable on the other side: nearly every combination.
+    let [both, one] = stats::edge_coverage(&s);
+    assert!(one.0 * 10 >= one.1 * 9, "constant and variable: {} of {}", one.0, one.1);
+    assert!(both.0 * 5 >= both.1, "both constant: {} of {}", both.0, both.1);
+}
+
+#[test]
+fn constant_min_rem_minus_one_is_generated_at_both_widths() {
+    // The folder's case of the issue: `srem(MIN, -1)` with both operands constant must
+    // stay a trap; the generator must make it.
+    let mut found = [false; 2];
+    for seed in 0..3000 {
+        let g = generate(seed, &Config::default());
+        let f = &g.case.module.functions[0];
+        for r in f.roots() {
+            f.visit_postorder(r, &mut |e| {
+                if let tandem_core::ir::ExprData::Binary { op: BinOp::Srem, lhs, rhs } = f.exprs[e] {
+                    use tandem_core::ir::ExprData::Const;
+                    if let (Const { ty, value: a }, Const { value: b, .. }) = (&f.exprs[lhs], &f.exprs[rhs]) {
+                        let min = if *ty == tandem_core::ir::Type::I32 { i32::MIN as i64 } else { i64::MIN };
+                        if *a == min && *b == -1 {
+                            found[(*ty == tandem_core::ir::Type::I64) as usize] = true;
+                        }
+                    }
+                }
+            });
+        }
+        if found == [true; 2] {
+            return;
+        }
+    }
+    panic!("srem(MIN, -1) on constants: i32 {}, i64 {}", found[0], found[1]);
+}
+
+#[test]
+fn the_ssa_profile_writes_strict_ssa_with_crossing_phi_arguments() {
+    let cfg = Profile::Ssa.config();
+    let mut shapes = std::collections::BTreeMap::<&str, u32>::new();
+    let mut with_phis = 0;
+    for seed in 0..60 {
+        let g = generate(seed, &cfg);
+        let f = &g.case.module.functions[0];
+        with_phis += f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty()) as u32;
+        let errs = tandem_core::passes::check_form(f, tandem_core::passes::Form::Ssa);
+        assert!(errs.is_empty(), "seed {seed}: {errs:?}");
+        assert!(crate::passcheck::replay_pipeline(f).is_some(), "seed {seed}: not checked from SSA");
+        for s in g.shapes {
+            *shapes.entry(s).or_default() += 1;
+        }
+    }
+    for shape in ["loop swap", "loop rotation", "loop lost copy", "ssa copy propagated", "ssa copy kept",
+        "ssa phi argument of another variable", "ssa phi argument a phi of the same block",
+        "ssa phi argument a phi of another block"] {
+        assert!(shapes.get(shape).copied().unwrap_or(0) > 0, "no {shape}: {shapes:?}");
+    }
+    assert!(!shapes.contains_key("ssa construction failed, HIR kept"));
+    assert!(with_phis >= 45, "only {with_phis} of 60 functions have phis");
+}
+
+#[test]
 fn the_fuzz_check_runs_for_a_second_on_random_bytes() {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
     let start = Instant::now();
@@ -202,3 +279,76 @@ fn the_fuzz_check_runs_for_a_second_on_random_bytes() {
 }
 
 use tandem_core::ir::{BinOp, CmpOp, ConvOp, UnOp};
+
+/// The test `ci/mutants` runs against each mutant of `tandem-core` (ignored otherwise):
+/// the regression corpus replays, then a campaign over consecutive seeds, rotating over
+/// every profile, for `TANDEM_MUTANT_SECONDS` seconds (default 60) on
+/// `TANDEM_MUTANT_JOBS` threads (default 1), from seed `TANDEM_MUTANT_SEED` (default 0);
+/// `TANDEM_MUTANT_PROFILES` (comma-separated names) limits the profiles.
+/// It fails at the first disagreement between any stage and the reference interpreter
+/// (a mutant killed); a mutant that breaks the pipeline's own checks panics, which kills
+/// it too.
+#[test]
+#[ignore]
+fn mutant_campaign() {
+    use crate::emu::Emulator;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    let secs = env("TANDEM_MUTANT_SECONDS", 60);
+    let jobs = env("TANDEM_MUTANT_JOBS", 1).max(1);
+    let first = env("TANDEM_MUTANT_SEED", 0);
+    let profiles: Vec<Profile> = match std::env::var("TANDEM_MUTANT_PROFILES") {
+        Ok(list) => list.split(',').map(|n| Profile::from_name(n.trim()).expect("a profile name")).collect(),
+        Err(_) => Profile::ALL.to_vec(),
+    };
+    let start = Instant::now();
+    let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus");
+    let mut emu = Emulator::new().expect("an emulator");
+    for path in crate::replay::collect_files(&[corpus]).expect("the corpus") {
+        let report = crate::replay::replay_file(&path, false, &mut emu).expect("a corpus file loads");
+        if !report.passed() {
+            panic!("killed by the corpus: {}", path.display());
+        }
+    }
+    let corpus_time = start.elapsed();
+    let next = AtomicU64::new(first);
+    let stop = AtomicBool::new(false);
+    let deadline = start + Duration::from_secs(secs);
+    let found = std::sync::Mutex::new(None::<String>);
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| {
+                let mut emu = Emulator::new().expect("an emulator");
+                while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    let profile = profiles[(seed % profiles.len() as u64) as usize];
+                    let g = generate(seed, &profile.config());
+                    let verdict = match crate::check::check_case(&g.case, &mut emu) {
+                        Err(e) => Some(e.to_string()),
+                        Ok(checks) => checks
+                            .iter()
+                            .flat_map(|c| &c.problems)
+                            .map(|p| format!("stage `{}`: {}", p.stage, p.lines.join("; ")))
+                            .next(),
+                    };
+                    if let Some(v) = verdict {
+                        stop.store(true, Ordering::Relaxed);
+                        *found.lock().unwrap() = Some(format!(
+                            "seed {seed} (--profile {}) after {:.1}s: {v}",
+                            profile.name(),
+                            start.elapsed().as_secs_f64()
+                        ));
+                    }
+                }
+            });
+        }
+    });
+    if let Some(f) = found.into_inner().unwrap() {
+        panic!("killed by the campaign: {f}");
+    }
+    eprintln!(
+        "survived: corpus in {:.1}s, then seeds {first}..{} in {secs}s",
+        corpus_time.as_secs_f64(),
+        next.load(Ordering::Relaxed)
+    );
+}
