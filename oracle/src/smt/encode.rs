@@ -171,6 +171,17 @@ fn ite_array(c: &Bool, a: &Array, b: &Array) -> Array {
     }
 }
 
+/// Whether every argument of the term's top operator (and, for an `ite`, of its
+/// condition's) is a numeral.
+fn all_numerals(v: &BV) -> bool {
+    use z3::ast::Ast;
+    fn numeral(d: &z3::ast::Dynamic) -> bool {
+        d.as_bv().is_some_and(|b| b.as_u64().is_some())
+            || d.as_bool().is_some_and(|b| b.as_bool().is_some() || b.children().iter().all(numeral))
+    }
+    v.children().iter().all(numeral)
+}
+
 /// A bit-vector widened to 64 bits by sign extension (the canonical `i64` form).
 pub fn to64(v: &BV) -> BV {
     let w = v.get_size();
@@ -256,8 +267,23 @@ impl Exec<'_> {
         h
     }
 
-    /// Evaluates the tree at `e`: operands first, left to right, then the node.
+    /// Evaluates the tree at `e`: operands first, left to right, then the node. An
+    /// operator whose operand values are all numerals yields a numeral (Z3 folds it), so
+    /// that a pass that folds or propagates constants leaves the same term as the source
+    /// computes.
     fn eval(&mut self, e: Expr) -> Result<Option<BV>, EncodeError> {
+        let v = self.eval_node(e)?;
+        let foldable = matches!(
+            self.f.exprs[e],
+            ExprData::Unary { .. } | ExprData::Binary { .. } | ExprData::Cmp { .. } | ExprData::Convert { .. } | ExprData::Select { .. }
+        );
+        Ok(match v {
+            Some(v) if foldable && v.as_u64().is_none() && all_numerals(&v) => Some(v.simplify()),
+            v => v,
+        })
+    }
+
+    fn eval_node(&mut self, e: Expr) -> Result<Option<BV>, EncodeError> {
         self.work += 1;
         if self.work > self.limit {
             return Err(EncodeError::TooLarge(self.limit));
