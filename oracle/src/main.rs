@@ -808,6 +808,7 @@ fn verify(
     if !what.generated && what.paths.is_empty() {
         return fail("give case files or folders, or --generated".into());
     }
+    let plan = tandem_oracle::smt::run::Plan { pipeline: &pipeline, only: pass, opts, out: out_dir };
     let mut tally = Tally::default();
     let mut out = std::io::stdout().lock();
     let mut shown = 0;
@@ -825,7 +826,7 @@ fn verify(
     if what.generated {
         // Seed by seed, so that answers appear as they come.
         for s in what.seed..what.seed.saturating_add(what.count) {
-            if let Err(e) = tally.add_generated(s, 1, what.profile, &pipeline, pass, opts, out_dir) {
+            if let Err(e) = tally.add_generated(s, 1, what.profile, &plan) {
                 return fail(e.to_string());
             }
             show(&tally, &mut out);
@@ -855,7 +856,8 @@ fn verify(
                     pipeline.clone()
                 };
                 let origin = format!("{} %{}", path.display(), f.name);
-                if let Err(e) = tally.add_function(f, &origin, &format!("{stem}-{}", f.name), &p, pass, opts, out_dir) {
+                let plan = tandem_oracle::smt::run::Plan { pipeline: &p, ..plan };
+                if let Err(e) = tally.add_function(f, &origin, &format!("{stem}-{}", f.name), &plan) {
                     return fail(format!("{origin}: {e}"));
                 }
                 show(&tally, &mut out);

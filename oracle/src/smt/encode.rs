@@ -92,7 +92,7 @@ impl Trace {
             let v = args.get(i).map_or_else(|| BV::from_u64(0, 64), to64);
             *slot = slot.store(&self.len, &v);
         }
-        self.len = self.len.bvadd(&BV::from_u64(1, 32));
+        self.len = self.len.bvadd(BV::from_u64(1, 32));
     }
 
     fn merge(c: &Bool, a: &Trace, b: &Trace) -> Trace {
@@ -171,6 +171,17 @@ fn ite_array(c: &Bool, a: &Array, b: &Array) -> Array {
     }
 }
 
+/// Whether every argument of the term's top operator (and, for an `ite`, of its
+/// condition's) is a numeral.
+fn all_numerals(v: &BV) -> bool {
+    use z3::ast::Ast;
+    fn numeral(d: &z3::ast::Dynamic) -> bool {
+        d.as_bv().is_some_and(|b| b.as_u64().is_some())
+            || d.as_bool().is_some_and(|b| b.as_bool().is_some() || b.children().iter().all(numeral))
+    }
+    v.children().iter().all(numeral)
+}
+
 /// A bit-vector widened to 64 bits by sign extension (the canonical `i64` form).
 pub fn to64(v: &BV) -> BV {
     let w = v.get_size();
@@ -240,7 +251,7 @@ impl Exec<'_> {
     }
 
     fn load_bytes(heap: &Array, addr: &BV, n: u32) -> BV {
-        let byte = |i: u32| heap.select(&addr.bvadd(&BV::from_u64(i as u64, 32))).as_bv().expect("the heap holds bytes");
+        let byte = |i: u32| heap.select(&addr.bvadd(BV::from_u64(i as u64, 32))).as_bv().expect("the heap holds bytes");
         let mut v = byte(0);
         for i in 1..n {
             v = byte(i).concat(&v);
@@ -251,13 +262,28 @@ impl Exec<'_> {
     fn store_bytes(heap: &Array, addr: &BV, v: &BV, n: u32) -> Array {
         let mut h = heap.clone();
         for i in 0..n {
-            h = h.store(&addr.bvadd(&BV::from_u64(i as u64, 32)), &v.extract(8 * i + 7, 8 * i));
+            h = h.store(&addr.bvadd(BV::from_u64(i as u64, 32)), &v.extract(8 * i + 7, 8 * i));
         }
         h
     }
 
-    /// Evaluates the tree at `e`: operands first, left to right, then the node.
+    /// Evaluates the tree at `e`: operands first, left to right, then the node. An
+    /// operator whose operand values are all numerals yields a numeral (Z3 folds it), so
+    /// that a pass that folds or propagates constants leaves the same term as the source
+    /// computes.
     fn eval(&mut self, e: Expr) -> Result<Option<BV>, EncodeError> {
+        let v = self.eval_node(e)?;
+        let foldable = matches!(
+            self.f.exprs[e],
+            ExprData::Unary { .. } | ExprData::Binary { .. } | ExprData::Cmp { .. } | ExprData::Convert { .. } | ExprData::Select { .. }
+        );
+        Ok(match v {
+            Some(v) if foldable && v.as_u64().is_none() && all_numerals(&v) => Some(v.simplify()),
+            v => v,
+        })
+    }
+
+    fn eval_node(&mut self, e: Expr) -> Result<Option<BV>, EncodeError> {
         self.work += 1;
         if self.work > self.limit {
             return Err(EncodeError::TooLarge(self.limit));
@@ -279,7 +305,7 @@ impl Exec<'_> {
                 let b = self.value(*rhs)?;
                 let bits = ty.expect("binary yields a value").bits();
                 let zero = BV::from_u64(0, bits);
-                let count = || b.bvand(&BV::from_u64((bits - 1) as u64, bits));
+                let count = || b.bvand(BV::from_u64((bits - 1) as u64, bits));
                 let min = BV::from_u64(1u64 << (bits - 1), bits);
                 let minus1 = BV::from_i64(-1, bits);
                 if op.can_trap() {
@@ -335,7 +361,7 @@ impl Exec<'_> {
                 let a = self.value(*if_true)?;
                 let b = self.value(*if_false)?;
                 let w = c.get_size();
-                Some(c.eq(&BV::from_u64(0, w)).ite(&b, &a))
+                Some(c.eq(BV::from_u64(0, w)).ite(&b, &a))
             }
             ExprData::Load { ty, width, signed, addr } => {
                 let a = self.value(*addr)?;
@@ -387,7 +413,7 @@ impl Exec<'_> {
             ExprData::TrapIf { cond, code } => {
                 let c = self.value(*cond)?;
                 let w = c.get_size();
-                self.stop_if(c.eq(&BV::from_u64(0, w)).not(), Ending::Check(*code));
+                self.stop_if(c.eq(BV::from_u64(0, w)).not(), Ending::Check(*code));
                 None
             }
             ExprData::Comma { first, second } => {
@@ -412,29 +438,29 @@ impl Exec<'_> {
             HelperKind::CfSet => {
                 let n = self.st.callframe.len() as u64;
                 if n > 0 {
-                    let idx = a[0].bvurem(&BV::from_u64(n, 32));
+                    let idx = a[0].bvurem(BV::from_u64(n, 32));
                     for (i, d) in self.f.cfvars.values().enumerate() {
                         let new = to_type(&a[1], d.ty);
-                        let hit = idx.eq(&BV::from_u64(i as u64, 32));
+                        let hit = idx.eq(BV::from_u64(i as u64, 32));
                         self.st.callframe[i] = hit.ite(&new, &self.st.callframe[i]);
                     }
                 }
                 None
             }
             HelperKind::HeapRmw => {
-                let off = a[0].bvand(&BV::from_u64((HEAP_SIZE - 4) as u64, 32));
+                let off = a[0].bvand(BV::from_u64((HEAP_SIZE - 4) as u64, 32));
                 let addr = BV::from_u64(HEAP_BASE as u64, 32).bvadd(&off);
                 let old = Self::load_bytes(&self.st.heap, &addr, 4);
                 self.st.heap = Self::store_bytes(&self.st.heap, &addr, &old.bvadd(&a[1]), 4);
                 Some(old)
             }
             HelperKind::Mix => {
-                let m = a[0].bvmul(&BV::from_u64(0x9E37_79B1, 32));
-                Some(m.bvrotl(&BV::from_u64(5, 32)).bvxor(&a[1]))
+                let m = a[0].bvmul(BV::from_u64(0x9E37_79B1, 32));
+                Some(m.bvrotl(BV::from_u64(5, 32)).bvxor(&a[1]))
             }
             HelperKind::Mix64 => {
-                let m = a[0].bvmul(&BV::from_u64(0x9E37_79B9_7F4A_7C15, 64));
-                Some(m.bvrotl(&BV::from_u64(17, 64)).bvxor(&a[1]))
+                let m = a[0].bvmul(BV::from_u64(0x9E37_79B9_7F4A_7C15, 64));
+                Some(m.bvrotl(BV::from_u64(17, 64)).bvxor(&a[1]))
             }
         }
     }
@@ -452,7 +478,7 @@ impl Exec<'_> {
             Terminator::Branch { cond, then_dest, else_dest } => {
                 let c = self.value(*cond)?;
                 let w = c.get_size();
-                let zero = c.eq(&BV::from_u64(0, w));
+                let zero = c.eq(BV::from_u64(0, w));
                 edges.push((Bool::and(&[&self.alive, &zero.not()]), *then_dest));
                 edges.push((Bool::and(&[&self.alive, &zero]), *else_dest));
             }
@@ -466,7 +492,7 @@ impl Exec<'_> {
                 let w = v.get_size();
                 let mut rest = self.alive.clone();
                 for (k, t) in cases {
-                    let hit = v.eq(&BV::from_i64(*k, w));
+                    let hit = v.eq(BV::from_i64(*k, w));
                     edges.push((Bool::and(&[&rest, &hit]), *t));
                     rest = Bool::and(&[&rest, &hit.not()]);
                 }

@@ -168,13 +168,10 @@ fn input_text(i: &RunInput) -> String {
 /// it. `pass` only names it in messages.
 pub fn validate(before: &Function, after: &Function, pass: &str, opts: &Options) -> Answer {
     let _ = pass;
-    if same_shape(before, after) {
-        match check_blocks(before, after, opts) {
-            Ok(true) => return Answer::Proved,
-            // A block differs on some entry state, or the solver gave up: the bounded
-            // check looks for a whole run that shows it.
-            Ok(false) | Err(_) => {}
-        }
+    // When a block differs on some entry state, or the solver gives up on it, the bounded
+    // check looks for a whole run that shows it.
+    if same_shape(before, after) && check_blocks(before, after, opts) == Ok(true) {
+        return Answer::Proved;
     }
     check_bounded(before, after, opts)
 }
@@ -229,8 +226,8 @@ fn differ(a: &SymOutcome, b: &SymOutcome, compare_locals: &[(BV, BV)]) -> Bool {
     let kind = |k: u64| BV::from_u64(k, 8);
     let addr = BV::fresh_const("addr", 32);
     let in_heap = Bool::and(&[
-        addr.bvuge(&BV::from_u64(HEAP_BASE as u64, 32)),
-        addr.bvult(&BV::from_u64((HEAP_BASE + HEAP_SIZE) as u64, 32)),
+        addr.bvuge(BV::from_u64(HEAP_BASE as u64, 32)),
+        addr.bvult(BV::from_u64((HEAP_BASE + HEAP_SIZE) as u64, 32)),
     ]);
     let sel = |h: &Array| h.select(&addr).as_bv().expect("bytes");
     let mut d = vec![

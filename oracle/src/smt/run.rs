@@ -24,6 +24,16 @@ pub struct Entry {
     pub finding: Option<PathBuf>,
 }
 
+/// What to validate on each function: the pipeline, only one of its passes if given, the
+/// validator's options, and where findings go.
+#[derive(Clone, Debug)]
+pub struct Plan<'a> {
+    pub pipeline: &'a Pipeline,
+    pub only: Option<&'a str>,
+    pub opts: &'a Options,
+    pub out: &'a Path,
+}
+
 /// Answers and latencies of many queries.
 #[derive(Clone, Debug, Default)]
 pub struct Tally {
@@ -31,18 +41,10 @@ pub struct Tally {
 }
 
 impl Tally {
-    /// Validates the passes of `pipeline` on `f` (only `only` if given), adding one entry
-    /// per pass and writing findings into `out` as `{stem}-smt-{pass}.tir`.
-    pub fn add_function(
-        &mut self,
-        f: &Function,
-        origin: &str,
-        stem: &str,
-        pipeline: &Pipeline,
-        only: Option<&str>,
-        opts: &Options,
-        out: &Path,
-    ) -> Result<(), PassError> {
+    /// Validates the passes of the plan's pipeline on `f`, adding one entry per pass and
+    /// writing findings into the plan's folder as `{stem}-smt-{pass}.tir`.
+    pub fn add_function(&mut self, f: &Function, origin: &str, stem: &str, plan: &Plan) -> Result<(), PassError> {
+        let Plan { pipeline, only, opts, out } = *plan;
         for (pass, answer, time) in validate_pipeline(f, pipeline, opts)? {
             if only.is_some_and(|p| p != pass) {
                 continue;
@@ -57,22 +59,13 @@ impl Tally {
     }
 
     /// Validates generated cases `seed..seed+count` of `profile`.
-    pub fn add_generated(
-        &mut self,
-        seed: u64,
-        count: u64,
-        profile: Profile,
-        pipeline: &Pipeline,
-        only: Option<&str>,
-        opts: &Options,
-        out: &Path,
-    ) -> Result<(), PassError> {
+    pub fn add_generated(&mut self, seed: u64, count: u64, profile: Profile, plan: &Plan) -> Result<(), PassError> {
         let cfg = profile.config();
         for s in seed..seed.saturating_add(count) {
             let g = gen::generate(s, &cfg);
             for f in &g.case.module.functions {
                 let stem = format!("{}-seed-{s}", profile.name());
-                self.add_function(f, &format!("seed {s} %{}", f.name), &stem, pipeline, only, opts, out)?;
+                self.add_function(f, &format!("seed {s} %{}", f.name), &stem, plan)?;
             }
         }
         Ok(())

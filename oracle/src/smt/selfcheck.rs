@@ -146,8 +146,8 @@ fn heap_error(out: &Outcome, o: &SymOutcome) -> Option<String> {
     }
     let j = BV::fresh_const("j", 32);
     let s = super::solver(&super::Options::default());
-    s.assert(j.bvuge(&BV::from_u64(HEAP_BASE as u64, 32)));
-    s.assert(j.bvult(&BV::from_u64((HEAP_BASE + HEAP_SIZE) as u64, 32)));
+    s.assert(j.bvuge(BV::from_u64(HEAP_BASE as u64, 32)));
+    s.assert(j.bvult(BV::from_u64((HEAP_BASE + HEAP_SIZE) as u64, 32)));
     s.assert(o.state.heap.select(&j).as_bv().unwrap().eq(want.select(&j).as_bv().unwrap()).not());
     match s.check() {
         SatResult::Unsat => None,
