@@ -113,10 +113,10 @@ enum Command {
         /// Do not reduce the first case of each signature.
         #[arg(long)]
         no_reduce: bool,
-        /// The share of seeds, in percent, whose passes the Z3 validator also checks
-        /// (bound 2, 1 s per query); 0 turns it off.
-        #[arg(long, default_value_t = tandem_oracle::campaign::VERIFY_PERCENT, value_parser = clap::value_parser!(u32).range(0..=100))]
-        verify_percent: u32,
+        /// The share of seeds, per mille, whose passes the Z3 validator also checks
+        /// (bound 2, 300 ms per query); 0 turns it off.
+        #[arg(long, default_value_t = tandem_oracle::campaign::VERIFY_PERMILLE, value_parser = clap::value_parser!(u32).range(0..=1000))]
+        verify_permille: u32,
         /// Write a JSON summary here (format `tandem-fuzz-summary/1`, see the README).
         #[arg(long)]
         json: Option<PathBuf>,
@@ -214,7 +214,7 @@ fn main() -> ExitCode {
         }
         Command::Gen { seed, profile, count, stats, out } => generate(seed, profile, count, stats, out),
         Command::Bench { runs, seed, seeds, scaling } => bench(runs, seed, seeds, scaling),
-        Command::Fuzz { seed, count, seconds, profile, shard, out, resume, no_reduce, verify_percent, json, quiet, jobs } => {
+        Command::Fuzz { seed, count, seconds, profile, shard, out, resume, no_reduce, verify_permille, json, quiet, jobs } => {
             let c = tandem_oracle::campaign::Campaign {
                 start: seed,
                 count: if count.is_none() && seconds.is_none() { Some(1000) } else { count },
@@ -227,7 +227,7 @@ fn main() -> ExitCode {
                 }),
                 reduce: !no_reduce,
                 journal_limit: tandem_oracle::campaign::JOURNAL_LIMIT,
-                verify_percent,
+                verify_permille,
             };
             fuzz(c, resume, json, quiet, jobs)
         }
@@ -535,7 +535,7 @@ fn fuzz(
         let _ = writeln!(out, "  {pass}: {}", counters.join(" "));
     }
     if !s.validator.is_empty() {
-        let _ = writeln!(out, "Z3 validator ({}% of seeds, bound {}):", state.verify_percent, tandem_oracle::campaign::VALIDATOR_OPTIONS.bound);
+        let _ = writeln!(out, "Z3 validator ({}‰ of seeds, bound {}):", state.verify_permille, tandem_oracle::campaign::VALIDATOR_OPTIONS.bound);
         for l in s.validator_lines() {
             let _ = writeln!(out, "  {l}");
         }

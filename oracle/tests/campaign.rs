@@ -35,7 +35,7 @@ fn the_shards_together_test_exactly_the_seeds_of_the_unsharded_run() {
         out_dir: temp_dir(name),
         reduce: false,
         journal_limit: campaign::JOURNAL_LIMIT,
-        verify_percent: 0,
+        verify_permille: 0,
     };
     let all = c(Shard::ALL, "shard-all");
     let whole = campaign::run(&all, 2, |_| {}).unwrap();

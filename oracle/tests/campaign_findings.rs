@@ -61,7 +61,7 @@ fn campaign_with(bug: PlantedBug, name: &str, count: u64) -> (Campaign, Summary)
         out_dir,
         reduce: true,
         journal_limit: campaign::JOURNAL_LIMIT,
-        verify_percent: 0,
+        verify_permille: 0,
     };
     let s = campaign::run(&c, 2, |_| {}).unwrap();
     (c, s)

@@ -41,7 +41,7 @@ fn config(out_dir: PathBuf, journal_limit: u64) -> Campaign {
         out_dir,
         reduce: true,
         journal_limit,
-        verify_percent: 0,
+        verify_permille: 0,
     }
 }
 
