@@ -113,16 +113,11 @@ pub fn replay_smt_options() -> crate::smt::Options {
 /// Validates the check pipeline's passes on every function of `case` (a function already
 /// in SSA form skips the passes up to `ssa`).
 fn validate_case(case: &CaseFile) -> Vec<SmtReport> {
-    use tandem_core::passes::{check_pipeline, Form, Pipeline};
     let opts = replay_smt_options();
     let mut out = vec![];
     for f in &case.module.functions {
-        let has_phis = f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty());
-        let pipeline = if has_phis {
-            Pipeline::parse_from(Form::Ssa, "dce,ssa-destroy,cprop").expect("valid")
-        } else {
-            check_pipeline()
-        };
+        // The pipeline the stage checks run, so that the validator sees the same passes.
+        let Some(pipeline) = crate::passcheck::replay_pipeline(f) else { continue };
         // A pass the verifier rejects is reported by the stage checks already.
         let Ok(answers) = crate::smt::validate_pipeline(f, &pipeline, &opts) else { continue };
         for (pass, answer, _) in answers {

@@ -47,11 +47,12 @@ fn every_pass_of_a_loop_is_proved_and_listed_with_its_time() {
     assert_eq!(code, 0, "{out}{err}");
     // The loop's passes that change the IR's shape are proved to the bound; `cprop`, which
     // keeps the CFG, is proved for every run.
-    for pass in ["ssa", "dce", "ssa-destroy"] {
+    for pass in ["ssa", "memopt", "ssapre", "dce", "ssa-destroy"] {
         assert!(out.contains(&format!("%f {pass}: proved (bound 3) (")), "{pass}:\n{out}");
     }
     assert!(out.contains("%f cprop: proved ("), "{out}");
-    assert!(out.contains("all: 4 queries: 1 proved, 3 bounded, 0 unknown"), "{out}");
+    // Six passes: ssa, memopt, ssapre, dce, ssa-destroy and cprop.
+    assert!(out.contains("all: 6 queries: 1 proved, 5 bounded, 0 unknown"), "{out}");
     assert!(out.contains("p50 ") && out.contains("histogram "), "{out}");
 }
 

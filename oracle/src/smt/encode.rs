@@ -490,13 +490,35 @@ impl Exec<'_> {
             Terminator::Switch { value, default, cases } => {
                 let v = self.value(*value)?;
                 let w = v.get_size();
-                let mut rest = self.alive.clone();
-                for (k, t) in cases {
-                    let hit = v.eq(BV::from_i64(*k, w));
-                    edges.push((Bool::and(&[&rest, &hit]), *t));
-                    rest = Bool::and(&[&rest, &hit.not()]);
+                // The first case equal to the value wins, so a key's target is that of its
+                // first case. One edge per distinct target, its guard a flat disjunction of
+                // its keys (a chain of guards, one per case, grew quadratically and sent
+                // every case as a state of its own into the same block).
+                self.work += cases.len();
+                if self.work > self.limit {
+                    return Err(EncodeError::TooLarge(self.limit));
                 }
-                edges.push((rest, *default));
+                let mut seen = std::collections::HashSet::new();
+                let mut by_target: Vec<(Block, Vec<Bool>)> = vec![];
+                let mut misses = vec![];
+                for (k, t) in cases {
+                    if !seen.insert(*k) {
+                        continue;
+                    }
+                    let hit = v.eq(BV::from_i64(*k, w));
+                    misses.push(hit.not());
+                    match by_target.iter_mut().find(|(b, _)| b == t) {
+                        Some((_, hits)) => hits.push(hit),
+                        None => by_target.push((*t, vec![hit])),
+                    }
+                }
+                for (t, hits) in by_target {
+                    let refs: Vec<&Bool> = hits.iter().collect();
+                    edges.push((Bool::and(&[&self.alive, &Bool::or(&refs)]), t));
+                }
+                let mut all: Vec<&Bool> = misses.iter().collect();
+                all.push(&self.alive);
+                edges.push((Bool::and(&all), *default));
             }
         }
         Ok(edges
