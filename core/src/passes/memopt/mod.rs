@@ -184,7 +184,13 @@ fn forward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, exempt: &[Expr]) {
                 let target = m.target(node);
                 if let ExprData::Load { ty, width, signed, .. } = f.exprs[target] {
                     if !cx.spec_values.contains(&node) {
-                        x = avail::convert_load(f, x, known.ty, width, signed, ty);
+                        // Convert from the type the value really has: a speculative phi's
+                        // local takes the type of the first value it was made for, and a
+                        // slot may hold an i64 stored value where an i32 was known before
+                        // (default seed 12012: `zext` of an i64). Only the low `width`
+                        // bits matter, and both types hold them.
+                        let from = f.expr_type(x).unwrap_or(known.ty);
+                        x = avail::convert_load(f, x, from, width, signed, ty);
                     }
                 }
                 f.exprs[target] = std::mem::replace(&mut f.exprs[x], ExprData::Const { ty: Type::I32, value: 0 });
