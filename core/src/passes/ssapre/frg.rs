@@ -198,7 +198,16 @@ pub fn run_expression(
         // Φ operands of the successors' Φs occur at the end of this block.
         for &s in &an.cfg.succs[b] {
             let Some(g) = phi_of[s] else { continue };
-            let Some(t) = translate(f, init, &phis[g], b) else { continue };
+            let Some(t) = translate(f, init, &phis[g], b) else {
+                // The successor's Φ cannot form the expression (an operand has no version
+                // there): on this path the expression is altered before being evaluated
+                // again, so a Φ whose value flows here is not down-safe (ssa profile seed
+                // 1025: a division inserted before an inner loop that may not run).
+                if let Some(Top::Phi(j)) = stack.last().copied() {
+                    phis[j].down_safe = false;
+                }
+                continue;
+            };
             let oi = phis[g].operands.iter().position(|o| o.pred == b).expect("pred");
             let (def, real_use) = match stack.last().copied() {
                 Some(Top::Real(y)) if occs[y].versions == t => (Def::Real(y), true),
