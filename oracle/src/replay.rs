@@ -1,7 +1,7 @@
 //! Replays case files: parses, verifies, runs every run in the reference interpreter and
 //! compares with the expectation (or blesses it), then checks every later stage against
 //! the reference with [`crate::check::check_case`]: the interpreter after every pass of
-//! `ssa,dce,ssa-destroy,cprop`, and the x86 code in the emulator without and with those
+//! the check pipeline (`ssa,memopt,ssapre,dce,ssa-destroy,cprop`), and the x86 code in the emulator without and with those
 //! passes. This is what `tandem run` and the corpus tests call; the command-line layer
 //! only turns [`FileReport`] into text and an exit code. Each function's passes are also
 //! translation-validated with Z3 ([`crate::smt`]) at a small bound and timeout
