@@ -3,27 +3,15 @@
 //! statements, and every finding file must replay as a failure. One test, in phases,
 //! because a planted bug holds for the whole process.
 
-use tandem_core::ir::{BinOp, ExprData, Function, MemWidth, Phi, Terminator};
+mod common;
+use common::dce_flips_returns;
+use tandem_core::ir::{ExprData, Function, MemWidth, Phi};
 use tandem_oracle::campaign::{self, Campaign, ProfileChoice, Shard, Summary};
 use tandem_oracle::check::{self, PlantedBug};
 use tandem_oracle::emu::Emulator;
 use tandem_oracle::gen::Profile;
 use tandem_oracle::reduce::statement_count;
 use tandem_oracle::replay;
-
-/// `dce` flips the low bit of every returned value.
-fn dce_flips_returns(stage: &str, f: &mut Function) {
-    if stage != "dce" {
-        return;
-    }
-    for b in f.layout.clone() {
-        if let Terminator::Return(e) = f.blocks[b].term.clone() {
-            let one = f.add_expr(ExprData::Const { ty: f.ret, value: 1 });
-            let x = f.add_expr(ExprData::Binary { op: BinOp::Xor, lhs: e, rhs: one });
-            f.blocks[b].term = Terminator::Return(x);
-        }
-    }
-}
 
 /// `ssa-destroy` leaves a phi behind: the verifier rejects its output (a multi-line
 /// error message).

@@ -5,12 +5,13 @@
 //! re-run with the ignored test `child_campaign`), with a bug planted so that there are
 //! findings to lose.
 
+mod common;
+use common::dce_flips_returns;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
-use tandem_core::ir::{BinOp, ExprData, Function, Terminator};
 use tandem_oracle::campaign::{self, Campaign, ProfileChoice, Shard};
 use tandem_oracle::check;
 use tandem_oracle::gen::Profile;
@@ -18,20 +19,6 @@ use tandem_oracle::gen::Profile;
 // Enough seeds that the kills land while the campaign runs on a fast machine too (500
 // seeds finished within a few kills once the machine was quiet).
 const COUNT: u64 = 2000;
-
-/// `dce` flips the low bit of every returned value (a finding in most seeds).
-fn dce_flips_returns(stage: &str, f: &mut Function) {
-    if stage != "dce" {
-        return;
-    }
-    for b in f.layout.clone() {
-        if let Terminator::Return(e) = f.blocks[b].term.clone() {
-            let one = f.add_expr(ExprData::Const { ty: f.ret, value: 1 });
-            let x = f.add_expr(ExprData::Binary { op: BinOp::Xor, lhs: e, rhs: one });
-            f.blocks[b].term = Terminator::Return(x);
-        }
-    }
-}
 
 fn config(out_dir: PathBuf, journal_limit: u64) -> Campaign {
     Campaign {
