@@ -331,8 +331,8 @@ pub fn run_expression(
     let mut save = vec![false; occs.len()];
     let mut used_insertion = vec![false; insertions.len()];
     let mut todo: Vec<usize> = vec![];
-    for i in 0..occs.len() {
-        match real[i].def {
+    for r in real.iter().take(occs.len()) {
+        match r.def {
             Some(Def::Real(y)) => save[y] = true,
             Some(Def::Phi(j)) if !needed[j] => {
                 needed[j] = true;
