@@ -54,6 +54,10 @@ pub struct Stats {
     /// share of generated work that reaches no observable.
     pub dce_input_stmts: u64,
     pub dce_removed_stmts: u64,
+    /// The same for expression nodes (phis not counted): the nodes of the SSA form's
+    /// statements and terminators, and how many `dce` removed.
+    pub dce_input_nodes: u64,
+    pub dce_removed_nodes: u64,
 }
 
 impl Stats {
@@ -151,9 +155,11 @@ pub fn stats(first: u64, count: u64, cfg: &Config) -> Stats {
             }
         }
         for f in &g.case.module.functions {
-            let (input, removed) = dce_share(f);
-            s.dce_input_stmts += input;
-            s.dce_removed_stmts += removed;
+            let d = dce_share(f);
+            s.dce_input_stmts += d.stmts_in;
+            s.dce_removed_stmts += d.stmts_removed;
+            s.dce_input_nodes += d.nodes_in;
+            s.dce_removed_nodes += d.nodes_in - d.nodes_out;
         }
         match check_promises(&g.case).and_then(|()| check(&g.case)) {
             Err(e) => s.broken.push((seed, e.to_string())),
@@ -176,25 +182,47 @@ pub fn stats(first: u64, count: u64, cfg: &Config) -> Stats {
     s
 }
 
+/// What `dce` removed from one function: see [`dce_share`].
+pub struct DceShare {
+    pub stmts_in: u64,
+    pub stmts_removed: u64,
+    pub nodes_in: u64,
+    pub nodes_out: u64,
+}
+
 /// Runs `ssa,dce` (or `dce` alone on a function already in SSA form) on a copy of `f`:
-/// the statements `dce` saw, and how many it removed.
-pub fn dce_share(f: &Function) -> (u64, u64) {
+/// the statements and nodes `dce` saw, and what it removed.
+pub fn dce_share(f: &Function) -> DceShare {
     use tandem_core::passes::{Form, PassManager, Pipeline};
+    fn nodes(g: &Function) -> u64 {
+        let mut n = 0;
+        for root in g.roots() {
+            g.visit_postorder(root, &mut |_| n += 1);
+        }
+        n
+    }
     let ssa = f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty());
     let p = if ssa { Pipeline::parse_from(Form::Ssa, "dce") } else { Pipeline::parse("ssa,dce") }.expect("a valid pipeline");
     let mut g = f.clone();
-    let mut input = if ssa { f.layout.iter().map(|&b| f.blocks[b].stmts.len() as u64).sum() } else { 0 };
-    let mut removed = 0;
+    let stmts = |g: &Function| g.layout.iter().map(|&b| g.blocks[b].stmts.len() as u64).sum::<u64>();
+    let mut d = DceShare { stmts_in: 0, stmts_removed: 0, nodes_in: 0, nodes_out: 0 };
+    if ssa {
+        (d.stmts_in, d.nodes_in) = (stmts(f), nodes(f));
+    }
     let mut hook = |name: &str, g: &Function, st: &tandem_core::passes::Stats| {
         if name == "ssa" {
-            input = g.layout.iter().map(|&b| g.blocks[b].stmts.len() as u64).sum();
+            (d.stmts_in, d.nodes_in) = (stmts(g), nodes(g));
         } else if name == "dce" {
-            removed = st.get("stmts");
+            d.stmts_removed = st.get("stmts");
+            d.nodes_out = nodes(g);
         }
     };
     // A pass error is the pipeline's bug, found by the check; it counts nothing here.
-    let _ = PassManager { verify: false }.run(&p, &mut g, &mut hook);
-    (input, removed)
+    let failed = PassManager { verify: false }.run(&p, &mut g, &mut hook).is_err();
+    if failed {
+        d.nodes_out = d.nodes_in;
+    }
+    d
 }
 
 /// Counts the compares and binary operators of the tree at `e`, whose parent context is
@@ -299,10 +327,13 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "dce removes {} of {} statements of the SSA form ({:.1}%)",
+            "dce removes {} of {} statements of the SSA form ({:.1}%) and {} of {} nodes ({:.1}%); the rest is live (reaches an observable, or may trap)",
             self.dce_removed_stmts,
             self.dce_input_stmts,
-            pct(self.dce_removed_stmts, self.dce_input_stmts)
+            pct(self.dce_removed_stmts, self.dce_input_stmts),
+            self.dce_removed_nodes,
+            self.dce_input_nodes,
+            pct(self.dce_removed_nodes, self.dce_input_nodes)
         )?;
         writeln!(f, "feature use (occurrences):")?;
         for (k, v) in &self.uses {
