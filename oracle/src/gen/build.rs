@@ -20,7 +20,8 @@
 //! * heap accesses stay in bounds: every address is a constant inside the heap or
 //!   `HEAP_BASE + region + (e & mask)` with `mask + width <= region size`, or one of the
 //!   address-mode shapes of [`operands`], whose masked parts add up to at most
-//!   `region size - width`;
+//!   `region size - width`, or an address behind a bounds check in the same tree that
+//!   traps before any access that would leave the heap;
 //! * a division is guarded (its divisor can be neither 0 nor, if signed, -1 with a `MIN`
 //!   dividend) except for a configured share.
 //!
@@ -1259,6 +1260,9 @@ impl<'a, S: Source> Gen<'a, S> {
         if self.chance(350) {
             let o = self.pick(&self.hot_offsets.clone()).min(HEAP_SIZE - w);
             return self.konst(Type::I32, (HEAP_BASE + o) as i64);
+        }
+        if self.chance(operands::GUARDED_PERMILLE) {
+            return self.guarded_addr(w);
         }
         let r = self.pick(&self.regions.clone());
         if self.chance(operands::ADDR_MODE_PERMILLE) {

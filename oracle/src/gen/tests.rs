@@ -200,7 +200,9 @@ fn every_compare_appears_in_every_context_at_both_widths() {
     for shape in ["address base + disp", "address base + index*scale", "address base + index*scale + disp",
         "address variable base + index*scale + disp", "switch i64 on keys that differ in the high word",
         "edge constant on the left", "edge constant on the right", "edge constants on both sides",
-        "division by constant zero", "constant division that traps", "trapif ne of one value twice"] {
+        "division by constant zero", "constant division that traps", "trapif ne of one value twice",
+        "address behind a bounds check before it", "address behind a bounds check in it",
+        "heap loop-invariant LOAD first in a block of the body"] {
         assert!(s.shapes.get(shape).copied().unwrap_or(0) > 0, "no {shape}");
     }
     // Edge constants with a variable on the other side: nearly every combination.

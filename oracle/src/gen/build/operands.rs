@@ -8,6 +8,11 @@
 //!   address mode `[base + index * scale + disp]` (`lower.rs`, `address_mode`): a
 //!   constant displacement on the right, an index shifted by 0 to 3, both at once, and a
 //!   variable base with a scaled variable index.
+//! * [`Gen::guarded_addr`]: an address that can leave the heap, behind a bounds check (a
+//!   `trapif` statement just before, or `comma(trapif(...), address)`), so that the check
+//!   traps exactly where the access would fault: a pass that speculates the access across
+//!   the check (hoisting a loop-invariant load, sinking a promoted store, moving the tree)
+//!   faults or reads out of bounds where the reference traps.
 //!
 //! The parent module's invariants hold: every address stays inside its region (each
 //! masked part is at most its share of `size - width`); divisions by a constant that surely traps (0, or
@@ -21,6 +26,8 @@ use crate::gen::edges;
 pub(super) const EDGE_PERMILLE: u32 = 220;
 /// Per-mille of non-constant heap addresses built by [`Gen::addr_mode`].
 pub(super) const ADDR_MODE_PERMILLE: u32 = 450;
+/// Per-mille of non-constant heap addresses built by [`Gen::guarded_addr`].
+pub(super) const GUARDED_PERMILLE: u32 = 40;
 /// Per-mille of surely trapping constant divisions that are kept.
 const SURE_TRAP_PERMILLE: u32 = 300;
 
@@ -152,6 +159,46 @@ impl<S: Source> Gen<'_, S> {
                 let k = self.konst(Type::I32, base);
                 self.bin(BinOp::Add, sum, k)
             }
+        }
+    }
+
+    /// An access of `w` bytes at the end of the heap whose offset may run past it, behind
+    /// a bounds check: `trapif(ugt(v, S - w))` before `HEAP_BASE + HEAP_SIZE - S + v`, with
+    /// `v = x & (2S - 1)`. The access runs only in bounds; when the check fires, the
+    /// address is outside the heap. The check is either a statement of its own just before
+    /// the access's (`x` a parameter, which nothing assigns, so that the address is also
+    /// loop-invariant and memopt may consider hoisting it), or in the address itself
+    /// (`comma(check, address)`, `x` any leaf read twice).
+    pub(super) fn guarded_addr(&mut self, w: u32) -> Expr {
+        let s = self.pick(&[16u32, 64, 256]);
+        let mask = (2 * s - 1) as i64;
+        let params: Vec<Local> = self.f.params.iter().copied().filter(|&l| self.f.locals[l].ty == Type::I32).collect();
+        // A tree built in pure mode may be copied to places the check does not dominate.
+        let separate = !self.pure_mode && !params.is_empty() && self.cur.is_some() && self.chance(600);
+        let x = if separate {
+            let p = self.pick(&params);
+            self.local(p)
+        } else {
+            self.leaf(Type::I32)
+        };
+        let x2 = self.f.clone_tree(x);
+        let m = self.konst(Type::I32, mask);
+        let v = self.bin(BinOp::And, x, m);
+        let limit = self.konst(Type::I32, (s - w) as i64);
+        let cond = self.cmp(CmpOp::Ugt, v, limit);
+        let code = self.below(100);
+        let check = self.add(ExprData::TrapIf { cond, code });
+        let m2 = self.konst(Type::I32, mask);
+        let v2 = self.bin(BinOp::And, x2, m2);
+        let base = self.konst(Type::I32, (HEAP_BASE + HEAP_SIZE - s) as i64);
+        let addr = self.bin(BinOp::Add, base, v2);
+        if separate {
+            self.note("address behind a bounds check before it");
+            self.push(check);
+            addr
+        } else {
+            self.note("address behind a bounds check in it");
+            self.add(ExprData::Comma { first: check, second: addr })
         }
     }
 }

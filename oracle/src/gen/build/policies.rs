@@ -614,13 +614,33 @@ impl<S: Source> Gen<'_, S> {
         match self.below(5) {
             0 if can_load => {
                 self.note("heap loop-invariant LOAD loop (bottom-tested)");
+                let mut first_made: Option<Expr> = None;
                 let acc = self.new_temp(ty);
                 let zero = self.konst(ty, 0);
                 let s = self.assign(acc, zero);
                 self.push(s);
                 self.small_loop(None, &mut |g: &mut Self, _| {
+                    if g.blocks_left(1) && g.chance(500) {
+                        // The load first in a block of its own, which has no phis and
+                        // runs on every round: what precedes it there is all that
+                        // memopt's "no trap before it" test sees; half of the time
+                        // behind a bounds check that fires with an address outside
+                        // the heap (a hoisted load would fault).
+                        g.note("heap loop-invariant LOAD first in a block of the body");
+                        let nb = g.create_block();
+                        g.seal(Terminator::Jump(nb));
+                        g.enter(nb);
+                        if place.is_none() && g.chance(500) {
+                            let a = g.guarded_addr(width.bytes());
+                            place = Some(a);
+                            first_made = Some(a);
+                        }
+                    }
                     let a = g.local(acc);
-                    let addr = g.same_addr(&mut place, width);
+                    let addr = match first_made.take() {
+                        Some(addr) => addr,
+                        None => g.same_addr(&mut place, width),
+                    };
                     let l = g.add(ExprData::Load { ty, width, signed, addr });
                     let x = g.bin(BinOp::Xor, a, l);
                     let s = g.assign(acc, x);
