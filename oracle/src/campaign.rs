@@ -949,7 +949,8 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: bool, emu: &mut Emu
         for f in &g.case.module.functions {
             let Some(pipeline) = crate::passcheck::replay_pipeline(f) else { continue };
             // A pipeline that fails is the per-pass check's finding, not the validator's.
-            let Ok(answers) = crate::smt::validate_pipeline(f, &pipeline, &VALIDATOR_OPTIONS) else { continue };
+            // A pass that panics is the stage checks' finding too.
+            let Ok(Ok(answers)) = crate::check::caught(|| crate::smt::validate_pipeline(f, &pipeline, &VALIDATOR_OPTIONS)) else { continue };
             for (pass, answer, time) in answers {
                 o.validator.push(ValidatorAnswer { pass: pass.clone(), kind: answer.kind().to_string(), micros: time.as_micros() as u64 });
                 if matches!(answer, crate::smt::Answer::Counterexample(_) | crate::smt::Answer::EncoderDisagreement(_)) {

@@ -138,6 +138,19 @@ pub fn backend_input(f: &Function) -> Result<Function, String> {
 /// Checks several runs of one function through every stage. The passes and the backend
 /// run once per function, not once per run; one [`RunCheck`] per input, in order (each
 /// carries the same pass statistics).
+/// Runs `f`, turning a panic into its message: a pass or a backend stage that panics is
+/// a finding of its stage (reported, replayed and reduced like any other), not the end of
+/// the run, the campaign or the reducer.
+pub(crate) fn caught<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into())
+    })
+}
+
 pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Result<Vec<RunCheck>, CheckError> {
     let mut references = vec![];
     for input in inputs {
@@ -155,7 +168,7 @@ pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Resu
     if f.layout.iter().all(|&b| f.blocks[b].phis.is_empty()) {
         stages.push(("IR pass cprop on HIR", Pipeline::parse("cprop").expect("valid pipeline")));
     }
-    let mut unoptimized = backend_input(f);
+    let mut unoptimized = caught(|| backend_input(f)).map_err(|msg| format!("ssa-destroy panicked: {msg}")).and_then(|r| r);
     if let (Some(bug), Ok(g)) = (planted(), &mut unoptimized) {
         bug("x86", g);
     }
@@ -166,7 +179,10 @@ pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Resu
     for (stage, pipeline) in stages {
         let optimizing = stage == "IR passes";
         let x86_stage = format!("x86 after {pipeline}");
-        match passcheck::check_against(f, inputs, &outcomes, |g, hook| drive(&pm, &pipeline, g, hook)) {
+        let checked = caught(|| passcheck::check_against(f, inputs, &outcomes, |g, hook| drive(&pm, &pipeline, g, hook)))
+            .map_err(|msg| format!("a pass panicked: {msg}"))
+            .and_then(|r| r.map_err(|e| e.to_string()));
+        match checked {
             Ok(c) => {
                 for (k, v) in c.verdicts.iter().enumerate() {
                     if !v.is_ok() {
@@ -182,7 +198,7 @@ pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Resu
             Err(e) => {
                 problems.iter_mut().for_each(|p| p.push(problem(stage, vec![format!("per-pass check: {e}")])));
                 if optimizing {
-                    x86_stages.push((x86_stage, Err(e.to_string())));
+                    x86_stages.push((x86_stage, Err(e)));
                 }
             }
         }
@@ -191,7 +207,11 @@ pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Resu
     for (stage, g) in x86_stages {
         let compiled = g
             .map_err(|e| format!("the IR passes failed: {e}"))
-            .and_then(|g| backend::compile_validated(&g).map(|c| (g, c)).map_err(|e| format!("the backend failed: {e}")));
+            .and_then(|g| match caught(|| backend::compile_validated(&g)) {
+                Ok(Ok(c)) => Ok((g, c)),
+                Ok(Err(e)) => Err(format!("the backend failed: {e}")),
+                Err(msg) => Err(format!("the backend panicked: {msg}")),
+            });
         for (k, input) in inputs.iter().enumerate() {
             let (Ok(expected), fuel_used) = &references[k] else { continue };
             let (g, code) = match &compiled {

@@ -118,8 +118,9 @@ fn validate_case(case: &CaseFile) -> Vec<SmtReport> {
     for f in &case.module.functions {
         // The pipeline the stage checks run, so that the validator sees the same passes.
         let Some(pipeline) = crate::passcheck::replay_pipeline(f) else { continue };
-        // A pass the verifier rejects is reported by the stage checks already.
-        let Ok(answers) = crate::smt::validate_pipeline(f, &pipeline, &opts) else { continue };
+        // A pass the verifier rejects, or one that panics, is reported by the stage checks
+        // already.
+        let Ok(Ok(answers)) = crate::check::caught(|| crate::smt::validate_pipeline(f, &pipeline, &opts)) else { continue };
         for (pass, answer, _) in answers {
             out.push(SmtReport { function: f.name.clone(), pass, answer });
         }
