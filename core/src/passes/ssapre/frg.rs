@@ -416,7 +416,7 @@ pub fn run_expression(
                 // when that cannot change anything: a pure computation that cannot trap,
                 // reading nothing its statement assigns first. Otherwise it stays in place
                 // as comma(%h = e, %h).
-                let (b, root) = root_of(init, inner);
+                let (b, root) = root_of(f, init, inner);
                 let hoist = !trapping && hoistable(f, root, inner);
                 let in_term = f.blocks[b].term.expr() == Some(root);
                 let with = if hoist { read } else { f.add_expr(ExprData::Comma { first: def, second: read }) };
@@ -720,13 +720,24 @@ fn build(f: &mut Function, init: &Initialization, k: usize, versions: &[Val]) ->
 }
 
 /// The block and the root of the statement (or terminator expression) holding `n`.
-fn root_of(init: &Initialization, mut n: Expr) -> (Block, Expr) {
-    loop {
-        match init.parent[n].expect("every node has a parent") {
-            Parent::Node(p) => n = p,
-            Parent::Stmt(b) | Parent::Term(b) => return (b, n),
+/// The parents are those of the round's start; an expression done earlier in the round
+/// may since have hoisted a save holding `n` (its tree, with `n` inside) into a statement
+/// of its own before the one the parents name, so the root is checked against the tree.
+fn root_of(f: &Function, init: &Initialization, n: Expr) -> (Block, Expr) {
+    let mut m = n;
+    let b = loop {
+        match init.parent[m].expect("every node has a parent") {
+            Parent::Node(p) => m = p,
+            Parent::Stmt(b) | Parent::Term(b) => break b,
         }
+    };
+    let roots: Vec<Expr> = f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()).collect();
+    let holds = |r: Expr| crate::passes::util::postorder(f, r).contains(&n);
+    if roots.contains(&m) && holds(m) {
+        return (b, m);
     }
+    let r = roots.into_iter().find(|&r| holds(r)).expect("the node is in a statement of its block");
+    (b, r)
 }
 
 /// Whether the computation at `x` may be evaluated just before its statement `root`: its
