@@ -15,7 +15,7 @@
 //! Statistics: `phis` removed, `copies` emitted, `edges_split`, `cycle_temps`.
 
 use super::{Analyses, Stats};
-use crate::ir::{Block, BlockData, ExprData, Function, Local, Terminator};
+use crate::ir::{Block, ExprData, Function, Local, Terminator};
 
 /// Takes `f` out of SSA form.
 pub fn run(f: &mut Function, an: &Analyses) -> Stats {
@@ -44,7 +44,8 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
                 p
             } else {
                 stats.bump("edges_split");
-                let n = split_edge(f, p, b);
+                // Its phis were taken out above, so only the successor changes.
+                let n = super::util::split_edge(f, p, b);
                 splits.push((p, n));
                 n
             };
@@ -72,18 +73,6 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
         f.layout = layout;
     }
     stats
-}
-
-/// Makes a block on the edge `from -> to` and returns it; the caller places it in the
-/// layout.
-fn split_edge(f: &mut Function, from: Block, to: Block) -> Block {
-    let n = f.blocks.push(BlockData { phis: vec![], stmts: vec![], term: Terminator::Jump(to) });
-    for s in f.blocks[from].term.successors_mut() {
-        if *s == to {
-            *s = n;
-        }
-    }
-    n
 }
 
 /// Orders the parallel copy `dest <- src` (destinations distinct) into sequential copies

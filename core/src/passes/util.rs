@@ -2,7 +2,7 @@
 //! writes in evaluation order, and removal of locals no statement mentions any more
 //! (passes that delete definitions call it so printed IR lists only live names).
 
-use crate::ir::{ExprData, Expr, Function, Local};
+use crate::ir::{Block, BlockData, ExprData, Expr, Function, Local, Terminator};
 use cranelift_entity::{EntityRef, PrimaryMap, SecondaryMap};
 
 /// A fixed-size set of locals.
@@ -174,4 +174,24 @@ impl Namer {
         self.taken.insert(name.clone());
         f.locals.push(crate::ir::LocalData { name, ty })
     }
+}
+
+/// Makes an empty block on the edge `from -> to` and returns it: every successor of
+/// `from` naming `to`, and the arguments of `to`'s phis coming from `from`, now name the
+/// new block. The caller places it in the layout.
+pub fn split_edge(f: &mut Function, from: Block, to: Block) -> Block {
+    let n = f.blocks.push(BlockData { phis: vec![], stmts: vec![], term: Terminator::Jump(to) });
+    for s in f.blocks[from].term.successors_mut() {
+        if *s == to {
+            *s = n;
+        }
+    }
+    for phi in f.blocks[to].phis.iter_mut() {
+        for (p, _) in phi.args.iter_mut() {
+            if *p == from {
+                *p = n;
+            }
+        }
+    }
+    n
 }

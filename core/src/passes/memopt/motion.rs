@@ -257,19 +257,7 @@ fn exit_blocks(f: &mut Function, an: &Analyses, body: &[Block]) -> (Vec<Block>, 
                 }
                 continue;
             }
-            let n = f.blocks.push(BlockData { phis: vec![], stmts: vec![], term: Terminator::Jump(s) });
-            for t in f.blocks[b].term.successors_mut() {
-                if *t == s {
-                    *t = n;
-                }
-            }
-            for phi in f.blocks[s].phis.iter_mut() {
-                for (p, _) in phi.args.iter_mut() {
-                    if *p == b {
-                        *p = n;
-                    }
-                }
-            }
+            let n = crate::passes::util::split_edge(f, b, s);
             let pos = f.layout.iter().position(|&x| x == s).expect("exit in layout");
             f.layout.insert(pos, n);
             out.push(n);

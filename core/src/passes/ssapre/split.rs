@@ -7,7 +7,7 @@
 //! own holding a `jump`; [`unsplit_unused`] removes those that stayed empty, so the pass
 //! changes the CFG only where it inserted.
 
-use crate::ir::{Block, BlockData, Function, Terminator};
+use crate::ir::{Block, Function, Terminator};
 
 /// Splits every edge `p -> s` into a merge `s` whose source `p` does not end in a plain
 /// `jump`. Returns the new blocks with their source and target.
@@ -29,19 +29,7 @@ pub fn split_edges(f: &mut Function) -> Vec<(Block, Block, Block)> {
             if preds[s].len() < 2 && f.blocks[s].phis.is_empty() {
                 continue;
             }
-            let n = f.blocks.push(BlockData { phis: vec![], stmts: vec![], term: Terminator::Jump(s) });
-            for t in f.blocks[p].term.successors_mut() {
-                if *t == s {
-                    *t = n;
-                }
-            }
-            for phi in f.blocks[s].phis.iter_mut() {
-                for (b, _) in phi.args.iter_mut() {
-                    if *b == p {
-                        *b = n;
-                    }
-                }
-            }
+            let n = crate::passes::util::split_edge(f, p, s);
             let at = f.layout.iter().position(|&b| b == p).expect("in layout") + 1;
             f.layout.insert(at, n);
             made.push((n, p, s));
