@@ -20,8 +20,8 @@ use tandem_core::helpers::HelperKind;
 use tandem_core::ir::{ExprData, Function, Type};
 use tandem_core::passes::{PassManager, Pipeline};
 use tandem_oracle::gen::{self, Profile};
-use tandem_oracle::interp;
-use tandem_oracle::outcome::Value;
+use tandem_oracle::exec::interp;
+use tandem_oracle::exec::outcome::Value;
 
 const MARK: i64 = 0x3E50_7A11;
 const KINDS: [&str; 4] = ["cfread", "cfwrite", "heap load", "heap store"];

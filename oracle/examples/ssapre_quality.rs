@@ -24,7 +24,7 @@
 use tandem_core::ir::{BinOp, CfVarData, ExprData, Function, Type};
 use tandem_core::passes::{PassManager, Pipeline};
 use tandem_oracle::gen::{self, Profile};
-use tandem_oracle::interp::{run_measured, RunInput};
+use tandem_oracle::exec::interp::{run_measured, RunInput};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -104,7 +104,7 @@ fn is_computation(d: &ExprData) -> bool {
 
 /// The computations a run of `g` on `input` evaluated (see the module docs), or `None`
 /// when the function's helpers touch the callframe or the counting copy ends otherwise.
-fn computations(g: &Function, input: &RunInput, plain: &tandem_oracle::outcome::Outcome) -> Option<u64> {
+fn computations(g: &Function, input: &RunInput, plain: &tandem_oracle::exec::outcome::Outcome) -> Option<u64> {
     let touches_callframe = g.roots().into_iter().any(|r| {
         let mut any = false;
         g.visit_postorder(r, &mut |n| {
@@ -116,7 +116,7 @@ fn computations(g: &Function, input: &RunInput, plain: &tandem_oracle::outcome::
         any
     });
     // A trapping run stops inside its last block, which this count would take whole.
-    if touches_callframe || !matches!(plain.end, tandem_oracle::outcome::End::Return(_)) {
+    if touches_callframe || !matches!(plain.end, tandem_oracle::exec::outcome::End::Return(_)) {
         return None;
     }
     let mut h = g.clone();

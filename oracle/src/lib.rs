@@ -1,39 +1,25 @@
-//! `tandem-oracle`: everything that judges the pipeline.
+//! `tandem-oracle`: everything that judges the pipeline, in rooms by role. Imports run one
+//! way, from the command line (`src/main.rs` and `src/cli/`, the binary) down to the IR:
 //!
-//! * [`outcome`] — the observable outcome of a run and precise diffs between outcomes;
-//! * [`runtime`] — the one implementation of each runtime helper;
-//! * [`interp`] — the reference interpreter (HIR and SSA, with fuel);
-//! * [`passcheck`] — the interpreter after every IR pass, against the reference;
-//! * [`anticip`] — the anticipability checker of `ssapre`'s trap rule (Tristan–Leroy);
-//! * [`casefile`] — `.tir` case files: module + runs + expectations, print/parse;
-//! * [`replay`] — runs case files and folders of them (`tandem run`);
-//! * [`gen`] — the program generator (`tandem gen`) and the fuzz target's check.
-//! * [`emu`] — the Unicorn runner for compiled x86-32 code;
-//! * [`diff`] — the differential check, interpreter vs x86;
-//! * [`check`] — the full check of one run: reference, every IR pass, x86 without and with
-//!   the passes;
-//! * [`campaign`] — fuzzing campaigns over generated seeds (`tandem fuzz`): sharded,
-//!   time-bounded, resumable; findings as case files, grouped by signature;
-//! * [`reduce`] — the IR-aware test-case reducer (`tandem reduce`);
-//! * [`report`] — machine-readable reports: JSON summaries and JUnit XML;
-//! * [`bench`] — throughput measurements (`tandem bench`);
-//! * [`scaling`] — how each stage's time grows with function size (`tandem bench --scaling`);
-//! * [`smt`] — the Z3 translation validator of every IR pass (`tandem verify`).
+//! ```text
+//! cli -> campaign -> smt, measure -> judge, gen -> cases -> exec -> tandem_core
+//! ```
+//!
+//! * [`exec`] — running programs: outcomes, the runtime helpers, the reference
+//!   interpreter, the Unicorn runner;
+//! * [`cases`] — `.tir` case files: module + runs + expectations, parse and print;
+//! * [`gen`] — the program generator (`tandem gen`) and the fuzz test case type;
+//! * [`judge`] — the differential checks: interpreter vs x86, the interpreter after every
+//!   IR pass, the anticipability checker, the full check of one run;
+//! * [`smt`] — the Z3 translation validator of every IR pass (`tandem verify`);
+//! * [`measure`] — throughput and scaling measurements (`tandem bench`);
+//! * [`campaign`] — the drivers: fuzzing campaigns (`tandem fuzz`), replay of case files
+//!   (`tandem run`), findings and signatures, the reducer, JSON and JUnit reports.
 
-pub mod anticip;
-pub mod bench;
 pub mod campaign;
-pub mod casefile;
-pub mod check;
+pub mod cases;
+pub mod exec;
 pub mod gen;
-pub mod diff;
-pub mod emu;
-pub mod interp;
-pub mod outcome;
-pub mod passcheck;
-pub mod reduce;
-pub mod report;
-pub mod replay;
-pub mod runtime;
-pub mod scaling;
+pub mod judge;
+pub mod measure;
 pub mod smt;

@@ -10,12 +10,12 @@ use std::path::PathBuf;
 use tandem_core::backend::compile;
 use tandem_core::ir::{Function, Type, HEAP_BASE};
 use tandem_core::text::parse_module;
-use tandem_oracle::diff::{check, Verdict};
-use tandem_oracle::emu::Emulator;
+use tandem_oracle::judge::diff::{check, Verdict};
+use tandem_oracle::exec::emu::Emulator;
 use tandem_oracle::gen::{self, Config, Profile};
-use tandem_oracle::interp::{RunInput, DEFAULT_FUEL};
-use tandem_oracle::outcome::Value;
-use tandem_oracle::replay;
+use tandem_oracle::exec::interp::{RunInput, DEFAULT_FUEL};
+use tandem_oracle::exec::outcome::Value;
+use tandem_oracle::campaign::replay;
 
 fn func(src: &str) -> Function {
     let (m, _) = parse_module(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
@@ -111,7 +111,7 @@ fn corpus_agrees_with_the_interpreter() {
         for run in &case.runs {
             let f = case.module.function(&run.entry).unwrap();
             // A function written in SSA form reaches the backend through `ssa-destroy`.
-            let g = tandem_oracle::check::backend_input(f).unwrap();
+            let g = tandem_oracle::judge::check::backend_input(f).unwrap();
             let code = compile(&g).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let inp = run.input(f).unwrap();
             let v = check(&g, &inp, &code, &mut emu).unwrap();

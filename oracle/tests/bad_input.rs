@@ -6,9 +6,9 @@
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 use std::path::PathBuf;
 use std::process::Command;
-use tandem_oracle::casefile::CaseFile;
-use tandem_oracle::interp;
-use tandem_oracle::replay;
+use tandem_oracle::cases::casefile::CaseFile;
+use tandem_oracle::exec::interp;
+use tandem_oracle::campaign::replay;
 
 /// (file text, expected "line:col: message prefix")
 const BROKEN: &[(&str, &str)] = &[

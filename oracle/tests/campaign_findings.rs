@@ -7,11 +7,11 @@ mod common;
 use common::dce_flips_returns;
 use tandem_core::ir::{ExprData, Function, MemWidth, Phi};
 use tandem_oracle::campaign::{self, Campaign, ProfileChoice, Shard, Summary};
-use tandem_oracle::check::{self, PlantedBug};
-use tandem_oracle::emu::Emulator;
+use tandem_oracle::judge::check::{self, PlantedBug};
+use tandem_oracle::exec::emu::Emulator;
 use tandem_oracle::gen::Profile;
-use tandem_oracle::reduce::statement_count;
-use tandem_oracle::replay;
+use tandem_oracle::campaign::reduce::statement_count;
+use tandem_oracle::campaign::replay;
 
 /// `ssa-destroy` leaves a phi behind: the verifier rejects its output (a multi-line
 /// error message).

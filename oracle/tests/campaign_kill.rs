@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use tandem_oracle::campaign::{self, Campaign, ProfileChoice, Shard};
-use tandem_oracle::check;
+use tandem_oracle::judge::check;
 use tandem_oracle::gen::Profile;
 
 // Enough seeds that the kills land while the campaign runs on a fast machine too (500
@@ -53,7 +53,7 @@ fn check_no_partial_file(dir: &Path) {
     for e in std::fs::read_dir(dir).unwrap().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if name.ends_with(".tir") && !name.starts_with('.') {
-            tandem_oracle::replay::load(&e.path()).unwrap_or_else(|err| panic!("partial finding file: {err}"));
+            tandem_oracle::campaign::replay::load(&e.path()).unwrap_or_else(|err| panic!("partial finding file: {err}"));
         }
     }
     let state = std::fs::read_to_string(dir.join(campaign::STATE_FILE)).unwrap();

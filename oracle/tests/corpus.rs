@@ -3,8 +3,8 @@
 //! reference interpreter.
 
 use std::path::PathBuf;
-use tandem_oracle::casefile::CaseFile;
-use tandem_oracle::replay;
+use tandem_oracle::cases::casefile::CaseFile;
+use tandem_oracle::campaign::replay;
 
 fn corpus_files() -> Vec<PathBuf> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../corpus");
@@ -33,7 +33,7 @@ fn corpus_round_trips_byte_for_byte() {
 #[test]
 fn corpus_replays() {
     let mut failures = vec![];
-    let mut emu = tandem_oracle::emu::Emulator::new().unwrap();
+    let mut emu = tandem_oracle::exec::emu::Emulator::new().unwrap();
     for path in corpus_files() {
         let report = replay::replay_file(&path, false, &mut emu).unwrap_or_else(|e| panic!("{e}"));
         if report.runs.is_empty() {

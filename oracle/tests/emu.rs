@@ -8,10 +8,10 @@ use tandem_core::abi::{MachineCode, RuntimeHelper, CODE_BASE, HELPER_BASE, STACK
 use tandem_core::helpers::HelperKind;
 use tandem_core::ir::{CfVar, Function, TrapKind, CALLFRAME_BASE, HEAP_BASE};
 use tandem_core::text::parse_module;
-use tandem_oracle::diff::{check, side_by_side, Verdict};
-use tandem_oracle::emu::{self, Emulator, FaultKind, Finding};
-use tandem_oracle::interp::{RunInput, DEFAULT_FUEL};
-use tandem_oracle::outcome::{End, Event, Value};
+use tandem_oracle::judge::diff::{check, side_by_side, Verdict};
+use tandem_oracle::exec::emu::{self, Emulator, FaultKind, Finding};
+use tandem_oracle::exec::interp::{RunInput, DEFAULT_FUEL};
+use tandem_oracle::exec::outcome::{End, Event, Value};
 
 fn asm(build: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> MachineCode {
     let mut a = CodeAssembler::new(32).unwrap();
@@ -38,11 +38,11 @@ fn run(
     code: &MachineCode,
     f: &Function,
     inp: &RunInput,
-) -> Result<tandem_oracle::outcome::Outcome, Finding> {
+) -> Result<tandem_oracle::exec::outcome::Outcome, Finding> {
     emu.run(code, f, inp).expect("the emulator works")
 }
 
-fn fault(r: Result<tandem_oracle::outcome::Outcome, Finding>) -> (FaultKind, u32, Option<u32>, String) {
+fn fault(r: Result<tandem_oracle::exec::outcome::Outcome, Finding>) -> (FaultKind, u32, Option<u32>, String) {
     match r {
         Err(Finding::Fault { kind, pc, address, disassembly, .. }) => (kind, pc, address, disassembly),
         other => panic!("expected a fault, got {other:?}"),
@@ -630,9 +630,9 @@ fn bad_inputs_are_errors_not_findings() {
 
 #[test]
 fn bench_fixed_program_agrees_with_its_ir() {
-    use tandem_oracle::bench::{fixed_function, fixed_program, FIXED_N};
+    use tandem_oracle::measure::bench::{fixed_function, fixed_program, FIXED_N};
     let f = fixed_function();
-    tandem_core::verify::verify_module(&parse_module(tandem_oracle::bench::FIXED_PROGRAM).unwrap().0).unwrap();
+    tandem_core::verify::verify_module(&parse_module(tandem_oracle::measure::bench::FIXED_PROGRAM).unwrap().0).unwrap();
     let code = fixed_program();
     let mut emu = Emulator::new().unwrap();
     for n in [FIXED_N, 1, 0, -4, 3] {
@@ -646,7 +646,7 @@ fn bench_fixed_program_agrees_with_its_ir() {
 
 #[test]
 fn bench_runs_and_reports_every_measurement() {
-    let m = tandem_oracle::bench::emulator_bench(20).unwrap();
+    let m = tandem_oracle::measure::bench::emulator_bench(20).unwrap();
     assert_eq!(m.len(), 7);
     assert!(m.iter().all(|x| x.runs > 0 && x.seconds > 0.0));
 }
@@ -688,7 +688,7 @@ fn deep_stack_frames_work_and_are_poisoned_afresh() {
 fn trap_kind_and_code_must_match() {
     let f = func("function %f(i32 %a) -> i32 {\nb0:\n    trapif(%a, 9)\n    ret 0\n}\n");
     let inp = input(vec![Value::I32(1)]);
-    let (expected, used) = tandem_oracle::interp::run_measured(&f, &inp).unwrap();
+    let (expected, used) = tandem_oracle::exec::interp::run_measured(&f, &inp).unwrap();
     let expected = expected.unwrap();
     let mut emu = Emulator::new().unwrap();
     let trap = |code: u32| {
@@ -697,9 +697,9 @@ fn trap_kind_and_code_must_match() {
             a.int(0x41)
         })
     };
-    let v = tandem_oracle::diff::check_against(expected.clone(), used, &f, &inp, &trap(9), &mut emu).unwrap();
+    let v = tandem_oracle::judge::diff::check_against(expected.clone(), used, &f, &inp, &trap(9), &mut emu).unwrap();
     assert!(matches!(v, Verdict::Agree(_)), "{v}");
-    match tandem_oracle::diff::check_against(expected.clone(), used, &f, &inp, &trap(8), &mut emu).unwrap() {
+    match tandem_oracle::judge::diff::check_against(expected.clone(), used, &f, &inp, &trap(8), &mut emu).unwrap() {
         Verdict::Disagree { diff, .. } => assert_eq!(diff, vec!["end: expected trap check(9), got trap check(8)"]),
         v => panic!("{v}"),
     }
@@ -708,7 +708,7 @@ fn trap_kind_and_code_must_match() {
         a.cdq()?;
         a.idiv(ecx)
     });
-    match tandem_oracle::diff::check_against(expected, used, &f, &inp, &divide, &mut emu).unwrap() {
+    match tandem_oracle::judge::diff::check_against(expected, used, &f, &inp, &divide, &mut emu).unwrap() {
         Verdict::Disagree { diff, .. } => assert_eq!(diff, vec!["end: expected trap check(9), got trap divide_error"]),
         v => panic!("{v}"),
     }
@@ -718,7 +718,7 @@ fn trap_kind_and_code_must_match() {
 fn translation_buffer_flushes_keep_runs_right() {
     // A 1 MiB buffer fills after a few hundred fresh programs and is flushed; every run
     // must still agree with the interpreter.
-    use tandem_oracle::bench::{fixed_function, fixed_program};
+    use tandem_oracle::measure::bench::{fixed_function, fixed_program};
     let f = fixed_function();
     let mut emu = Emulator::with_translation_buffer(1 << 20).unwrap();
     let inp = input(vec![Value::I32(3)]);

@@ -2,9 +2,9 @@
 //! own: a planted bug holds for the whole process).
 
 use tandem_core::ir::Function;
-use tandem_oracle::casefile::CaseFile;
-use tandem_oracle::check;
-use tandem_oracle::emu::Emulator;
+use tandem_oracle::cases::casefile::CaseFile;
+use tandem_oracle::judge::check;
+use tandem_oracle::exec::emu::Emulator;
 
 fn dce_panics(stage: &str, _f: &mut Function) {
     if stage == "dce" {

@@ -7,11 +7,11 @@
 use std::path::PathBuf;
 use tandem_core::ir::{BinOp, ExprData, Function, Terminator, Type};
 use tandem_core::passes::{check_pipeline, default_pipeline, fold, Form, PassManager, Pipeline, Stats};
-use tandem_oracle::casefile::CaseFile;
+use tandem_oracle::cases::casefile::CaseFile;
 use tandem_oracle::gen::{self, Config, Profile, Source};
-use tandem_oracle::interp::{self, RunInput, DEFAULT_FUEL};
-use tandem_oracle::outcome::{End, Value};
-use tandem_oracle::passcheck::{check_function, check_with, replay_pipeline, Verdict};
+use tandem_oracle::exec::interp::{self, RunInput, DEFAULT_FUEL};
+use tandem_oracle::exec::outcome::{End, Value};
+use tandem_oracle::judge::passcheck::{check_function, check_with, replay_pipeline, Verdict};
 
 fn input(args: Vec<Value>) -> RunInput {
     RunInput { args, heap: vec![], callframe: vec![], fuel: DEFAULT_FUEL }
@@ -263,7 +263,7 @@ fn folding_agrees_with_the_interpreter() {
 #[test]
 fn corpus_agrees_after_every_pass() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../corpus");
-    let files = tandem_oracle::replay::collect_files(&[root]).unwrap();
+    let files = tandem_oracle::campaign::replay::collect_files(&[root]).unwrap();
     let mut compared = 0;
     for path in files {
         let case = CaseFile::parse(&std::fs::read_to_string(&path).unwrap()).unwrap();

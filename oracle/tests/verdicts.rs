@@ -5,8 +5,8 @@
 
 use std::fmt::Write;
 use std::path::PathBuf;
-use tandem_oracle::emu::Emulator;
-use tandem_oracle::replay::{replay_file, FileReport};
+use tandem_oracle::exec::emu::Emulator;
+use tandem_oracle::campaign::replay::{replay_file, FileReport};
 
 fn replay_text(name: &str, text: &str) -> FileReport {
     let dir = std::env::temp_dir().join(format!("tandem-verdicts-{}", std::process::id()));

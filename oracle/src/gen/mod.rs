@@ -23,9 +23,9 @@ pub use config::{Config, Feature, FeatureSet, Profile};
 pub use source::{SeededSource, Source};
 pub use stats::{stats, Stats};
 
-use crate::casefile::{CaseFile, Run};
-use crate::interp::{self, DEFAULT_FUEL};
-use crate::outcome::{Invalid, Outcome, Value};
+use crate::cases::casefile::{CaseFile, Run};
+use crate::exec::interp::{self, DEFAULT_FUEL};
+use crate::exec::outcome::{Invalid, Outcome, Value};
 use arbitrary::{Arbitrary, Unstructured};
 use std::fmt;
 use tandem_core::helpers::HelperKind;

@@ -10,7 +10,7 @@
 
 use super::config::{Config, Feature};
 use super::{check, check_promises, generate};
-use crate::outcome::{End, Invalid};
+use crate::exec::outcome::{End, Invalid};
 use std::collections::BTreeMap;
 use std::fmt;
 use super::edges;

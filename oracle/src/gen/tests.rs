@@ -36,13 +36,13 @@ fn the_fuel_bound_is_an_upper_bound_below_the_default_fuel() {
     for profile in Profile::ALL {
         for seed in 100..130 {
             let g = generate(seed, &profile.config());
-            assert!(g.fuel_bound < crate::interp::DEFAULT_FUEL, "seed {seed}: bound {}", g.fuel_bound);
+            assert!(g.fuel_bound < crate::exec::interp::DEFAULT_FUEL, "seed {seed}: bound {}", g.fuel_bound);
             let f = &g.case.module.functions[0];
             for r in &g.case.runs {
                 let mut input = r.input(f).unwrap();
                 input.fuel = g.fuel_bound;
-                let res = crate::interp::run(f, &input).unwrap();
-                assert_ne!(res, Err(crate::outcome::Invalid::FuelExhausted), "seed {seed} ({})", profile.name());
+                let res = crate::exec::interp::run(f, &input).unwrap();
+                assert_ne!(res, Err(crate::exec::outcome::Invalid::FuelExhausted), "seed {seed} ({})", profile.name());
             }
         }
     }
@@ -177,7 +177,7 @@ fn a_few_hundred_seeds_use_every_operator_and_helper() {
         assert!(s.shapes.get(shape).copied().unwrap_or(0) > 0, "no {shape}");
     }
     assert!(s.max_case_blocks <= Config::default().max_blocks as u64, "{} blocks", s.max_case_blocks);
-    assert!(s.max_fuel_bound < crate::interp::DEFAULT_FUEL / 2, "fuel bound {}", s.max_fuel_bound);
+    assert!(s.max_fuel_bound < crate::exec::interp::DEFAULT_FUEL / 2, "fuel bound {}", s.max_fuel_bound);
     // Far below the parser's nesting limit (256), so every case prints and parses back.
     assert!(s.max_depth <= 64, "a tree {} deep", s.max_depth);
     assert!(s.fuel_exhausted == 0 && s.out_of_bounds == 0, "{s}");
@@ -250,7 +250,7 @@ fn the_ssa_profile_writes_strict_ssa_with_crossing_phi_arguments() {
         with_phis += f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty()) as u32;
         let errs = tandem_core::passes::check_form(f, tandem_core::passes::Form::Ssa);
         assert!(errs.is_empty(), "seed {seed}: {errs:?}");
-        assert!(crate::passcheck::replay_pipeline(f).is_some(), "seed {seed}: not checked from SSA");
+        assert!(crate::judge::passcheck::replay_pipeline(f).is_some(), "seed {seed}: not checked from SSA");
         for s in g.shapes {
             *shapes.entry(s).or_default() += 1;
         }
@@ -295,7 +295,7 @@ use tandem_core::ir::{BinOp, CmpOp, ConvOp, UnOp};
 #[test]
 #[ignore]
 fn mutant_campaign() {
-    use crate::emu::Emulator;
+    use crate::exec::emu::Emulator;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
     let secs = env("TANDEM_MUTANT_SECONDS", 60);
@@ -308,8 +308,8 @@ fn mutant_campaign() {
     let start = Instant::now();
     let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../corpus");
     let mut emu = Emulator::new().expect("an emulator");
-    for path in crate::replay::collect_files(&[corpus]).expect("the corpus") {
-        let report = crate::replay::replay_file(&path, false, &mut emu).expect("a corpus file loads");
+    for path in crate::campaign::replay::collect_files(&[corpus]).expect("the corpus") {
+        let report = crate::campaign::replay::replay_file(&path, false, &mut emu).expect("a corpus file loads");
         if !report.passed() {
             panic!("killed by the corpus: {}", path.display());
         }
@@ -327,7 +327,7 @@ fn mutant_campaign() {
                     let seed = next.fetch_add(1, Ordering::Relaxed);
                     let profile = profiles[(seed % profiles.len() as u64) as usize];
                     let g = generate(seed, &profile.config());
-                    let verdict = match crate::check::check_case(&g.case, &mut emu) {
+                    let verdict = match crate::judge::check::check_case(&g.case, &mut emu) {
                         Err(e) => Some(e.to_string()),
                         Ok(checks) => checks
                             .iter()

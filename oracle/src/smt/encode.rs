@@ -1,6 +1,6 @@
 //! The Z3 encoding of a function: symbolic execution of HIR or SSA over bit-vectors, a
 //! fourth implementation of the semantics of `tandem_core::ir` (the interpreter in
-//! `crate::interp` is the reference; [`super::selfcheck`] holds this one to it).
+//! `crate::exec::interp` is the reference; [`super::selfcheck`] holds this one to it).
 //!
 //! Values are bit-vectors of their type's width (`i32`: 32 bits, `i64`: 64). The heap is
 //! an array from 32-bit absolute address to byte, the callframe one bit-vector per
@@ -8,7 +8,7 @@
 //! argument (sign-extended to 64 bits; unused argument slots are 0). Every rule is the
 //! interpreter's: wrapping arithmetic, masked shift counts, division traps, extending
 //! loads, truncating stores, `select` evaluating all operands, left-to-right post-order,
-//! helpers exactly as `crate::runtime` does them (`mix`/`mix64` exactly, `heap_rmw` on
+//! helpers exactly as `crate::exec::runtime` does them (`mix`/`mix64` exactly, `heap_rmw` on
 //! the symbolic heap, `cf_set` on the symbolic callframe, observable helpers appending an
 //! event).
 //!
@@ -423,7 +423,7 @@ impl Exec<'_> {
         })
     }
 
-    /// A helper call, exactly as `crate::runtime::call_helper` does it.
+    /// A helper call, exactly as `crate::exec::runtime::call_helper` does it.
     fn call(&mut self, helper: HelperKind, a: &[BV]) -> Option<BV> {
         match helper {
             HelperKind::Log | HelperKind::Log64 => {

@@ -40,9 +40,9 @@ pub mod selfcheck;
 #[cfg(test)]
 mod tests;
 
-use crate::casefile::{CaseFile, Run};
-use crate::interp::{self, RunInput, DEFAULT_FUEL};
-use crate::outcome::{Invalid, Outcome, Value};
+use crate::cases::casefile::{CaseFile, Run};
+use crate::exec::interp::{self, RunInput, DEFAULT_FUEL};
+use crate::exec::outcome::{Invalid, Outcome, Value};
 use encode::{encode_block, encode_function, EncodeError, Inputs, State, SymOutcome, Trace};
 use cranelift_entity::EntityRef;
 use std::fmt;

@@ -13,8 +13,8 @@
 
 use super::encode::{self, encode_function, Inputs, SymOutcome};
 use crate::gen::{self, Profile};
-use crate::interp::{self, RunInput};
-use crate::outcome::{End, Invalid, Outcome};
+use crate::exec::interp::{self, RunInput};
+use crate::exec::outcome::{End, Invalid, Outcome};
 use tandem_core::helpers::HelperKind;
 use tandem_core::ir::{Function, TrapKind, HEAP_BASE, HEAP_SIZE};
 use tandem_core::passes::{check_pipeline, PassManager};

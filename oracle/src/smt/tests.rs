@@ -4,7 +4,7 @@
 //! hand from the IR semantics.
 
 use super::*;
-use crate::outcome::End;
+use crate::exec::outcome::End;
 use tandem_core::ir::{TrapKind, HEAP_BASE};
 use tandem_core::text::parse_module;
 
@@ -249,8 +249,8 @@ fn a_counterexample_is_written_as_a_replayable_case() {
     assert!(text.starts_with("; the Z3 validator finds that pass `cprop` changes the outcome"), "{text}");
     assert!(text.contains("; heap: 0x00100000: 00 00 00 80"), "{text}");
     assert!(text.contains("; expect: trap divide_error"), "{text}");
-    let mut emu = crate::emu::Emulator::new().unwrap();
-    let report = crate::replay::replay_file(&path, false, &mut emu).unwrap();
+    let mut emu = crate::exec::emu::Emulator::new().unwrap();
+    let report = crate::campaign::replay::replay_file(&path, false, &mut emu).unwrap();
     assert_eq!(report.runs.len(), 1);
     assert!(report.runs[0].mismatches.is_empty(), "{:?}", report.runs[0]);
     let _ = std::fs::remove_dir_all(&dir);

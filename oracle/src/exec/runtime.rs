@@ -3,7 +3,7 @@
 //! emulator's hook both call [`call_helper`] through the [`HelperEnv`] view of their own
 //! state, so the two oracles cannot disagree on what a helper does.
 
-use crate::outcome::{Event, Value};
+use crate::exec::outcome::{Event, Value};
 use tandem_core::helpers::{self, HelperKind};
 use tandem_core::ir::{HEAP_BASE, HEAP_SIZE};
 

@@ -18,8 +18,8 @@
 //! zero. Other comment lines and blank lines are kept where they stand, so a canonical
 //! file (module in the printer's layout) prints back byte for byte; see [`CaseFile::print`].
 
-use crate::interp::{RunInput, DEFAULT_FUEL};
-use crate::outcome::{End, Event, Invalid, Outcome, Value, HEAP_ROW};
+use crate::exec::interp::{RunInput, DEFAULT_FUEL};
+use crate::exec::outcome::{End, Event, Invalid, Outcome, Value, HEAP_ROW};
 use std::fmt::Write;
 use tandem_core::helpers::HelperKind;
 use tandem_core::ir::{Function, Module, TrapKind, Type, HEAP_BASE, HEAP_SIZE};

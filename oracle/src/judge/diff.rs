@@ -14,9 +14,9 @@
 //!
 //! [`side_by_side`] prints two outcomes in two columns for reports.
 
-use crate::emu::{budget_for, EmuError, Emulator, Finding, HarnessLimit};
-use crate::interp::{self, InputError, RunInput};
-use crate::outcome::{Invalid, Outcome, HEAP_ROW};
+use crate::exec::emu::{budget_for, EmuError, Emulator, Finding, HarnessLimit};
+use crate::exec::interp::{self, InputError, RunInput};
+use crate::exec::outcome::{Invalid, Outcome, HEAP_ROW};
 use std::fmt;
 use tandem_core::abi::MachineCode;
 use tandem_core::ir::Function;

@@ -2,13 +2,13 @@
 //! interpreter (`DESIGN.md`, "Differential check"):
 //!
 //! 1. the reference interpreter on the function as written;
-//! 2. the interpreter after every IR pass of the check pipeline ([`crate::passcheck`]),
+//! 2. the interpreter after every IR pass of the check pipeline ([`crate::judge::passcheck`]),
 //!    naming the first pass that changed the outcome; and, for a function without phis,
 //!    after `cprop` alone, which is where the tree mover sees HIR as a front end writes it
 //!    (redefinitions after uses, so every kind of tree move can fire);
 //! 3. the x86 code of the function without IR optimization (a function already in SSA
 //!    form only goes through `ssa-destroy`, since the backend takes IR without phis), run
-//!    in the emulator ([`crate::diff`]);
+//!    in the emulator ([`crate::judge::diff`]);
 //! 4. the x86 code of the function as the check pipeline of stage 2 left it.
 //!
 //! The reference interpreter, each pipeline and each compilation run once per function,
@@ -20,11 +20,11 @@
 //! [`plant_bug`] lets the harness's own tests (campaigns, the reducer) plant a bug in a
 //! pass or in the backend's input without editing the compiler; nothing else sets it.
 
-use crate::diff::{self, side_by_side};
-use crate::emu::{EmuError, Emulator};
-use crate::interp::{self, InputError, RunInput};
-use crate::outcome::{Invalid, Outcome};
-use crate::passcheck;
+use crate::judge::diff::{self, side_by_side};
+use crate::exec::emu::{EmuError, Emulator};
+use crate::exec::interp::{self, InputError, RunInput};
+use crate::exec::outcome::{Invalid, Outcome};
+use crate::judge::passcheck;
 use tandem_core::backend;
 use tandem_core::ir::Function;
 use tandem_core::passes::{Form, PassError, PassManager, Pipeline, Stats};
@@ -265,7 +265,7 @@ impl std::fmt::Display for CaseCheckError {
 
 /// Checks every run of a case file, the runs of each function together
 /// ([`check_runs`]); one [`RunCheck`] per run, in the file's order.
-pub fn check_case(case: &crate::casefile::CaseFile, emu: &mut Emulator) -> Result<Vec<RunCheck>, CaseCheckError> {
+pub fn check_case(case: &crate::cases::casefile::CaseFile, emu: &mut Emulator) -> Result<Vec<RunCheck>, CaseCheckError> {
     let mut checked: Vec<Option<RunCheck>> = vec![None; case.runs.len()];
     for f in &case.module.functions {
         let idx: Vec<usize> = (0..case.runs.len()).filter(|&k| case.runs[k].entry == f.name).collect();

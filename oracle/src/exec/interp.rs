@@ -6,8 +6,8 @@
 //! out each rule of the semantics in `tandem_core::ir`. One unit of fuel is spent per
 //! block entered and per node evaluated.
 
-use crate::outcome::{End, Event, Invalid, Outcome, Value};
-use crate::runtime::{call_helper, HelperEnv};
+use crate::exec::outcome::{End, Event, Invalid, Outcome, Value};
+use crate::exec::runtime::{call_helper, HelperEnv};
 use cranelift_entity::SecondaryMap;
 use tandem_core::ir::*;
 

@@ -12,9 +12,9 @@
 //! pressure and spills), many blocks in diamonds (dominators, frontiers, phis), and a loop
 //! whose locals rotate every round (many phis and parallel copies).
 
-use crate::emu::{EmuError, Emulator};
-use crate::interp::{self, RunInput, DEFAULT_FUEL};
-use crate::outcome::Value;
+use crate::exec::emu::{EmuError, Emulator};
+use crate::exec::interp::{self, RunInput, DEFAULT_FUEL};
+use crate::exec::outcome::Value;
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 use tandem_core::backend::{decompose, emit, lower, rationalize, regalloc, RegallocOptions};
@@ -140,7 +140,7 @@ pub fn measure(text: &str, emu: &mut Emulator) -> Result<Vec<(String, Duration)>
     let (reference, fuel) = interp::run_measured(&f0, &input).map_err(|e| e.to_string())?;
     times.push(("interpreter".into(), t.elapsed()));
     let t = Instant::now();
-    let run = emu.run_with_budget(&code, &f, &input, crate::emu::budget_for(fuel, &code.shape)).map_err(|e: EmuError| e.to_string())?;
+    let run = emu.run_with_budget(&code, &f, &input, crate::exec::emu::budget_for(fuel, &code.shape)).map_err(|e: EmuError| e.to_string())?;
     times.push(("emulator".into(), t.elapsed()));
     match (reference, run) {
         (Ok(expected), Ok(got)) if expected == got => Ok(times),

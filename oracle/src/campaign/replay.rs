@@ -1,6 +1,6 @@
 //! Replays case files: parses, verifies, runs every run in the reference interpreter and
 //! compares with the expectation (or blesses it), then checks every later stage against
-//! the reference with [`crate::check::check_case`]: the interpreter after every pass of
+//! the reference with [`crate::judge::check::check_case`]: the interpreter after every pass of
 //! the check pipeline (`ssa,memopt,ssapre,dce,ssa-destroy,cprop`), and the x86 code in the emulator without and with those
 //! passes. This is what `tandem run` and the corpus tests call; the command-line layer
 //! only turns [`FileReport`] into text and an exit code. Each function's passes are also
@@ -8,9 +8,9 @@
 //! ([`replay_smt_options`]), so that replay stays fast; a replayed counterexample or an
 //! encoder disagreement fails the file.
 
-use crate::casefile::{CaseFile, Run};
-use crate::check::{check_case, Problem};
-use crate::emu::Emulator;
+use crate::cases::casefile::{CaseFile, Run};
+use crate::judge::check::{check_case, Problem};
+use crate::exec::emu::Emulator;
 use std::path::{Path, PathBuf};
 use tandem_core::passes::{check_form_located, Form};
 use tandem_core::verify::{verify_module, Location};
@@ -117,10 +117,10 @@ fn validate_case(case: &CaseFile) -> Vec<SmtReport> {
     let mut out = vec![];
     for f in &case.module.functions {
         // The pipeline the stage checks run, so that the validator sees the same passes.
-        let Some(pipeline) = crate::passcheck::replay_pipeline(f) else { continue };
+        let Some(pipeline) = crate::judge::passcheck::replay_pipeline(f) else { continue };
         // A pass the verifier rejects, or one that panics, is reported by the stage checks
         // already.
-        let Ok(Ok(answers)) = crate::check::caught(|| crate::smt::validate_pipeline(f, &pipeline, &opts)) else { continue };
+        let Ok(Ok(answers)) = crate::judge::check::caught(|| crate::smt::validate_pipeline(f, &pipeline, &opts)) else { continue };
         for (pass, answer, _) in answers {
             out.push(SmtReport { function: f.name.clone(), pass, answer });
         }

@@ -23,11 +23,11 @@
 //! same result on every machine. The reduced case's expectations are the reference
 //! interpreter's outcome, so `tandem run` replays it and reports the disagreement.
 
-use crate::campaign::{problem_comments, signature};
-use crate::casefile::{CaseFile, Run};
-use crate::check::{check_case, Problem};
-use crate::emu::Emulator;
-use crate::outcome::Value;
+use super::findings::{problem_comments, signature};
+use crate::cases::casefile::{CaseFile, Run};
+use crate::judge::check::{check_case, Problem};
+use crate::exec::emu::Emulator;
+use crate::exec::outcome::Value;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 use tandem_core::ir::{Block, ExprData, Function, Module, Terminator};

@@ -361,9 +361,9 @@ b3:
 
     #[test]
     fn the_per_pass_check_reports_a_planted_violation_of_ssapre() {
-        use crate::interp::{RunInput, DEFAULT_FUEL};
-        use crate::outcome::Value;
-        use crate::passcheck::{check_with, Verdict};
+        use crate::exec::interp::{RunInput, DEFAULT_FUEL};
+        use crate::exec::outcome::Value;
+        use crate::judge::passcheck::{check_with, Verdict};
         let (m, _) = parse_module(DIV_AFTER_LOG).unwrap();
         let f = m.functions[0].clone();
         // A run on which the planted division never traps: the outcome does not change,

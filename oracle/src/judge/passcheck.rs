@@ -9,8 +9,8 @@
 //! This is the API the generator's campaigns call for every seed: [`check_function`]
 //! takes a function and a [`RunInput`] and returns a [`PassCheck`].
 
-use crate::interp::{self, InputError, RunInput};
-use crate::outcome::{Invalid, Outcome};
+use crate::exec::interp::{self, InputError, RunInput};
+use crate::exec::outcome::{Invalid, Outcome};
 use tandem_core::ir::Function;
 use tandem_core::passes::{check_pipeline, Form, PassError, PassManager, Pipeline, Stats};
 
@@ -35,7 +35,7 @@ pub enum Verdict {
     /// A pass produced IR the verifier rejects (a bug in that pass).
     PassFailed(PassError),
     /// `ssapre` inserted a trapping computation the input does not anticipate
-    /// ([`crate::anticip`]); found whatever the input, so no run needs to show it.
+    /// ([`crate::judge::anticip`]); found whatever the input, so no run needs to show it.
     Unanticipated { pass: String, violations: Vec<String>, ir: String },
 }
 
@@ -171,7 +171,7 @@ pub fn check_against(
     let mut prev = f.clone();
     let result = drive(&mut g, &mut |pass: &str, ir: &Function, _: &Stats| {
         if pass == "ssapre" {
-            let violations = crate::anticip::check(&prev, ir);
+            let violations = crate::judge::anticip::check(&prev, ir);
             if !violations.is_empty() {
                 for ((_, first), reference) in state.iter_mut().zip(references) {
                     if reference.is_ok() && first.is_none() {

@@ -21,7 +21,7 @@
 //!   a run's result depends only on its code and input, never on earlier runs.
 //!   Translated blocks of the code region are dropped whenever new code is loaded, and
 //!   the translation buffer is bounded ([`TCG_BUFFER_SIZE`]).
-//! * A helper call runs the one Rust implementation ([`crate::runtime::call_helper`])
+//! * A helper call runs the one Rust implementation ([`crate::exec::runtime::call_helper`])
 //!   over Unicorn memory, then returns like a cdecl callee that trashes everything it may:
 //!   `eax ecx edx` that carry no result hold [`POISON_EAX`], [`POISON_ECX`],
 //!   [`POISON_EDX`], and every arithmetic flag is flipped, so code that relies on a
@@ -36,9 +36,9 @@
 //!
 //! This implements the "Emulator runner" of `DESIGN.md` ("The harness") and issue 4.
 
-use crate::interp::{InputError, RunInput, State};
-use crate::outcome::{End, Event, Outcome, Value};
-use crate::runtime::{call_helper, HelperEnv};
+use crate::exec::interp::{InputError, RunInput, State};
+use crate::exec::outcome::{End, Event, Outcome, Value};
+use crate::exec::runtime::{call_helper, HelperEnv};
 use iced_x86::{Decoder, DecoderOptions, Formatter, Instruction, IntelFormatter, Mnemonic};
 use std::fmt;
 use tandem_core::abi::{
@@ -256,7 +256,7 @@ impl fmt::Display for Registers {
 pub enum Finding {
     /// The run executed more than `budget` instructions without returning or trapping.
     /// It is a bug only when the interpreter's run of the same input terminated; the
-    /// differential check ([`crate::diff`]) decides that.
+    /// differential check ([`crate::judge::diff`]) decides that.
     Timeout { budget: u64, registers: Registers, disassembly: String },
     /// A fault that is not one of the IR's traps: `pc` is the instruction that faulted
     /// (or the address execution reached), `address` the data address it touched when
@@ -943,7 +943,7 @@ fn helper_hook(uc: &mut Uc<'_>, addr: u64, _size: u32) {
                 RuntimeHelper::Srem64 => BinOp::Srem,
                 _ => BinOp::Urem,
             };
-            match crate::interp::binary(op, Type::I64, args[0].as_i64(), args[1].as_i64()) {
+            match crate::exec::interp::binary(op, Type::I64, args[0].as_i64(), args[1].as_i64()) {
                 Ok(v) => Some(Value::I64(v)),
                 Err(kind) => {
                     stop_with(uc, Stop::Trap(kind));

@@ -8,10 +8,10 @@
 //! `@log`. [`generated_bench`] measures the real pipeline on a fixed range of generated
 //! seeds: compile only, emulate only, end to end, and the full check of every stage.
 
-use crate::diff::{check, Verdict};
-use crate::emu::{EmuError, Emulator};
-use crate::interp::{RunInput, DEFAULT_FUEL};
-use crate::outcome::Value;
+use crate::judge::diff::{check, Verdict};
+use crate::exec::emu::{EmuError, Emulator};
+use crate::exec::interp::{RunInput, DEFAULT_FUEL};
+use crate::exec::outcome::Value;
 use iced_x86::code_asm::*;
 use std::fmt;
 use std::time::Instant;
@@ -251,11 +251,11 @@ pub fn emulator_bench(runs: u64) -> Result<Vec<Measurement>, BenchError> {
 /// Measures the pipeline on the generated cases of seeds `start..start+count` (default
 /// profile), in programs per second: compiling with the backend alone, emulating the
 /// compiled code of every run alone, end to end (generate, compile, interpret, emulate,
-/// compare), and the full check of every stage ([`crate::check::check_runs`]: every IR
+/// compare), and the full check of every stage ([`crate::judge::check::check_runs`]: every IR
 /// pass interpreted, x86 without and with the passes). Every run must agree; a
 /// disagreement is an error, not a figure.
 pub fn generated_bench(start: u64, count: u64, emu: &mut Emulator) -> Result<Vec<Measurement>, BenchError> {
-    use crate::check::{backend_input, check_runs};
+    use crate::judge::check::{backend_input, check_runs};
     use crate::gen::{self, Profile};
     let cfg = Profile::Default.config();
     let programs = |name: &'static str, seconds: f64| Measurement { name, runs: count, unit: "programs", seconds: seconds.max(1e-9) };

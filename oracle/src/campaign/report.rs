@@ -4,7 +4,7 @@
 //! report names its format and version in `format`, which changes when a field does.
 
 use crate::campaign::{signature, ConfigRecord, Finding, Summary};
-use crate::replay::{BadInput, FileReport};
+use crate::campaign::replay::{BadInput, FileReport};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -324,8 +324,8 @@ pub fn run_junit(replayed: &[Replayed], bless: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::Problem;
-    use crate::replay::RunReport;
+    use crate::judge::check::Problem;
+    use crate::campaign::replay::RunReport;
 
     #[test]
     fn junit_escapes_and_counts() {

@@ -1,0 +1,63 @@
+//! `tandem bench`: throughput and scaling measurements.
+
+use std::io::Write;
+use std::process::ExitCode;
+use super::*;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Runs per fixed-program measurement.
+    #[arg(long, default_value_t = 20_000)]
+    pub runs: u64,
+    /// The first generated seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// How many generated seeds.
+    #[arg(long, default_value_t = 500)]
+    pub seeds: u64,
+    /// Instead: the scaling check, the time of every stage on functions of 100,
+    /// 1,000 and 10,000 statements, locals and blocks, with each stage's growth.
+    #[arg(long)]
+    pub scaling: bool,
+}
+
+pub fn main(a: Args) -> ExitCode {
+    let Args { runs, seed, seeds, scaling } = a;
+    bench(runs, seed, seeds, scaling)
+}
+
+fn bench(runs: u64, seed: u64, seeds: u64, scaling: bool) -> ExitCode {
+    let mut emu = match emulator() {
+        Ok(e) => e,
+        Err(code) => return code,
+    };
+    if scaling {
+        return match tandem_oracle::measure::scaling::report(&mut emu, &mut std::io::stdout()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
+    let fixed = tandem_oracle::measure::bench::emulator_bench(runs);
+    let generated = fixed.and_then(|mut m| {
+        m.extend(tandem_oracle::measure::bench::generated_bench(seed, seeds, &mut emu)?);
+        Ok(m)
+    });
+    match generated {
+        Ok(measurements) => {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "fixed program: {runs} runs; generated programs: seeds {seed}..{} (default profile)", seed + seeds);
+            for m in measurements {
+                let _ = writeln!(out, "{m}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+

@@ -1,0 +1,8 @@
+//! Measurements, not checks: throughput of the emulator and of the full check
+//! ([`bench`], `tandem bench`) and how each stage's time grows with the size of a function
+//! ([`scaling`], `tandem bench --scaling`).
+//!
+//! May import: [`crate::judge`], [`crate::gen`], [`crate::exec`], `tandem_core`.
+
+pub mod bench;
+pub mod scaling;
