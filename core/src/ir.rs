@@ -44,6 +44,9 @@ use cranelift_entity::{entity_impl, PrimaryMap};
 use std::fmt;
 
 use crate::helpers::{Effects, HelperKind};
+/// `Type` lives in [`crate::types`], below both this module and [`crate::helpers`]; it is
+/// re-exported here because every user of the IR names it.
+pub use crate::types::Type;
 
 /// Absolute address of the first heap byte, the same number in every oracle.
 pub const HEAP_BASE: u32 = 0x0010_0000;
@@ -73,40 +76,6 @@ entity_impl!(CfVar, "@cf");
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Expr(u32);
 entity_impl!(Expr, "e");
-
-/// A value type.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
-pub enum Type {
-    I32,
-    I64,
-}
-
-impl Type {
-    /// Width in bits.
-    pub fn bits(self) -> u32 {
-        match self {
-            Type::I32 => 32,
-            Type::I64 => 64,
-        }
-    }
-
-    /// Normalizes a raw integer to this type's canonical `i64` form (sign-extended).
-    pub fn normalize(self, v: i64) -> i64 {
-        match self {
-            Type::I32 => v as i32 as i64,
-            Type::I64 => v,
-        }
-    }
-}
-
-impl fmt::Display for Type {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Type::I32 => "i32",
-            Type::I64 => "i64",
-        })
-    }
-}
 
 /// Unary operators; the result has the operand's type.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -543,6 +512,14 @@ pub struct HelperDecl {
     pub params: Vec<Type>,
     pub ret: Option<Type>,
     pub effects: Effects,
+}
+
+impl HelperDecl {
+    /// The declaration a module must carry to call `helper`.
+    pub fn of(helper: HelperKind) -> HelperDecl {
+        let (params, ret) = helper.signature();
+        HelperDecl { name: helper.name().to_string(), params: params.to_vec(), ret, effects: helper.effects() }
+    }
 }
 
 /// A module: helper declarations and functions.

@@ -77,7 +77,7 @@ pub fn verify_module(m: &Module) -> Result<(), Vec<VerifyError>> {
         match HelperKind::from_name(&h.name) {
             None => module_err(&mut errs, format!("helper @{} is not in the runtime's helper set", h.name)),
             Some(k) => {
-                let want = k.decl();
+                let want = HelperDecl::of(k);
                 if *h != want {
                     let mut s = String::new();
                     let _ = crate::text::printer::write_helper_decl(&mut s, &want);
