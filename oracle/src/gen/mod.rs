@@ -28,7 +28,6 @@ use crate::interp::{self, DEFAULT_FUEL};
 use crate::outcome::{Invalid, Outcome, Value};
 use arbitrary::{Arbitrary, Unstructured};
 use std::fmt;
-use tandem_core::helpers::HelperKind;
 use tandem_core::ir::{Module, Type, HEAP_BASE, HEAP_SIZE};
 use tandem_core::verify::{format_errors, verify_module};
 
