@@ -171,18 +171,20 @@ impl<'a> Frg<'a> {
     fn phi_insertion(an: &'a Analyses, init: &'a Initialization, k: usize) -> Option<Frg<'a>> {
         let e = &init.worklist[k];
         let occs = &e.occs;
+        // The iterated frontier of a union is the union of the iterated frontiers, so
+        // the originals' part is computed once per original by Initialization (per
+        // expression it cost every expression the size of the function: a chain of
+        // 100,000 blocks took minutes).
         let mut seeds: Vec<Block> = occs.iter().map(|o| o.block).collect();
-        let mut operand_phis: Vec<Block> = vec![];
-        for op in &e.key.operands {
-            if let super::KeyOperand::Orig(o) = op {
-                operand_phis.extend(init.phi_blocks[*o as usize].iter().copied());
-                seeds.extend(init.def_blocks[*o as usize].iter().copied());
-            }
-        }
         seeds.sort();
         seeds.dedup();
         let mut phi_at: Vec<Block> = an.frontiers.iterated(&seeds);
-        phi_at.extend(operand_phis);
+        for op in &e.key.operands {
+            if let super::KeyOperand::Orig(o) = op {
+                phi_at.extend(init.phi_blocks[*o as usize].iter().copied());
+                phi_at.extend(init.def_frontier[*o as usize].iter().copied());
+            }
+        }
         phi_at.sort();
         phi_at.dedup();
         // A Φ only makes sense at a merge; a phi in a one-predecessor block needs none.
