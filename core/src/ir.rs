@@ -39,6 +39,16 @@
 //!   the default.
 //! * The entry block is the first block of the layout; it is never a branch target, and
 //!   every block must be reachable from it (the verifier's unreachable-block policy).
+//! * An expression tree is at most [`MAX_EXPR_DEPTH`] nodes deep (a root alone is 1
+//!   deep), so that every walk of a tree may recurse: its depth is bounded by a constant,
+//!   never by the length of the input. The parser refuses text nesting deeper than
+//!   [`crate::text::parser::MAX_DEPTH`] (256) levels, the verifier checks the limit
+//!   (without recursing), and the passes keep it: the tree mover, the one pass that
+//!   joins trees of several statements into one, refuses a move that would make a tree
+//!   deeper than half the limit; the others deepen a tree by a few levels at most per
+//!   run (`ssapre` wraps an occurrence as `comma(%h = e, %h)`, `memopt` a load likewise),
+//!   which the other half leaves room for. Walks over blocks and the dominator tree use
+//!   worklists: a function may have any number of blocks.
 
 use cranelift_entity::{entity_impl, PrimaryMap};
 use std::fmt;
@@ -56,6 +66,9 @@ pub const HEAP_SIZE: u32 = 0x1000;
 pub const CALLFRAME_BASE: u32 = 0x0020_0000;
 /// Bytes per callframe slot.
 pub const CALLFRAME_SLOT: u32 = 8;
+/// The deepest an expression tree may be (see the semantics above): recursion over a
+/// tree is bounded by this constant.
+pub const MAX_EXPR_DEPTH: usize = 512;
 
 /// A basic block.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -604,11 +617,18 @@ impl Function {
     }
 
     /// Visits the nodes of the tree rooted at `e` in evaluation (post-) order.
+    /// Iterative: it is the walk the verifier's depth check and the passes rely on.
     pub fn visit_postorder(&self, e: Expr, f: &mut impl FnMut(Expr)) {
-        for op in self.exprs[e].operands() {
-            self.visit_postorder(op, f);
+        // Each entry is a node and whether its operands were pushed already.
+        let mut work = vec![(e, false)];
+        while let Some((n, expanded)) = work.pop() {
+            if expanded {
+                f(n);
+                continue;
+            }
+            work.push((n, true));
+            work.extend(self.exprs[n].operands().into_iter().rev().map(|c| (c, false)));
         }
-        f(e);
     }
 
     /// Whether any node of the tree rooted at `e` has a side effect or may trap.
