@@ -28,6 +28,7 @@ use crate::interp::{self, DEFAULT_FUEL};
 use crate::outcome::{Invalid, Outcome, Value};
 use arbitrary::{Arbitrary, Unstructured};
 use std::fmt;
+use tandem_core::helpers::HelperKind;
 use tandem_core::ir::{Module, Type, HEAP_BASE, HEAP_SIZE};
 use tandem_core::verify::{format_errors, verify_module};
 
@@ -55,7 +56,7 @@ pub fn generate_from<S: Source>(src: &mut S, cfg: &Config) -> Generated {
     let features = g.feats;
     let shapes = std::mem::take(&mut g.shapes);
     let mut fuel_bound = g.fuel_bound();
-    let mut used = g.helpers_used.clone();
+    let mut used: Vec<HelperKind> = g.helpers_used.clone();
     used.sort();
     let mut f = std::mem::replace(&mut g.f, tandem_core::ir::Function::new("f", Type::I32));
     drop(g);
