@@ -18,7 +18,7 @@
 //! | `mix` | `(i32, i32) -> i32` | pure: `rotl(a * 0x9E3779B1, 5) ^ b` |
 //! | `mix64` | `(i64, i64) -> i64` | pure: `rotl(a * 0x9E3779B97F4A7C15, 17) ^ b` |
 
-use crate::ir::Type;
+use crate::types::Type;
 use std::fmt;
 
 /// What a helper may do, as far as the optimizer is concerned.
@@ -150,17 +150,6 @@ impl HelperKind {
             HelperKind::CfSet => Effects { writes_callframe: true, ..none },
             HelperKind::HeapRmw => Effects { reads_heap: true, writes_heap: true, ..none },
             HelperKind::Mix | HelperKind::Mix64 => none,
-        }
-    }
-
-    /// The declaration a module must carry to call this helper.
-    pub fn decl(self) -> crate::ir::HelperDecl {
-        let (params, ret) = self.signature();
-        crate::ir::HelperDecl {
-            name: self.name().to_string(),
-            params: params.to_vec(),
-            ret,
-            effects: self.effects(),
         }
     }
 }

@@ -39,11 +39,24 @@
 //!   the default.
 //! * The entry block is the first block of the layout; it is never a branch target, and
 //!   every block must be reachable from it (the verifier's unreachable-block policy).
+//! * An expression tree is at most [`MAX_EXPR_DEPTH`] nodes deep (a root alone is 1
+//!   deep), so that every walk of a tree may recurse: its depth is bounded by a constant,
+//!   never by the length of the input. The parser refuses text nesting deeper than
+//!   [`crate::text::parser::MAX_DEPTH`] (256) levels, the verifier checks the limit
+//!   (without recursing), and the passes keep it: the tree mover, the one pass that
+//!   joins trees of several statements into one, refuses a move that would make a tree
+//!   deeper than half the limit; the others deepen a tree by a few levels at most per
+//!   run (`ssapre` wraps an occurrence as `comma(%h = e, %h)`, `memopt` a load likewise),
+//!   which the other half leaves room for. Walks over blocks and the dominator tree use
+//!   worklists: a function may have any number of blocks.
 
 use cranelift_entity::{entity_impl, PrimaryMap};
 use std::fmt;
 
 use crate::helpers::{Effects, HelperKind};
+/// `Type` lives in [`crate::types`], below both this module and [`crate::helpers`]; it is
+/// re-exported here because every user of the IR names it.
+pub use crate::types::Type;
 
 /// Absolute address of the first heap byte, the same number in every oracle.
 pub const HEAP_BASE: u32 = 0x0010_0000;
@@ -53,6 +66,9 @@ pub const HEAP_SIZE: u32 = 0x1000;
 pub const CALLFRAME_BASE: u32 = 0x0020_0000;
 /// Bytes per callframe slot.
 pub const CALLFRAME_SLOT: u32 = 8;
+/// The deepest an expression tree may be (see the semantics above): recursion over a
+/// tree is bounded by this constant.
+pub const MAX_EXPR_DEPTH: usize = 512;
 
 /// A basic block.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -73,40 +89,6 @@ entity_impl!(CfVar, "@cf");
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Expr(u32);
 entity_impl!(Expr, "e");
-
-/// A value type.
-#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
-pub enum Type {
-    I32,
-    I64,
-}
-
-impl Type {
-    /// Width in bits.
-    pub fn bits(self) -> u32 {
-        match self {
-            Type::I32 => 32,
-            Type::I64 => 64,
-        }
-    }
-
-    /// Normalizes a raw integer to this type's canonical `i64` form (sign-extended).
-    pub fn normalize(self, v: i64) -> i64 {
-        match self {
-            Type::I32 => v as i32 as i64,
-            Type::I64 => v,
-        }
-    }
-}
-
-impl fmt::Display for Type {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Type::I32 => "i32",
-            Type::I64 => "i64",
-        })
-    }
-}
 
 /// Unary operators; the result has the operand's type.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -545,6 +527,14 @@ pub struct HelperDecl {
     pub effects: Effects,
 }
 
+impl HelperDecl {
+    /// The declaration a module must carry to call `helper`.
+    pub fn of(helper: HelperKind) -> HelperDecl {
+        let (params, ret) = helper.signature();
+        HelperDecl { name: helper.name().to_string(), params: params.to_vec(), ret, effects: helper.effects() }
+    }
+}
+
 /// A module: helper declarations and functions.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct Module {
@@ -627,11 +617,18 @@ impl Function {
     }
 
     /// Visits the nodes of the tree rooted at `e` in evaluation (post-) order.
+    /// Iterative: it is the walk the verifier's depth check and the passes rely on.
     pub fn visit_postorder(&self, e: Expr, f: &mut impl FnMut(Expr)) {
-        for op in self.exprs[e].operands() {
-            self.visit_postorder(op, f);
+        // Each entry is a node and whether its operands were pushed already.
+        let mut work = vec![(e, false)];
+        while let Some((n, expanded)) = work.pop() {
+            if expanded {
+                f(n);
+                continue;
+            }
+            work.push((n, true));
+            work.extend(self.exprs[n].operands().into_iter().rev().map(|c| (c, false)));
         }
-        f(e);
     }
 
     /// Whether any node of the tree rooted at `e` has a side effect or may trap.

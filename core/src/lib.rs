@@ -1,6 +1,6 @@
 //! `tandem-core`: the pipeline under test.
 //!
-//! It owns the HIR ([`ir`]), its text format ([`text`]), the helper set's effect
+//! It owns the value types ([`types`]), the HIR ([`ir`]), its text format ([`text`]), the helper set's effect
 //! summaries ([`helpers`]), the verifier ([`verify`]), the IR-level passes with their
 //! analyses and pass manager ([`passes`]) and the x86-32 backend ([`backend`]) that
 //! compiles a function for the environment of [`abi`]. It knows nothing of the harness:
@@ -12,4 +12,5 @@ pub mod helpers;
 pub mod passes;
 pub mod ir;
 pub mod text;
+pub mod types;
 pub mod verify;

@@ -77,7 +77,7 @@ pub fn verify_module(m: &Module) -> Result<(), Vec<VerifyError>> {
         match HelperKind::from_name(&h.name) {
             None => module_err(&mut errs, format!("helper @{} is not in the runtime's helper set", h.name)),
             Some(k) => {
-                let want = k.decl();
+                let want = HelperDecl::of(k);
                 if *h != want {
                     let mut s = String::new();
                     let _ = crate::text::printer::write_helper_decl(&mut s, &want);
@@ -310,6 +310,7 @@ fn verify_function_into(
     errs: &mut Vec<VerifyError>,
 ) {
     let mut cx = Ctx { f, index, errs, block: None, stmt: None, declared, parents: SecondaryMap::new() };
+    let mut seen: SecondaryMap<Expr, bool> = SecondaryMap::new();
     let mut names = HashSet::new();
     for (_, l) in f.locals.iter() {
         if !names.insert(l.name.clone()) {
@@ -400,10 +401,20 @@ fn verify_function_into(
             }
         }
         for &s in &data.stmts {
+            if too_deep(f, s, &mut seen) {
+                cx.stmt = None;
+                cx.err(format!("statement {s} is a tree deeper than {MAX_EXPR_DEPTH} levels"));
+                continue;
+            }
             cx.stmt = Some(s);
             cx.check(s, true);
         }
         if let Some(e) = data.term.expr() {
+            if too_deep(f, e, &mut seen) {
+                cx.stmt = None;
+                cx.err(format!("the terminator's expression {e} is deeper than {MAX_EXPR_DEPTH} levels"));
+                continue;
+            }
             cx.stmt = Some(e);
             let t = cx.check(e, false).flatten();
             match (&data.term, t) {
@@ -430,4 +441,23 @@ fn verify_function_into(
 /// Formats a list of errors one per line.
 pub fn format_errors(errs: &[VerifyError]) -> String {
     errs.iter().map(|e| format!("{e}\n")).collect()
+}
+
+/// Whether the tree at `root` is deeper than [`MAX_EXPR_DEPTH`], checked with an explicit
+/// stack before the recursive checks run (so that they recurse at most that deep). Nodes
+/// that do not exist or were `seen` under another root are not descended into: the
+/// recursive check reports them.
+fn too_deep(f: &Function, root: Expr, seen: &mut SecondaryMap<Expr, bool>) -> bool {
+    let mut work = vec![(root, 1)];
+    while let Some((n, d)) = work.pop() {
+        if !f.exprs.is_valid(n) || seen[n] {
+            continue;
+        }
+        if d > MAX_EXPR_DEPTH {
+            return true;
+        }
+        seen[n] = true;
+        work.extend(f.exprs[n].operands().into_iter().map(|c| (c, d + 1)));
+    }
+    false
 }

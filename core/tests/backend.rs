@@ -407,13 +407,13 @@ fn allocation_checker_accepts_the_allocator_and_catches_broken_allocations() {
     let mut broken = a.clone();
     broken.code[b0].retain(|i| !matches!(i, MInst::Spill { .. }));
     let errs = check_allocation(&l, &broken).unwrap_err();
-    assert!(errs.iter().any(|e| e.contains("copies no live value")), "{errs:#?}");
+    assert!(errs.iter().any(|e| e.to_string().contains("copies no live value")), "{errs:#?}");
     // Without the move of the call's result into ecx, the shift count is not in ecx.
     let mut broken = a.clone();
     let mv = broken.code[b0].iter().position(|i| matches!(i, MInst::Move { src: tandem_core::backend::regalloc::Operand::Reg(_), .. })).unwrap();
     broken.code[b0].remove(mv);
     let errs = check_allocation(&l, &broken).unwrap_err();
-    assert!(errs.iter().any(|e| e.contains("expected in ecx")), "{errs:#?}");
+    assert!(errs.iter().any(|e| e.to_string().contains("expected in ecx")), "{errs:#?}");
 }
 
 #[test]

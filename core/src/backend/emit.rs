@@ -10,6 +10,7 @@
 //! #DE. A `select` is branch-free (`neg; sbb; xor; and; xor`), so no `cmov` is needed.
 
 use std::collections::HashMap;
+use std::fmt;
 
 use iced_x86::code_asm::{CodeAssembler, CodeLabel};
 use iced_x86::{Code, Instruction, MemoryOperand, Register};
@@ -20,17 +21,87 @@ use super::x86::Reg;
 use crate::abi::{helper_address, CodeShape, MachineCode, CHECK_TRAP_VECTOR, CODE_BASE};
 use crate::ir::{BinOp, Block, CmpOp, MemWidth, UnOp, CALLFRAME_BASE, CALLFRAME_SLOT};
 
-/// An encoding failure (a backend bug: an operand shape no instruction takes).
+/// What the emitter could not encode (a backend bug: an operand shape no instruction
+/// takes).
 #[derive(Clone, PartialEq, Eq, Debug)]
-pub struct EmitError(pub String);
+pub enum EmitErrorKind {
+    /// An operand that must be a register is not.
+    NotARegister(Operand),
+    /// A move from memory to memory.
+    MemoryToMemory,
+    /// A move whose destination is an immediate.
+    MoveToImmediate,
+    /// An immediate where a register or memory operand (r/m32) is needed.
+    ImmediateAsRm,
+    /// A shift count neither in `ecx` nor an immediate.
+    ShiftCount(Operand),
+    /// A double-precision shift (`shld`/`shrd`) count neither in `ecx` nor an immediate.
+    DoubleShiftCount(Operand),
+    /// A load whose address operand is not a memory operand.
+    LoadWithoutAddress,
+    /// An operator lowering should have contained or removed (`convert`, `addr`).
+    NotEmittable,
+    /// `iced-x86` refused an instruction or the assembly; its message.
+    Encoder(String),
+}
 
-impl From<iced_x86::IcedError> for EmitError {
-    fn from(e: iced_x86::IcedError) -> Self {
-        EmitError(e.to_string())
+impl fmt::Display for EmitErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EmitErrorKind::NotARegister(o) => write!(f, "expected a register, got {o}"),
+            EmitErrorKind::MemoryToMemory => f.write_str("memory to memory move"),
+            EmitErrorKind::MoveToImmediate => f.write_str("move to an immediate"),
+            EmitErrorKind::ImmediateAsRm => f.write_str("an immediate where r/m32 is needed"),
+            EmitErrorKind::ShiftCount(o) => write!(f, "shift count in {o}"),
+            EmitErrorKind::DoubleShiftCount(o) => write!(f, "double shift count in {o}"),
+            EmitErrorKind::LoadWithoutAddress => f.write_str("load without an address"),
+            EmitErrorKind::NotEmittable => f.write_str("the operator cannot be emitted"),
+            EmitErrorKind::Encoder(m) => write!(f, "the encoder refused: {m}"),
+        }
     }
 }
 
-type R<T> = Result<T, EmitError>;
+impl From<iced_x86::IcedError> for EmitErrorKind {
+    fn from(e: iced_x86::IcedError) -> Self {
+        EmitErrorKind::Encoder(e.to_string())
+    }
+}
+
+/// An encoding failure with where it happened: the block and the machine instruction
+/// being emitted (`None` for the prologue and the final assembly).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct EmitError {
+    pub block: Option<Block>,
+    /// The LIR node the instruction implements (`None` for an allocator move or spill).
+    pub node: Option<Node>,
+    /// The machine instruction as the allocation listing prints it ([`MInst::text`]).
+    pub inst: Option<String>,
+    pub kind: EmitErrorKind,
+}
+
+impl EmitError {
+    fn at(block: Option<Block>, node: Option<Node>, inst: Option<String>) -> impl FnOnce(EmitErrorKind) -> EmitError {
+        move |kind| EmitError { block, node, inst, kind }
+    }
+}
+
+impl fmt::Display for EmitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.block, self.node) {
+            (Some(b), Some(n)) => write!(f, "{b} {n}")?,
+            (Some(b), None) => write!(f, "{b}")?,
+            _ => f.write_str("the function")?,
+        }
+        if let Some(i) = &self.inst {
+            write!(f, " ({i})")?;
+        }
+        write!(f, ": {}", self.kind)
+    }
+}
+
+impl std::error::Error for EmitError {}
+
+type R<T> = Result<T, EmitErrorKind>;
 
 fn mem(m: &Mem) -> MemoryOperand {
     let base = match m.base {
@@ -55,7 +126,7 @@ fn mem(m: &Mem) -> MemoryOperand {
 fn reg(o: &Operand) -> R<Reg> {
     match o {
         Operand::Reg(r) => Ok(*r),
-        o => Err(EmitError(format!("expected a register, got {o}"))),
+        o => Err(EmitErrorKind::NotARegister(*o)),
     }
 }
 
@@ -172,10 +243,10 @@ impl Emitter<'_> {
                     (MemWidth::W16, Operand::Imm(k)) => self.ins(Instruction::with2(Code::Mov_rm16_imm16, m, *k as u16 as u32)),
                     (_, Operand::Reg(s)) => self.ins(Instruction::with2(Code::Mov_rm32_r32, m, s.r32())),
                     (_, Operand::Imm(k)) => self.ins(Instruction::with2(Code::Mov_rm32_imm32, m, *k)),
-                    (_, Operand::Mem(_)) => Err(EmitError("memory to memory move".into())),
+                    (_, Operand::Mem(_)) => Err(EmitErrorKind::MemoryToMemory),
                 }
             }
-            Operand::Imm(_) => Err(EmitError("move to an immediate".into())),
+            Operand::Imm(_) => Err(EmitErrorKind::MoveToImmediate),
         }
     }
 
@@ -192,7 +263,7 @@ impl Emitter<'_> {
         match src {
             Operand::Reg(s) => self.ins(Instruction::with1(code, s.r32())),
             Operand::Mem(m) => self.ins(Instruction::with1(code, mem(m))),
-            Operand::Imm(_) => Err(EmitError("an immediate where r/m32 is needed".into())),
+            Operand::Imm(_) => Err(EmitErrorKind::ImmediateAsRm),
         }
     }
 
@@ -205,7 +276,7 @@ impl Emitter<'_> {
         match count {
             Operand::Reg(Reg::Ecx) => self.ins(Instruction::with2(cl, dst.r32(), Register::CL)),
             Operand::Imm(k) => self.ins(Instruction::with2(imm, dst.r32(), (*k as u32) & 31)),
-            o => Err(EmitError(format!("shift count in {o}"))),
+            o => Err(EmitErrorKind::ShiftCount(*o)),
         }
     }
 
@@ -345,13 +416,13 @@ impl Emitter<'_> {
                         let code = if shld { Code::Shld_rm32_r32_imm8 } else { Code::Shrd_rm32_r32_imm8 };
                         self.ins(Instruction::with3(code, dst.r32(), src.r32(), (*k as u32) & 31))?
                     }
-                    o => return Err(EmitError(format!("double shift count in {o}"))),
+                    o => return Err(EmitErrorKind::DoubleShiftCount(*o)),
                 }
             }
             Op::MulWide => self.unary(Code::Mul_rm32, &ops[1])?,
             Op::Load { width, signed } => {
                 let Some(r) = res(0) else { return Ok(()) };
-                let Operand::Mem(m) = &ops[0] else { return Err(EmitError("load without an address".into())) };
+                let Operand::Mem(m) = &ops[0] else { return Err(EmitErrorKind::LoadWithoutAddress) };
                 let code = match (width, signed) {
                     (MemWidth::W8, true) => Code::Movsx_r32_rm8,
                     (MemWidth::W8, false) => Code::Movzx_r32_rm8,
@@ -429,7 +500,7 @@ impl Emitter<'_> {
                 }
                 self.jump(*default, next)?;
             }
-            Op::Convert(_) | Op::Addr { .. } => return Err(EmitError(format!("{} cannot be emitted", f.node_text(n)))),
+            Op::Convert(_) | Op::Addr { .. } => return Err(EmitErrorKind::NotEmittable),
         }
         Ok(())
     }
@@ -441,39 +512,65 @@ fn cf_operand(var: u32, offset: u32) -> Operand {
 
 /// Encodes the allocated function; the entry is at offset 0.
 pub fn emit(f: &LirFunction, alloc: &Allocation) -> Result<MachineCode, EmitError> {
-    let mut e = Emitter { a: CodeAssembler::new(32)?, f, alloc, labels: HashMap::new() };
+    let whole = || EmitError::at(None, None, None);
+    let mut e = Emitter { a: CodeAssembler::new(32).map_err(|x| whole()(x.into()))?, f, alloc, labels: HashMap::new() };
     for &b in &f.layout {
         let l = e.a.create_label();
         e.labels.insert(b, l);
     }
-    e.prologue()?;
+    e.prologue().map_err(whole())?;
     let mut max_block_insns = 0;
     for (i, &b) in f.layout.iter().enumerate() {
         let before = e.a.instructions().len();
-        let next = f.layout.get(i + 1).copied();
-        let mut l = e.labels[&b];
-        e.a.set_label(&mut l)?;
-        e.labels.insert(b, l);
-        // A label needs an instruction of its own: a block may emit nothing (a jump to
-        // the next block), so a zero-byte pseudo-instruction carries it.
-        e.a.zero_bytes()?;
-        for inst in &alloc.code[b] {
-            match inst {
-                MInst::Move { dst, src } => e.mov_to_reg(*dst, src)?,
-                MInst::Spill { slot, src } => e.mov_to(&Operand::Mem(Mem::frame(*slot)), &Operand::Reg(*src), MemWidth::W32)?,
-                MInst::Node { node, ops, results } => e.node(*node, ops, results, next)?,
-                MInst::Reuse { .. } | MInst::Alias { .. } => {}
-            }
-        }
+        e.block(b, f.layout.get(i + 1).copied())?;
         max_block_insns = max_block_insns.max(e.a.instructions().len() - before);
     }
     let insns = e.a.instructions().len() as u32;
-    let result = e.a.assemble_options(CODE_BASE as u64, iced_x86::BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS)?;
-    let mut blocks = vec![];
-    for &b in &f.layout {
-        blocks.push((b, (result.label_ip(&e.labels[&b])? - CODE_BASE as u64) as u32));
-    }
-    let bytes = result.inner.code_buffer;
+    let assemble = |e: &mut Emitter| -> R<(Vec<u8>, Vec<(Block, u32)>)> {
+        let result = e.a.assemble_options(CODE_BASE as u64, iced_x86::BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS)?;
+        let mut blocks = vec![];
+        for &b in &f.layout {
+            blocks.push((b, (result.label_ip(&e.labels[&b])? - CODE_BASE as u64) as u32));
+        }
+        Ok((result.inner.code_buffer, blocks))
+    };
+    let (bytes, blocks) = assemble(&mut e).map_err(whole())?;
     let shape = CodeShape { insns, max_block_insns: max_block_insns as u32, frame_bytes: alloc.frame_bytes + 4 };
     Ok(MachineCode { bytes, entry: 0, shape, blocks })
+}
+
+impl Emitter<'_> {
+    /// Emits block `b` (followed by `next` in the layout): its label, then each of its
+    /// machine instructions. An error names the block and the instruction.
+    fn block(&mut self, b: Block, next: Option<Block>) -> Result<(), EmitError> {
+        let mut l = self.labels[&b];
+        let label = |a: &mut CodeAssembler, l: &mut CodeLabel| -> R<()> {
+            a.set_label(l)?;
+            // A label needs an instruction of its own: a block may emit nothing (a jump
+            // to the next block), so a zero-byte pseudo-instruction carries it.
+            a.zero_bytes()?;
+            Ok(())
+        };
+        label(&mut self.a, &mut l).map_err(EmitError::at(Some(b), None, None))?;
+        self.labels.insert(b, l);
+        let alloc = self.alloc;
+        for inst in &alloc.code[b] {
+            let done = match inst {
+                MInst::Move { dst, src } => self.mov_to_reg(*dst, src),
+                MInst::Spill { slot, src } => {
+                    self.mov_to(&Operand::Mem(Mem::frame(*slot)), &Operand::Reg(*src), MemWidth::W32)
+                }
+                MInst::Node { node, ops, results } => self.node(*node, ops, results, next),
+                MInst::Reuse { .. } | MInst::Alias { .. } => Ok(()),
+            };
+            done.map_err(|kind| {
+                let node = match inst {
+                    MInst::Node { node, .. } => Some(*node),
+                    _ => None,
+                };
+                EmitError::at(Some(b), node, Some(inst.text(self.f)))(kind)
+            })?;
+        }
+        Ok(())
+    }
 }

@@ -33,16 +33,17 @@ pub use regalloc::RegallocOptions;
 pub enum CompileError {
     /// The function has phis; the backend takes HIR after SSA destruction.
     Phi { block: Block },
-    /// The function fails the HIR verifier (the message lists the errors).
-    Unverified(String),
-    /// A backend pass produced LIR that breaks the validator (a backend bug).
-    InvalidLir { pass: &'static str, errors: Vec<String> },
+    /// The function fails the HIR verifier: every error, with its location.
+    Unverified(Vec<crate::verify::VerifyError>),
+    /// A backend pass produced LIR that breaks the validator (a backend bug): each error
+    /// with the printed node it is about.
+    InvalidLir { pass: &'static str, errors: Vec<(lir::LirError, Option<String>)> },
     /// An instruction needed more registers than the allocator could give (a backend bug).
-    Regalloc(String),
+    Regalloc(regalloc::RegallocError),
     /// The register allocation checker found a value in the wrong place (a backend bug).
-    InvalidAllocation(Vec<String>),
+    InvalidAllocation(Vec<regalloc_check::AllocError>),
     /// The encoder refused an instruction (a backend bug).
-    Encode(String),
+    Encode(emit::EmitError),
 }
 
 impl fmt::Display for CompileError {
@@ -51,15 +52,25 @@ impl fmt::Display for CompileError {
             CompileError::Phi { block } => {
                 write!(f, "{block} has phis; the backend needs the function out of SSA form")
             }
-            CompileError::Unverified(s) => write!(f, "the function does not verify:\n{s}"),
+            CompileError::Unverified(errs) => {
+                write!(f, "the function does not verify:\n{}", crate::verify::format_errors(errs))
+            }
             CompileError::InvalidLir { pass, errors } => {
-                write!(f, "invalid LIR after {pass}:\n  {}", errors.join("\n  "))
+                write!(f, "invalid LIR after {pass}:")?;
+                for (e, text) in errors {
+                    write!(f, "\n  {e}   ({})", text.as_deref().unwrap_or(""))?;
+                }
+                Ok(())
             }
-            CompileError::Regalloc(s) => write!(f, "register allocation failed: {s}"),
+            CompileError::Regalloc(e) => write!(f, "register allocation failed: {e}"),
             CompileError::InvalidAllocation(errs) => {
-                write!(f, "the register allocation checker failed:\n  {}", errs.join("\n  "))
+                write!(f, "the register allocation checker failed:")?;
+                for e in errs {
+                    write!(f, "\n  {e}")?;
+                }
+                Ok(())
             }
-            CompileError::Encode(s) => write!(f, "encoding failed: {s}"),
+            CompileError::Encode(e) => write!(f, "encoding failed: {e}"),
         }
     }
 }
@@ -146,7 +157,10 @@ pub fn compile_staged(f: &Function) -> Result<Staged, CompileError> {
 fn check(pass: &'static str, f: &lir::LirFunction) -> Result<(), CompileError> {
     lir::validate(f).map_err(|errs| CompileError::InvalidLir {
         pass,
-        errors: errs.iter().map(|e| format!("{e}   ({})", e.node.map_or(String::new(), |n| f.node_text(n)))).collect(),
+        errors: errs.into_iter().map(|e| {
+            let text = e.node.map(|n| f.node_text(n));
+            (e, text)
+        }).collect(),
     })
 }
 
@@ -160,7 +174,7 @@ pub fn compile_with(f: &Function, opts: RegallocOptions, print: bool) -> Result<
 /// checker after register allocation.
 fn build(f: &Function, opts: RegallocOptions, print: bool, validate: bool) -> Result<Staged, CompileError> {
     if let Err(errs) = crate::verify::verify_function(f) {
-        return Err(CompileError::Unverified(crate::verify::format_errors(&errs)));
+        return Err(CompileError::Unverified(errs));
     }
     let mut stages = vec![];
     let mut stats = BackendStats::default();
@@ -187,8 +201,7 @@ fn build(f: &Function, opts: RegallocOptions, print: bool, validate: bool) -> Re
     if print {
         stages.push(("lower", l.to_string()));
     }
-    let alloc = regalloc::regalloc(&l, opts)
-        .map_err(|e| CompileError::Regalloc(format!("{}: {} ({})", e.node, e.message, l.node_text(e.node))))?;
+    let alloc = regalloc::regalloc(&l, opts).map_err(CompileError::Regalloc)?;
     stats.regalloc = alloc.stats;
     if print {
         stages.push(("regalloc", alloc.print(&l)));
@@ -196,7 +209,7 @@ fn build(f: &Function, opts: RegallocOptions, print: bool, validate: bool) -> Re
     if validate {
         regalloc_check::check_allocation(&l, &alloc).map_err(CompileError::InvalidAllocation)?;
     }
-    let code = emit::emit(&l, &alloc).map_err(|e| CompileError::Encode(e.0))?;
+    let code = emit::emit(&l, &alloc).map_err(CompileError::Encode)?;
     stats.code_bytes = code.bytes.len();
     Ok(Staged { lir: stages, code, stats })
 }

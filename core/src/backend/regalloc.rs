@@ -32,7 +32,7 @@ use std::fmt;
 use cranelift_entity::SecondaryMap;
 
 use super::lir::*;
-use super::lower::{constraints, ResultReg};
+use super::lower::{constraints, Constraints, ResultReg};
 use super::x86::{Reg, RegSet};
 use crate::ir::{Block, CALLFRAME_BASE, CALLFRAME_SLOT};
 
@@ -183,12 +183,51 @@ pub struct Allocation {
     pub stats: RegallocStats,
 }
 
-/// A failure of the allocator: an instruction needs more registers than exist.
+/// Why the allocator failed on a node (a backend bug: lowering's constraints ask for
+/// more than the registers can give).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum RegallocErrorKind {
+    /// No register of the operand's mask was free for this operand.
+    NoRegisterForOperand(Use),
+    /// No register of the operand's mask was free to reload this spilled operand.
+    NoRegisterToUnspill(Use),
+    /// The operand is neither in a register nor spilled: its value was lost.
+    NoLocation(Use),
+    /// No register of the result's mask was free for this result.
+    NoRegisterForResult(Use),
+    /// The register still holds a temp at the end of the block (temps die in their block).
+    TempLiveAtBlockEnd(Reg),
+}
+
+impl fmt::Display for RegallocErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RegallocErrorKind::NoRegisterForOperand(u) => write!(f, "no register for operand {u}"),
+            RegallocErrorKind::NoRegisterToUnspill(u) => write!(f, "no register to unspill operand {u}"),
+            RegallocErrorKind::NoLocation(u) => write!(f, "operand {u} has no location"),
+            RegallocErrorKind::NoRegisterForResult(u) => write!(f, "no register for result {u}"),
+            RegallocErrorKind::TempLiveAtBlockEnd(r) => write!(f, "{r} still holds a temp at the end of the block"),
+        }
+    }
+}
+
+/// A failure of the allocator, with the block, the LIR node and its printed text.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct RegallocError {
+    pub block: Block,
     pub node: Node,
-    pub message: String,
+    /// The node as the LIR printer prints it.
+    pub text: String,
+    pub kind: RegallocErrorKind,
 }
+
+impl fmt::Display for RegallocError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} ({}): {}", self.block, self.node, self.text, self.kind)
+    }
+}
+
+impl std::error::Error for RegallocError {}
 
 /// The bytes of the outgoing argument area.
 pub const OUT_ARG_BYTES: u32 = 16;
@@ -227,13 +266,14 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
     for &b in &f.layout {
         let mut la = LocalAllocator::new(f, &home, &globals, pool, &used, &mut shared);
         la.find_aliases(b);
+        let error = |node: Node, kind| RegallocError { block: b, node, text: f.node_text(node), kind };
         for &n in &f.blocks[b].nodes {
-            la.node(n)?;
+            la.node(n).map_err(|kind| error(n, kind))?;
         }
         // Every temp dies within its block: a register still holding one is a leak.
         if let Some(r) = Reg::ALL.into_iter().find(|r| matches!(la.regs[r.index()], RegState::Moveable(_) | RegState::Busy(_))) {
             let node = *f.blocks[b].nodes.last().expect("a block ends in a terminator");
-            return Err(RegallocError { node, message: format!("{r} still holds a temp at the end of {b}") });
+            return Err(error(node, RegallocErrorKind::TempLiveAtBlockEnd(r)));
         }
         code[b] = std::mem::take(&mut la.out);
     }
@@ -533,7 +573,7 @@ impl<'a> LocalAllocator<'a> {
     }
 
     /// Places operand `u` in a register of `mask` and marks it busy.
-    fn place(&mut self, u: Use, mask: RegSet) -> Result<Reg, String> {
+    fn place(&mut self, u: Use, mask: RegSet) -> Result<Reg, RegallocErrorKind> {
         match self.loc.get(&u).copied() {
             // An aliased global variable stays where it is, allocated.
             Some(ValLoc::Reg(r)) if matches!(self.regs[r.index()], RegState::Allocated(_)) => Ok(r),
@@ -542,30 +582,75 @@ impl<'a> LocalAllocator<'a> {
                 Ok(r)
             }
             Some(ValLoc::Reg(s)) => {
-                let r = self.get_register(mask).ok_or("no register for an operand")?;
+                let r = self.get_register(mask).ok_or(RegallocErrorKind::NoRegisterForOperand(u))?;
                 self.move_value(u, s, r);
                 self.regs[r.index()] = RegState::Busy(u);
                 Ok(r)
             }
             Some(ValLoc::Spilled(_)) => {
-                let r = self.get_register(mask).ok_or("no register to unspill an operand")?;
+                let r = self.get_register(mask).ok_or(RegallocErrorKind::NoRegisterToUnspill(u))?;
                 self.register_unspill(u, r);
                 self.regs[r.index()] = RegState::Busy(u);
                 Ok(r)
             }
-            None => Err(format!("operand {u} has no location")),
+            None => Err(RegallocErrorKind::NoLocation(u)),
         }
     }
 
-    /// Allocates node `n`.
-    fn node(&mut self, n: Node) -> Result<(), RegallocError> {
-        self.node_inner(n).map_err(|message| RegallocError { node: n, message })
+    /// Allocates node `n`, in the seed's order: an aliased or reused read needs no
+    /// instruction; otherwise 1. clobbered registers are emptied, 2. fixed operands are
+    /// forced into their registers, 3. the other operands are placed, 4. the instruction
+    /// is emitted, 5. its results get registers, and a write or a call updates what the
+    /// registers hold.
+    fn node(&mut self, n: Node) -> Result<(), RegallocErrorKind> {
+        let text = self.f.node_text(n);
+        if self.alias_or_reuse(n, &text) {
+            return Ok(());
+        }
+        let c = constraints(self.f, n);
+        let mut clobbers = c.clobbers;
+        for r in &c.results {
+            if let ResultReg::Fixed(r) = r {
+                clobbers = clobbers.with(*r);
+            }
+        }
+        self.empty_clobbered(&c, clobbers);
+        let mut regs_of = self.force_fixed_operands(&c, clobbers)?;
+        self.place_other_operands(&c, &mut regs_of)?;
+        // A division also needs `edx` set (by `cdq` or zeroing) before it runs.
+        if let Op::Binary(b) = self.f.nodes[n].op {
+            if b.can_trap() {
+                self.take(Reg::Edx, RegState::Busy(Use::of(n)));
+                self.log("set edx".into());
+            }
+        }
+        // 4. The instruction itself.
+        let ops = self.operands_of(n, &mut regs_of.iter().map(|r| r.unwrap()));
+        for (u, _) in &c.operands {
+            self.loc.remove(u);
+        }
+        for r in regs_of.iter().flatten() {
+            if !matches!(self.regs[r.index()], RegState::Allocated(_)) {
+                self.regs[r.index()] = RegState::Free;
+            }
+        }
+        for r in clobbers.and(self.pool).iter() {
+            self.regs[r.index()] = RegState::Free;
+        }
+        let results = self.results(n, &c, &regs_of)?;
+        self.after_effects(n, &ops);
+        let res_text: Vec<String> = results.iter().flatten().map(|r| r.to_string()).collect();
+        self.out.push(MInst::Node { node: n, ops, results });
+        let lhs = if res_text.is_empty() { String::new() } else { format!("{} = ", res_text.join(", ")) };
+        self.log(format!("{lhs}{text}"));
+        Ok(())
     }
 
-    fn node_inner(&mut self, n: Node) -> Result<(), String> {
-        let f = self.f;
-        let d = &f.nodes[n];
-        let text = f.node_text(n);
+    /// A read of a global variable aliased to its register, or of a memory variable
+    /// whose value a register still holds (reused), needs no instruction: true when `n`
+    /// is one.
+    fn alias_or_reuse(&mut self, n: Node, text: &str) -> bool {
+        let d = &self.f.nodes[n];
         if self.aliases.contains(&n) {
             let Op::Read(v) = d.op else { unreachable!("only reads are aliased") };
             let Some(Operand::Reg(g)) = self.home[v] else { unreachable!("aliased reads are of globals") };
@@ -573,40 +658,38 @@ impl<'a> LocalAllocator<'a> {
             self.out.push(MInst::Alias { node: n, reg: g });
             self.shared.stats.aliased += 1;
             self.log(format!("{g} = {text} (global)"));
-            return Ok(());
+            return true;
         }
-        // A read of a memory variable whose value a register still holds reuses it.
-        if let Op::Read(v) = d.op {
-            let cached = Reg::ALL.into_iter().find(|r| self.regs[r.index()] == RegState::Freeable(v));
-            if let Some(r) = cached {
-                if self.used.contains(&Use::of(n)) {
-                    self.regs[r.index()] = RegState::Moveable(Use::of(n));
-                    self.loc.insert(Use::of(n), ValLoc::Reg(r));
-                    self.out.push(MInst::Reuse { node: n, reg: r });
-                    self.shared.stats.reused += 1;
-                    self.log(format!("{r} = {text} (reused)"));
-                }
-                return Ok(());
-            }
+        let Op::Read(v) = d.op else { return false };
+        let Some(r) = Reg::ALL.into_iter().find(|r| self.regs[r.index()] == RegState::Freeable(v)) else {
+            return false;
+        };
+        if self.used.contains(&Use::of(n)) {
+            self.regs[r.index()] = RegState::Moveable(Use::of(n));
+            self.loc.insert(Use::of(n), ValLoc::Reg(r));
+            self.out.push(MInst::Reuse { node: n, reg: r });
+            self.shared.stats.reused += 1;
+            self.log(format!("{r} = {text} (reused)"));
         }
-        let c = constraints(f, n);
-        let operands: Vec<Use> = c.operands.iter().map(|(u, _)| *u).collect();
-        let mut clobbers = c.clobbers;
-        for r in &c.results {
-            if let ResultReg::Fixed(r) = r {
-                clobbers = clobbers.with(*r);
-            }
-        }
-        // 1. Clobbered registers are emptied first (the seed's last example).
+        true
+    }
+
+    /// Step 1: clobbered registers are emptied first (the seed's last example), except
+    /// those holding an operand of the node.
+    fn empty_clobbered(&mut self, c: &Constraints, clobbers: RegSet) {
         for r in clobbers.and(self.pool).iter() {
-            let is_operand = matches!(self.regs[r.index()], RegState::Moveable(u) if operands.contains(&u));
+            let is_operand = matches!(self.regs[r.index()], RegState::Moveable(u) if c.operands.iter().any(|(o, _)| *o == u));
             if !is_operand && !matches!(self.regs[r.index()], RegState::Free) {
                 self.will_clobber(r, clobbers);
                 self.log(format!("will_clobber {r}"));
             }
         }
-        // 2. Fixed operands.
-        let mut regs_of: Vec<Option<Reg>> = vec![None; operands.len()];
+    }
+
+    /// Step 2: operands whose mask is one register are forced into it. Returns the
+    /// register of each operand placed so far.
+    fn force_fixed_operands(&mut self, c: &Constraints, clobbers: RegSet) -> Result<Vec<Option<Reg>>, RegallocErrorKind> {
+        let mut regs_of: Vec<Option<Reg>> = vec![None; c.operands.len()];
         for (i, (u, mask)) in c.operands.iter().enumerate() {
             if mask.len() != 1 {
                 continue;
@@ -625,49 +708,37 @@ impl<'a> LocalAllocator<'a> {
                 match self.loc.get(u).copied() {
                     Some(ValLoc::Reg(s)) => self.move_value(*u, s, r),
                     Some(ValLoc::Spilled(_)) => self.register_unspill(*u, r),
-                    None => return Err(format!("operand {u} has no location")),
+                    None => return Err(RegallocErrorKind::NoLocation(*u)),
                 }
                 self.regs[r.index()] = RegState::Busy(*u);
                 self.log(format!("force {r}"));
             }
             regs_of[i] = Some(r);
         }
-        // 3. The other operands, narrowest masks first.
-        let mut order: Vec<usize> = (0..operands.len()).filter(|&i| regs_of[i].is_none()).collect();
+        Ok(regs_of)
+    }
+
+    /// Step 3: the other operands, narrowest masks first.
+    fn place_other_operands(&mut self, c: &Constraints, regs_of: &mut [Option<Reg>]) -> Result<(), RegallocErrorKind> {
+        let mut order: Vec<usize> = (0..c.operands.len()).filter(|&i| regs_of[i].is_none()).collect();
         order.sort_by_key(|&i| c.operands[i].1.and(self.pool).len());
         for i in order {
             let (u, mask) = c.operands[i];
             let busy = self.busy_set();
             regs_of[i] = Some(self.place(u, mask.minus(busy))?);
         }
-        // A division also needs `edx` set (by `cdq` or zeroing) before it runs.
-        if let Op::Binary(b) = d.op {
-            if b.can_trap() {
-                self.take(Reg::Edx, RegState::Busy(Use::of(n)));
-                self.log("set edx".into());
-            }
-        }
-        // 4. The instruction itself.
-        let ops = self.operands_of(n, &mut regs_of.iter().map(|r| r.unwrap()));
-        for u in &operands {
-            self.loc.remove(u);
-        }
-        for r in regs_of.iter().flatten() {
-            if !matches!(self.regs[r.index()], RegState::Allocated(_)) {
-                self.regs[r.index()] = RegState::Free;
-            }
-        }
-        for r in clobbers.and(self.pool).iter() {
-            self.regs[r.index()] = RegState::Free;
-        }
-        // 5. Results.
+        Ok(())
+    }
+
+    /// Step 5: a register for each result of `n` something uses.
+    fn results(&mut self, n: Node, c: &Constraints, regs_of: &[Option<Reg>]) -> Result<Vec<Option<Reg>>, RegallocErrorKind> {
         let mut results = vec![];
         for (i, rr) in c.results.iter().enumerate() {
             let val = Use { node: n, result: i as u8 };
             let r = match *rr {
                 ResultReg::Fixed(r) => r,
                 ResultReg::Tied(k) => regs_of[k].expect("a tied operand is a register"),
-                ResultReg::Any(m) => self.get_register(m).ok_or("no register for a result")?,
+                ResultReg::Any(m) => self.get_register(m).ok_or(RegallocErrorKind::NoRegisterForResult(val))?,
             };
             if self.used.contains(&val) {
                 self.take(r, RegState::Moveable(val));
@@ -678,8 +749,14 @@ impl<'a> LocalAllocator<'a> {
                 results.push(None);
             }
         }
-        // Writes leave the register holding the variable's value (freeable).
-        if let Op::Write(v) = d.op {
+        Ok(results)
+    }
+
+    /// What the registers hold after `n`: a write leaves the register holding the
+    /// variable's value (freeable); a call forgets what caller-saved registers held.
+    fn after_effects(&mut self, n: Node, ops: &[Operand]) {
+        let op = &self.f.nodes[n].op;
+        if let Op::Write(v) = *op {
             for s in self.regs.iter_mut() {
                 if *s == RegState::Freeable(v) {
                     *s = RegState::Free;
@@ -692,18 +769,13 @@ impl<'a> LocalAllocator<'a> {
                 }
             }
         }
-        if matches!(d.op, Op::Call(_)) {
+        if matches!(op, Op::Call(_)) {
             for r in RegSet::CALLER_SAVED.iter() {
                 if matches!(self.regs[r.index()], RegState::Freeable(_)) {
                     self.set_register_free(r);
                 }
             }
         }
-        let res_text: Vec<String> = results.iter().flatten().map(|r| r.to_string()).collect();
-        self.out.push(MInst::Node { node: n, ops, results: results.clone() });
-        let lhs = if res_text.is_empty() { String::new() } else { format!("{} = ", res_text.join(", ")) };
-        self.log(format!("{lhs}{text}"));
-        Ok(())
     }
 
     fn busy_set(&self) -> RegSet {
@@ -747,6 +819,24 @@ impl<'a> LocalAllocator<'a> {
     }
 }
 
+impl MInst {
+    /// The instruction as the allocation listing prints it (one line).
+    pub fn text(&self, f: &LirFunction) -> String {
+        match self {
+            MInst::Move { dst, src } => format!("mov {dst}, {src}"),
+            MInst::Spill { slot, src } => format!("spill {}, {src}", Operand::Mem(Mem::frame(*slot))),
+            MInst::Reuse { node, reg } => format!("{reg} = {} (reused)   ; {node}", f.node_text(*node)),
+            MInst::Alias { node, reg } => format!("{reg} = {} (global, not copied)   ; {node}", f.node_text(*node)),
+            MInst::Node { node, ops, results } => {
+                let res: Vec<String> = results.iter().map(|r| r.map_or("_".into(), |r| r.to_string())).collect();
+                let lhs = if res.is_empty() { String::new() } else { format!("{} = ", res.join(", ")) };
+                let ops: Vec<String> = ops.iter().map(|o| o.to_string()).collect();
+                format!("{lhs}{} {}   ; {node}", op_name(&f.nodes[*node].op), ops.join(", "))
+            }
+        }
+    }
+}
+
 impl Allocation {
     /// The allocated code as text, one instruction per line.
     pub fn print(&self, f: &LirFunction) -> String {
@@ -760,18 +850,7 @@ impl Allocation {
         for &b in &f.layout {
             s += &format!("{b}:\n");
             for i in &self.code[b] {
-                s += &match i {
-                    MInst::Move { dst, src } => format!("    mov {dst}, {src}\n"),
-                    MInst::Spill { slot, src } => format!("    spill {}, {src}\n", Operand::Mem(Mem::frame(*slot))),
-                    MInst::Reuse { node, reg } => format!("    {reg} = {} (reused)   ; {node}\n", f.node_text(*node)),
-                    MInst::Alias { node, reg } => format!("    {reg} = {} (global, not copied)   ; {node}\n", f.node_text(*node)),
-                    MInst::Node { node, ops, results } => {
-                        let res: Vec<String> = results.iter().map(|r| r.map_or("_".into(), |r| r.to_string())).collect();
-                        let lhs = if res.is_empty() { String::new() } else { format!("{} = ", res.join(", ")) };
-                        let ops: Vec<String> = ops.iter().map(|o| o.to_string()).collect();
-                        format!("    {lhs}{} {}   ; {node}\n", op_name(&f.nodes[*node].op), ops.join(", "))
-                    }
-                };
+                s += &format!("    {}\n", i.text(f));
             }
         }
         s += "}\n";

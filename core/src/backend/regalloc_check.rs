@@ -12,121 +12,90 @@
 //! allocator, and that every callee-saved register written is saved in the prologue.
 
 use std::collections::HashMap;
+use std::fmt;
 
 use super::lir::*;
 use super::lower::{constraints, ResultReg};
 use super::regalloc::{Allocation, Base, MInst, Operand};
 use super::x86::{Reg, RegSet};
+use crate::ir::Block;
+
+/// What the checker found wrong at one machine instruction.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum AllocErrorKind {
+    /// The instruction writes a register the global allocator gave to a variable.
+    WritesGlobal(Reg),
+    /// The instruction writes a callee-saved register the prologue does not save.
+    WritesUnsavedCalleeSaved(Reg),
+    /// A read is aliased to a register that is not its variable's global register.
+    NotItsGlobalRegister(Reg),
+    /// A reuse of a register for a node that is not a read.
+    ReuseOfNonRead(Reg),
+    /// A read of `var` reuses `reg`, which does not hold the variable.
+    ReuseWithoutValue { var: Var, reg: Reg },
+    /// An allocator move whose source holds no live value.
+    MoveOfNoValue,
+    /// A spill of a register that holds no live value.
+    SpillOfNoValue,
+    /// An operand is not in the register the instruction reads it from.
+    OperandNotInRegister { operand: Use, reg: Reg, holds: Option<Use> },
+}
+
+impl fmt::Display for AllocErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AllocErrorKind::WritesGlobal(r) => write!(f, "writes {r}, which holds a global variable"),
+            AllocErrorKind::WritesUnsavedCalleeSaved(r) => {
+                write!(f, "writes callee-saved {r}, which the prologue does not save")
+            }
+            AllocErrorKind::NotItsGlobalRegister(r) => write!(f, "aliased to {r}, which is not its global register"),
+            AllocErrorKind::ReuseOfNonRead(r) => write!(f, "reuse of {r} for a node that is no read"),
+            AllocErrorKind::ReuseWithoutValue { var, reg } => write!(f, "read of {var} reuses {reg}, which does not hold it"),
+            AllocErrorKind::MoveOfNoValue => f.write_str("copies no live value"),
+            AllocErrorKind::SpillOfNoValue => f.write_str("spills a register that holds no live value"),
+            AllocErrorKind::OperandNotInRegister { operand, reg, holds } => {
+                let holds = holds.map_or("nothing".to_string(), |v| v.to_string());
+                write!(f, "operand {operand} expected in {reg}, which holds {holds}")
+            }
+        }
+    }
+}
+
+/// One violation: the block, the machine instruction (and the LIR node it implements,
+/// if any) and what is wrong.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct AllocError {
+    pub block: Block,
+    pub node: Option<Node>,
+    /// The instruction as the allocation listing prints it.
+    pub inst: String,
+    pub kind: AllocErrorKind,
+}
+
+impl fmt::Display for AllocError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.node {
+            Some(n) => write!(f, "{} {n} ({}): {}", self.block, self.inst, self.kind),
+            None => write!(f, "{} ({}): {}", self.block, self.inst, self.kind),
+        }
+    }
+}
 
 /// Checks `alloc` against lowered `f`; returns every violation found.
-pub fn check_allocation(f: &LirFunction, alloc: &Allocation) -> Result<(), Vec<String>> {
+pub fn check_allocation(f: &LirFunction, alloc: &Allocation) -> Result<(), Vec<AllocError>> {
     let mut errs = vec![];
     let globals: RegSet = alloc.globals.iter().fold(RegSet::NONE, |s, (_, r)| s.with(*r));
     let saved: RegSet = alloc.saved.iter().fold(RegSet::NONE, |s, (r, _)| s.with(*r));
     for &b in &f.layout {
-        let mut regs: HashMap<Reg, Use> = HashMap::new();
-        let mut holds_var: HashMap<Reg, Var> = HashMap::new();
-        // Aliased reads: several reads of one global variable may share its register.
-        let mut aliased: HashMap<Use, Reg> = HashMap::new();
-        let mut slots: HashMap<i32, Use> = HashMap::new();
-        let written = |r: Reg, what: &str, errs: &mut Vec<String>| {
-            if globals.contains(r) {
-                errs.push(format!("{b}: {what} writes {r}, which holds a global variable"));
-            }
-            if Reg::CALLEE_SAVED.contains(&r) && !saved.contains(r) {
-                errs.push(format!("{b}: {what} writes callee-saved {r}, which the prologue does not save"));
-            }
-        };
+        let mut st = Replay { globals, saved, ..Replay::default_for(f, alloc) };
         for inst in &alloc.code[b] {
-            match inst {
-                MInst::Alias { node, reg } => {
-                    let ok = matches!(f.nodes[*node].op, Op::Read(v) if alloc.home[v] == Some(Operand::Reg(*reg)));
-                    if !ok || !globals.contains(*reg) {
-                        errs.push(format!("{b}: {} aliased to {reg}, which is not its global register", f.node_text(*node)));
-                    }
-                    aliased.insert(Use::of(*node), *reg);
-                }
-                MInst::Reuse { node, reg } => {
-                    let Op::Read(v) = f.nodes[*node].op else {
-                        errs.push(format!("{b}: reuse of {reg} for {}, which is no read", f.node_text(*node)));
-                        continue;
-                    };
-                    if holds_var.get(reg) != Some(&v) {
-                        errs.push(format!("{b}: read of {v} reuses {reg}, which does not hold it"));
-                    }
-                    regs.insert(*reg, Use::of(*node));
-                    holds_var.remove(reg);
-                }
-                MInst::Move { dst, src } => {
-                    written(*dst, "a move", &mut errs);
-                    holds_var.remove(dst);
-                    let v = match src {
-                        Operand::Reg(s) => regs.get(s).copied(),
-                        Operand::Mem(m) if m.base == Some(Base::Ebp) => slots.get(&m.disp).copied(),
-                        _ => None,
-                    };
-                    match v {
-                        Some(v) => {
-                            regs.insert(*dst, v);
-                        }
-                        None => errs.push(format!("{b}: mov {dst}, {src} copies no live value")),
-                    }
-                }
-                MInst::Spill { slot, src } => match regs.get(src) {
-                    Some(v) => {
-                        slots.insert(*slot, *v);
-                    }
-                    None => errs.push(format!("{b}: spill of {src}, which holds no live value")),
-                },
-                MInst::Node { node, ops, results } => {
-                    let n = *node;
-                    let text = f.node_text(n);
-                    let mut expected = vec![];
-                    inline_operands(f, n, ops, &mut 0, &mut expected);
-                    for (u, r) in &expected {
-                        if regs.get(r) != Some(u) && aliased.get(u) != Some(r) {
-                            errs.push(format!(
-                                "{b} {n} ({text}): operand {u} expected in {r}, which holds {}",
-                                regs.get(r).map_or("nothing".to_string(), |v| v.to_string())
-                            ));
-                        }
-                    }
-                    let c = constraints(f, n);
-                    let mut killed = c.clobbers;
-                    for rr in &c.results {
-                        if let ResultReg::Fixed(r) = rr {
-                            killed = killed.with(*r);
-                        }
-                    }
-                    for r in killed.iter() {
-                        regs.remove(&r);
-                        holds_var.remove(&r);
-                    }
-                    if let Op::Write(v) = f.nodes[n].op {
-                        // A write of a global variable overwrites any alias of its old value.
-                        if let Some(Operand::Reg(g)) = alloc.home[v] {
-                            aliased.retain(|_, r| *r != g);
-                        }
-                        holds_var.retain(|_, w| *w != v);
-                        if let (Some(Operand::Reg(r)), Some(Operand::Mem(_))) = (ops.first(), alloc.home[v]) {
-                            if !globals.contains(*r) {
-                                holds_var.insert(*r, v);
-                            }
-                        }
-                    }
-                    for (u, r) in &expected {
-                        if aliased.remove(u).is_none() {
-                            regs.remove(r);
-                        }
-                    }
-                    for (i, r) in results.iter().enumerate() {
-                        if let Some(r) = r {
-                            written(*r, &text, &mut errs);
-                            holds_var.remove(r);
-                            regs.insert(*r, Use { node: n, result: i as u8 });
-                        }
-                    }
-                }
+            st.inst(inst);
+            let node = match inst {
+                MInst::Alias { node, .. } | MInst::Reuse { node, .. } | MInst::Node { node, .. } => Some(*node),
+                MInst::Move { .. } | MInst::Spill { .. } => None,
+            };
+            for kind in st.found.drain(..) {
+                errs.push(AllocError { block: b, node, inst: inst.text(f), kind });
             }
         }
     }
@@ -134,6 +103,145 @@ pub fn check_allocation(f: &LirFunction, alloc: &Allocation) -> Result<(), Vec<S
         Ok(())
     } else {
         Err(errs)
+    }
+}
+
+/// The symbolic state of one block's replay: which SDSU value each register and spill
+/// slot holds.
+struct Replay<'a> {
+    f: &'a LirFunction,
+    alloc: &'a Allocation,
+    globals: RegSet,
+    saved: RegSet,
+    regs: HashMap<Reg, Use>,
+    holds_var: HashMap<Reg, Var>,
+    /// Aliased reads: several reads of one global variable may share its register.
+    aliased: HashMap<Use, Reg>,
+    slots: HashMap<i32, Use>,
+    /// The violations found at the current instruction.
+    found: Vec<AllocErrorKind>,
+}
+
+impl<'a> Replay<'a> {
+    fn default_for(f: &'a LirFunction, alloc: &'a Allocation) -> Replay<'a> {
+        Replay {
+            f,
+            alloc,
+            globals: RegSet::NONE,
+            saved: RegSet::NONE,
+            regs: HashMap::new(),
+            holds_var: HashMap::new(),
+            aliased: HashMap::new(),
+            slots: HashMap::new(),
+            found: vec![],
+        }
+    }
+
+    /// An instruction writes `r`: it must not be a global's register, nor a callee-saved
+    /// register the prologue does not save.
+    fn written(&mut self, r: Reg) {
+        if self.globals.contains(r) {
+            self.found.push(AllocErrorKind::WritesGlobal(r));
+        }
+        if Reg::CALLEE_SAVED.contains(&r) && !self.saved.contains(r) {
+            self.found.push(AllocErrorKind::WritesUnsavedCalleeSaved(r));
+        }
+    }
+
+    /// Replays one machine instruction.
+    fn inst(&mut self, inst: &MInst) {
+        let (f, alloc) = (self.f, self.alloc);
+        match inst {
+            MInst::Alias { node, reg } => {
+                let ok = matches!(f.nodes[*node].op, Op::Read(v) if alloc.home[v] == Some(Operand::Reg(*reg)));
+                if !ok || !self.globals.contains(*reg) {
+                    self.found.push(AllocErrorKind::NotItsGlobalRegister(*reg));
+                }
+                self.aliased.insert(Use::of(*node), *reg);
+            }
+            MInst::Reuse { node, reg } => {
+                let Op::Read(v) = f.nodes[*node].op else {
+                    self.found.push(AllocErrorKind::ReuseOfNonRead(*reg));
+                    return;
+                };
+                if self.holds_var.get(reg) != Some(&v) {
+                    self.found.push(AllocErrorKind::ReuseWithoutValue { var: v, reg: *reg });
+                }
+                self.regs.insert(*reg, Use::of(*node));
+                self.holds_var.remove(reg);
+            }
+            MInst::Move { dst, src } => {
+                self.written(*dst);
+                self.holds_var.remove(dst);
+                let v = match src {
+                    Operand::Reg(s) => self.regs.get(s).copied(),
+                    Operand::Mem(m) if m.base == Some(Base::Ebp) => self.slots.get(&m.disp).copied(),
+                    _ => None,
+                };
+                match v {
+                    Some(v) => {
+                        self.regs.insert(*dst, v);
+                    }
+                    None => self.found.push(AllocErrorKind::MoveOfNoValue),
+                }
+            }
+            MInst::Spill { slot, src } => match self.regs.get(src) {
+                Some(v) => {
+                    self.slots.insert(*slot, *v);
+                }
+                None => self.found.push(AllocErrorKind::SpillOfNoValue),
+            },
+            MInst::Node { node, ops, results } => self.node(*node, ops, results),
+        }
+    }
+
+    /// Replays the instruction of LIR node `n`: its operands must be where it reads them;
+    /// it kills what it clobbers and its operands, and defines its results.
+    fn node(&mut self, n: Node, ops: &[Operand], results: &[Option<Reg>]) {
+        let (f, alloc) = (self.f, self.alloc);
+        let mut expected = vec![];
+        inline_operands(f, n, ops, &mut 0, &mut expected);
+        for (u, r) in &expected {
+            if self.regs.get(r) != Some(u) && self.aliased.get(u) != Some(r) {
+                let holds = self.regs.get(r).copied();
+                self.found.push(AllocErrorKind::OperandNotInRegister { operand: *u, reg: *r, holds });
+            }
+        }
+        let c = constraints(f, n);
+        let mut killed = c.clobbers;
+        for rr in &c.results {
+            if let ResultReg::Fixed(r) = rr {
+                killed = killed.with(*r);
+            }
+        }
+        for r in killed.iter() {
+            self.regs.remove(&r);
+            self.holds_var.remove(&r);
+        }
+        if let Op::Write(v) = f.nodes[n].op {
+            // A write of a global variable overwrites any alias of its old value.
+            if let Some(Operand::Reg(g)) = alloc.home[v] {
+                self.aliased.retain(|_, r| *r != g);
+            }
+            self.holds_var.retain(|_, w| *w != v);
+            if let (Some(Operand::Reg(r)), Some(Operand::Mem(_))) = (ops.first(), alloc.home[v]) {
+                if !self.globals.contains(*r) {
+                    self.holds_var.insert(*r, v);
+                }
+            }
+        }
+        for (u, r) in &expected {
+            if self.aliased.remove(u).is_none() {
+                self.regs.remove(r);
+            }
+        }
+        for (i, r) in results.iter().enumerate() {
+            if let Some(r) = r {
+                self.written(*r);
+                self.holds_var.remove(r);
+                self.regs.insert(*r, Use { node: n, result: i as u8 });
+            }
+        }
     }
 }
 

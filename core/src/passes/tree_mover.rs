@@ -38,11 +38,22 @@
 //! already happened or a must-be-dead slot is not dead. Statistics per kind of move:
 //! `tm_safe`, `tm_unsafe_accepted`, `tm_unsafe_rejected_x`, `tm_indirect` (a move into a
 //! tree that moved too), `tm_linked_rejected`, `tm_forwarded` (moves done through
-//! copy propagation), `tm_forward_rejected`, `tm_killed`, `tm_cancelled` (second use).
+//! copy propagation), `tm_forward_rejected`, `tm_killed`, `tm_cancelled` (second use),
+//! `tm_depth_rejected` (a move that would make a tree deeper than [`MAX_MOVED_DEPTH`]).
+//!
+//! Trees stay shallow (`ir`'s semantics: [`MAX_EXPR_DEPTH`]): a chain of single-use
+//! locals would otherwise become one tree as deep as the block is long, and every
+//! recursive walk of it would overflow the stack. [`TreeMover::resolve`] keeps the parent
+//! of every node as it moves trees, so the depth of a use and the height of the tree
+//! moved there are known when the move is decided.
+
+/// The deepest tree a move may make: half of [`MAX_EXPR_DEPTH`], the other half is room
+/// for the passes that wrap a node in a few levels (`ssapre`, `memopt`).
+pub const MAX_MOVED_DEPTH: usize = MAX_EXPR_DEPTH / 2;
 
 use super::Stats;
-use crate::ir::{Block, Expr, ExprData, Function, Local};
-use cranelift_entity::{entity_impl, EntityRef, PrimaryMap};
+use crate::ir::{Block, Expr, ExprData, Function, Local, MAX_EXPR_DEPTH};
+use cranelift_entity::{entity_impl, EntityRef, PrimaryMap, SecondaryMap};
 use std::collections::HashSet;
 
 /// A pending tree move.
@@ -383,6 +394,16 @@ impl TreeMover {
     /// happen. Returns the statements to delete (moved definitions, forwarding copies).
     pub fn resolve(&mut self, f: &mut Function, stats: &mut Stats) -> HashSet<Expr> {
         let mut deleted = HashSet::new();
+        let mut parent: SecondaryMap<Expr, Option<Expr>> = SecondaryMap::new();
+        for &b in &f.layout {
+            for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
+                for n in super::util::postorder(f, r) {
+                    for c in f.exprs[n].operands() {
+                        parent[c] = Some(n);
+                    }
+                }
+            }
+        }
         for m in std::mem::take(&mut self.todo) {
             let mv = &self.moves[m];
             let x = &self.act;
@@ -401,7 +422,16 @@ impl TreeMover {
                 continue;
             }
             let use_node = mv.use_node.expect("scheduled moves have a use");
+            if depth_of(&parent, use_node) + height(f, mv.tree) - 1 > MAX_MOVED_DEPTH {
+                stats.bump("tm_depth_rejected");
+                self.moves[m].status = MoveStatus::Rejected;
+                continue;
+            }
+            let mv = &self.moves[m];
             f.exprs[use_node] = f.exprs[mv.tree].clone();
+            for c in f.exprs[use_node].operands() {
+                parent[c] = Some(use_node);
+            }
             // The old root keeps no children, so trees stay trees.
             let ty = f.locals[mv.local].ty;
             f.exprs[mv.tree] = ExprData::Const { ty, value: 0 };
@@ -427,4 +457,26 @@ impl TreeMover {
         }
         deleted
     }
+}
+
+/// The depth of `n` in its tree (a root is 1 deep), up the parents.
+fn depth_of(parent: &SecondaryMap<Expr, Option<Expr>>, n: Expr) -> usize {
+    let mut d = 1;
+    let mut cur = n;
+    while let Some(p) = parent[cur] {
+        d += 1;
+        cur = p;
+    }
+    d
+}
+
+/// The height of the tree at `e` (a leaf is 1 high), with an explicit stack.
+fn height(f: &Function, e: Expr) -> usize {
+    let mut h = 0;
+    let mut work = vec![(e, 1)];
+    while let Some((n, d)) = work.pop() {
+        h = h.max(d);
+        work.extend(f.exprs[n].operands().into_iter().map(|c| (c, d + 1)));
+    }
+    h
 }

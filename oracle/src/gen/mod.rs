@@ -56,12 +56,12 @@ pub fn generate_from<S: Source>(src: &mut S, cfg: &Config) -> Generated {
     let features = g.feats;
     let shapes = std::mem::take(&mut g.shapes);
     let mut fuel_bound = g.fuel_bound();
-    let mut used = g.helpers_used.clone();
+    let mut used: Vec<HelperKind> = g.helpers_used.clone();
     used.sort();
     let mut f = std::mem::replace(&mut g.f, tandem_core::ir::Function::new("f", Type::I32));
     drop(g);
     let mut shapes = shapes;
-    let helpers: Vec<_> = used.into_iter().map(HelperKind::decl).collect();
+    let helpers: Vec<_> = used.into_iter().map(tandem_core::ir::HelperDecl::of).collect();
     if cfg.ssa_form {
         match ssa::to_crossing_ssa(&mut f, &mut |_| src.below(1000) < 250) {
             Ok(r) => {

@@ -130,10 +130,10 @@ pub fn measure(text: &str, emu: &mut Emulator) -> Result<Vec<(String, Duration)>
     lower::lower(&mut l);
     times.push(("lower".into(), t.elapsed()));
     let t = Instant::now();
-    let alloc = regalloc::regalloc(&l, RegallocOptions::default()).map_err(|e| e.message)?;
+    let alloc = regalloc::regalloc(&l, RegallocOptions::default()).map_err(|e| e.to_string())?;
     times.push(("regalloc".into(), t.elapsed()));
     let t = Instant::now();
-    let code = emit::emit(&l, &alloc).map_err(|e| e.0)?;
+    let code = emit::emit(&l, &alloc).map_err(|e| e.to_string())?;
     times.push(("emit".into(), t.elapsed()));
     let input = RunInput { args: vec![Value::I32(7)], heap: vec![], callframe: vec![], fuel: DEFAULT_FUEL };
     let t = Instant::now();

@@ -412,7 +412,7 @@ pub fn module_of(f: &Function) -> Module {
         }
     }
     used.sort();
-    Module { helpers: used.into_iter().map(HelperKind::decl).collect(), functions: vec![f.clone()] }
+    Module { helpers: used.into_iter().map(tandem_core::ir::HelperDecl::of).collect(), functions: vec![f.clone()] }
 }
 
 /// Writes a counterexample or an encoder disagreement as a case file in `dir`: the

@@ -9,8 +9,8 @@
 //! classes" of Rename; a class is defined by a Φ or by the first real occurrence that
 //! starts it.
 
-use super::{Initialization, Parent, Val};
-use crate::ir::{Block, Expr, ExprData, Function, Local};
+use super::{Expression, Initialization, Parent, Val};
+use crate::ir::{Block, Expr, ExprData, Function, Local, Type};
 use crate::passes::util::Namer;
 use crate::passes::{Analyses, Stats};
 use cranelift_entity::SecondaryMap;
@@ -70,7 +70,74 @@ struct Insertion {
     versions: Vec<Val>,
 }
 
-/// Runs the SSAPRE steps for worklist entry `k`. Returns whether the function changed.
+/// The entry on top of Rename's stack: a real occurrence or a Φ.
+#[derive(Copy, Clone)]
+enum Top {
+    Real(usize),
+    Phi(usize),
+}
+
+/// A step of Rename's walk of the dominator tree: visit a block, or leave the subtree
+/// entered at a stack height.
+enum Work {
+    Enter(Block),
+    Exit(usize),
+}
+
+/// What CodeMotion resolves a needed Φ to: a temporary, or (while resolving) a Φ.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Sym {
+    Value(Local),
+    Phi(usize),
+}
+
+/// The working state of one expression: its FRG (Φs with their operands, the real
+/// occurrences with their classes), and what Finalize decided. The steps below are its
+/// methods, in the order [`run_expression`] calls them.
+struct Frg<'a> {
+    an: &'a Analyses,
+    init: &'a Initialization,
+    /// The expression's index in the worklist.
+    k: usize,
+    e: &'a Expression,
+    /// Whether the expression may trap (the trap rule of the `ssapre` module docs).
+    trapping: bool,
+    phis: Vec<PhiOcc>,
+    /// The Φ of each block, if it has one.
+    phi_of: SecondaryMap<Block, Option<usize>>,
+    /// The real occurrences of each block, in order.
+    occs_in: SecondaryMap<Block, Vec<usize>>,
+    /// Rename's and Finalize's state of each real occurrence.
+    real: Vec<RealState>,
+    /// The last redundancy class given out.
+    classes: u32,
+    /// For each Φ, the Φ operands it defines (see [`phi_users`]).
+    users: Vec<Vec<(usize, usize)>>,
+    insertions: Vec<Insertion>,
+    /// Finalize2: the Φs some reload needs.
+    needed: Vec<bool>,
+    /// Finalize2: the insertions that feed a needed Φ.
+    used_insertion: Vec<bool>,
+}
+
+/// The temporaries of CodeMotion: named `pre1`, `pre2`, ... per expression that changed
+/// code, and the temporary holding each definition of the FRG.
+struct Temps {
+    namer: Namer,
+    base: String,
+    ty: Type,
+    of: HashMap<Def, Local>,
+}
+
+impl Temps {
+    /// A fresh local for the expression's value.
+    fn fresh(&mut self, f: &mut Function) -> Local {
+        self.namer.new_local(f, &self.base, self.ty)
+    }
+}
+
+/// Runs the SSAPRE steps for worklist entry `k` (`seeds/ssapre.txt`, "for each entry in
+/// the worklist, these operations are performed"). Returns whether the function changed.
 pub fn run_expression(
     f: &mut Function,
     an: &Analyses,
@@ -80,515 +147,609 @@ pub fn run_expression(
     temps: &mut Vec<(String, usize)>,
     stats: &mut Stats,
 ) -> bool {
-    let e = &init.worklist[k];
     stats.bump("exprs");
-    let trapping = e.key.op.can_trap();
-    let occs = &e.occs;
-
-    // Φ-Insertion: the iterated dominance frontier of the occurrences' blocks and of the
-    // blocks defining the operands' originals, plus the blocks of the operands' phis.
-    let mut seeds: Vec<Block> = occs.iter().map(|o| o.block).collect();
-    let mut operand_phis: Vec<Block> = vec![];
-    for op in &e.key.operands {
-        if let super::KeyOperand::Orig(o) = op {
-            operand_phis.extend(init.phi_blocks[*o as usize].iter().copied());
-            seeds.extend(init.def_blocks[*o as usize].iter().copied());
-        }
-    }
-    seeds.sort();
-    seeds.dedup();
-    let mut phi_at: Vec<Block> = an.frontiers.iterated(&seeds);
-    phi_at.extend(operand_phis);
-    phi_at.sort();
-    phi_at.dedup();
-    // A Φ only makes sense at a merge; a phi in a one-predecessor block needs none.
-    phi_at.retain(|&b| an.cfg.preds[b].len() >= 2);
-    if occs.len() < 2 && phi_at.is_empty() {
+    let Some(mut frg) = Frg::phi_insertion(an, init, k) else { return false };
+    frg.rename(f);
+    frg.down_safety();
+    frg.will_be_avail();
+    frg.finalize(f);
+    if !frg.real.iter().any(|r| r.reload) {
+        let unneeded = frg.phis.iter().filter(|p| p.will_be_avail()).count();
+        stats.add("phis_unneeded", unneeded as u64);
         return false;
     }
-    let mut phi_of: SecondaryMap<Block, Option<usize>> = SecondaryMap::new();
-    let mut phis: Vec<PhiOcc> = vec![];
-    for &b in &phi_at {
-        let versions = e
-            .key
-            .operands
-            .iter()
-            .map(|op| match *op {
-                super::KeyOperand::Const(t, c) => Some(Val::Const(t, c)),
-                super::KeyOperand::Orig(o) => init.current_at(b, o).map(Val::Var),
-            })
-            .collect::<Option<Vec<Val>>>();
-        phi_of[b] = Some(phis.len());
-        let operands =
-            an.cfg.preds[b].iter().map(|&p| PhiOpnd { pred: p, def: Def::Bottom, has_real_use: false }).collect();
-        let can_be_avail = versions.is_some();
-        phis.push(PhiOcc { block: b, versions, class: 0, down_safe: true, can_be_avail, later: false, operands });
-    }
-    let mut occs_in: SecondaryMap<Block, Vec<usize>> = SecondaryMap::new();
-    for (i, o) in occs.iter().enumerate() {
-        occs_in[o.block].push(i);
+    frg.code_motion(f, round, temps, stats);
+    true
+}
+
+impl<'a> Frg<'a> {
+    /// Φ-Insertion (`seeds/ssapre.txt`, "PHI placement: find where the PHI nodes of the
+    /// FRG must be placed"): the iterated dominance frontier of the occurrences' blocks
+    /// and of the blocks defining the operands' originals, plus the blocks of the
+    /// operands' phis, kept where the CFG merges. `None` when the expression has one
+    /// occurrence and no Φ: there is nothing to do.
+    fn phi_insertion(an: &'a Analyses, init: &'a Initialization, k: usize) -> Option<Frg<'a>> {
+        let e = &init.worklist[k];
+        let occs = &e.occs;
+        // The iterated frontier of a union is the union of the iterated frontiers, so
+        // the originals' part is computed once per original by Initialization (per
+        // expression it cost every expression the size of the function: a chain of
+        // 100,000 blocks took minutes).
+        let mut seeds: Vec<Block> = occs.iter().map(|o| o.block).collect();
+        seeds.sort();
+        seeds.dedup();
+        let mut phi_at: Vec<Block> = an.frontiers.iterated(&seeds);
+        for op in &e.key.operands {
+            if let super::KeyOperand::Orig(o) = op {
+                phi_at.extend(init.phi_blocks[*o as usize].iter().copied());
+                phi_at.extend(init.def_frontier[*o as usize].iter().copied());
+            }
+        }
+        phi_at.sort();
+        phi_at.dedup();
+        // A Φ only makes sense at a merge; a phi in a one-predecessor block needs none.
+        phi_at.retain(|&b| an.cfg.preds[b].len() >= 2);
+        if occs.len() < 2 && phi_at.is_empty() {
+            return None;
+        }
+        let mut phi_of: SecondaryMap<Block, Option<usize>> = SecondaryMap::new();
+        let mut phis: Vec<PhiOcc> = vec![];
+        for &b in &phi_at {
+            let versions = e
+                .key
+                .operands
+                .iter()
+                .map(|op| match *op {
+                    super::KeyOperand::Const(t, c) => Some(Val::Const(t, c)),
+                    super::KeyOperand::Orig(o) => init.current_at(b, o).map(Val::Var),
+                })
+                .collect::<Option<Vec<Val>>>();
+            phi_of[b] = Some(phis.len());
+            let operands =
+                an.cfg.preds[b].iter().map(|&p| PhiOpnd { pred: p, def: Def::Bottom, has_real_use: false }).collect();
+            let can_be_avail = versions.is_some();
+            phis.push(PhiOcc { block: b, versions, class: 0, down_safe: true, can_be_avail, later: false, operands });
+        }
+        let mut occs_in: SecondaryMap<Block, Vec<usize>> = SecondaryMap::new();
+        for (i, o) in occs.iter().enumerate() {
+            occs_in[o.block].push(i);
+        }
+        Some(Frg {
+            an,
+            init,
+            k,
+            e,
+            trapping: e.key.op.can_trap(),
+            phis,
+            phi_of,
+            occs_in,
+            real: vec![RealState::default(); occs.len()],
+            classes: 0,
+            users: vec![],
+            insertions: vec![],
+            needed: vec![],
+            used_insertion: vec![],
+        })
     }
 
-    // Rename: a pre-order walk of the dominator tree with a stack of occurrences.
-    let mut real: Vec<RealState> = vec![RealState::default(); occs.len()];
-    let mut classes = 0u32;
-    let mut new_class = || {
-        classes += 1;
-        classes
-    };
-    #[derive(Copy, Clone)]
-    enum Top {
-        Real(usize),
-        Phi(usize),
+    /// A new redundancy class.
+    fn new_class(&mut self) -> u32 {
+        self.classes += 1;
+        self.classes
     }
-    let mut stack: Vec<Top> = vec![];
-    enum Work {
-        Enter(Block),
-        Exit(usize),
-    }
-    let mut work = vec![Work::Enter(f.entry())];
-    while let Some(w) = work.pop() {
-        let b = match w {
-            Work::Exit(h) => {
-                stack.truncate(h);
-                continue;
+
+    /// Rename (`seeds/ssapre.txt`, "Renaming: assign appropriate redundancy classes to
+    /// all occurrences"): a pre-order walk of the dominator tree with a stack of
+    /// occurrences, an explicit stack of blocks to visit and heights to return to.
+    fn rename(&mut self, f: &Function) {
+        let mut stack: Vec<Top> = vec![];
+        let mut work = vec![Work::Enter(f.entry())];
+        while let Some(w) = work.pop() {
+            let b = match w {
+                Work::Exit(h) => {
+                    stack.truncate(h);
+                    continue;
+                }
+                Work::Enter(b) => b,
+            };
+            let height = stack.len();
+            if let Some(j) = self.phi_of[b] {
+                self.phis[j].class = self.new_class();
+                stack.push(Top::Phi(j));
             }
-            Work::Enter(b) => b,
-        };
-        let height = stack.len();
-        if let Some(j) = phi_of[b] {
-            phis[j].class = new_class();
-            stack.push(Top::Phi(j));
+            self.rename_occurrences(b, &mut stack);
+            if self.init.exits[b] {
+                if let Some(Top::Phi(j)) = stack.last() {
+                    self.phis[*j].down_safe = false;
+                }
+            }
+            self.rename_phi_operands(f, b, &stack);
+            work.push(Work::Exit(height));
+            for &c in self.an.domtree.children[b].iter().rev() {
+                work.push(Work::Enter(c));
+            }
         }
-        // The block's occurrences and (for a trapping expression) effects, in order.
-        let mut events: Vec<(u32, Option<usize>)> = occs_in[b].iter().map(|&i| (occs[i].pos, Some(i))).collect();
-        if trapping {
-            let own: Vec<Expr> = occs_in[b].iter().map(|&i| occs[i].node).collect();
-            events.extend(init.kills[b].iter().filter(|(_, n)| !own.contains(n)).map(|&(p, _)| (p, None)));
+    }
+
+    /// Rename within block `b`: the block's occurrences and (for a trapping expression)
+    /// effects, in order. An occurrence with the versions of the stack's top joins its
+    /// class; an effect under a Φ makes the Φ not down-safe.
+    fn rename_occurrences(&mut self, b: Block, stack: &mut Vec<Top>) {
+        let occs = &self.e.occs;
+        let mut events: Vec<(u32, Option<usize>)> = self.occs_in[b].iter().map(|&i| (occs[i].pos, Some(i))).collect();
+        if self.trapping {
+            let own: Vec<Expr> = self.occs_in[b].iter().map(|&i| occs[i].node).collect();
+            events.extend(self.init.kills[b].iter().filter(|(_, n)| !own.contains(n)).map(|&(p, _)| (p, None)));
         }
         events.sort_by_key(|&(p, i)| (p, i.is_none()));
         for (_, ev) in events {
             match (ev, stack.last().copied()) {
-                (None, Some(Top::Phi(j))) => phis[j].down_safe = false,
+                (None, Some(Top::Phi(j))) => self.phis[j].down_safe = false,
                 (None, _) => {}
                 (Some(i), Some(Top::Real(y))) if occs[y].versions == occs[i].versions => {
-                    real[i].class = real[y].class;
+                    self.real[i].class = self.real[y].class;
                     stack.push(Top::Real(i));
                 }
-                (Some(i), Some(Top::Phi(j))) if phis[j].versions.as_ref() == Some(&occs[i].versions) => {
-                    real[i].class = phis[j].class;
+                (Some(i), Some(Top::Phi(j))) if self.phis[j].versions.as_ref() == Some(&occs[i].versions) => {
+                    self.real[i].class = self.phis[j].class;
                     stack.push(Top::Real(i));
                 }
                 (Some(i), top) => {
                     if let Some(Top::Phi(j)) = top {
                         // The expression was altered on the path from the Φ to here
                         // before being evaluated.
-                        phis[j].down_safe = false;
+                        self.phis[j].down_safe = false;
                     }
-                    real[i].class = new_class();
+                    self.real[i].class = self.new_class();
                     stack.push(Top::Real(i));
                 }
             }
         }
-        if init.exits[b] {
-            if let Some(Top::Phi(j)) = stack.last() {
-                phis[*j].down_safe = false;
-            }
-        }
-        // Φ operands of the successors' Φs occur at the end of this block.
-        for &s in &an.cfg.succs[b] {
-            let Some(g) = phi_of[s] else { continue };
-            let Some(t) = translate(f, init, &phis[g], b) else {
+    }
+
+    /// Rename at the end of block `b`: the Φ operands of the successors' Φs occur there
+    /// and take the definition on top of the stack when its versions match.
+    fn rename_phi_operands(&mut self, f: &Function, b: Block, stack: &[Top]) {
+        let occs = &self.e.occs;
+        for &s in &self.an.cfg.succs[b] {
+            let Some(g) = self.phi_of[s] else { continue };
+            let Some(t) = translate(f, self.init, &self.phis[g], b) else {
                 // The successor's Φ cannot form the expression (an operand has no version
                 // there): on this path the expression is altered before being evaluated
                 // again, so a Φ whose value flows here is not down-safe (ssa profile seed
                 // 1025: a division inserted before an inner loop that may not run).
                 if let Some(Top::Phi(j)) = stack.last().copied() {
-                    phis[j].down_safe = false;
+                    self.phis[j].down_safe = false;
                 }
                 continue;
             };
-            let oi = phis[g].operands.iter().position(|o| o.pred == b).expect("pred");
+            let oi = self.phis[g].operands.iter().position(|o| o.pred == b).expect("pred");
             let (def, real_use) = match stack.last().copied() {
                 Some(Top::Real(y)) if occs[y].versions == t => (Def::Real(y), true),
-                Some(Top::Phi(j)) if phis[j].versions.as_ref() == Some(&t) => (Def::Phi(j), false),
+                Some(Top::Phi(j)) if self.phis[j].versions.as_ref() == Some(&t) => (Def::Phi(j), false),
                 Some(Top::Phi(j)) => {
-                    phis[j].down_safe = false;
+                    self.phis[j].down_safe = false;
                     (Def::Bottom, false)
                 }
                 _ => (Def::Bottom, false),
             };
-            phis[g].operands[oi].def = def;
-            phis[g].operands[oi].has_real_use = real_use;
-        }
-        work.push(Work::Exit(height));
-        for &c in an.domtree.children[b].iter().rev() {
-            work.push(Work::Enter(c));
+            self.phis[g].operands[oi].def = def;
+            self.phis[g].operands[oi].has_real_use = real_use;
         }
     }
 
-    // DownSafety: a Φ that is not down-safe makes the Φs feeding it without a real use
-    // not down-safe either. An insertion of a trapping composite expression is never
-    // made (see the module docs of `ssapre`), so its Φs are not down-safe at all.
-    if trapping && e.composite {
-        phis.iter_mut().for_each(|p| p.down_safe = false);
-    }
-    for j in 0..phis.len() {
-        if !phis[j].down_safe {
-            reset_down_safe(&mut phis, j);
+    /// DownSafety (`seeds/ssapre.txt`, "Analyze", the first data flow pass): a Φ that is
+    /// not down-safe makes the Φs feeding it without a real use not down-safe either. An
+    /// insertion of a trapping composite expression is never made (see the module docs of
+    /// `ssapre`), so its Φs are not down-safe at all.
+    fn down_safety(&mut self) {
+        if self.trapping && self.e.composite {
+            self.phis.iter_mut().for_each(|p| p.down_safe = false);
+        }
+        for j in 0..self.phis.len() {
+            if !self.phis[j].down_safe {
+                reset_down_safe(&mut self.phis, j);
+            }
         }
     }
 
-    // WillBeAvail: CanBeAvail, then Later.
-    let users = phi_users(&phis);
-    for j in 0..phis.len() {
-        if !phis[j].down_safe && phis[j].can_be_avail && phis[j].operands.iter().any(|o| o.def == Def::Bottom) {
-            reset_can_be_avail(&mut phis, &users, j);
-        }
-        if !phis[j].can_be_avail {
-            reset_can_be_avail(&mut phis, &users, j);
-        }
-    }
-    compute_later(&mut phis, &users);
-    {
-        // Insertions only at operands of down-safe Φs: for a trapping expression that is
-        // the trap rule (anticipated before any effect); for any expression it keeps PRE
-        // from adding a computation to a path (a Φ that is not down-safe but can be
-        // available through an operand of a Φ that is `later` would otherwise insert
-        // there). A Φ that would need an insertion without being down-safe is not made
-        // available.
+    /// WillBeAvail (`seeds/ssapre.txt`, "Analyze", the second data flow pass): CanBeAvail,
+    /// then Later; a Φ will be available when it can be and is not later. Insertions are
+    /// made only at operands of down-safe Φs: for a trapping expression that is the trap
+    /// rule (anticipated before any effect); for any expression it keeps PRE from adding
+    /// a computation to a path (a Φ that is not down-safe but can be available through an
+    /// operand of a Φ that is `later` would otherwise insert there). A Φ that would need
+    /// an insertion without being down-safe is not made available.
+    fn will_be_avail(&mut self) {
+        self.users = phi_users(&self.phis);
+        self.can_be_avail();
+        self.later();
         loop {
+            let phis = &self.phis;
             let bad = (0..phis.len()).find(|&j| {
-                phis[j].will_be_avail() && !phis[j].down_safe && phis[j].operands.iter().any(|o| needs_insertion(&phis, o))
+                phis[j].will_be_avail() && !phis[j].down_safe && phis[j].operands.iter().any(|o| needs_insertion(phis, o))
             });
             let Some(j) = bad else { break };
-            reset_can_be_avail(&mut phis, &users, j);
-            compute_later(&mut phis, &users);
+            reset_can_be_avail(&mut self.phis, &self.users, j);
+            self.later();
         }
     }
 
-    // Finalize1: a pre-order walk deciding reloads, and insertions at Φ operands.
-    let mut avail_def: HashMap<u32, Def> = HashMap::new();
-    let mut insertions: Vec<Insertion> = vec![];
-    let def_site = |d: Def, phis: &Vec<PhiOcc>| -> (Block, u32) {
+    /// CanBeAvail: a Φ that is not down-safe with a ⊥ operand cannot be available, nor
+    /// can the Φs that depend on one that cannot.
+    fn can_be_avail(&mut self) {
+        let (phis, users) = (&mut self.phis, &self.users);
+        for j in 0..phis.len() {
+            if !phis[j].down_safe && phis[j].can_be_avail && phis[j].operands.iter().any(|o| o.def == Def::Bottom) {
+                reset_can_be_avail(phis, users, j);
+            }
+            if !phis[j].can_be_avail {
+                reset_can_be_avail(phis, users, j);
+            }
+        }
+    }
+
+    /// Later: a Φ that can be available is later unless an operand with a real use, or a
+    /// Φ that is not later, feeds it (`compute_later`).
+    fn later(&mut self) {
+        compute_later(&mut self.phis, &self.users);
+    }
+
+    /// Finalize (`seeds/ssapre.txt`, "Finalize: make so that the FRG is exactly like the
+    /// use-def graph for the temporary"), in its two steps.
+    fn finalize(&mut self, f: &Function) {
+        self.finalize1(f);
+        self.finalize2();
+    }
+
+    /// Where a definition of the FRG is: its block and position (0 for a Φ).
+    fn def_site(&self, d: Def) -> (Block, u32) {
         match d {
-            Def::Real(i) => (occs[i].block, occs[i].pos),
-            Def::Phi(j) => (phis[j].block, 0),
+            Def::Real(i) => (self.e.occs[i].block, self.e.occs[i].pos),
+            Def::Phi(j) => (self.phis[j].block, 0),
             Def::Bottom | Def::Inserted(_) => unreachable!("no site"),
         }
-    };
-    for b in an.domtree.preorder() {
-        if let Some(j) = phi_of[b] {
-            if phis[j].will_be_avail() {
-                avail_def.insert(phis[j].class, Def::Phi(j));
+    }
+
+    /// Finalize1: a pre-order walk of the dominator tree deciding reloads (an occurrence
+    /// whose class has an available definition dominating it), and insertions at the
+    /// operands of will-be-available Φs that need one.
+    fn finalize1(&mut self, f: &Function) {
+        let occs = &self.e.occs;
+        let mut avail_def: HashMap<u32, Def> = HashMap::new();
+        for b in self.an.domtree.preorder() {
+            if let Some(j) = self.phi_of[b] {
+                if self.phis[j].will_be_avail() {
+                    avail_def.insert(self.phis[j].class, Def::Phi(j));
+                }
             }
-        }
-        for &i in &occs_in[b] {
-            let c = real[i].class;
-            let dominating = avail_def.get(&c).copied().filter(|&d| {
-                let (db, dp) = def_site(d, &phis);
-                if db == b {
-                    dp < occs[i].pos
+            for &i in &self.occs_in[b] {
+                let c = self.real[i].class;
+                let dominating = avail_def.get(&c).copied().filter(|&d| {
+                    let (db, dp) = self.def_site(d);
+                    if db == b {
+                        dp < occs[i].pos
+                    } else {
+                        self.an.domtree.dominates(db, b)
+                    }
+                });
+                match dominating {
+                    Some(d) => {
+                        self.real[i].reload = true;
+                        self.real[i].def = Some(d);
+                    }
+                    None => {
+                        avail_def.insert(c, Def::Real(i));
+                    }
+                }
+            }
+            for &s in &self.an.cfg.succs[b] {
+                let Some(g) = self.phi_of[s] else { continue };
+                if !self.phis[g].will_be_avail() {
+                    continue;
+                }
+                let oi = self.phis[g].operands.iter().position(|o| o.pred == b).expect("pred");
+                let op = self.phis[g].operands[oi].clone();
+                let def = if needs_insertion(&self.phis, &op) {
+                    let versions = translate(f, self.init, &self.phis[g], b).expect("an available Φ has versions");
+                    self.insertions.push(Insertion { block: b, versions });
+                    Def::Inserted(self.insertions.len() - 1)
                 } else {
-                    an.domtree.dominates(db, b)
-                }
-            });
-            match dominating {
-                Some(d) => {
-                    real[i].reload = true;
-                    real[i].def = Some(d);
-                }
-                None => {
-                    avail_def.insert(c, Def::Real(i));
-                }
+                    match op.def {
+                        Def::Real(y) if self.real[y].reload => self.real[y].def.expect("a reload has a def"),
+                        d => d,
+                    }
+                };
+                self.phis[g].operands[oi].def = def;
             }
-        }
-        for &s in &an.cfg.succs[b] {
-            let Some(g) = phi_of[s] else { continue };
-            if !phis[g].will_be_avail() {
-                continue;
-            }
-            let oi = phis[g].operands.iter().position(|o| o.pred == b).expect("pred");
-            let op = phis[g].operands[oi].clone();
-            let def = if needs_insertion(&phis, &op) {
-                let versions = translate(f, init, &phis[g], b).expect("an available Φ has versions");
-                insertions.push(Insertion { block: b, versions });
-                Def::Inserted(insertions.len() - 1)
-            } else {
-                match op.def {
-                    Def::Real(y) if real[y].reload => real[y].def.expect("a reload has a def"),
-                    d => d,
-                }
-            };
-            phis[g].operands[oi].def = def;
         }
     }
 
-    // Finalize2: the Φs some reload needs (and the Φs those need), the saves, and the
-    // insertions that feed a needed Φ. Will-be-available Φs no reload needs are the
-    // unneeded Φs: they produce no phi, and their insertions are dropped.
-    let mut needed = vec![false; phis.len()];
-    let mut save = vec![false; occs.len()];
-    let mut used_insertion = vec![false; insertions.len()];
-    let mut todo: Vec<usize> = vec![];
-    for r in real.iter().take(occs.len()) {
-        match r.def {
-            Some(Def::Real(y)) => save[y] = true,
-            Some(Def::Phi(j)) if !needed[j] => {
-                needed[j] = true;
-                todo.push(j);
-            }
-            _ => {}
-        }
-    }
-    while let Some(j) = todo.pop() {
-        for o in &phis[j].operands {
-            match o.def {
-                Def::Real(y) => save[y] = true,
-                Def::Phi(h) if !needed[h] => {
-                    needed[h] = true;
-                    todo.push(h);
+    /// Finalize2: the Φs some reload needs (and the Φs those need), the saves, and the
+    /// insertions that feed a needed Φ. Will-be-available Φs no reload needs are the
+    /// unneeded Φs: they produce no phi, and their insertions are dropped.
+    fn finalize2(&mut self) {
+        let mut needed = vec![false; self.phis.len()];
+        let mut save = vec![false; self.e.occs.len()];
+        let mut used_insertion = vec![false; self.insertions.len()];
+        let mut todo: Vec<usize> = vec![];
+        for r in &self.real {
+            match r.def {
+                Some(Def::Real(y)) => save[y] = true,
+                Some(Def::Phi(j)) if !needed[j] => {
+                    needed[j] = true;
+                    todo.push(j);
                 }
-                Def::Inserted(n) => used_insertion[n] = true,
                 _ => {}
             }
         }
-    }
-    let reloads = real.iter().filter(|r| r.reload).count();
-    if reloads == 0 {
-        let unneeded = phis.iter().filter(|p| p.will_be_avail()).count();
-        stats.add("phis_unneeded", unneeded as u64);
-        return false;
-    }
-    for (i, r) in real.iter_mut().enumerate() {
-        r.save = save[i];
-    }
-
-    // Which Φs are fed by an insertion (directly or through another Φ): their reloads
-    // are partial redundancies.
-    let mut partial = vec![false; phis.len()];
-    loop {
-        let mut grew = false;
-        for j in 0..phis.len() {
-            if needed[j] && !partial[j] {
-                let p = phis[j].operands.iter().any(|o| match o.def {
-                    Def::Inserted(_) => true,
-                    Def::Phi(h) => partial[h],
-                    _ => false,
-                });
-                if p {
-                    partial[j] = true;
-                    grew = true;
+        while let Some(j) = todo.pop() {
+            for o in &self.phis[j].operands {
+                match o.def {
+                    Def::Real(y) => save[y] = true,
+                    Def::Phi(h) if !needed[h] => {
+                        needed[h] = true;
+                        todo.push(h);
+                    }
+                    Def::Inserted(n) => used_insertion[n] = true,
+                    _ => {}
                 }
             }
         }
-        if !grew {
-            break;
+        for (r, s) in self.real.iter_mut().zip(save) {
+            r.save = s;
+        }
+        self.needed = needed;
+        self.used_insertion = used_insertion;
+    }
+
+    /// Which needed Φs are fed by an insertion (directly or through another Φ): their
+    /// reloads are partial redundancies (the `reloads_partial` statistic).
+    fn partial(&self) -> Vec<bool> {
+        let phis = &self.phis;
+        let mut partial = vec![false; phis.len()];
+        loop {
+            let mut grew = false;
+            for j in 0..phis.len() {
+                if self.needed[j] && !partial[j] {
+                    let p = phis[j].operands.iter().any(|o| match o.def {
+                        Def::Inserted(_) => true,
+                        Def::Phi(h) => partial[h],
+                        _ => false,
+                    });
+                    if p {
+                        partial[j] = true;
+                        grew = true;
+                    }
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
+        partial
+    }
+
+    /// CodeMotion (`seeds/ssapre.txt`, "Code motion: actually update the code using the
+    /// FRG"): temporaries for saves, insertions and Φs, then the phis and the reloads.
+    fn code_motion(&mut self, f: &mut Function, round: usize, temps: &mut Vec<(String, usize)>, stats: &mut Stats) {
+        let partial = self.partial();
+        let base = format!("pre{}", temps.len() + 1);
+        temps.push((base.clone(), round));
+        let ty = f.expr_type(self.e.occs[0].node).expect("a candidate yields a value");
+        let mut t = Temps { namer: Namer::new(f), base, ty, of: HashMap::new() };
+        for i in 0..self.e.occs.len() {
+            if self.real[i].save {
+                let h = self.save(f, i, &mut t);
+                t.of.insert(Def::Real(i), h);
+                stats.bump("saves");
+            }
+        }
+        for (n, ins) in self.insertions.iter().enumerate() {
+            if !self.used_insertion[n] {
+                continue;
+            }
+            let h = t.fresh(f);
+            let value = build(f, self.init, self.k, &ins.versions);
+            let stmt = f.add_expr(ExprData::Assign { local: h, value });
+            f.blocks[ins.block].stmts.push(stmt);
+            t.of.insert(Def::Inserted(n), h);
+            stats.bump("insertions");
+        }
+        let trivial = self.phi_temporaries(f, &mut t, stats);
+        self.place_phis(f, &t, &trivial);
+        self.reload(f, &t, &partial, stats);
+        self.count_loop_invariant(stats);
+        if self.e.composite {
+            stats.bump("composite");
         }
     }
 
-    // CodeMotion: temporaries for saves, Φs and insertions, then the rewrite.
-    // Temporaries are named `pre1`, `pre2`, ... per expression that changed code.
-    let base = format!("pre{}", temps.len() + 1);
-    temps.push((base.clone(), round));
-    let ty = f.expr_type(occs[0].node).expect("a candidate yields a value");
-    let mut namer = Namer::new(f);
-    let mut temp: HashMap<Def, Local> = HashMap::new();
-    for i in 0..occs.len() {
-        if !real[i].save {
-            continue;
-        }
-        let reuse = match occs[i].parent {
-            Parent::Node(p) => match f.exprs[p] {
-                ExprData::Assign { local, .. } => Some(local),
-                _ => None,
-            },
-            _ => None,
-        };
-        let h = match reuse {
-            Some(l) => l,
-            None => {
-                let h = namer.new_local(f, &base, ty);
-                let inner = occs[i].node;
-                let def = f.add_expr(ExprData::Assign { local: h, value: inner });
-                let read = f.add_expr(ExprData::Local(h));
-                // The save is a statement of its own before the occurrence's statement
-                // when that cannot change anything: a pure computation that cannot trap,
-                // reading nothing its statement assigns first. Otherwise it stays in place
-                // as comma(%h = e, %h).
-                let (b, root) = root_of(f, init, inner);
-                let hoist = !trapping && hoistable(f, root, inner);
-                let in_term = f.blocks[b].term.expr() == Some(root);
-                let with = if hoist { read } else { f.add_expr(ExprData::Comma { first: def, second: read }) };
-                match occs[i].parent {
-                    Parent::Node(p) => {
-                        for o in f.exprs[p].operands_mut() {
-                            if *o == inner {
-                                *o = with;
-                            }
-                        }
-                    }
-                    Parent::Stmt(_) if hoist => {}
-                    Parent::Stmt(b) => {
-                        let at = f.blocks[b].stmts.iter().position(|&r| r == inner).expect("a statement root");
-                        f.blocks[b].stmts[at] = with;
-                    }
-                    Parent::Term(b) => *f.blocks[b].term.expr_mut().expect("a terminator expression") = with,
-                }
-                if hoist {
-                    match occs[i].parent {
-                        // A statement that was the occurrence alone becomes the save.
-                        Parent::Stmt(_) => {
-                            let at = f.blocks[b].stmts.iter().position(|&r| r == inner).expect("a statement root");
-                            f.blocks[b].stmts[at] = def;
-                        }
-                        _ => {
-                            let at = if in_term {
-                                f.blocks[b].stmts.len()
-                            } else {
-                                f.blocks[b].stmts.iter().position(|&r| r == root).expect("a statement root")
-                            };
-                            f.blocks[b].stmts.insert(at, def);
-                        }
-                    }
-                }
-                h
+    /// CodeMotion's save of occurrence `i`: the local it is assigned to, or a new
+    /// temporary assigned where the occurrence is. The save is a statement of its own
+    /// before the occurrence's statement when that cannot change anything: a pure
+    /// computation that cannot trap, reading nothing its statement assigns first.
+    /// Otherwise it stays in place as `comma(%h = e, %h)`.
+    fn save(&self, f: &mut Function, i: usize, t: &mut Temps) -> Local {
+        let occ = &self.e.occs[i];
+        if let Parent::Node(p) = occ.parent {
+            if let ExprData::Assign { local, .. } = f.exprs[p] {
+                return local;
             }
-        };
-        temp.insert(Def::Real(i), h);
-        stats.bump("saves");
-    }
-    for (n, ins) in insertions.iter().enumerate() {
-        if !used_insertion[n] {
-            continue;
         }
-        let h = namer.new_local(f, &base, ty);
-        let value = build(f, init, k, &ins.versions);
-        let stmt = f.add_expr(ExprData::Assign { local: h, value });
-        f.blocks[ins.block].stmts.push(stmt);
-        temp.insert(Def::Inserted(n), h);
-        stats.bump("insertions");
+        let h = t.fresh(f);
+        let inner = occ.node;
+        let def = f.add_expr(ExprData::Assign { local: h, value: inner });
+        let read = f.add_expr(ExprData::Local(h));
+        let (b, root) = root_of(f, self.init, inner);
+        let hoist = !self.trapping && hoistable(f, root, inner);
+        let in_term = f.blocks[b].term.expr() == Some(root);
+        let with = if hoist { read } else { f.add_expr(ExprData::Comma { first: def, second: read }) };
+        match occ.parent {
+            Parent::Node(p) => {
+                for o in f.exprs[p].operands_mut() {
+                    if *o == inner {
+                        *o = with;
+                    }
+                }
+            }
+            Parent::Stmt(_) if hoist => {}
+            Parent::Stmt(b) => {
+                let at = f.blocks[b].stmts.iter().position(|&r| r == inner).expect("a statement root");
+                f.blocks[b].stmts[at] = with;
+            }
+            Parent::Term(b) => *f.blocks[b].term.expr_mut().expect("a terminator expression") = with,
+        }
+        if hoist {
+            match occ.parent {
+                // A statement that was the occurrence alone becomes the save.
+                Parent::Stmt(_) => {
+                    let at = f.blocks[b].stmts.iter().position(|&r| r == inner).expect("a statement root");
+                    f.blocks[b].stmts[at] = def;
+                }
+                _ => {
+                    let at = if in_term {
+                        f.blocks[b].stmts.len()
+                    } else {
+                        f.blocks[b].stmts.iter().position(|&r| r == root).expect("a statement root")
+                    };
+                    f.blocks[b].stmts.insert(at, def);
+                }
+            }
+        }
+        h
     }
-    // A needed Φ whose operands are all one value (or the Φ itself, around a loop) is
-    // that value: it produces no phi, its readers read the value.
-    #[derive(Copy, Clone, PartialEq, Eq)]
-    enum Sym {
-        Value(Local),
-        Phi(usize),
-    }
-    let mut alias: HashMap<usize, Sym> = HashMap::new();
-    let resolve = |d: Def, alias: &HashMap<usize, Sym>, temp: &HashMap<Def, Local>| -> Sym {
+
+    /// The value a definition of the FRG resolves to, following trivial Φs in `alias`.
+    fn resolve(d: Def, alias: &HashMap<usize, Sym>, t: &Temps) -> Sym {
         let mut s = match d {
             Def::Phi(h) => Sym::Phi(h),
-            d => Sym::Value(temp[&d]),
+            d => Sym::Value(t.of[&d]),
         };
         while let Sym::Phi(h) = s {
             match alias.get(&h) {
-                Some(&t) => s = t,
+                Some(&next) => s = next,
                 None => break,
             }
         }
         s
-    };
-    loop {
-        let mut changed = false;
-        for j in 0..phis.len() {
-            if !needed[j] || alias.contains_key(&j) {
-                continue;
-            }
-            let mut values: Vec<Sym> = vec![];
-            for o in &phis[j].operands {
-                let v = resolve(o.def, &alias, &temp);
-                if v != Sym::Phi(j) && !values.contains(&v) {
-                    values.push(v);
+    }
+
+    /// CodeMotion's Φ temporaries. A needed Φ whose operands are all one value (or the Φ
+    /// itself, around a loop) is that value: it produces no phi, its readers read the
+    /// value. The other needed Φs get a temporary each. Returns which Φs are trivial.
+    fn phi_temporaries(&self, f: &mut Function, t: &mut Temps, stats: &mut Stats) -> Vec<bool> {
+        let phis = &self.phis;
+        let mut alias: HashMap<usize, Sym> = HashMap::new();
+        loop {
+            let mut changed = false;
+            for j in 0..phis.len() {
+                if !self.needed[j] || alias.contains_key(&j) {
+                    continue;
+                }
+                let mut values: Vec<Sym> = vec![];
+                for o in &phis[j].operands {
+                    let v = Self::resolve(o.def, &alias, t);
+                    if v != Sym::Phi(j) && !values.contains(&v) {
+                        values.push(v);
+                    }
+                }
+                if let [v] = values[..] {
+                    alias.insert(j, v);
+                    changed = true;
                 }
             }
-            if let [v] = values[..] {
-                alias.insert(j, v);
-                changed = true;
+            if !changed {
+                break;
             }
         }
-        if !changed {
-            break;
-        }
-    }
-    for j in 0..phis.len() {
-        if needed[j] && !alias.contains_key(&j) {
-            let h = namer.new_local(f, &base, ty);
-            temp.insert(Def::Phi(j), h);
-            stats.bump("phis_created");
-        } else if needed[j] {
-            stats.bump("phis_trivial");
-        } else if phis[j].will_be_avail() {
-            stats.bump("phis_unneeded");
-        }
-    }
-    for j in 0..phis.len() {
-        if alias.contains_key(&j) {
-            // Follow the chain: a Φ aliased to a Φ that was aliased later.
-            let l = match resolve(Def::Phi(j), &alias, &temp) {
-                Sym::Value(l) => l,
-                Sym::Phi(h) => temp[&Def::Phi(h)],
-            };
-            temp.insert(Def::Phi(j), l);
-        }
-    }
-    for j in 0..phis.len() {
-        if !needed[j] || alias.contains_key(&j) {
-            continue;
-        }
-        let args = phis[j].operands.iter().map(|o| (o.pred, temp[&o.def])).collect();
-        let b = phis[j].block;
-        f.blocks[b].phis.push(crate::ir::Phi { dest: temp[&Def::Phi(j)], args });
-    }
-    for i in 0..occs.len() {
-        if !real[i].reload {
-            continue;
-        }
-        let d = real[i].def.expect("a reload has a def");
-        let read = ExprData::Local(temp[&d]);
-        // Operands saved by an earlier round keep their definitions.
-        let node = occs[i].node;
-        let mut kept: Vec<Expr> = vec![];
-        for o in f.exprs[node].operands() {
-            if let ExprData::Comma { first, .. } = f.exprs[o] {
-                kept.push(first);
+        for j in 0..phis.len() {
+            if self.needed[j] && !alias.contains_key(&j) {
+                let h = t.fresh(f);
+                t.of.insert(Def::Phi(j), h);
+                stats.bump("phis_created");
+            } else if self.needed[j] {
+                stats.bump("phis_trivial");
+            } else if phis[j].will_be_avail() {
+                stats.bump("phis_unneeded");
             }
         }
-        let mut data = read;
-        for &first in kept.iter().rev() {
-            let second = f.add_expr(data);
-            data = ExprData::Comma { first, second };
+        for j in 0..phis.len() {
+            if alias.contains_key(&j) {
+                // Follow the chain: a Φ aliased to a Φ that was aliased later.
+                let l = match Self::resolve(Def::Phi(j), &alias, t) {
+                    Sym::Value(l) => l,
+                    Sym::Phi(h) => t.of[&Def::Phi(h)],
+                };
+                t.of.insert(Def::Phi(j), l);
+            }
         }
-        f.exprs[node] = data;
-        match d {
-            Def::Phi(j) if partial[j] => stats.bump("reloads_partial"),
-            _ => stats.bump("reloads_full"),
+        (0..phis.len()).map(|j| alias.contains_key(&j)).collect()
+    }
+
+    /// CodeMotion's phis: one for each needed Φ that is not trivial.
+    fn place_phis(&self, f: &mut Function, t: &Temps, trivial: &[bool]) {
+        for (j, p) in self.phis.iter().enumerate() {
+            if !self.needed[j] || trivial[j] {
+                continue;
+            }
+            let args = p.operands.iter().map(|o| (o.pred, t.of[&o.def])).collect();
+            f.blocks[p.block].phis.push(crate::ir::Phi { dest: t.of[&Def::Phi(j)], args });
         }
     }
-    // Loop-invariant motion: an insertion on the entry edge of a loop whose header Φ is
-    // reloaded inside the loop.
-    for (j, p) in phis.iter().enumerate() {
-        if !needed[j] {
-            continue;
-        }
-        let Some(l) = an.loops.innermost[p.block].filter(|&l| an.loops.loops[l].header == p.block) else { continue };
-        let body = &an.loops.loops[l].blocks;
-        let reloaded_inside =
-            (0..occs.len()).any(|i| real[i].def == Some(Def::Phi(j)) && body.contains(&occs[i].block));
-        if reloaded_inside {
-            let moved = p
-                .operands
-                .iter()
-                .filter(|o| matches!(o.def, Def::Inserted(_)) && !body.contains(&o.pred))
-                .count();
-            stats.add("loop_invariant", moved as u64);
+
+    /// CodeMotion's reloads: each reloaded occurrence reads its definition's temporary.
+    fn reload(&self, f: &mut Function, t: &Temps, partial: &[bool], stats: &mut Stats) {
+        for (i, occ) in self.e.occs.iter().enumerate() {
+            if !self.real[i].reload {
+                continue;
+            }
+            let d = self.real[i].def.expect("a reload has a def");
+            let read = ExprData::Local(t.of[&d]);
+            // Operands saved by an earlier round keep their definitions.
+            let node = occ.node;
+            let mut kept: Vec<Expr> = vec![];
+            for o in f.exprs[node].operands() {
+                if let ExprData::Comma { first, .. } = f.exprs[o] {
+                    kept.push(first);
+                }
+            }
+            let mut data = read;
+            for &first in kept.iter().rev() {
+                let second = f.add_expr(data);
+                data = ExprData::Comma { first, second };
+            }
+            f.exprs[node] = data;
+            match d {
+                Def::Phi(j) if partial[j] => stats.bump("reloads_partial"),
+                _ => stats.bump("reloads_full"),
+            }
         }
     }
-    if e.composite {
-        stats.bump("composite");
+
+    /// The `loop_invariant` statistic: insertions on the entry edge of a loop whose
+    /// header Φ is reloaded inside the loop.
+    fn count_loop_invariant(&self, stats: &mut Stats) {
+        let loops = &self.an.loops;
+        for (j, p) in self.phis.iter().enumerate() {
+            if !self.needed[j] {
+                continue;
+            }
+            let Some(l) = loops.innermost[p.block].filter(|&l| loops.loops[l].header == p.block) else { continue };
+            let body = &loops.loops[l].blocks;
+            let occs = &self.e.occs;
+            let reloaded_inside =
+                (0..occs.len()).any(|i| self.real[i].def == Some(Def::Phi(j)) && body.contains(&occs[i].block));
+            if reloaded_inside {
+                let moved = p
+                    .operands
+                    .iter()
+                    .filter(|o| matches!(o.def, Def::Inserted(_)) && !body.contains(&o.pred))
+                    .count();
+                stats.add("loop_invariant", moved as u64);
+            }
+        }
     }
-    true
 }
 
 /// The Φ's versions as seen at the end of predecessor `p`: a version defined by a phi of
@@ -621,19 +782,20 @@ fn needs_insertion(phis: &[PhiOcc], o: &PhiOpnd) -> bool {
     }
 }
 
+/// DownSafety's reset: the Φs feeding `j` without a real use are not down-safe, nor
+/// the Φs feeding those (a worklist: a chain of Φs is as long as the function).
 fn reset_down_safe(phis: &mut [PhiOcc], j: usize) {
-    let feeders: Vec<usize> = phis[j]
-        .operands
-        .iter()
-        .filter_map(|o| match o.def {
-            Def::Phi(h) if !o.has_real_use => Some(h),
-            _ => None,
-        })
-        .collect();
-    for h in feeders {
-        if phis[h].down_safe {
-            phis[h].down_safe = false;
-            reset_down_safe(phis, h);
+    let mut work = vec![j];
+    while let Some(j) = work.pop() {
+        for oi in 0..phis[j].operands.len() {
+            let o = &phis[j].operands[oi];
+            match o.def {
+                Def::Phi(h) if !o.has_real_use && phis[h].down_safe => {
+                    phis[h].down_safe = false;
+                    work.push(h);
+                }
+                _ => {}
+            }
         }
     }
 }
@@ -674,6 +836,8 @@ fn reset_can_be_avail(phis: &mut [PhiOcc], users: &[Vec<(usize, usize)>], g: usi
     }
 }
 
+/// Later: every Φ that can be available starts later; a Φ with an operand that has a
+/// real use is not, nor any Φ it feeds.
 fn compute_later(phis: &mut [PhiOcc], users: &[Vec<(usize, usize)>]) {
     for p in phis.iter_mut() {
         p.later = p.can_be_avail;

@@ -185,6 +185,8 @@ pub struct Initialization {
     pub phi_blocks: Vec<Vec<Block>>,
     /// The blocks defining a version of each original (phis, assignments, parameters).
     pub def_blocks: Vec<Vec<Block>>,
+    /// The iterated dominance frontier of each original's `def_blocks`.
+    pub def_frontier: Vec<Vec<Block>>,
     /// The parent of every node of the function.
     pub parent: SecondaryMap<Expr, Option<Parent>>,
 }
@@ -267,6 +269,7 @@ impl Initialization {
             phi_def: SecondaryMap::new(),
             phi_blocks: vec![vec![]; norig],
             def_blocks: vec![vec![]; norig],
+            def_frontier: vec![],
             parent: SecondaryMap::new(),
         };
         let mut index: HashMap<Key, usize> = HashMap::new();
@@ -405,6 +408,7 @@ impl Initialization {
                 work.push(Work::Enter(c));
             }
         }
+        init.def_frontier = init.def_blocks.iter().map(|d| an.frontiers.iterated(d)).collect();
         init
     }
 

@@ -1,0 +1,65 @@
+//! No stage recurses as deep as its input is long (issue 17, "the house"): a chain of
+//! 200,000 single-use locals in one block (which the tree mover would fold into one tree
+//! 200,000 deep, were its trees not bounded by `ir::MAX_EXPR_DEPTH`) and a chain of
+//! 100,000 blocks (each jumping to the next, which every walk of the CFG and of the
+//! dominator tree follows to the end) go through parse, verify, the whole pipeline with
+//! the verifier after every pass, the backend and the printer, on the test thread's own
+//! small stack. `DEEP_N` sets the length of both chains (to measure growth).
+//!
+//! Both tests take tens of seconds at opt-level 1 (20 s and 30 s on two shared cores):
+//! `ssa`, `memopt` and `ssapre` still grow faster than linearly on these shapes (5x the
+//! blocks cost them 10-20x), which `tandem bench --scaling` should chase next.
+
+use std::fmt::Write;
+use std::time::Instant;
+use tandem_core::passes::{default_pipeline, PassManager};
+
+/// Parse, verify, the pipeline, compile and print; panics (or overflows) on a failure.
+fn through_every_stage(src: &str) {
+    let start = Instant::now();
+    let (module, _) = tandem_core::text::parse_module(src).expect("parses");
+    tandem_core::verify::verify_module(&module).expect("verifies");
+    let mut f = module.functions[0].clone();
+    let parsed = start.elapsed();
+    let mut last = Instant::now();
+    PassManager { verify: true }
+        .run(&default_pipeline(), &mut f, &mut |name, _, _| {
+            eprintln!("  {name}: {:?}", last.elapsed());
+            last = Instant::now();
+        })
+        .expect("the pipeline runs");
+    let passes = start.elapsed();
+    let code = tandem_core::backend::compile(&f).expect("compiles");
+    assert!(!code.bytes.is_empty());
+    let compiled = start.elapsed();
+    let mut text = String::new();
+    tandem_core::text::printer::write_function(&mut text, &f).expect("prints");
+    assert!(text.len() > 100);
+    eprintln!("parse+verify {parsed:?}, passes {passes:?}, backend {compiled:?}, print {:?}", start.elapsed());
+}
+
+#[test]
+fn a_chain_of_200000_single_use_locals() {
+    let n: usize = std::env::var("DEEP_N").map_or(200_000, |v| v.parse().unwrap());
+    let mut s = String::from("function %f(i32 %v0) -> i32 {\n");
+    for i in 1..=n {
+        let _ = writeln!(s, "    local i32 %v{i}");
+    }
+    s += "b0:\n";
+    for i in 1..=n {
+        let _ = writeln!(s, "    %v{i} = add(%v{}, 1)", i - 1);
+    }
+    let _ = writeln!(s, "    ret %v{n}\n}}");
+    through_every_stage(&s);
+}
+
+#[test]
+fn a_chain_of_100000_blocks() {
+    let n: usize = std::env::var("DEEP_N").map_or(100_000, |v| v.parse().unwrap());
+    let mut s = String::from("function %f(i32 %a) -> i32 {\n    local i32 %x\nb0:\n    %x = %a\n    jump b1\n");
+    for i in 1..n {
+        let _ = writeln!(s, "b{i}:\n    %x = add(%x, {i})\n    jump b{}", i + 1);
+    }
+    let _ = writeln!(s, "b{n}:\n    ret %x\n}}");
+    through_every_stage(&s);
+}
