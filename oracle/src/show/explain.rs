@@ -334,8 +334,9 @@ fn cf_names(f: &Function) -> Vec<String> {
 /// The page of `e`.
 pub fn render(e: &Evidence) -> String {
     let title = match (&e.located, &e.z3) {
-        (Some(l), _) => format!("Finding: {}", l.signature),
-        (None, Some(z)) => format!("Finding: z3 pass {}: validator {}", z.pass, kind_word(&z.answer)),
+        (Some(l), _) if !validator_first(e) => format!("Finding: {}", l.signature),
+        (_, Some(z)) => format!("Finding: z3 pass {}: validator {}", z.pass, kind_word(&z.answer)),
+        (Some(l), None) => format!("Finding: {}", l.signature),
         (None, None) => format!("Finding {} (does not reproduce)", file_name(&e.path)),
     };
     let mut body = String::new();
@@ -374,6 +375,12 @@ pub fn render(e: &Evidence) -> String {
     page(&title, &body)
 }
 
+/// Whether the finding's own first problem is the validator's (a campaign lists it
+/// first), so that the page is titled by it even when the stage checks see the bug too.
+fn validator_first(e: &Evidence) -> bool {
+    e.z3.is_some() && e.claim.first().is_some_and(|l| l.contains("stage `z3 pass") || l.contains("Z3 validator"))
+}
+
 fn kind_word(a: &smt::Answer) -> &'static str {
     match a {
         smt::Answer::Counterexample(_) => "counterexample",
@@ -389,6 +396,14 @@ fn file_name(p: &Path) -> String {
 /// One line that says whether the finding reproduces.
 fn status(e: &Evidence) -> String {
     match (&e.located, &e.z3) {
+        (Some(l), Some(z)) if validator_first(e) => format!(
+            "<p class=\"bad\">Reproduces: Z3 finds a {} for pass {}, and stage {} disagrees with the reference interpreter on run {} ({}); the input and outcomes below are that run's.</p>\n",
+            kind_word(&z.answer),
+            esc(&z.pass),
+            esc(&l.problem.stage),
+            l.run + 1,
+            esc(&l.signature)
+        ),
         (Some(l), _) => format!("<p class=\"bad\">Reproduces: stage {} disagrees with the reference interpreter on run {} ({}).</p>\n", esc(&l.problem.stage), l.run + 1, esc(&l.signature)),
         (None, Some(z)) => format!(
             "<p class=\"bad\">Reproduces in the validator only: Z3 finds a {} for pass {}; every stage agrees on the file's runs.</p>\n",
@@ -613,8 +628,16 @@ fn commands_section(e: &Evidence) -> String {
     }
     if let Some(c) = &e.ir {
         if let Some(pass) = c.step.strip_prefix("pass ") {
-            lines.push(format!("tandem compile {shown} --emit ssa --after {pass}   # or --emit hir after a pass that leaves no phis"));
-            lines.push(format!("tandem compile {shown} --emit dot --after {pass} | dot -Tsvg > cfg.svg"));
+            // The passes the check ran (`cprop` alone for the stage on HIR), in the form
+            // the IR has after the guilty pass.
+            let on_hir = e.located.as_ref().is_some_and(|l| l.problem.stage.ends_with("on HIR"));
+            let pipeline = if on_hir { "cprop".to_string() } else { tandem_core::passes::check_pipeline().to_string() };
+            let form = match &c.after {
+                Ok(g) if g.layout.iter().any(|&b| !g.blocks[b].phis.is_empty()) => "ssa",
+                _ => "hir",
+            };
+            lines.push(format!("tandem compile {shown} --pipeline {pipeline} --emit {form} --after {pass}"));
+            lines.push(format!("tandem compile {shown} --pipeline {pipeline} --emit dot --after {pass} | dot -Tsvg > cfg.svg"));
         }
     }
     lines.push(format!("tandem compile {shown} --emit asm"));

@@ -115,13 +115,15 @@ fn signatures_section(rows: &[SignatureRow]) -> String {
     out + &table(&["signature", "findings", "first seed", "finding file", "reduced", "page"], &cells, &[])
 }
 
-/// An SVG line chart of cases per second between consecutive samples.
+/// An SVG line chart of cases per second: a step per interval between consecutive
+/// samples, at the interval's rate.
 fn throughput_chart(samples: &[(f64, u64)]) -> String {
-    let points: Vec<(f64, f64)> = samples
+    let steps: Vec<(f64, f64, f64)> = samples
         .windows(2)
         .filter(|w| w[1].0 > w[0].0)
-        .map(|w| (w[1].0, (w[1].1 - w[0].1) as f64 / (w[1].0 - w[0].0)))
+        .map(|w| (w[0].0, w[1].0, w[1].1.saturating_sub(w[0].1) as f64 / (w[1].0 - w[0].0)))
         .collect();
+    let points: Vec<(f64, f64)> = steps.iter().flat_map(|&(t0, t1, v)| [(t0, v), (t1, v)]).collect();
     if points.is_empty() {
         return "<p class=\"note\">Too short a campaign for a chart (fewer than two samples, a second or more apart).</p>\n".into();
     }
@@ -136,7 +138,8 @@ fn throughput_chart(samples: &[(f64, u64)]) -> String {
         let v = ymax * k as f64 / 4.0;
         let _ = writeln!(svg, "<text x=\"{}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\">{v:.0}</text>", left - 4.0, y(v) + 3.0);
         let t = tmax * k as f64 / 4.0;
-        let _ = writeln!(svg, "<text x=\"{:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{t:.0} s</text>", x(t), h - bottom + 14.0);
+        let digits = if tmax < 10.0 { 1 } else { 0 };
+        let _ = writeln!(svg, "<text x=\"{:.1}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{t:.digits$} s</text>", x(t), h - bottom + 14.0);
     }
     let _ = writeln!(svg, "<text x=\"12\" y=\"{}\" font-size=\"10\" transform=\"rotate(-90 12 {})\" text-anchor=\"middle\">cases/s</text>", h / 2.0, h / 2.0);
     let line: Vec<String> = points.iter().map(|&(t, v)| format!("{:.1},{:.1}", x(t), y(v))).collect();
@@ -228,7 +231,7 @@ mod tests {
     fn the_chart_plots_the_rate_between_samples() {
         let svg = throughput_chart(&[(0.0, 0), (2.0, 10), (5.0, 40)]);
         // x spans 60..700 over 5 s, y spans 10..210 over 0..11 cases/s.
-        assert!(svg.contains("points=\"316.0,119.1 700.0,28.2\""), "{svg}");
+        assert!(svg.contains("points=\"60.0,119.1 316.0,119.1 316.0,28.2 700.0,28.2\""), "{svg}");
         assert!(throughput_chart(&[(1.0, 3)]).contains("Too short"));
     }
 }
