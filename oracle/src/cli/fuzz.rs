@@ -193,7 +193,9 @@ fn fuzz(
     }
     // The campaign's page and a page per signature (`tandem_oracle::show::index`).
     match emulator().map(|mut emu| tandem_oracle::show::index::write_campaign_pages(&config, &s, &state, &mut emu)) {
-        Ok(Ok(page)) => eprintln!("campaign page: {}", page.display()),
+        Ok(Ok(page)) => {
+            let _ = writeln!(out, "campaign page: {}", page.display());
+        }
         Ok(Err(e)) => eprintln!("warning: cannot write the campaign page: {e}"),
         Err(_) => {}
     }

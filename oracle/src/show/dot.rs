@@ -138,7 +138,7 @@ mod tests {
             "function %f(i32 %a) -> i32 {\n    local i32 %x\nb0:\n    br %a, b1, b2\nb1:\n    %x = 1\n    jump b3\nb2:\n    %x = 2\n    jump b3\nb3:\n    ret %x\n}\n",
         )
         .expect("parses");
-        let dot = function_dot(&m.functions[0]);
+        let dot = function_dot(&m.0.functions[0]);
         assert!(dot.starts_with("digraph \"%f\" {"), "{dot}");
         assert_eq!(dot.matches("[label=\"b").count(), 4, "{dot}");
         assert!(dot.contains("b0 -> b1 [label=\"then\"];"), "{dot}");
