@@ -410,7 +410,7 @@ fn status(e: &Evidence) -> String {
             kind_word(&z.answer),
             esc(&z.pass)
         ),
-        (None, None) => "<p class=\"good\">Does not reproduce: every stage agrees with the reference interpreter on every run of this file, and the validator finds nothing (the bug may be fixed, or the finding needs a bug planted by a test).</p>\n".into(),
+        (None, None) => "<p class=\"good\">Does not reproduce: every stage agrees with the reference interpreter on every run of this file (and, for a finding of the validator, Z3 finds no counterexample now): the bug may be fixed, or the finding needs a bug planted by a test.</p>\n".into(),
     }
 }
 
