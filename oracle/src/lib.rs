@@ -2,7 +2,7 @@
 //! way, from the command line (`src/main.rs` and `src/cli/`, the binary) down to the IR:
 //!
 //! ```text
-//! cli -> campaign -> smt, measure -> judge, gen -> cases -> exec -> tandem_core
+//! cli -> show -> campaign -> smt, measure -> judge, gen -> cases -> exec -> tandem_core
 //! ```
 //!
 //! * [`exec`] — running programs: outcomes, the runtime helpers, the reference
@@ -14,7 +14,9 @@
 //! * [`smt`] — the Z3 translation validator of every IR pass (`tandem verify`);
 //! * [`measure`] — throughput and scaling measurements (`tandem bench`);
 //! * [`campaign`] — the drivers: fuzzing campaigns (`tandem fuzz`), replay of case files
-//!   (`tandem run`), findings and signatures, the reducer, JSON and JUnit reports.
+//!   (`tandem run`), findings and signatures, the reducer, JSON and JUnit reports;
+//! * [`show`] — seeing the bug: a page per finding (`tandem explain`), the campaign's
+//!   `index.html`, control-flow graphs as Graphviz dot and SVG.
 
 pub mod campaign;
 pub mod cases;
@@ -22,4 +24,5 @@ pub mod exec;
 pub mod gen;
 pub mod judge;
 pub mod measure;
+pub mod show;
 pub mod smt;

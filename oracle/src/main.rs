@@ -20,7 +20,8 @@ enum Command {
     Run(cli::run::Args),
     /// Compiles every function of a file (a module or a case file) and prints it at a
     /// chosen point: the IR after an IR pass (`--emit hir|ssa`), the LIR after each
-    /// backend pass (`--emit lir`) or the machine code with addresses (`--emit asm`).
+    /// backend pass (`--emit lir`), the machine code with addresses (`--emit asm`) or the CFG after an IR
+    /// pass as Graphviz dot (`--emit dot`).
     Compile(cli::compile::Args),
     /// Generates random case files (with expectations from the reference interpreter),
     /// or with --stats measures what the generator makes.
@@ -49,6 +50,12 @@ enum Command {
     /// counterexample. With --self-check, checks the encoder against the interpreter on
     /// generated cases instead (exit 1 on any difference).
     Verify(cli::verify::Args),
+    /// Writes one self-contained HTML page for a finding file: the reduced case, the IR
+    /// before and after the guilty pass with changed lines marked, the input and both
+    /// outcomes with the differences marked, the CFGs as pictures (Graphviz), the x86
+    /// listing of a backend finding with the instruction where the emulator stopped, and
+    /// the commands that replay, reduce and compile it.
+    Explain(cli::explain::Args),
 }
 
 fn main() -> ExitCode {
@@ -60,5 +67,6 @@ fn main() -> ExitCode {
         Command::Reduce(a) => cli::reduce::main(a),
         Command::Bench(a) => cli::bench::main(a),
         Command::Verify(a) => cli::verify::main(a),
+        Command::Explain(a) => cli::explain::main(a),
     }
 }

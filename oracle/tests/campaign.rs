@@ -102,6 +102,10 @@ fn a_time_bound_alone_ends_the_campaign_and_the_json_summary_has_its_fields() {
     let versions = ssa["counters"].as_array().unwrap().iter().find(|c| c["name"] == "versions").unwrap();
     assert!(versions["fired_cases"].as_u64().unwrap() <= cases);
     assert_eq!(v["signatures"].as_array().unwrap().len(), 0);
+    // The campaign's page, with its throughput chart (a 2 s campaign has samples).
+    let index = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    assert!(index.contains("<polyline"), "{index}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("campaign page: "));
     // A second campaign in the same folder is refused; resuming the finished one tests
     // nothing more.
     let again = tandem().args(["fuzz", "--count", "3", "-q", "--out"]).arg(&dir).output().unwrap();

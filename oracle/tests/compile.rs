@@ -51,6 +51,21 @@ fn emit_hir_after_the_pipeline_has_no_phis() {
     assert!(err.contains("ssa-destroy: phis=1"), "{err}");
 }
 
+/// The CFG of the SSA form as dot: a box per block (the phi in the join), the branch's
+/// two arrows labelled, the jump's unlabelled; worked out from `SRC` by hand.
+#[test]
+fn emit_dot_draws_the_cfg_of_any_stage() {
+    let (code, out, err) = compile(&["--emit", "dot", "--after", "ssa"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("digraph \"%f\" {"), "{out}");
+    assert!(out.contains("b0 -> b1 [label=\"then\"];\n  b0 -> b2 [label=\"else\"];\n  b1 -> b2;\n}"), "{out}");
+    assert!(out.contains("  %s.2 = phi(b0: %s.0, b1: %s.1)\\l"), "{out}");
+    // After the whole pipeline the IR is HIR again: no phi in any box.
+    let (code, out, err) = compile(&["--emit", "dot"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("phi(") && out.contains("b0 [label=\"b0:"), "{out}");
+}
+
 #[test]
 fn bad_options_are_explained() {
     let (code, _, err) = compile(&["--emit", "hir", "--after", "ssa"]);
@@ -64,7 +79,7 @@ fn bad_options_are_explained() {
     assert!(err.contains("pass `cprop` is not in the pipeline `ssa,dce`"), "{err}");
     let (code, _, err) = compile(&["--emit", "llvm"]);
     assert_eq!(code, 2);
-    assert!(err.contains("--emit llvm: expected `hir`, `ssa`, `lir` or `asm`"), "{err}");
+    assert!(err.contains("--emit llvm: expected `hir`, `ssa`, `dot`, `lir` or `asm`"), "{err}");
     let (code, _, err) = compile(&["--emit", "asm", "--after", "ssa"]);
     assert_eq!(code, 2);
     assert!(err.contains("--after applies to --emit hir|ssa"), "{err}");

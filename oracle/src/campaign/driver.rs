@@ -275,6 +275,10 @@ pub struct Summary {
     /// Every answer of the validator on the verified share of seeds, in seed order of
     /// completion.
     pub validator: Vec<ValidatorAnswer>,
+    /// Throughput over time: (seconds of testing, cases completed by then), a sample at
+    /// least a second and at least 0.5% of the elapsed time after the one before, so that
+    /// a day-long campaign keeps about 1,500 of them (`index.html` draws them).
+    pub samples: Vec<(f64, u64)>,
 }
 
 impl Summary {
@@ -330,6 +334,9 @@ impl Summary {
             self.findings.insert(at, f.clone());
         }
         self.validator.extend(r.validator.iter().cloned());
+        if self.samples.last().is_none_or(|&(t, _)| r.t - t >= (t / 200.0).max(1.0)) {
+            self.samples.push((r.t, self.cases));
+        }
     }
 
     /// Puts the statistics in their fixed order, whatever order the workers delivered
@@ -461,6 +468,8 @@ struct StateFile {
     findings: Vec<Finding>,
     #[serde(default)]
     validator: Vec<ValidatorAnswer>,
+    #[serde(default)]
+    samples: Vec<(f64, u64)>,
 }
 
 pub const STATE_FILE: &str = "state.json";
@@ -583,6 +592,7 @@ pub fn resume(dir: &Path, jobs: usize, progress: impl FnMut(&Summary)) -> Result
         fired: state.fired,
         elapsed: Duration::from_secs_f64(state.elapsed_seconds),
         validator: state.validator,
+        samples: state.samples,
     };
     let mut done = Completed { watermark: state.watermark, above: state.done_above.into_iter().collect() };
     let mut elapsed = state.elapsed_seconds;
@@ -662,6 +672,7 @@ impl Session {
             fired: s.fired.clone(),
             findings: s.findings.clone(),
             validator: s.validator.clone(),
+            samples: s.samples.clone(),
         };
         let started = Instant::now();
         let text = serde_json::to_string_pretty(&state).expect("a state serializes");
@@ -741,6 +752,11 @@ impl Session {
         });
         result?;
         self.summary.elapsed = self.before + started.elapsed();
+        // The last point of the throughput chart: the end of the session.
+        let end = (self.summary.elapsed.as_secs_f64(), self.summary.cases);
+        if self.summary.samples.last() != Some(&end) {
+            self.summary.samples.push(end);
+        }
         self.summary.sort_stats();
         self.save_state(true)?;
         Ok(self.summary)

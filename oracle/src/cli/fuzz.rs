@@ -191,6 +191,14 @@ fn fuzz(
         let reduced = g.reduced.as_ref().map_or(String::new(), |r| format!(", reduced: {}", r.display()));
         let _ = writeln!(out, "  [{}] {} finding(s), e.g. seed {}: {}{reduced}", g.signature, g.count, g.representative.seed, g.representative.path.display());
     }
+    // The campaign's page and a page per signature (`tandem_oracle::show::index`).
+    match emulator().map(|mut emu| tandem_oracle::show::index::write_campaign_pages(&config, &s, &state, &mut emu)) {
+        Ok(Ok(page)) => {
+            let _ = writeln!(out, "campaign page: {}", page.display());
+        }
+        Ok(Err(e)) => eprintln!("warning: cannot write the campaign page: {e}"),
+        Err(_) => {}
+    }
     if let Some(path) = json {
         let report = tandem_oracle::campaign::report::FuzzReport::new(state, &s, true);
         let text = serde_json::to_string_pretty(&report).expect("a report serializes") + "\n";

@@ -48,8 +48,10 @@ fn planted() -> Option<PlantedBug> {
 
 /// Runs `pipeline` over `g` as the pass manager does; with a planted bug, pass by pass,
 /// the bug applied after each pass and the IR verified again (a planted bug that breaks
-/// the IR is a verifier error of that pass, as a real one would be).
-fn drive(
+/// the IR is a verifier error of that pass, as a real one would be). The validator and
+/// the finding pages drive pipelines through it too, so that they see what the checks
+/// see.
+pub fn drive(
     pm: &PassManager,
     pipeline: &Pipeline,
     g: &mut Function,
@@ -135,6 +137,16 @@ pub fn backend_input(f: &Function) -> Result<Function, String> {
     Ok(g)
 }
 
+/// What stage 3 compiles: [`backend_input`] (a panic caught as its message), with the
+/// planted bug of a test applied.
+pub fn unoptimized_input(f: &Function) -> Result<Function, String> {
+    let mut unoptimized = caught(|| backend_input(f)).map_err(|msg| format!("ssa-destroy panicked: {msg}")).and_then(|r| r);
+    if let (Some(bug), Ok(g)) = (planted(), &mut unoptimized) {
+        bug("x86", g);
+    }
+    unoptimized
+}
+
 /// Checks several runs of one function through every stage. The passes and the backend
 /// run once per function, not once per run; one [`RunCheck`] per input, in order (each
 /// carries the same pass statistics).
@@ -168,10 +180,7 @@ pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Resu
     if f.layout.iter().all(|&b| f.blocks[b].phis.is_empty()) {
         stages.push(("IR pass cprop on HIR", Pipeline::parse("cprop").expect("valid pipeline")));
     }
-    let mut unoptimized = caught(|| backend_input(f)).map_err(|msg| format!("ssa-destroy panicked: {msg}")).and_then(|r| r);
-    if let (Some(bug), Ok(g)) = (planted(), &mut unoptimized) {
-        bug("x86", g);
-    }
+    let unoptimized = unoptimized_input(f);
     let mut x86_stages = vec![("x86".to_string(), unoptimized)];
     if let Some(p) = passcheck::replay_pipeline(f) {
         stages.push(("IR passes", p));
