@@ -31,6 +31,7 @@ fn config(out_dir: PathBuf, journal_limit: u64) -> Campaign {
         reduce: true,
         journal_limit,
         verify_permille: 0,
+        x86: None,
     }
 }
 

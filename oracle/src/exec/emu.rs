@@ -80,7 +80,13 @@ struct Hooked {
     last_block: Option<(u32, u32)>,
     /// Every runtime helper with its address (fixed; looked up on every call).
     helpers: Vec<(u32, RuntimeHelper)>,
+    /// On a stepping instance ([`Emulator::stepping`]): the registers before each
+    /// instruction of the code executed, up to [`STEP_LIMIT`].
+    steps: Vec<Registers>,
 }
+
+/// The most instructions a stepping run records.
+pub const STEP_LIMIT: usize = 100_000;
 
 type Uc<'a> = Unicorn<'a, Hooked>;
 
@@ -144,6 +150,27 @@ impl Emulator {
         })
     }
 
+    /// An instance that also records the registers before every instruction of the code
+    /// (slow: for the instruction trace of an emulator infidelity, never for campaigns).
+    pub fn stepping() -> Result<Emulator, EmuError> {
+        let mut emu = Emulator::new()?;
+        emu.uc
+            .add_code_hook(CODE_BASE as u64, (CODE_BASE + CODE_SIZE_MAX - 1) as u64, |uc: &mut Uc<'_>, addr: u64, _size: u32| {
+                if uc.get_data().steps.len() < STEP_LIMIT {
+                    let r = Registers { eip: addr as u32, ..registers_of(uc) };
+                    uc.get_data_mut().steps.push(r);
+                }
+            })
+            .map_err(uc_err("hooking every instruction"))?;
+        Ok(emu)
+    }
+
+    /// The registers recorded before each instruction of the last run of a stepping
+    /// instance.
+    pub fn take_steps(&mut self) -> Vec<Registers> {
+        std::mem::take(&mut self.uc.get_data_mut().steps)
+    }
+
     /// How many runs this instance has executed.
     pub fn runs(&self) -> u64 {
         self.runs
@@ -199,6 +226,7 @@ impl Emulator {
         data.helper_calls = 0;
         data.code_len = code.bytes.len() as u32;
         data.last_block = None;
+        data.steps.clear();
         Ok(entry_esp)
     }
 
@@ -302,19 +330,7 @@ impl Emulator {
     }
 
     fn registers(&self) -> Registers {
-        let r = |x| reg(&self.uc, x);
-        Registers {
-            eax: r(RegisterX86::EAX),
-            ecx: r(RegisterX86::ECX),
-            edx: r(RegisterX86::EDX),
-            ebx: r(RegisterX86::EBX),
-            esp: r(RegisterX86::ESP),
-            ebp: r(RegisterX86::EBP),
-            esi: r(RegisterX86::ESI),
-            edi: r(RegisterX86::EDI),
-            eip: r(RegisterX86::EIP),
-            eflags: r(RegisterX86::EFLAGS),
-        }
+        registers_of(&self.uc)
     }
 
     fn fault(&self, kind: FaultKind, pc: u32, address: Option<u32>, code: &MachineCode) -> Finding {
@@ -322,6 +338,23 @@ impl Emulator {
         registers.eip = pc;
         let came_from = self.uc.get_data().last_block;
         Finding::Fault { kind, pc, address, registers, disassembly: disassemble_around(&code.bytes, pc, came_from) }
+    }
+}
+
+/// The eight general registers, `eip` and the flags.
+fn registers_of(uc: &Uc<'_>) -> Registers {
+    let r = |x| reg(uc, x);
+    Registers {
+        eax: r(RegisterX86::EAX),
+        ecx: r(RegisterX86::ECX),
+        edx: r(RegisterX86::EDX),
+        ebx: r(RegisterX86::EBX),
+        esp: r(RegisterX86::ESP),
+        ebp: r(RegisterX86::EBP),
+        esi: r(RegisterX86::ESI),
+        edi: r(RegisterX86::EDI),
+        eip: r(RegisterX86::EIP),
+        eflags: r(RegisterX86::EFLAGS),
     }
 }
 

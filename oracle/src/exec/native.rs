@@ -109,6 +109,11 @@ struct Control {
     deep_mapped: u32,
     /// Timer signals since the run started.
     ticks: u32,
+    /// While stepping ([`Native::step`]): where the handler records the registers after
+    /// each single-stepped instruction of the code, how many, and the room.
+    steps: *mut Registers,
+    steps_len: usize,
+    steps_cap: usize,
 }
 
 const OFF_REGS: i32 = 8;
@@ -178,6 +183,52 @@ impl Native {
         input: &RunInput,
         budget: u64,
     ) -> Result<Result<Outcome, Finding>, EmuError> {
+        self.run_inner(code, f, input, budget, false)
+    }
+
+    /// Runs like [`Native::run_with_budget`], single-stepping: returns the registers
+    /// before each instruction of the code executed (up to `limit`), for the instruction
+    /// trace of an emulator infidelity.
+    pub fn step(
+        &mut self,
+        code: &MachineCode,
+        f: &Function,
+        input: &RunInput,
+        budget: u64,
+        limit: usize,
+    ) -> Result<Vec<Registers>, EmuError> {
+        let mut buf: Vec<Registers> = Vec::with_capacity(limit);
+        let ctl = control();
+        let m = machine().map_err(EmuError::Native)?;
+        {
+            let _guard = lock(m);
+            // SAFETY: the lock is held; the buffer outlives the run and is only written
+            // within its capacity.
+            unsafe {
+                (*ctl).steps = buf.as_mut_ptr();
+                (*ctl).steps_len = 0;
+                (*ctl).steps_cap = limit;
+            }
+        }
+        let r = self.run_inner(code, f, input, budget, true);
+        let _guard = lock(m);
+        // SAFETY: as above; `steps_len` entries were written.
+        unsafe {
+            buf.set_len((*ctl).steps_len);
+            (*ctl).steps = std::ptr::null_mut();
+            (*ctl).steps_cap = 0;
+        }
+        r.map(|_| buf)
+    }
+
+    fn run_inner(
+        &mut self,
+        code: &MachineCode,
+        f: &Function,
+        input: &RunInput,
+        budget: u64,
+        stepping: bool,
+    ) -> Result<Result<Outcome, Finding>, EmuError> {
         let initial = preflight(code, f, input)?;
         let m = machine().map_err(EmuError::Native)?;
         let mut m = lock(m);
@@ -194,6 +245,7 @@ impl Native {
             helper_calls: 0,
             armed_us: BASE_LIMIT_US + budget.saturating_mul(NS_PER_INSN) / 1000,
             cf_types: f.cfvars.values().map(|v| v.ty).collect(),
+            stepping,
         };
         self.arm(run.armed_us, TICK_US)?;
         let end = run.execute();
@@ -310,6 +362,8 @@ struct Run<'a> {
     /// The CPU time the timer has been set to allow so far.
     armed_us: u64,
     cf_types: Vec<Type>,
+    /// Whether every instruction is single-stepped and recorded.
+    stepping: bool,
 }
 
 impl Run<'_> {
@@ -319,7 +373,10 @@ impl Run<'_> {
             if let Some(timeout) = self.check_time() {
                 return Err(timeout);
             }
-            let stop = enter(&self.regs);
+            if self.stepping {
+                record_step(&self.regs);
+            }
+            let stop = enter(&self.regs, self.stepping);
             self.regs = stop.regs;
             match stop.reason {
                 RETURN_SLOT => {
@@ -464,6 +521,19 @@ fn readable(addr: u32, len: u32) -> bool {
     regions.iter().any(|&(base, size)| base as u64 <= addr as u64 && end <= base as u64 + size as u64)
 }
 
+/// Records `regs` as a step (the registers before the instruction at `eip`) when `eip`
+/// is in the code and there is room.
+fn record_step(regs: &Registers) {
+    // SAFETY: the machine's lock is held while stepping; the buffer has `steps_cap` room.
+    unsafe {
+        let c = &mut *control();
+        if !c.steps.is_null() && c.steps_len < c.steps_cap && (CODE_BASE..CODE_BASE + CODE_SIZE_MAX).contains(&regs.eip) {
+            c.steps.add(c.steps_len).write(*regs);
+            c.steps_len += 1;
+        }
+    }
+}
+
 /// How the code stopped.
 struct Stopped {
     reason: u32,
@@ -475,7 +545,7 @@ struct Stopped {
 }
 
 /// Enters the 32-bit code with `regs` (and `eip`) and returns when it stops.
-fn enter(regs: &Registers) -> Stopped {
+fn enter(regs: &Registers, single_step: bool) -> Stopped {
     let ctl = control();
     // SAFETY: the control block is live; the caller holds the machine's lock, and the
     // trampoline (set up by `setup_process`) saves and restores every callee-saved
@@ -485,7 +555,7 @@ fn enter(regs: &Registers) -> Stopped {
         let c = &mut *ctl;
         c.regs = [regs.eax, regs.ecx, regs.edx, regs.ebx, regs.esp, regs.ebp, regs.esi, regs.edi];
         c.eip = regs.eip;
-        c.eflags = regs.eflags | FLAG_IF;
+        c.eflags = regs.eflags | FLAG_IF | if single_step { FLAG_TF as u32 } else { 0 };
         c.reason = u32::MAX;
         std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
         let trampoline: extern "C" fn() = std::mem::transmute((TRAMPOLINE + ENTER) as usize);
@@ -505,7 +575,7 @@ fn enter(regs: &Registers) -> Stopped {
                 esi: r[6],
                 edi: r[7],
                 eip: c.eip,
-                eflags: c.eflags,
+                eflags: c.eflags & !(FLAG_TF as u32),
             },
             signal: c.signal,
             trapno: c.trapno,
@@ -609,6 +679,9 @@ fn setup_process() -> Result<Machine, String> {
         addr: 0,
         deep_mapped: 0,
         ticks: 0,
+        steps: std::ptr::null_mut(),
+        steps_len: 0,
+        steps_cap: 0,
     }));
     CONTROL.store(ctl, std::sync::atomic::Ordering::Release);
     install_handlers()?;
@@ -776,6 +849,28 @@ extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_
         let timer = sig == timer_signal();
         if timer && !ctl.is_null() {
             (*ctl).ticks = (*ctl).ticks.wrapping_add(1);
+        }
+        let single_step = sig == libc::SIGTRAP && g[libc::REG_TRAPNO as usize] == 1;
+        if single_step && !ctl.is_null() && !(*ctl).steps.is_null() {
+            if cs == USER32_CS {
+                let r = |k: i32| g[k as usize] as u32;
+                record_step(&Registers {
+                    eax: r(libc::REG_RAX),
+                    ecx: r(libc::REG_RCX),
+                    edx: r(libc::REG_RDX),
+                    ebx: r(libc::REG_RBX),
+                    esp: r(libc::REG_RSP),
+                    ebp: r(libc::REG_RBP),
+                    esi: r(libc::REG_RSI),
+                    edi: r(libc::REG_RDI),
+                    eip: r(libc::REG_RIP),
+                    eflags: r(libc::REG_EFL) & !(FLAG_TF as u32 | FLAG_IF),
+                });
+            } else {
+                // The far jump back to 64-bit mode was stepped: stop stepping there.
+                g[libc::REG_EFL as usize] &= !FLAG_TF;
+            }
+            return;
         }
         if cs != USER32_CS || ctl.is_null() {
             if !timer {

@@ -58,6 +58,9 @@ pub struct Infidelity {
     pub native: MachineRun,
     /// Every difference, one a line (Unicorn first, the CPU second).
     pub differences: Vec<String>,
+    /// The instructions around the first step where the two machines' registers differ
+    /// ([`divergence_trace`]).
+    pub trace: String,
 }
 
 impl fmt::Display for Infidelity {
@@ -66,7 +69,7 @@ impl fmt::Display for Infidelity {
         for d in &self.differences {
             writeln!(f, "  {d}")?;
         }
-        Ok(())
+        f.write_str(&self.trace)
     }
 }
 
@@ -164,7 +167,13 @@ impl X86 {
         Ok(match (unicorn, native) {
             (Some(u), Some(n)) => {
                 let differences = machine_differences(&u, &n);
-                let infidelity = (!differences.is_empty()).then(|| Infidelity { unicorn: u, native: n.clone(), differences });
+                let infidelity = if differences.is_empty() {
+                    None
+                } else {
+                    let native = self.native.as_mut().expect("both machines");
+                    let trace = divergence_trace(native, code, f, input, budget);
+                    Some(Infidelity { unicorn: u, native: n.clone(), differences, trace })
+                };
                 X86Run { result: n, infidelity }
             }
             (Some(r), None) | (None, Some(r)) => X86Run { result: r, infidelity: None },
@@ -202,3 +211,101 @@ pub fn machine_differences(unicorn: &MachineRun, native: &MachineRun) -> Vec<Str
     }
 }
 
+
+/// Anything that runs compiled x86 code for the differential check: Unicorn alone (an
+/// [`Emulator`], which never reports an infidelity), or an [`X86`].
+pub trait X86Runner {
+    fn run_x86(&mut self, code: &MachineCode, f: &Function, input: &RunInput, budget: u64) -> Result<X86Run, EmuError>;
+}
+
+impl X86Runner for Emulator {
+    fn run_x86(&mut self, code: &MachineCode, f: &Function, input: &RunInput, budget: u64) -> Result<X86Run, EmuError> {
+        Ok(X86Run { result: self.run_with_budget(code, f, input, budget)?, infidelity: None })
+    }
+}
+
+impl X86Runner for X86 {
+    fn run_x86(&mut self, code: &MachineCode, f: &Function, input: &RunInput, budget: u64) -> Result<X86Run, EmuError> {
+        self.run_with_budget(code, f, input, budget)
+    }
+}
+
+/// The flags compared and shown in traces: the arithmetic ones and DF (`IF` is always set
+/// on a real CPU in user mode, and never in Unicorn).
+const TRACE_FLAGS: u32 = 0xCD5;
+/// Steps shown before and after the first divergence.
+const TRACE_BEFORE: usize = 8;
+const TRACE_AFTER: usize = 3;
+
+/// Runs the program again on a stepping Unicorn and single-stepped on the CPU, and shows
+/// the instructions around the first one before which the two machines' registers
+/// differ (flags that differ earlier are marked too: a flag the manual leaves undefined
+/// may differ without either machine being wrong, until code reads it).
+pub fn divergence_trace(native: &mut Native, code: &MachineCode, f: &Function, input: &RunInput, budget: u64) -> String {
+    use crate::exec::emu::STEP_LIMIT;
+    let unicorn = Emulator::stepping().and_then(|mut e| {
+        let _run = e.run_with_budget(code, f, input, budget)?;
+        Ok(e.take_steps())
+    });
+    let cpu = native.step(code, f, input, budget, STEP_LIMIT);
+    let (u, n) = match (unicorn, cpu) {
+        (Ok(u), Ok(n)) => (u, n),
+        (Err(e), _) | (_, Err(e)) => return format!("(no instruction trace: {e})\n"),
+    };
+    let key = |r: &crate::exec::emu::Registers| {
+        (r.eip, r.eax, r.ecx, r.edx, r.ebx, r.esp, r.ebp, r.esi, r.edi)
+    };
+    let regs_at = (0..u.len().min(n.len())).find(|&i| key(&u[i]) != key(&n[i]));
+    let flags_at = (0..u.len().min(n.len())).find(|&i| u[i].eflags & TRACE_FLAGS != n[i].eflags & TRACE_FLAGS);
+    let at = match regs_at.or(if u.len() != n.len() { Some(u.len().min(n.len())) } else { None }) {
+        Some(i) => i,
+        None => {
+            return format!(
+                "instruction trace: {} steps on Unicorn, {} on the CPU, registers equal at every step{}\n",
+                u.len(),
+                n.len(),
+                flags_at.map_or(String::new(), |i| format!(" (flags first differ before step {i})"))
+            )
+        }
+    };
+    let mut out = format!("instruction trace: registers first differ before step {at} of {} (Unicorn) / {} (CPU)", u.len(), n.len());
+    if let Some(i) = flags_at.filter(|&i| i < at) {
+        out.push_str(&format!("; flags first differ before step {i}"));
+    }
+    out.push('\n');
+    let insns = crate::exec::machine::decode(&code.bytes);
+    let text = |eip: u32| {
+        use iced_x86::Formatter;
+        let mut s = String::new();
+        if let Some(i) = insns.iter().find(|i| i.ip() as u32 == eip) {
+            iced_x86::IntelFormatter::new().format(i, &mut s);
+        }
+        s
+    };
+    let show = |r: &crate::exec::emu::Registers| {
+        format!(
+            "eax={:08x} ecx={:08x} edx={:08x} ebx={:08x} esp={:08x} ebp={:08x} esi={:08x} edi={:08x} flags={:03x}",
+            r.eax,
+            r.ecx,
+            r.edx,
+            r.ebx,
+            r.esp,
+            r.ebp,
+            r.esi,
+            r.edi,
+            r.eflags & TRACE_FLAGS
+        )
+    };
+    for i in at.saturating_sub(TRACE_BEFORE)..(at + TRACE_AFTER + 1).min(u.len().max(n.len())) {
+        let mark = if i == at { "=>" } else { "  " };
+        let eip = u.get(i).or(n.get(i)).map_or(0, |r| r.eip);
+        out.push_str(&format!("  {mark} step {i:>5}  {eip:08x}  {}\n", text(eip)));
+        let line = |who: &str, r: Option<&crate::exec::emu::Registers>| match r {
+            Some(r) => format!("       {who:<8} before: eip={:08x} {}\n", r.eip, show(r)),
+            None => format!("       {who:<8} (no such step)\n"),
+        };
+        out.push_str(&line("unicorn", u.get(i)));
+        out.push_str(&line("cpu", n.get(i)));
+    }
+    out
+}
