@@ -8,7 +8,8 @@
 //! [`emit`](emit::emit) (bytes through `iced-x86`). The LIR validator
 //! ([`lir::validate`]) runs after every LIR pass in debug builds and tests, so a pass
 //! that breaks the seed's four properties fails at once with the printed node; the
-//! register allocation checker ([`regalloc_check`]) verifies the allocation likewise.
+//! register allocation checker ([`regalloc_check`]) verifies the allocation likewise, and
+//! the undefined-flags check ([`flags_check`]) the emitted code.
 //!
 //! The backend takes HIR without phis (the pipeline destroys SSA first) and no IR
 //! optimization runs here.
@@ -20,6 +21,7 @@ pub mod lower;
 pub mod rationalize;
 pub mod regalloc;
 pub mod regalloc_check;
+pub mod flags_check;
 pub mod x86;
 
 use std::fmt;
@@ -43,6 +45,8 @@ pub enum CompileError {
     InvalidAllocation(Vec<String>),
     /// The encoder refused an instruction (a backend bug).
     Encode(String),
+    /// Emitted code reads a flag the manual leaves undefined there (a backend bug).
+    UndefinedFlags(Vec<String>),
 }
 
 impl fmt::Display for CompileError {
@@ -60,6 +64,7 @@ impl fmt::Display for CompileError {
                 write!(f, "the register allocation checker failed:\n  {}", errs.join("\n  "))
             }
             CompileError::Encode(s) => write!(f, "encoding failed: {s}"),
+            CompileError::UndefinedFlags(errs) => write!(f, "undefined flags read:\n  {}", errs.join("\n  ")),
         }
     }
 }
@@ -197,6 +202,9 @@ fn build(f: &Function, opts: RegallocOptions, print: bool, validate: bool) -> Re
         regalloc_check::check_allocation(&l, &alloc).map_err(CompileError::InvalidAllocation)?;
     }
     let code = emit::emit(&l, &alloc).map_err(|e| CompileError::Encode(e.0))?;
+    if validate {
+        flags_check::check(&code).map_err(CompileError::UndefinedFlags)?;
+    }
     stats.code_bytes = code.bytes.len();
     Ok(Staged { lir: stages, code, stats })
 }
