@@ -10,6 +10,9 @@ use tandem_oracle::exec::native;
 use tandem_oracle::exec::outcome::{End, Value};
 use tandem_oracle::exec::x86::{plant_infidelity, MachineRun, X86Mode, X86};
 
+/// The planted change is process-wide: the tests of this file take turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Unicorn's result made wrong: a returned value off by one.
 fn off_by_one(r: &mut MachineRun) {
     if let Ok(o) = r {
@@ -21,6 +24,7 @@ fn off_by_one(r: &mut MachineRun) {
 
 #[test]
 fn unicorn_and_the_cpu_disagreeing_is_an_infidelity_not_a_finding() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if let Err(why) = native::available() {
         eprintln!("skipped: this machine cannot run 32-bit code natively ({why})");
         return;
@@ -54,4 +58,54 @@ fn unicorn_and_the_cpu_disagreeing_is_an_infidelity_not_a_finding() {
     // only witness): the comparison was not weakened, only the witness changed.
     let u = &unicorn_alone.unwrap().runs[0];
     assert!(!u.problems.is_empty() && u.infidelities.is_empty());
+}
+
+/// The held-out check of issue 21: a backend bug planted in the machine code that only
+/// misbehaves on a flag the manual leaves undefined. The backend compares the product of
+/// an `imul` with 0 before branching on ZF; the planted bug drops that compare, so the
+/// branch reads imul's ZF, which the manual leaves undefined. Unicorn 2.1.5 computes ZF
+/// from the product, so with Unicorn alone the bug is invisible (every run agrees); the
+/// static flags check names the branch; and on a CPU whose imul leaves ZF otherwise (the
+/// AMD Zen of this machine clears it), the CPU's run disagrees with the interpreter, an
+/// infidelity whose CPU verdict is the compiler finding.
+#[test]
+fn a_backend_bug_hidden_by_unicorns_flags_is_caught_by_the_flags_check_and_the_cpu() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    use iced_x86::{Decoder, DecoderOptions, Mnemonic};
+    use tandem_core::abi::CODE_BASE;
+    use tandem_oracle::exec::interp::{RunInput, DEFAULT_FUEL};
+    use tandem_oracle::judge::diff::{check, Verdict};
+    let src = "function %mul_br(i32 %a, i32 %b) -> i32 {\nb0:\n    br eq(mul(%a, %b), 0), b1, b2\nb1:\n    ret 1\nb2:\n    ret 0\n}\n";
+    let f = tandem_core::text::parse_module(src).unwrap().0.functions.remove(0);
+    let mut code = tandem_core::backend::compile_validated(&f).unwrap();
+    let mut d = Decoder::with_ip(32, &code.bytes, CODE_BASE as u64, DecoderOptions::NONE);
+    let insns: Vec<_> = std::iter::from_fn(|| d.can_decode().then(|| d.decode())).collect();
+    let k = insns.iter().position(|i| i.mnemonic() == Mnemonic::Imul).expect("an imul");
+    let compare = &insns[k + 1];
+    assert!(matches!(compare.mnemonic(), Mnemonic::Cmp | Mnemonic::Test), "{:?}", compare.mnemonic());
+    let at = (compare.ip() as u32 - CODE_BASE) as usize;
+    code.bytes[at..at + compare.len()].fill(0x90); // the planted bug: the compare is gone
+    let err = tandem_core::backend::flags_check::check(&code).unwrap_err();
+    assert!(err.len() == 1 && err[0].contains("reads ZF while undefined"), "{err:?}");
+
+    let mut unicorn = X86::new(Some(X86Mode::Unicorn)).unwrap();
+    let mut both = native::available().is_ok().then(|| X86::new(Some(X86Mode::Both)).unwrap());
+    let mut caught_by_cpu = 0;
+    // Products that are 0 (the branch must be taken: return 1) and some that are not.
+    for (a, b) in [(65536, 65536), (0, 7), (7, 0), (-65536, 65536), (3, 5), (-1, -1)] {
+        let input = RunInput { args: vec![Value::I32(a), Value::I32(b)], heap: vec![], callframe: vec![], fuel: DEFAULT_FUEL };
+        let v = check(&f, &input, &code, &mut unicorn).unwrap();
+        assert!(matches!(v, Verdict::Agree(_)), "Unicorn 2.1.5 defines imul's ZF from the product: {v}");
+        let Some(both) = both.as_mut() else { continue };
+        match check(&f, &input, &code, both).unwrap() {
+            Verdict::Agree(_) => {}
+            Verdict::Infidelity { infidelity, cpu } => {
+                assert!(matches!(*cpu, Verdict::Disagree { .. }), "the CPU's run is the finding: {cpu}");
+                assert!(infidelity.trace.contains("imul"), "{}", infidelity.trace);
+                caught_by_cpu += 1;
+            }
+            other => panic!("unexpected verdict {other}"),
+        }
+    }
+    eprintln!("the CPU caught the planted bug on {caught_by_cpu} of 6 inputs");
 }
