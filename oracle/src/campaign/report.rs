@@ -30,6 +30,9 @@ pub struct FuzzReport {
     pub signatures: Vec<SignatureReport>,
     /// Every finding, in seed order.
     pub findings: Vec<Finding>,
+    /// The case files of the seeds on which Unicorn and the CPU disagree (emulator
+    /// infidelities, not findings).
+    pub infidelities: Vec<std::path::PathBuf>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -117,6 +120,7 @@ impl FuzzReport {
             passes,
             signatures,
             findings: s.findings.clone(),
+            infidelities: s.infidelities.clone(),
         }
     }
 }

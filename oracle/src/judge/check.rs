@@ -139,9 +139,6 @@ pub fn backend_input(f: &Function) -> Result<Function, String> {
     Ok(g)
 }
 
-/// Checks several runs of one function through every stage. The passes and the backend
-/// run once per function, not once per run; one [`RunCheck`] per input, in order (each
-/// carries the same pass statistics).
 /// Runs `f`, turning a panic into its message: a pass or a backend stage that panics is
 /// a finding of its stage (reported, replayed and reduced like any other), not the end of
 /// the run, the campaign or the reducer.
@@ -155,6 +152,9 @@ pub(crate) fn caught<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     })
 }
 
+/// Checks several runs of one function through every stage. The passes and the backend
+/// run once per function, not once per run; one [`RunCheck`] per input, in order (each
+/// carries the same pass statistics).
 pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut dyn X86Runner) -> Result<Vec<RunCheck>, CheckError> {
     // 1. The reference interpreter.
     let mut references = vec![];
