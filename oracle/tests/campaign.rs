@@ -36,6 +36,7 @@ fn the_shards_together_test_exactly_the_seeds_of_the_unsharded_run() {
         reduce: false,
         journal_limit: campaign::JOURNAL_LIMIT,
         verify_permille: 0,
+        x86: None,
     };
     let all = c(Shard::ALL, "shard-all");
     let whole = campaign::run(&all, 2, |_| {}).unwrap();

@@ -50,6 +50,7 @@ fn campaign_with(bug: PlantedBug, name: &str, count: u64) -> (Campaign, Summary)
         reduce: true,
         journal_limit: campaign::JOURNAL_LIMIT,
         verify_permille: 0,
+        x86: None,
     };
     let s = campaign::run(&c, 2, |_| {}).unwrap();
     (c, s)

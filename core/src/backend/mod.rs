@@ -8,7 +8,8 @@
 //! [`emit`](emit::emit) (bytes through `iced-x86`). The LIR validator
 //! ([`lir::validate`]) runs after every LIR pass in debug builds and tests, so a pass
 //! that breaks the seed's four properties fails at once with the printed node; the
-//! register allocation checker ([`regalloc_check`]) verifies the allocation likewise.
+//! register allocation checker ([`regalloc_check`]) verifies the allocation likewise, and
+//! the undefined-flags check ([`flags_check`]) the emitted code.
 //!
 //! The backend takes HIR without phis (the pipeline destroys SSA first) and no IR
 //! optimization runs here.
@@ -20,6 +21,7 @@ pub mod lower;
 pub mod rationalize;
 pub mod regalloc;
 pub mod regalloc_check;
+pub mod flags_check;
 pub mod x86;
 
 use std::fmt;
@@ -44,6 +46,8 @@ pub enum CompileError {
     InvalidAllocation(Vec<regalloc_check::AllocError>),
     /// The encoder refused an instruction (a backend bug).
     Encode(emit::EmitError),
+    /// Emitted code reads a flag the manual leaves undefined there (a backend bug).
+    UndefinedFlags(Vec<flags_check::UndefinedFlag>),
 }
 
 impl fmt::Display for CompileError {
@@ -71,6 +75,13 @@ impl fmt::Display for CompileError {
                 Ok(())
             }
             CompileError::Encode(e) => write!(f, "encoding failed: {e}"),
+            CompileError::UndefinedFlags(errs) => {
+                write!(f, "undefined flags read:")?;
+                for e in errs {
+                    write!(f, "\n  {e}")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -210,6 +221,9 @@ fn build(f: &Function, opts: RegallocOptions, print: bool, validate: bool) -> Re
         regalloc_check::check_allocation(&l, &alloc).map_err(CompileError::InvalidAllocation)?;
     }
     let code = emit::emit(&l, &alloc).map_err(CompileError::Encode)?;
+    if validate {
+        flags_check::check(&code).map_err(CompileError::UndefinedFlags)?;
+    }
     stats.code_bytes = code.bytes.len();
     Ok(Staged { lir: stages, code, stats })
 }

@@ -27,7 +27,7 @@
 
 use crate::judge::check::{check_case, CaseCheckError, CheckError, Problem};
 use super::findings::{problem_comments, signature, Finding, SignatureGroup};
-use crate::exec::emu::Emulator;
+use crate::exec::x86::{Infidelity, X86Mode, X86};
 use crate::gen::{self, Profile};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -121,6 +121,8 @@ pub struct Campaign {
     /// The share of seeds (per mille, chosen by a hash of the seed) whose passes are also
     /// translation-validated with Z3 ([`VALIDATOR_OPTIONS`]); 0 turns it off.
     pub verify_permille: u32,
+    /// The x86 machines (`None`: both where the CPU runs 32-bit code, else Unicorn).
+    pub x86: Option<X86Mode>,
 }
 
 /// The default [`Campaign::verify_permille`]. A validated case of the default profile
@@ -205,6 +207,7 @@ impl Campaign {
             reduce: self.reduce,
             journal_limit: self.journal_limit,
             verify_permille: self.verify_permille,
+            x86: self.x86.map(|m| m.to_string()),
         }
     }
 }
@@ -224,6 +227,9 @@ pub struct ConfigRecord {
     pub journal_limit: u64,
     #[serde(default)]
     pub verify_permille: u32,
+    /// `unicorn`, `native` or `both`; absent: the default.
+    #[serde(default)]
+    pub x86: Option<String>,
 }
 
 fn default_journal_limit() -> u64 {
@@ -242,6 +248,7 @@ impl ConfigRecord {
             reduce: self.reduce,
             journal_limit: self.journal_limit,
             verify_permille: self.verify_permille,
+            x86: self.x86.as_deref().map(X86Mode::parse).transpose()?,
         })
     }
 }
@@ -263,6 +270,9 @@ pub struct Summary {
     pub limited: u64,
     /// In seed order.
     pub findings: Vec<Finding>,
+    /// The case files of seeds on which Unicorn and the CPU disagree (emulator
+    /// infidelities, not findings), in the order they completed.
+    pub infidelities: Vec<PathBuf>,
     /// What each pass of the check pipeline did, summed over the cases (counted once per
     /// case, not per run), in a fixed order: passes in pipeline order (`cprop on HIR`
     /// last), counters by name.
@@ -337,6 +347,7 @@ impl Summary {
         if self.samples.last().is_none_or(|&(t, _)| r.t - t >= (t / 200.0).max(1.0)) {
             self.samples.push((r.t, self.cases));
         }
+        self.infidelities.extend(r.infidelity.iter().cloned());
     }
 
     /// Puts the statistics in their fixed order, whatever order the workers delivered
@@ -437,6 +448,9 @@ struct SeedRecord {
     #[serde(default)]
     validator: Vec<ValidatorAnswer>,
     finding: Option<Finding>,
+    /// The case file of this seed's emulator infidelities, if it has any.
+    #[serde(default)]
+    infidelity: Option<PathBuf>,
     /// Seconds of testing (over all sessions) when the seed completed.
     t: f64,
 }
@@ -470,6 +484,9 @@ struct StateFile {
     validator: Vec<ValidatorAnswer>,
     #[serde(default)]
     samples: Vec<(f64, u64)>,
+    /// The case files of the emulator infidelities so far.
+    #[serde(default)]
+    infidelities: Vec<PathBuf>,
 }
 
 pub const STATE_FILE: &str = "state.json";
@@ -593,6 +610,7 @@ pub fn resume(dir: &Path, jobs: usize, progress: impl FnMut(&Summary)) -> Result
         elapsed: Duration::from_secs_f64(state.elapsed_seconds),
         validator: state.validator,
         samples: state.samples,
+        infidelities: state.infidelities,
     };
     let mut done = Completed { watermark: state.watermark, above: state.done_above.into_iter().collect() };
     let mut elapsed = state.elapsed_seconds;
@@ -673,6 +691,7 @@ impl Session {
             findings: s.findings.clone(),
             validator: s.validator.clone(),
             samples: s.samples.clone(),
+            infidelities: s.infidelities.clone(),
         };
         let started = Instant::now();
         let text = serde_json::to_string_pretty(&state).expect("a state serializes");
@@ -705,7 +724,7 @@ impl Session {
                 let tx = tx.clone();
                 let (dispatch, stop) = (&dispatch, &stop);
                 scope.spawn(move || {
-                    let mut emu = match Emulator::new() {
+                    let mut emu = match X86::new(c.x86) {
                         Ok(e) => e,
                         Err(e) => {
                             let error = CheckError::Emulator(e);
@@ -780,7 +799,7 @@ impl Session {
             let path = write_finding(&self.c.out_dir, o.seed, o.profile, &o.problems)?;
             let sig = signature(first);
             let new = !self.summary.findings.iter().any(|f| f.signature == sig);
-            let reduced = if new && self.c.reduce { reduce_finding(&path, &sig)? } else { None };
+            let reduced = if new && self.c.reduce { reduce_finding(&path, &sig, self.c.x86)? } else { None };
             finding = Some(Finding {
                 seed: o.seed,
                 profile: o.profile.name().to_string(),
@@ -791,6 +810,10 @@ impl Session {
                 reduced,
             });
         }
+        let infidelity = match o.infidelities.is_empty() {
+            true => None,
+            false => Some(write_infidelity(&self.c.out_dir, o.seed, o.profile, &o.infidelities)?),
+        };
         let t = (self.before + started.elapsed()).as_secs_f64();
         let stats = o
             .pass_stats
@@ -807,6 +830,7 @@ impl Session {
             stats,
             validator: o.validator,
             finding,
+            infidelity,
             t,
         };
         let mut line = serde_json::to_string(&r).expect("a record serializes");
@@ -836,12 +860,12 @@ impl Session {
 
 /// Reduces the finding at `path` (of signature `sig`) and writes the reduced case beside
 /// it as `NAME.reduced.tir`; `None` when the reducer could not reproduce the signature.
-fn reduce_finding(path: &Path, sig: &str) -> Result<Option<PathBuf>, CampaignError> {
+fn reduce_finding(path: &Path, sig: &str, x86: Option<X86Mode>) -> Result<Option<PathBuf>, CampaignError> {
     let case = match crate::campaign::replay::load(path) {
         Ok(c) => c,
         Err(_) => return Ok(None),
     };
-    let mut emu = Emulator::new().map_err(|e| CampaignError::Check { seed: 0, error: CheckError::Emulator(e) })?;
+    let mut emu = X86::new(x86).map_err(|e| CampaignError::Check { seed: 0, error: CheckError::Emulator(e) })?;
     let Ok(r) = crate::campaign::reduce::reduce(&case, Some(sig), &mut emu, &mut |_| {}) else { return Ok(None) };
     let out = path.with_extension("reduced.tir");
     write_atomic(&out, r.text.as_bytes())?;
@@ -863,11 +887,13 @@ struct SeedOutcome {
     /// The validator's counterexamples and encoder disagreements: the function, the pass
     /// and the answer, written out as their own case files by [`Session::record`].
     validator_findings: Vec<(tandem_core::ir::Function, String, crate::smt::Answer)>,
+    /// Runs Unicorn and the CPU disagree on: (line of the run, stage, disagreement).
+    infidelities: Vec<(u32, String, Infidelity)>,
 }
 
 /// Generates the case of `seed` and checks every run through every stage; with `verify`,
 /// the validator also checks every pass of the check pipeline on each function.
-fn check_seed(pos: u64, seed: u64, profile: Profile, verify: bool, emu: &mut Emulator) -> Result<SeedOutcome, CampaignError> {
+fn check_seed(pos: u64, seed: u64, profile: Profile, verify: bool, emu: &mut X86) -> Result<SeedOutcome, CampaignError> {
     let g = gen::generate(seed, &profile.config());
     let checked = check_case(&g.case, emu).map_err(|e| CampaignError::Case { seed, error: e })?;
     let mut o = SeedOutcome {
@@ -882,6 +908,7 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: bool, emu: &mut Emu
         pass_stats: vec![],
         validator: vec![],
         validator_findings: vec![],
+        infidelities: vec![],
     };
     if verify {
         for f in &g.case.module.functions {
@@ -908,6 +935,7 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: bool, emu: &mut Emu
     }
     for (r, c) in g.case.runs.iter().zip(checked) {
         o.runs += 1;
+        o.infidelities.extend(c.infidelities.into_iter().map(|(stage, i)| (r.line, stage, i)));
         if o.pass_stats.is_empty() {
             o.pass_stats = c.pass_stats;
         }
@@ -926,6 +954,22 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: bool, emu: &mut Emu
 fn write_finding(dir: &Path, seed: u64, profile: Profile, problems: &[(u32, Problem)]) -> Result<PathBuf, CampaignError> {
     let path = dir.join(format!("{}-seed-{seed}.tir", profile.name()));
     let text = problem_comments(problems) + &gen::render(seed, profile);
+    write_atomic(&path, text.as_bytes())?;
+    Ok(path)
+}
+
+/// Writes the case of `seed` as `infidelity-PROFILE-seed-N.tir`, each disagreement of
+/// Unicorn and the CPU (with its instruction trace) as leading comments; returns the path.
+fn write_infidelity(dir: &Path, seed: u64, profile: Profile, found: &[(u32, String, Infidelity)]) -> Result<PathBuf, CampaignError> {
+    let path = dir.join(format!("infidelity-{}-seed-{seed}.tir", profile.name()));
+    let mut text = String::new();
+    for (line, stage, i) in found {
+        text += &format!("; emulator infidelity (not a compiler finding): run at line {line}, stage `{stage}`\n");
+        for l in i.to_string().lines().skip(1) {
+            text += &format!(";   {l}\n");
+        }
+    }
+    text += &gen::render(seed, profile);
     write_atomic(&path, text.as_bytes())?;
     Ok(path)
 }
@@ -988,6 +1032,7 @@ mod tests {
             reduce: false,
             journal_limit: JOURNAL_LIMIT,
             verify_permille: 0,
+            x86: None,
         };
         let seeds = |c: &Campaign| (0..).map_while(|p| c.seed_at(p)).collect::<Vec<_>>();
         assert_eq!(seeds(&c(Shard::ALL, Some(5))), vec![10, 11, 12, 13, 14]);

@@ -26,7 +26,7 @@
 use super::findings::{problem_comments, signature};
 use crate::cases::casefile::{CaseFile, Run};
 use crate::judge::check::{check_case, Problem};
-use crate::exec::emu::Emulator;
+use crate::exec::x86::X86Runner;
 use crate::exec::outcome::Value;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -86,7 +86,7 @@ struct Cand {
 
 struct Reducer<'a> {
     target: String,
-    emu: &'a mut Emulator,
+    emu: &'a mut dyn X86Runner,
     best: Cand,
     /// The problems of the best candidate's first failing run.
     problems: Vec<Problem>,
@@ -533,7 +533,7 @@ fn drop_unused(f: &Function) -> Option<Function> {
 pub fn reduce(
     case: &CaseFile,
     target: Option<&str>,
-    emu: &mut Emulator,
+    emu: &mut dyn X86Runner,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Reduced, ReduceError> {
     let started = Instant::now();

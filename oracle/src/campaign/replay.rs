@@ -10,7 +10,6 @@
 
 use crate::cases::casefile::{CaseFile, Run};
 use crate::judge::check::{check_case, Problem};
-use crate::exec::emu::Emulator;
 use std::path::{Path, PathBuf};
 use tandem_core::passes::{check_form_located, Form};
 use tandem_core::verify::{verify_module, Location};
@@ -64,6 +63,9 @@ pub struct RunReport {
     /// Stages that could not run because the program exceeds a limit of the harness:
     /// (stage, what limit).
     pub limits: Vec<(String, String)>,
+    /// x86 stages whose run Unicorn and the CPU disagree on: (stage, the disagreement).
+    /// An emulator infidelity, not a compiler finding.
+    pub infidelities: Vec<(String, crate::exec::x86::Infidelity)>,
 }
 
 impl RunReport {
@@ -171,7 +173,7 @@ pub fn load(path: &Path) -> Result<CaseFile, BadInput> {
 
 /// Replays one file in `emu`; with `bless`, rewrites the expectations of runs whose
 /// reference outcome differs from them (stage disagreements are never blessed away).
-pub fn replay_file(path: &Path, bless: bool, emu: &mut Emulator) -> Result<FileReport, BadInput> {
+pub fn replay_file(path: &Path, bless: bool, emu: &mut dyn crate::exec::x86::X86Runner) -> Result<FileReport, BadInput> {
     let mut case = load(path)?;
     if case.runs.is_empty() {
         // A green replay of a file that runs nothing would be a gate that tested nothing.
@@ -195,7 +197,14 @@ pub fn replay_file(path: &Path, bless: bool, emu: &mut Emulator) -> Result<FileR
         let f = case.module.function(&r.entry).expect("checked by load");
         let mismatches = r.check(f, &c.reference);
         actuals.push(Some(Run::expectation_of(f, &c.reference)));
-        runs.push(RunReport { line: r.line, title: title(r), mismatches, problems: c.problems, limits: c.limits });
+        runs.push(RunReport {
+            line: r.line,
+            title: title(r),
+            mismatches,
+            problems: c.problems,
+            limits: c.limits,
+            infidelities: c.infidelities,
+        });
     }
     let mut blessed = false;
     if bless && runs.iter().any(|r| !r.mismatches.is_empty()) {

@@ -30,6 +30,9 @@ pub struct FuzzReport {
     pub signatures: Vec<SignatureReport>,
     /// Every finding, in seed order.
     pub findings: Vec<Finding>,
+    /// The case files of the seeds on which Unicorn and the CPU disagree (emulator
+    /// infidelities, not findings).
+    pub infidelities: Vec<std::path::PathBuf>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -117,6 +120,7 @@ impl FuzzReport {
             passes,
             signatures,
             findings: s.findings.clone(),
+            infidelities: s.infidelities.clone(),
         }
     }
 }
@@ -138,6 +142,9 @@ pub struct RunReportJson {
     pub failed: u64,
     /// Runs not checked at every stage because of a harness limit (exit 3 alone).
     pub limited: u64,
+    /// Runs on which Unicorn and the CPU disagree (`--x86 both`) and no stage failed:
+    /// emulator infidelities, not compiler findings (exit 1 all the same).
+    pub infidelities: u64,
     pub bad_input: u64,
     /// One entry per run, in file and line order.
     pub runs: Vec<RunJson>,
@@ -160,6 +167,8 @@ pub struct RunJson {
     pub problems: Vec<ProblemJson>,
     /// Stages not run because of a harness limit: `stage: limit`.
     pub limits: Vec<String>,
+    /// x86 stages whose run Unicorn and the CPU disagree on: `stage: difference; ...`.
+    pub infidelities: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -180,7 +189,7 @@ pub struct BadInputJson {
 /// The JSON report of a replay. With `bless`, expectation mismatches were rewritten and
 /// do not fail a run (as `tandem run --bless` counts them).
 pub fn run_json(replayed: &[Replayed], bless: bool) -> RunReportJson {
-    let mut out = RunReportJson { format: "tandem-run-report/1", files: replayed.len() as u64, passed: 0, failed: 0, limited: 0, bad_input: 0, runs: vec![], bad_inputs: vec![] };
+    let mut out = RunReportJson { format: "tandem-run-report/1", files: replayed.len() as u64, passed: 0, failed: 0, limited: 0, infidelities: 0, bad_input: 0, runs: vec![], bad_inputs: vec![] };
     for r in replayed {
         match r {
             Replayed::Bad(b) => {
@@ -190,9 +199,12 @@ pub fn run_json(replayed: &[Replayed], bless: bool) -> RunReportJson {
             Replayed::File { report, .. } => {
                 for run in &report.runs {
                     let failed = !run.problems.is_empty() || (!bless && !run.mismatches.is_empty());
-                    let limited = !failed && !run.limits.is_empty();
+                    let infidel = !failed && !run.infidelities.is_empty();
+                    let limited = !failed && !infidel && !run.limits.is_empty();
                     if failed {
                         out.failed += 1;
+                    } else if infidel {
+                        out.infidelities += 1;
                     } else if limited {
                         out.limited += 1;
                     } else {
@@ -204,12 +216,15 @@ pub fn run_json(replayed: &[Replayed], bless: bool) -> RunReportJson {
                         name: run.title.clone(),
                         status: if failed {
                             "failed"
+                        } else if infidel {
+                            "infidelity"
                         } else if limited {
                             "limit"
                         } else {
                             "passed"
                         },
                         limits: run.limits.iter().map(|(stage, l)| format!("{stage}: {l}")).collect(),
+                        infidelities: run.infidelities.iter().map(|(stage, i)| format!("{stage}: {}", i.differences.join("; "))).collect(),
                         mismatches: if bless { vec![] } else { run.mismatches.clone() },
                         problems: run
                             .problems
@@ -294,6 +309,12 @@ pub fn run_junit(replayed: &[Replayed], bless: bool) -> String {
                         x += &format!(">\n      <skipped message=\"{message}\"/>\n    </testcase>\n");
                         continue;
                     }
+                    if j.status == "infidelity" {
+                        // Not a compiler finding, and not a pass: the two x86 machines differ.
+                        let message = xml(&format!("emulator infidelity: {}", j.infidelities.join(" | ")));
+                        x += &format!(">\n      <failure message=\"{message}\" type=\"emulator infidelity\"/>\n    </testcase>\n");
+                        continue;
+                    }
                     let mut text = String::new();
                     if !j.mismatches.is_empty() {
                         text += "the reference interpreter does not match the expectation:\n";
@@ -335,14 +356,16 @@ mod tests {
             mismatches: vec![],
             problems: vec![Problem { stage: "x86".into(), lines: vec!["end: expected return 1, got return <2> & \"3\"".into()], side_by_side: None }],
             limits: vec![],
+            infidelities: vec![],
         };
-        let passing = RunReport { line: 9, title: "%f(2)".into(), mismatches: vec![], problems: vec![], limits: vec![] };
+        let passing = RunReport { line: 9, title: "%f(2)".into(), mismatches: vec![], problems: vec![], limits: vec![], infidelities: vec![] };
         let limited = RunReport {
             line: 12,
             title: "%f(3)".into(),
             mismatches: vec![],
             problems: vec![],
             limits: vec![("x86".into(), "a frame of 300000 bytes does not fit".into())],
+            infidelities: vec![],
         };
         let replayed = vec![
             Replayed::File {

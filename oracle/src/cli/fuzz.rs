@@ -49,10 +49,20 @@ pub struct Args {
     /// Worker threads, each with its own emulator (default: one per core).
     #[arg(long, short)]
     pub jobs: Option<usize>,
+    /// The x86 machines: unicorn, native (this CPU in 32-bit mode) or both (default
+    /// where the CPU runs 32-bit code; Unicorn and the CPU disagreeing is an emulator
+    /// infidelity, written as `infidelity-*.tir`, never a finding).
+    #[arg(long, value_parser = parse_x86)]
+    pub x86: Option<tandem_oracle::exec::x86::X86Mode>,
 }
 
 pub fn main(a: Args) -> ExitCode {
-    let Args { seed, count, seconds, profile, shard, out, resume, no_reduce, verify_permille, json, quiet, jobs } = a;
+    let Args { seed, count, seconds, profile, shard, out, resume, no_reduce, verify_permille, json, quiet, jobs, x86 } = a;
+    if x86.is_none() {
+        if let Err(why) = tandem_oracle::exec::native::available() {
+            eprintln!("notice: x86 runs on Unicorn only: this machine cannot run 32-bit code natively ({why})");
+        }
+    }
     let c = tandem_oracle::campaign::Campaign {
         start: seed,
         count: if count.is_none() && seconds.is_none() { Some(1000) } else { count },
@@ -66,6 +76,7 @@ pub fn main(a: Args) -> ExitCode {
         reduce: !no_reduce,
         journal_limit: tandem_oracle::campaign::JOURNAL_LIMIT,
         verify_permille,
+        x86,
     };
     fuzz(c, resume, json, quiet, jobs)
 
@@ -160,7 +171,7 @@ fn fuzz(
     let shard = if state.shard == "0/1" { String::new() } else { format!(", shard {}", state.shard) };
     let _ = writeln!(
         out,
-        "{} seeds ({}{shard}, {jobs} jobs), {} runs: {} agreed at every stage, {} invalid (not compared), {} beyond a harness limit, {} findings; {:.1}s, {:.0} cases/s, {:.0} runs/s",
+        "{} seeds ({}{shard}, {jobs} jobs), {} runs: {} agreed at every stage, {} invalid (not compared), {} beyond a harness limit, {} findings, {} emulator infidelit(ies); {:.1}s, {:.0} cases/s, {:.0} runs/s",
         s.cases,
         state.profile,
         s.runs,
@@ -168,6 +179,7 @@ fn fuzz(
         s.invalid,
         s.limited,
         s.findings.len(),
+        s.infidelities.len(),
         secs,
         s.cases as f64 / secs,
         s.runs as f64 / secs,
@@ -206,7 +218,10 @@ fn fuzz(
             return code;
         }
     }
-    if s.findings.is_empty() {
+    for p in &s.infidelities {
+        let _ = writeln!(out, "  emulator infidelity (Unicorn and the CPU disagree; not a compiler finding): {}", p.display());
+    }
+    if s.findings.is_empty() && s.infidelities.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

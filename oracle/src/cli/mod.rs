@@ -30,6 +30,25 @@ pub fn emulator() -> Result<tandem_oracle::exec::emu::Emulator, ExitCode> {
     })
 }
 
+/// The x86 machines every x86 stage runs on (`--x86`; default both where the CPU runs
+/// 32-bit code, else Unicorn with a one-line notice on stderr), or the exit status when
+/// they cannot start.
+pub fn x86_machines(mode: Option<tandem_oracle::exec::x86::X86Mode>) -> Result<tandem_oracle::exec::x86::X86, ExitCode> {
+    let x = tandem_oracle::exec::x86::X86::new(mode).map_err(|e| {
+        eprintln!("error: cannot start the x86 machines: {e}");
+        ExitCode::from(2)
+    })?;
+    if let Some(notice) = x.notice() {
+        eprintln!("notice: {notice}");
+    }
+    Ok(x)
+}
+
+/// Reads `--x86` for clap.
+pub fn parse_x86(s: &str) -> Result<tandem_oracle::exec::x86::X86Mode, String> {
+    tandem_oracle::exec::x86::X86Mode::parse(s)
+}
+
 /// Reads a campaign's profile (a generator profile or `mix`) for clap.
 pub fn parse_profile_choice(name: &str) -> Result<tandem_oracle::campaign::ProfileChoice, String> {
     tandem_oracle::campaign::ProfileChoice::from_name(name).ok_or_else(|| {

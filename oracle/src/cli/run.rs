@@ -23,14 +23,26 @@ pub struct Args {
     /// Write a JSON report here (format `tandem-run-report/1`, see the README).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// The x86 machines: unicorn, native (this CPU in 32-bit mode) or both (default
+    /// where the CPU runs 32-bit code; Unicorn and the CPU disagreeing is an emulator
+    /// infidelity, never a compiler finding).
+    #[arg(long, value_parser = parse_x86)]
+    pub x86: Option<tandem_oracle::exec::x86::X86Mode>,
 }
 
 pub fn main(a: Args) -> ExitCode {
-    let Args { paths, bless, verbose, junit, json } = a;
-    run(&paths, bless, verbose, junit, json)
+    let Args { paths, bless, verbose, junit, json, x86 } = a;
+    run(&paths, bless, verbose, junit, json, x86)
 }
 
-fn run(paths: &[PathBuf], bless: bool, verbose: bool, junit: Option<PathBuf>, json: Option<PathBuf>) -> ExitCode {
+fn run(
+    paths: &[PathBuf],
+    bless: bool,
+    verbose: bool,
+    junit: Option<PathBuf>,
+    json: Option<PathBuf>,
+    x86: Option<tandem_oracle::exec::x86::X86Mode>,
+) -> ExitCode {
     use tandem_oracle::campaign::report::{self, Replayed};
     let mut replayed: Vec<Replayed> = vec![];
     let files = match replay::collect_files(paths) {
@@ -40,13 +52,13 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool, junit: Option<PathBuf>, js
             return ExitCode::from(2);
         }
     };
-    let mut emu = match emulator() {
+    let mut emu = match x86_machines(x86) {
         Ok(e) => e,
         Err(code) => return code,
     };
     // Output goes through a locked handle so that a closed pipe (`| head`) ends quietly.
     let mut out = std::io::stdout().lock();
-    let (mut passed, mut failed, mut bad, mut limited) = (0, 0, 0, 0);
+    let (mut passed, mut failed, mut bad, mut limited, mut infidel) = (0, 0, 0, 0, 0);
     let mut z3 = tandem_oracle::smt::run::Tally::default();
     for path in &files {
         let file_started = std::time::Instant::now();
@@ -62,6 +74,19 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool, junit: Option<PathBuf>, js
                     // With --bless, an expectation mismatch has been rewritten; a stage
                     // disagreement never is.
                     let expectation_ok = r.mismatches.is_empty() || bless;
+                    if expectation_ok && r.problems.is_empty() && !r.infidelities.is_empty() {
+                        // Its own verdict: the two x86 machines differ; the CPU's run,
+                        // judged against the interpreter, found nothing wrong.
+                        infidel += 1;
+                        text += &format!("INFIDELITY {}:{}: {}\n", path.display(), r.line, r.title);
+                        for (stage, i) in &r.infidelities {
+                            text += &format!("       stage `{stage}`: Unicorn and the CPU disagree (not a compiler finding):\n");
+                            for l in i.to_string().lines().skip(1) {
+                                text += &format!("         {l}\n");
+                            }
+                        }
+                        continue;
+                    }
                     if expectation_ok && r.problems.is_empty() && !r.limits.is_empty() {
                         // Not a pass and not a failure: some stage could not run here.
                         limited += 1;
@@ -132,7 +157,10 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool, junit: Option<PathBuf>, js
             return code;
         }
     }
-    let limits = if limited > 0 { format!(", {limited} beyond a harness limit") } else { String::new() };
+    let mut limits = if limited > 0 { format!(", {limited} beyond a harness limit") } else { String::new() };
+    if infidel > 0 {
+        limits += &format!(", {infidel} emulator infidelit(ies) (Unicorn and the CPU disagree)");
+    }
     let _ = writeln!(
         out,
         "{} file(s): {passed} run(s) passed, {failed} failed{limits}, {bad} file(s) with bad input",
@@ -151,7 +179,7 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool, junit: Option<PathBuf>, js
     );
     if bad > 0 {
         ExitCode::from(2)
-    } else if failed > 0 {
+    } else if failed > 0 || infidel > 0 {
         ExitCode::from(1)
     } else if limited > 0 {
         ExitCode::from(3)

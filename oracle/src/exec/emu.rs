@@ -36,275 +36,32 @@
 //!
 //! This implements the "Emulator runner" of `DESIGN.md` ("The harness") and issue 4.
 
-use crate::exec::interp::{InputError, RunInput, State};
-use crate::exec::outcome::{End, Event, Outcome, Value};
-use crate::exec::runtime::{call_helper, HelperEnv};
-use iced_x86::{Decoder, DecoderOptions, Formatter, Instruction, IntelFormatter, Mnemonic};
-use std::fmt;
-use tandem_core::abi::{
-    MachineCode, RuntimeHelper, CHECK_TRAP_VECTOR, CODE_BASE, CODE_SIZE_MAX, HELPER_BASE, RETURN_SENTINEL, STACK_BASE,
-    STACK_SIZE,
+use crate::exec::interp::{RunInput, State};
+use crate::exec::machine::{
+    callframe_page, check_return, classify_pc, entry_frame, entry_registers, helper_frame_bytes, perform_helper,
+    preflight, read_slot, return_value, HelperReturn, Stop, HLT, INT3,
 };
-use tandem_core::ir::{BinOp, Function, TrapKind, Type, CALLFRAME_BASE, CALLFRAME_SLOT, HEAP_BASE, HEAP_SIZE};
+pub use crate::exec::machine::{
+    budget_for, disassemble, disassemble_around, EmuError, FaultKind, Finding, HarnessLimit, Registers, BUDGET_SLACK,
+    CALLFRAME_POISON, CALLFRAME_SIZE, ENTRY_EBP, ENTRY_EBX, ENTRY_EDI, ENTRY_ESI, INSNS_PER_FUEL, PAGE, POISON_EAX,
+    POISON_ECX, POISON_EDX, STACK_POISON, STACK_WINDOW, STACK_WINDOW_BASE,
+};
+use crate::exec::outcome::{End, Event, Outcome, Value};
+use crate::exec::runtime::HelperEnv;
+use iced_x86::Mnemonic;
+use tandem_core::abi::{MachineCode, RuntimeHelper, CHECK_TRAP_VECTOR, CODE_BASE, CODE_SIZE_MAX, HELPER_BASE, RETURN_SENTINEL, STACK_BASE};
+use tandem_core::ir::{Function, TrapKind, Type, CALLFRAME_BASE, CALLFRAME_SLOT, HEAP_BASE, HEAP_SIZE};
 use unicorn_engine::unicorn_const::{uc_ctl, uc_error, Arch, ControlType, HookType, MemType, Mode, Prot};
 use unicorn_engine::{Context, RegisterX86, Unicorn};
 
-/// The page size of the memory map.
-pub const PAGE: u32 = 0x1000;
-/// Size of the callframe region: one page, room for 512 slots.
-pub const CALLFRAME_SIZE: u32 = PAGE;
-/// The byte that fills the callframe page outside the function's slots; a run that
-/// changes one of them wrote outside every callframe variable.
-pub const CALLFRAME_POISON: u8 = 0xCF;
-/// The byte that fills the stack at the start of a run.
-pub const STACK_POISON: u8 = 0x5A;
-/// What `eax` holds after a helper that returns nothing (and at entry).
-pub const POISON_EAX: u32 = 0xBAD0_EAAA;
-/// What `ecx` holds after every helper (and at entry).
-pub const POISON_ECX: u32 = 0xBAD0_ECCC;
-/// What `edx` holds after a helper that returns no `i64` (and at entry).
-pub const POISON_EDX: u32 = 0xBAD0_EDDD;
-/// The values the callee-saved registers hold at entry; they must hold them at return.
-pub const ENTRY_EBX: u32 = 0xCA11_EBB0;
-pub const ENTRY_ESI: u32 = 0xCA11_E510;
-pub const ENTRY_EDI: u32 = 0xCA11_ED10;
-pub const ENTRY_EBP: u32 = 0xCA11_EB90;
-/// The top part of the stack that is mapped and poisoned at the start of every run.
-/// The rest of the stack (down to `STACK_BASE`) is mapped, poisoned, only when a run
-/// touches it, and unmapped again before the next run: every run sees a fully poisoned
-/// stack without paying for rewriting all of it.
-pub const STACK_WINDOW: u32 = 0x4000;
-/// The lowest address of the stack window.
-pub const STACK_WINDOW_BASE: u32 = STACK_BASE + STACK_SIZE - STACK_WINDOW;
 /// The size of Unicorn's translated-code buffer: a full buffer is flushed and refilled,
 /// so this bounds the memory a worker's instance grows to.
 pub const TCG_BUFFER_SIZE: u32 = 32 << 20;
-/// Instructions a run may execute per unit of interpreter fuel on top of the code's own
-/// per-block bound: one fuel unit is one IR node or block entry, and a helper's stub
-/// executes a handful of instructions.
-pub const INSNS_PER_FUEL: u64 = 32;
-/// Instructions every run may execute on top of its per-fuel budget.
-pub const BUDGET_SLACK: u64 = 100_000;
-
-/// The instruction budget of a run of `code` whose interpreter run uses (or may use)
-/// `fuel`. It is sound, derived from what correct code can execute rather than from a
-/// guess per node: the code of one IR block has no loop of its own (a switch is a chain
-/// of compares, the copies on an edge are straight-line), and every entry into a block
-/// costs the interpreter at least one unit of fuel, so a correct run executes at most
-/// `max_block_insns` instructions per block entry, twice that when a pass split the
-/// edge into a block of its own, plus the prologue (at most the whole code once). A run
-/// that exceeds it did not do what the IR does: it is a finding, never a harness limit.
-pub fn budget_for(fuel: u64, shape: &tandem_core::abi::CodeShape) -> u64 {
-    let per_fuel = INSNS_PER_FUEL + 2 * shape.max_block_insns as u64;
-    fuel.saturating_mul(per_fuel).saturating_add(shape.insns as u64).saturating_add(BUDGET_SLACK)
-}
-
-/// The byte filling the unused part of the code region and the sentinel page (`int3`).
-const INT3: u8 = 0xCC;
-/// The byte filling the helper stub page (`hlt`).
-const HLT: u8 = 0xF4;
-/// The x86 EFLAGS bits a helper flips: CF PF AF ZF SF OF.
-const ARITH_FLAGS: u32 = 0x8D5;
-/// The direction flag, which cdecl requires clear at calls and returns.
-const FLAG_DF: u32 = 0x400;
-/// Bit 1 of EFLAGS always reads as one.
-const FLAGS_RESERVED: u32 = 0x2;
-
-/// A failure of the emulator itself or of the inputs: nothing is known about the code.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub enum EmuError {
-    /// Unicorn refused an operation (creating the instance, mapping, starting).
-    Unicorn(String),
-    /// The run's inputs do not fit the function (argument count or types, heap ranges,
-    /// callframe values).
-    Input(InputError),
-    /// The program does not fit the emulated machine: a limit of the harness, not a bug
-    /// of the code under test.
-    Limit(HarnessLimit),
-    /// [`with_worker_emulator`] was called from inside its own closure.
-    WorkerBusy,
-}
-
-impl fmt::Display for EmuError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            EmuError::Unicorn(s) => write!(f, "unicorn: {s}"),
-            EmuError::Input(e) => write!(f, "bad run input: {e}"),
-            EmuError::Limit(l) => write!(f, "harness limit: {l}"),
-            EmuError::WorkerBusy => f.write_str("the thread's emulator is already in use"),
-        }
-    }
-}
-
-impl std::error::Error for EmuError {}
-
-/// A resource of the emulated machine that a program exceeds. Any program the parser
-/// accepts can exceed one (there is no bound on locals, callframe variables or code
-/// size), so each gets a verdict of its own: neither a pass nor a compiler bug. The
-/// limits: code up to `CODE_SIZE_MAX` (1 MiB), a frame up to `STACK_SIZE` (256 KiB) less
-/// the arguments, and [`CALLFRAME_SIZE`]` / 8` (512) callframe variables.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub enum HarnessLimit {
-    /// The machine code is larger than the code region (or its entry lies outside it).
-    CodeSize { len: usize, entry: u32 },
-    /// The function's frame and arguments need more stack than the emulated stack has.
-    StackFrame { bytes: u64 },
-    /// The function has more callframe variables than the callframe page holds.
-    CallframeVars(usize),
-}
-
-impl fmt::Display for HarnessLimit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            HarnessLimit::CodeSize { len, entry } => write!(
-                f,
-                "machine code of {len} bytes (entry at {entry:#x}) does not fit the {} byte code region",
-                CODE_SIZE_MAX
-            ),
-            HarnessLimit::StackFrame { bytes } => {
-                write!(f, "a frame of {bytes} bytes does not fit the {} byte emulated stack", STACK_SIZE)
-            }
-            HarnessLimit::CallframeVars(n) => {
-                write!(f, "{n} callframe variables do not fit the {} slots of the callframe page", CALLFRAME_SIZE / CALLFRAME_SLOT)
-            }
-        }
-    }
-}
 
 fn uc_err(what: &str) -> impl Fn(uc_error) -> EmuError + '_ {
     move |e| EmuError::Unicorn(format!("{what}: {e:?}"))
 }
 
-/// What went wrong in a fault that is not one of the IR's traps.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub enum FaultKind {
-    /// A read of an unmapped address (a guard page or nothing at all).
-    ReadUnmapped,
-    /// A write to an unmapped address.
-    WriteUnmapped,
-    /// Execution reached an unmapped address (a wild jump, call or return).
-    FetchUnmapped,
-    /// A write to a read-only region (the code, the helper stubs, the sentinel page).
-    WriteProtected,
-    /// A read the region does not allow.
-    ReadProtected,
-    /// Execution reached mapped memory that is not code (stack, heap, callframe).
-    FetchProtected,
-    /// An instruction the CPU does not know.
-    InvalidOpcode,
-    /// A `hlt` instruction.
-    Halt,
-    /// An interrupt other than #DE and the check trap; `int3` is what fills the code
-    /// region past the code and the sentinel page, so a jump there lands here.
-    Interrupt(u32),
-    /// Execution reached the helper stub page at an address that is not a helper's.
-    IntoHelperStub,
-    /// Execution left the code region for mapped executable memory that is not a helper
-    /// or the return sentinel (for example the padding after the code).
-    OutsideCode,
-    /// Unicorn stopped with another error.
-    Emulator(String),
-}
-
-impl fmt::Display for FaultKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FaultKind::ReadUnmapped => f.write_str("read of unmapped memory"),
-            FaultKind::WriteUnmapped => f.write_str("write to unmapped memory"),
-            FaultKind::FetchUnmapped => f.write_str("execution of unmapped memory"),
-            FaultKind::WriteProtected => f.write_str("write to read-only memory"),
-            FaultKind::ReadProtected => f.write_str("read of unreadable memory"),
-            FaultKind::FetchProtected => f.write_str("execution of non-code memory"),
-            FaultKind::InvalidOpcode => f.write_str("invalid opcode"),
-            FaultKind::Halt => f.write_str("hlt executed"),
-            FaultKind::Interrupt(v) => write!(f, "unexpected interrupt {v:#x}"),
-            FaultKind::IntoHelperStub => f.write_str("jump into the helper stubs at no helper's address"),
-            FaultKind::OutsideCode => f.write_str("execution outside the code"),
-            FaultKind::Emulator(s) => write!(f, "emulator error {s}"),
-        }
-    }
-}
-
-/// The eight general registers in encoding order, for reports.
-#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
-pub struct Registers {
-    pub eax: u32,
-    pub ecx: u32,
-    pub edx: u32,
-    pub ebx: u32,
-    pub esp: u32,
-    pub ebp: u32,
-    pub esi: u32,
-    pub edi: u32,
-    pub eip: u32,
-    pub eflags: u32,
-}
-
-impl fmt::Display for Registers {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "eax={:08x} ecx={:08x} edx={:08x} ebx={:08x} esp={:08x} ebp={:08x} esi={:08x} edi={:08x} eip={:08x} eflags={:08x}",
-            self.eax, self.ecx, self.edx, self.ebx, self.esp, self.ebp, self.esi, self.edi, self.eip, self.eflags
-        )
-    }
-}
-
-/// Something the x86 code did that no correct compilation of any program does. Each is
-/// a bug in the backend (or the runner), whatever the interpreter says.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub enum Finding {
-    /// The run executed more than `budget` instructions without returning or trapping.
-    /// It is a bug only when the interpreter's run of the same input terminated; the
-    /// differential check ([`crate::judge::diff`]) decides that.
-    Timeout { budget: u64, registers: Registers, disassembly: String },
-    /// A fault that is not one of the IR's traps: `pc` is the instruction that faulted
-    /// (or the address execution reached), `address` the data address it touched when
-    /// the fault is a memory access, `disassembly` the code around `pc`.
-    Fault { kind: FaultKind, pc: u32, address: Option<u32>, registers: Registers, disassembly: String },
-    /// A callee-saved register does not hold its entry value at return.
-    CalleeSavedClobbered { register: &'static str, expected: u32, found: u32 },
-    /// `esp` after the return is not the caller's `esp` before the call (entry `esp + 4`).
-    BadStack { expected: u32, found: u32 },
-    /// The direction flag is set at return (cdecl requires it clear).
-    DirectionFlagSet,
-    /// Bytes of the callframe page outside every callframe variable's slot changed.
-    CallframeOutOfBounds { offset: u32 },
-}
-
-impl fmt::Display for Finding {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Finding::Timeout { budget, registers, disassembly } => {
-                write!(f, "timeout: more than {budget} instructions\n  registers: {registers}\n{disassembly}")
-            }
-            Finding::Fault { kind, pc, address, registers, disassembly } => {
-                write!(f, "fault: {kind} at pc {pc:#010x}")?;
-                if let Some(a) = address {
-                    write!(f, " touching {a:#010x}")?;
-                }
-                write!(f, "\n  registers: {registers}\n{disassembly}")
-            }
-            Finding::CalleeSavedClobbered { register, expected, found } => {
-                write!(f, "callee-saved {register} clobbered: expected {expected:#010x}, found {found:#010x}")
-            }
-            Finding::BadStack { expected, found } => {
-                write!(f, "esp wrong after return: expected {expected:#010x}, found {found:#010x}")
-            }
-            Finding::DirectionFlagSet => f.write_str("direction flag set at return"),
-            Finding::CallframeOutOfBounds { offset } => {
-                write!(f, "wrote callframe byte {:#010x}, outside every variable", CALLFRAME_BASE + offset)
-            }
-        }
-    }
-}
-
-/// Why the hooks stopped a run.
-#[derive(Clone, Debug)]
-enum Stop {
-    Trap(TrapKind),
-    Fault { kind: FaultKind, pc: u32, address: Option<u32> },
-}
 
 /// The per-run state the hooks see (Unicorn's user data).
 #[derive(Default)]
@@ -323,7 +80,13 @@ struct Hooked {
     last_block: Option<(u32, u32)>,
     /// Every runtime helper with its address (fixed; looked up on every call).
     helpers: Vec<(u32, RuntimeHelper)>,
+    /// On a stepping instance ([`Emulator::stepping`]): the registers before each
+    /// instruction of the code executed, up to [`STEP_LIMIT`].
+    steps: Vec<Registers>,
 }
+
+/// The most instructions a stepping run records.
+pub const STEP_LIMIT: usize = 100_000;
 
 type Uc<'a> = Unicorn<'a, Hooked>;
 
@@ -373,77 +136,8 @@ impl Emulator {
         )
         .map_err(uc_err("creating the x86-32 engine"))?;
         set_tcg_buffer_size(&mut uc, bytes)?;
-        let rw = Prot::READ | Prot::WRITE;
-        let rx = Prot::READ | Prot::EXEC;
-        uc.mem_map(HEAP_BASE as u64, page_round(HEAP_SIZE) as u64, rw).map_err(uc_err("mapping the heap"))?;
-        uc.mem_map(CALLFRAME_BASE as u64, CALLFRAME_SIZE as u64, rw).map_err(uc_err("mapping the callframe"))?;
-        uc.mem_map(HELPER_BASE as u64, PAGE as u64, rx).map_err(uc_err("mapping the helper stubs"))?;
-        // SAFETY: `code` is CODE_SIZE_MAX bytes and outlives `uc` (see `Emulator`).
-        unsafe { uc.mem_map_ptr(CODE_BASE as u64, CODE_SIZE_MAX as u64, rx, code.ptr.cast()) }
-            .map_err(uc_err("mapping the code"))?;
-        uc.mem_map(RETURN_SENTINEL as u64, PAGE as u64, rx).map_err(uc_err("mapping the return sentinel"))?;
-        uc.mem_map(STACK_WINDOW_BASE as u64, STACK_WINDOW as u64, rw).map_err(uc_err("mapping the stack"))?;
-        uc.mem_write(HELPER_BASE as u64, &vec![HLT; PAGE as usize]).map_err(uc_err("filling the helper stubs"))?;
-        uc.mem_write(RETURN_SENTINEL as u64, &vec![INT3; PAGE as usize]).map_err(uc_err("filling the sentinel"))?;
-
-        uc.add_code_hook(HELPER_BASE as u64, (HELPER_BASE + PAGE - 1) as u64, helper_hook)
-            .map_err(uc_err("hooking the helper stubs"))?;
-        // Remember the last block entered in the code, to show where a wild jump came from.
-        uc.add_block_hook(
-            CODE_BASE as u64,
-            (CODE_BASE + CODE_SIZE_MAX - 1) as u64,
-            |uc: &mut Uc<'_>, addr: u64, size: u32| {
-                uc.get_data_mut().last_block = Some((addr as u32, size));
-            },
-        )
-        .map_err(uc_err("hooking code blocks"))?;
-        uc.add_intr_hook(|uc: &mut Uc<'_>, vector: u32| {
-            let pc = reg(uc, RegisterX86::EIP);
-            let stop = if vector == 0 {
-                Stop::Trap(TrapKind::DivideError)
-            } else if vector == CHECK_TRAP_VECTOR as u32 {
-                Stop::Trap(TrapKind::Check(reg(uc, RegisterX86::EAX)))
-            } else if vector == 3 {
-                // `int3` has executed, so `eip` is past it.
-                let at = pc.wrapping_sub(1);
-                let kind = classify_pc(at, uc.get_data().code_len).unwrap_or(FaultKind::Interrupt(3));
-                Stop::Fault { kind, pc: at, address: None }
-            } else {
-                Stop::Fault { kind: FaultKind::Interrupt(vector), pc, address: None }
-            };
-            stop_with(uc, stop);
-        })
-        .map_err(uc_err("hooking interrupts"))?;
-        let bad_mem = HookType::MEM_READ_UNMAPPED
-            | HookType::MEM_WRITE_UNMAPPED
-            | HookType::MEM_FETCH_UNMAPPED
-            | HookType::MEM_READ_PROT
-            | HookType::MEM_WRITE_PROT
-            | HookType::MEM_FETCH_PROT;
-        uc.add_mem_hook(bad_mem, 1, 0, |uc: &mut Uc<'_>, ty: MemType, addr: u64, _size: usize, _value: i64| {
-            let data_access = matches!(ty, MemType::READ_UNMAPPED | MemType::WRITE_UNMAPPED);
-            if data_access && (STACK_BASE as u64..STACK_WINDOW_BASE as u64).contains(&addr) && map_deep_stack(uc) {
-                // The access is retried on the newly mapped deep stack.
-                return true;
-            }
-            let kind = match ty {
-                MemType::READ_UNMAPPED => FaultKind::ReadUnmapped,
-                MemType::WRITE_UNMAPPED => FaultKind::WriteUnmapped,
-                MemType::FETCH_UNMAPPED => FaultKind::FetchUnmapped,
-                MemType::WRITE_PROT => FaultKind::WriteProtected,
-                MemType::READ_PROT => FaultKind::ReadProtected,
-                MemType::FETCH_PROT => FaultKind::FetchProtected,
-                other => FaultKind::Emulator(format!("memory hook {other:?}")),
-            };
-            let fetch = matches!(kind, FaultKind::FetchUnmapped | FaultKind::FetchProtected);
-            let pc = if fetch { addr as u32 } else { reg(uc, RegisterX86::EIP) };
-            let address = if fetch { None } else { Some(addr as u32) };
-            if uc.get_data().stop.is_none() {
-                uc.get_data_mut().stop = Some(Stop::Fault { kind, pc, address });
-            }
-            false
-        })
-        .map_err(uc_err("hooking memory faults"))?;
+        map_regions(&mut uc, &code)?;
+        install_hooks(&mut uc)?;
         let pristine = uc.context_init().map_err(uc_err("saving the initial CPU state"))?;
         Ok(Emulator {
             uc,
@@ -454,6 +148,27 @@ impl Emulator {
             pristine,
             runs: 0,
         })
+    }
+
+    /// An instance that also records the registers before every instruction of the code
+    /// (slow: for the instruction trace of an emulator infidelity, never for campaigns).
+    pub fn stepping() -> Result<Emulator, EmuError> {
+        let mut emu = Emulator::new()?;
+        emu.uc
+            .add_code_hook(CODE_BASE as u64, (CODE_BASE + CODE_SIZE_MAX - 1) as u64, |uc: &mut Uc<'_>, addr: u64, _size: u32| {
+                if uc.get_data().steps.len() < STEP_LIMIT {
+                    let r = Registers { eip: addr as u32, ..registers_of(uc) };
+                    uc.get_data_mut().steps.push(r);
+                }
+            })
+            .map_err(uc_err("hooking every instruction"))?;
+        Ok(emu)
+    }
+
+    /// The registers recorded before each instruction of the last run of a stepping
+    /// instance.
+    pub fn take_steps(&mut self) -> Vec<Registers> {
+        std::mem::take(&mut self.uc.get_data_mut().steps)
     }
 
     /// How many runs this instance has executed.
@@ -482,114 +197,91 @@ impl Emulator {
         input: &RunInput,
         budget: u64,
     ) -> Result<Result<Outcome, Finding>, EmuError> {
-        let len = code.bytes.len();
-        if len > CODE_SIZE_MAX as usize || code.entry as usize >= len {
-            return Err(EmuError::Limit(HarnessLimit::CodeSize { len, entry: code.entry }));
-        }
-        if f.cfvars.len() * CALLFRAME_SLOT as usize > CALLFRAME_SIZE as usize {
-            return Err(EmuError::Limit(HarnessLimit::CallframeVars(f.cfvars.len())));
-        }
-        // The arguments and the return address sit at the top of the stack, the frame
-        // below them; a page of headroom is kept for helper calls.
-        let arg_bytes: u64 = f.params.iter().map(|&p| f.locals[p].ty.bits() as u64 / 8).sum();
-        let stack_bytes = code.shape.frame_bytes as u64 + arg_bytes + 4 + PAGE as u64;
-        if stack_bytes > STACK_SIZE as u64 {
-            return Err(EmuError::Limit(HarnessLimit::StackFrame { bytes: stack_bytes }));
-        }
-        let initial = self.initial_state(f, input)?;
-        self.load_code(&code.bytes)?;
-        self.load_memory(f, &initial)?;
-        let entry_esp = self.load_stack(f, input)?;
-        self.load_registers(entry_esp)?;
-        {
-            let data = self.uc.get_data_mut();
-            data.stop = None;
-            data.trace.clear();
-            data.cf_types = f.cfvars.values().map(|v| v.ty).collect();
-            data.helper_calls = 0;
-            data.code_len = len as u32;
-            data.last_block = None;
-        }
+        let initial = preflight(code, f, input)?;
+        let entry_esp = self.load(code, f, input, &initial)?;
         self.runs += 1;
-
         let start = (CODE_BASE + code.entry) as u64;
         // A count of 0 would mean "no limit" to Unicorn.
         let count = budget.clamp(1, usize::MAX as u64) as usize;
         let result = self.uc.emu_start(start, RETURN_SENTINEL as u64, 0, count);
+        let end = match self.how_it_ended(result, code, budget, entry_esp, f) {
+            Ok(end) => end,
+            Err(finding) => return Ok(Err(finding)),
+        };
+        self.read_outcome(end, f)
+    }
+
+    /// Loads the code, the memory, the stack and the registers of a run and resets the
+    /// hooks' state; returns the entry `esp`.
+    fn load(&mut self, code: &MachineCode, f: &Function, input: &RunInput, initial: &State) -> Result<u32, EmuError> {
+        self.load_code(&code.bytes)?;
+        self.uc.mem_write(HEAP_BASE as u64, &initial.heap).map_err(uc_err("writing the heap"))?;
+        self.uc.mem_write(CALLFRAME_BASE as u64, &callframe_page(initial)).map_err(uc_err("writing the callframe"))?;
+        let entry_esp = self.load_stack(input)?;
+        self.load_registers(entry_esp)?;
+        let data = self.uc.get_data_mut();
+        data.stop = None;
+        data.trace.clear();
+        data.cf_types = f.cfvars.values().map(|v| v.ty).collect();
+        data.helper_calls = 0;
+        data.code_len = code.bytes.len() as u32;
+        data.last_block = None;
+        data.steps.clear();
+        Ok(entry_esp)
+    }
+
+    /// How the run ended, from what the hooks recorded and why Unicorn stopped: a return
+    /// (checked against cdecl) or a trap, or a finding.
+    fn how_it_ended(
+        &mut self,
+        result: Result<(), uc_error>,
+        code: &MachineCode,
+        budget: u64,
+        entry_esp: u32,
+        f: &Function,
+    ) -> Result<End, Finding> {
         let pc = reg(&self.uc, RegisterX86::EIP);
-        let stop = self.uc.get_data_mut().stop.take();
-        let end = match stop {
-            Some(Stop::Trap(kind)) => End::Trap(kind),
-            Some(Stop::Fault { kind, pc, address }) => return Ok(Err(self.fault(kind, pc, address, code))),
+        match self.uc.get_data_mut().stop.take() {
+            Some(Stop::Trap(kind)) => Ok(End::Trap(kind)),
+            Some(Stop::Fault { kind, pc, address }) => Err(self.fault(kind, pc, address, code)),
             None => match result {
-                Err(e) => {
-                    // Unicorn stopped without a hook naming the cause.
-                    let kind = match e {
-                        uc_error::INSN_INVALID => FaultKind::InvalidOpcode,
-                        uc_error::READ_UNMAPPED => FaultKind::ReadUnmapped,
-                        uc_error::WRITE_UNMAPPED => FaultKind::WriteUnmapped,
-                        uc_error::FETCH_UNMAPPED => FaultKind::FetchUnmapped,
-                        uc_error::WRITE_PROT => FaultKind::WriteProtected,
-                        uc_error::READ_PROT => FaultKind::ReadProtected,
-                        uc_error::FETCH_PROT => FaultKind::FetchProtected,
-                        other => FaultKind::Emulator(format!("{other:?}")),
-                    };
-                    return Ok(Err(self.fault(kind, pc, None, code)));
-                }
+                // Unicorn stopped without a hook naming the cause.
+                Err(e) => Err(self.fault(unicorn_fault(e), pc, None, code)),
                 Ok(()) if pc == RETURN_SENTINEL => {
-                    if let Some(finding) = self.check_return(entry_esp) {
-                        return Ok(Err(finding));
+                    let registers = self.registers();
+                    match check_return(&registers, entry_esp) {
+                        Some(finding) => Err(finding),
+                        None => Ok(End::Return(return_value(f, registers.eax, registers.edx))),
                     }
-                    let eax = reg(&self.uc, RegisterX86::EAX);
-                    let edx = reg(&self.uc, RegisterX86::EDX);
-                    End::Return(match f.ret {
-                        Type::I32 => Value::I32(eax as i32),
-                        Type::I64 => Value::I64(((edx as u64) << 32 | eax as u64) as i64),
-                    })
                 }
                 Ok(()) => {
                     // Unicorn also stops without an error after `hlt`.
-                    let insns = decode(&code.bytes);
+                    let insns = crate::exec::machine::decode(&code.bytes);
                     if let Some(h) = insns.iter().find(|i| i.next_ip() as u32 == pc && i.mnemonic() == Mnemonic::Hlt) {
-                        return Ok(Err(self.fault(FaultKind::Halt, h.ip() as u32, None, code)));
+                        return Err(self.fault(FaultKind::Halt, h.ip() as u32, None, code));
                     }
                     let registers = self.registers();
                     let disassembly = disassemble_around(&code.bytes, pc, None);
-                    return Ok(Err(Finding::Timeout { budget, registers, disassembly }));
+                    Err(Finding::Timeout { budget, registers, disassembly })
                 }
             },
-        };
-        if let Some(offset) = self.callframe_spill(f)? {
+        }
+    }
+
+    /// The outcome of a run that ended with `end`: the callframe page checked for writes
+    /// outside the variables, then the heap, callframe and trace.
+    fn read_outcome(&mut self, end: End, f: &Function) -> Result<Result<Outcome, Finding>, EmuError> {
+        let page = self
+            .uc
+            .mem_read_as_vec(CALLFRAME_BASE as u64, CALLFRAME_SIZE as usize)
+            .map_err(uc_err("reading the callframe"))?;
+        if let Some(offset) = crate::exec::machine::callframe_spill(&page, f) {
             return Ok(Err(Finding::CallframeOutOfBounds { offset }));
         }
         let heap = self.uc.mem_read_as_vec(HEAP_BASE as u64, HEAP_SIZE as usize).map_err(uc_err("reading the heap"))?;
-        let callframe = self.read_callframe(f)?;
+        let callframe = crate::exec::machine::read_callframe(&page, f);
         let trace = std::mem::take(&mut self.uc.get_data_mut().trace);
         Ok(Ok(Outcome { end, trace, heap, callframe }))
-    }
-
-    /// Checks the inputs the way the interpreter does and builds the initial heap and
-    /// callframe from them.
-    fn initial_state(&self, f: &Function, input: &RunInput) -> Result<State, EmuError> {
-        if input.args.len() != f.params.len() {
-            return Err(EmuError::Input(InputError::Arguments(format!(
-                "%{} takes {} argument(s), given {}",
-                f.name,
-                f.params.len(),
-                input.args.len()
-            ))));
-        }
-        for (i, (&p, a)) in f.params.iter().zip(&input.args).enumerate() {
-            if f.locals[p].ty != a.ty() {
-                return Err(EmuError::Input(InputError::Arguments(format!(
-                    "argument {} of %{} is {}, given {a}",
-                    i + 1,
-                    f.name,
-                    f.locals[p].ty
-                ))));
-            }
-        }
-        State::initial(f, input).map_err(EmuError::Input)
     }
 
     fn load_code(&mut self, bytes: &[u8]) -> Result<(), EmuError> {
@@ -616,24 +308,9 @@ impl Emulator {
         Ok(())
     }
 
-    fn load_memory(&mut self, f: &Function, initial: &State) -> Result<(), EmuError> {
-        self.uc.mem_write(HEAP_BASE as u64, &initial.heap).map_err(uc_err("writing the heap"))?;
-        let mut cf = vec![CALLFRAME_POISON; CALLFRAME_SIZE as usize];
-        for (i, v) in initial.callframe.iter().enumerate() {
-            let slot = &mut cf[i * CALLFRAME_SLOT as usize..(i + 1) * CALLFRAME_SLOT as usize];
-            slot.copy_from_slice(&(v.as_i64() as u64).to_le_bytes());
-            if v.ty() == Type::I32 {
-                // The upper half of an `i32` slot is not part of the variable.
-                slot[4..].fill(0);
-            }
-        }
-        debug_assert_eq!(initial.callframe.len(), f.cfvars.len());
-        self.uc.mem_write(CALLFRAME_BASE as u64, &cf).map_err(uc_err("writing the callframe"))
-    }
-
     /// Poisons the stack, stores the arguments and the return address at its top, and
     /// returns the entry `esp`.
-    fn load_stack(&mut self, f: &Function, input: &RunInput) -> Result<u32, EmuError> {
+    fn load_stack(&mut self, input: &RunInput) -> Result<u32, EmuError> {
         if self.uc.get_data().deep_stack_mapped {
             self.uc
                 .mem_unmap(STACK_BASE as u64, (STACK_WINDOW_BASE - STACK_BASE) as u64)
@@ -641,98 +318,19 @@ impl Emulator {
             self.uc.get_data_mut().deep_stack_mapped = false;
         }
         self.uc.mem_write(STACK_WINDOW_BASE as u64, &self.stack_poison).map_err(uc_err("poisoning the stack"))?;
-        let mut frame = RETURN_SENTINEL.to_le_bytes().to_vec();
-        for a in &input.args {
-            match a {
-                Value::I32(v) => frame.extend_from_slice(&v.to_le_bytes()),
-                Value::I64(v) => frame.extend_from_slice(&v.to_le_bytes()),
-            }
-        }
-        debug_assert_eq!(input.args.len(), f.params.len());
-        let esp = STACK_BASE + STACK_SIZE - frame.len() as u32;
+        let (esp, frame) = entry_frame(input);
         self.uc.mem_write(esp as u64, &frame).map_err(uc_err("writing the arguments"))?;
         Ok(esp)
     }
 
     fn load_registers(&mut self, esp: u32) -> Result<(), EmuError> {
         self.uc.context_restore(&self.pristine).map_err(uc_err("restoring the CPU state"))?;
-        let regs = [
-            (RegisterX86::EAX, POISON_EAX),
-            (RegisterX86::ECX, POISON_ECX),
-            (RegisterX86::EDX, POISON_EDX),
-            (RegisterX86::EBX, ENTRY_EBX),
-            (RegisterX86::ESI, ENTRY_ESI),
-            (RegisterX86::EDI, ENTRY_EDI),
-            (RegisterX86::EBP, ENTRY_EBP),
-            (RegisterX86::ESP, esp),
-            (RegisterX86::EFLAGS, FLAGS_RESERVED),
-        ];
-        for (r, v) in regs {
-            self.uc.reg_write(r, v as u64).map_err(uc_err("setting registers"))?;
-        }
+        set_registers(&mut self.uc, &entry_registers(esp));
         Ok(())
     }
 
-    /// The cdecl checks at return: callee-saved registers, `esp`, the direction flag.
-    fn check_return(&self, entry_esp: u32) -> Option<Finding> {
-        let saved = [
-            ("ebx", RegisterX86::EBX, ENTRY_EBX),
-            ("esi", RegisterX86::ESI, ENTRY_ESI),
-            ("edi", RegisterX86::EDI, ENTRY_EDI),
-            ("ebp", RegisterX86::EBP, ENTRY_EBP),
-        ];
-        for (register, r, expected) in saved {
-            let found = reg(&self.uc, r);
-            if found != expected {
-                return Some(Finding::CalleeSavedClobbered { register, expected, found });
-            }
-        }
-        let esp = reg(&self.uc, RegisterX86::ESP);
-        if esp != entry_esp + 4 {
-            return Some(Finding::BadStack { expected: entry_esp + 4, found: esp });
-        }
-        if reg(&self.uc, RegisterX86::EFLAGS) & FLAG_DF != 0 {
-            return Some(Finding::DirectionFlagSet);
-        }
-        None
-    }
-
-    /// The offset of the first changed callframe byte outside every variable's slot.
-    fn callframe_spill(&self, f: &Function) -> Result<Option<u32>, EmuError> {
-        let used = f.cfvars.len() * CALLFRAME_SLOT as usize;
-        let rest = self
-            .uc
-            .mem_read_as_vec((CALLFRAME_BASE as usize + used) as u64, CALLFRAME_SIZE as usize - used)
-            .map_err(uc_err("reading the callframe"))?;
-        if rest.iter().all(|&b| b == CALLFRAME_POISON) {
-            return Ok(None);
-        }
-        Ok(rest.iter().position(|&b| b != CALLFRAME_POISON).map(|i| (used + i) as u32))
-    }
-
-    fn read_callframe(&self, f: &Function) -> Result<Vec<Value>, EmuError> {
-        let n = f.cfvars.len();
-        let raw = self
-            .uc
-            .mem_read_as_vec(CALLFRAME_BASE as u64, n * CALLFRAME_SLOT as usize)
-            .map_err(uc_err("reading the callframe"))?;
-        Ok(f.cfvars.values().zip(raw.chunks(CALLFRAME_SLOT as usize)).map(|(v, slot)| read_slot(v.ty, slot)).collect())
-    }
-
     fn registers(&self) -> Registers {
-        let r = |x| reg(&self.uc, x);
-        Registers {
-            eax: r(RegisterX86::EAX),
-            ecx: r(RegisterX86::ECX),
-            edx: r(RegisterX86::EDX),
-            ebx: r(RegisterX86::EBX),
-            esp: r(RegisterX86::ESP),
-            ebp: r(RegisterX86::EBP),
-            esi: r(RegisterX86::ESI),
-            edi: r(RegisterX86::EDI),
-            eip: r(RegisterX86::EIP),
-            eflags: r(RegisterX86::EFLAGS),
-        }
+        registers_of(&self.uc)
     }
 
     fn fault(&self, kind: FaultKind, pc: u32, address: Option<u32>, code: &MachineCode) -> Finding {
@@ -741,6 +339,136 @@ impl Emulator {
         let came_from = self.uc.get_data().last_block;
         Finding::Fault { kind, pc, address, registers, disassembly: disassemble_around(&code.bytes, pc, came_from) }
     }
+}
+
+/// The eight general registers, `eip` and the flags.
+fn registers_of(uc: &Uc<'_>) -> Registers {
+    let r = |x| reg(uc, x);
+    Registers {
+        eax: r(RegisterX86::EAX),
+        ecx: r(RegisterX86::ECX),
+        edx: r(RegisterX86::EDX),
+        ebx: r(RegisterX86::EBX),
+        esp: r(RegisterX86::ESP),
+        ebp: r(RegisterX86::EBP),
+        esi: r(RegisterX86::ESI),
+        edi: r(RegisterX86::EDI),
+        eip: r(RegisterX86::EIP),
+        eflags: r(RegisterX86::EFLAGS),
+    }
+}
+
+/// The fault kind of an error Unicorn stopped with when no hook named the cause.
+fn unicorn_fault(e: uc_error) -> FaultKind {
+    match e {
+        uc_error::INSN_INVALID => FaultKind::InvalidOpcode,
+        uc_error::READ_UNMAPPED => FaultKind::ReadUnmapped,
+        uc_error::WRITE_UNMAPPED => FaultKind::WriteUnmapped,
+        uc_error::FETCH_UNMAPPED => FaultKind::FetchUnmapped,
+        uc_error::WRITE_PROT => FaultKind::WriteProtected,
+        uc_error::READ_PROT => FaultKind::ReadProtected,
+        uc_error::FETCH_PROT => FaultKind::FetchProtected,
+        other => FaultKind::Emulator(format!("{other:?}")),
+    }
+}
+
+/// Writes the eight general registers, `eip` excepted, and the flags.
+fn set_registers(uc: &mut Uc<'_>, r: &Registers) {
+    let regs = [
+        (RegisterX86::EAX, r.eax),
+        (RegisterX86::ECX, r.ecx),
+        (RegisterX86::EDX, r.edx),
+        (RegisterX86::EBX, r.ebx),
+        (RegisterX86::ESI, r.esi),
+        (RegisterX86::EDI, r.edi),
+        (RegisterX86::EBP, r.ebp),
+        (RegisterX86::ESP, r.esp),
+        (RegisterX86::EFLAGS, r.eflags),
+    ];
+    for (x, v) in regs {
+        set_reg(uc, x, v);
+    }
+}
+
+/// Maps the regions of the memory map and fills the helper stubs and the sentinel.
+fn map_regions(uc: &mut Uc<'static>, code: &CodeBuffer) -> Result<(), EmuError> {
+    let rw = Prot::READ | Prot::WRITE;
+    let rx = Prot::READ | Prot::EXEC;
+    uc.mem_map(HEAP_BASE as u64, page_round(HEAP_SIZE) as u64, rw).map_err(uc_err("mapping the heap"))?;
+    uc.mem_map(CALLFRAME_BASE as u64, CALLFRAME_SIZE as u64, rw).map_err(uc_err("mapping the callframe"))?;
+    uc.mem_map(HELPER_BASE as u64, PAGE as u64, rx).map_err(uc_err("mapping the helper stubs"))?;
+    // SAFETY: `code` is CODE_SIZE_MAX bytes and outlives `uc` (see `Emulator`).
+    unsafe { uc.mem_map_ptr(CODE_BASE as u64, CODE_SIZE_MAX as u64, rx, code.ptr.cast()) }
+        .map_err(uc_err("mapping the code"))?;
+    uc.mem_map(RETURN_SENTINEL as u64, PAGE as u64, rx).map_err(uc_err("mapping the return sentinel"))?;
+    uc.mem_map(STACK_WINDOW_BASE as u64, STACK_WINDOW as u64, rw).map_err(uc_err("mapping the stack"))?;
+    uc.mem_write(HELPER_BASE as u64, &vec![HLT; PAGE as usize]).map_err(uc_err("filling the helper stubs"))?;
+    uc.mem_write(RETURN_SENTINEL as u64, &vec![INT3; PAGE as usize]).map_err(uc_err("filling the sentinel"))
+}
+
+/// Installs the hooks: helper stubs, the last block entered, interrupts, bad memory.
+fn install_hooks(uc: &mut Uc<'static>) -> Result<(), EmuError> {
+    uc.add_code_hook(HELPER_BASE as u64, (HELPER_BASE + PAGE - 1) as u64, helper_hook)
+        .map_err(uc_err("hooking the helper stubs"))?;
+    // Remember the last block entered in the code, to show where a wild jump came from.
+    uc.add_block_hook(CODE_BASE as u64, (CODE_BASE + CODE_SIZE_MAX - 1) as u64, |uc: &mut Uc<'_>, addr: u64, size: u32| {
+        uc.get_data_mut().last_block = Some((addr as u32, size));
+    })
+    .map_err(uc_err("hooking code blocks"))?;
+    uc.add_intr_hook(interrupt_hook).map_err(uc_err("hooking interrupts"))?;
+    let bad_mem = HookType::MEM_READ_UNMAPPED
+        | HookType::MEM_WRITE_UNMAPPED
+        | HookType::MEM_FETCH_UNMAPPED
+        | HookType::MEM_READ_PROT
+        | HookType::MEM_WRITE_PROT
+        | HookType::MEM_FETCH_PROT;
+    uc.add_mem_hook(bad_mem, 1, 0, bad_memory_hook).map_err(uc_err("hooking memory faults"))?;
+    Ok(())
+}
+
+/// The interrupt hook: #DE and `int 0x41` are the IR's traps, `int3` is the code's
+/// padding or the sentinel page, anything else a fault.
+fn interrupt_hook(uc: &mut Uc<'_>, vector: u32) {
+    let pc = reg(uc, RegisterX86::EIP);
+    let stop = if vector == 0 {
+        Stop::Trap(TrapKind::DivideError)
+    } else if vector == CHECK_TRAP_VECTOR as u32 {
+        Stop::Trap(TrapKind::Check(reg(uc, RegisterX86::EAX)))
+    } else if vector == 3 {
+        // `int3` has executed, so `eip` is past it.
+        let at = pc.wrapping_sub(1);
+        let kind = classify_pc(at, uc.get_data().code_len).unwrap_or(FaultKind::Interrupt(3));
+        Stop::Fault { kind, pc: at, address: None }
+    } else {
+        Stop::Fault { kind: FaultKind::Interrupt(vector), pc, address: None }
+    };
+    stop_with(uc, stop);
+}
+
+/// The hook on accesses to unmapped or protected memory: maps the deep stack on first
+/// touch, and otherwise records the fault and stops.
+fn bad_memory_hook(uc: &mut Uc<'_>, ty: MemType, addr: u64, _size: usize, _value: i64) -> bool {
+    let data_access = matches!(ty, MemType::READ_UNMAPPED | MemType::WRITE_UNMAPPED);
+    if data_access && (STACK_BASE as u64..STACK_WINDOW_BASE as u64).contains(&addr) && map_deep_stack(uc) {
+        // The access is retried on the newly mapped deep stack.
+        return true;
+    }
+    let kind = match ty {
+        MemType::READ_UNMAPPED => FaultKind::ReadUnmapped,
+        MemType::WRITE_UNMAPPED => FaultKind::WriteUnmapped,
+        MemType::FETCH_UNMAPPED => FaultKind::FetchUnmapped,
+        MemType::WRITE_PROT => FaultKind::WriteProtected,
+        MemType::READ_PROT => FaultKind::ReadProtected,
+        MemType::FETCH_PROT => FaultKind::FetchProtected,
+        other => FaultKind::Emulator(format!("memory hook {other:?}")),
+    };
+    let fetch = matches!(kind, FaultKind::FetchUnmapped | FaultKind::FetchProtected);
+    let pc = if fetch { addr as u32 } else { reg(uc, RegisterX86::EIP) };
+    let address = if fetch { None } else { Some(addr as u32) };
+    if uc.get_data().stop.is_none() {
+        uc.get_data_mut().stop = Some(Stop::Fault { kind, pc, address });
+    }
+    false
 }
 
 /// Host memory handed to Unicorn with `mem_map_ptr`: a leaked boxed slice, freed on
@@ -786,13 +514,6 @@ pub fn with_worker_emulator<R>(body: impl FnOnce(&mut Emulator) -> R) -> Result<
     })
 }
 
-/// The value of a callframe slot of a variable of type `ty`.
-fn read_slot(ty: Type, slot: &[u8]) -> Value {
-    match ty {
-        Type::I32 => Value::I32(i32::from_le_bytes(slot[..4].try_into().expect("4 bytes"))),
-        Type::I64 => Value::I64(i64::from_le_bytes(slot[..8].try_into().expect("8 bytes"))),
-    }
-}
 
 fn reg(uc: &Uc<'_>, r: RegisterX86) -> u32 {
     // Reading a general register of the engine's own architecture cannot fail.
@@ -844,20 +565,6 @@ fn stop_with(uc: &mut Uc<'_>, stop: Stop) {
     let _ = uc.emu_stop();
 }
 
-/// Names the region of an address execution should never reach, if it is one; `None`
-/// for an address inside the code (of `code_len` bytes).
-fn classify_pc(pc: u32, code_len: u32) -> Option<FaultKind> {
-    if (HELPER_BASE..HELPER_BASE + PAGE).contains(&pc) {
-        Some(FaultKind::IntoHelperStub)
-    } else if (CODE_BASE + code_len..CODE_BASE + CODE_SIZE_MAX).contains(&pc)
-        || (RETURN_SENTINEL..RETURN_SENTINEL + PAGE).contains(&pc)
-    {
-        // Past the code, the region is filled with `int3`, as is the sentinel page.
-        Some(FaultKind::OutsideCode)
-    } else {
-        None
-    }
-}
 
 /// The helper calls' view of Unicorn memory.
 struct UcEnv<'a, 'b> {
@@ -895,15 +602,6 @@ impl HelperEnv for UcEnv<'_, '_> {
     }
 }
 
-/// The parameter and result types of a runtime helper.
-fn runtime_signature(h: RuntimeHelper) -> (&'static [Type], Option<Type>) {
-    match h {
-        RuntimeHelper::Ir(k) => k.signature(),
-        RuntimeHelper::Sdiv64 | RuntimeHelper::Udiv64 | RuntimeHelper::Srem64 | RuntimeHelper::Urem64 => {
-            (&[Type::I64, Type::I64], Some(Type::I64))
-        }
-    }
-}
 
 /// The code hook on the helper stub page: performs the helper the stub stands for and
 /// returns to the caller like a cdecl callee that clobbers all it may.
@@ -914,124 +612,25 @@ fn helper_hook(uc: &mut Uc<'_>, addr: u64, _size: u32) {
         return;
     };
     let esp = reg(uc, RegisterX86::ESP);
-    let (params, ret) = runtime_signature(helper);
-    let words: u32 = params.iter().map(|t| t.bits() / 32).sum();
-    let mut frame = vec![0u8; 4 * (1 + words as usize)];
+    let mut frame = vec![0u8; helper_frame_bytes(helper)];
     if uc.mem_read(esp as u64, &mut frame).is_err() {
         // The return address or the arguments lie outside the stack.
         let address = Some(esp);
         stop_with(uc, Stop::Fault { kind: FaultKind::ReadUnmapped, pc, address });
         return;
     }
-    let word = |i: usize| u32::from_le_bytes(frame[4 * i..4 * i + 4].try_into().expect("4 bytes"));
-    let ret_addr = word(0);
-    let mut args = vec![];
-    let mut w = 1;
-    for &t in params {
-        args.push(match t {
-            Type::I32 => Value::I32(word(w) as i32),
-            Type::I64 => Value::I64(((word(w + 1) as u64) << 32 | word(w) as u64) as i64),
-        });
-        w += (t.bits() / 32) as usize;
-    }
-    let result = match helper {
-        RuntimeHelper::Ir(kind) => call_helper(kind, &args, &mut UcEnv { uc }),
-        RuntimeHelper::Sdiv64 | RuntimeHelper::Udiv64 | RuntimeHelper::Srem64 | RuntimeHelper::Urem64 => {
-            let op = match helper {
-                RuntimeHelper::Sdiv64 => BinOp::Sdiv,
-                RuntimeHelper::Udiv64 => BinOp::Udiv,
-                RuntimeHelper::Srem64 => BinOp::Srem,
-                _ => BinOp::Urem,
-            };
-            match crate::exec::interp::binary(op, Type::I64, args[0].as_i64(), args[1].as_i64()) {
-                Ok(v) => Some(Value::I64(v)),
-                Err(kind) => {
-                    stop_with(uc, Stop::Trap(kind));
-                    return;
-                }
-            }
+    let regs = Registers { esp, eflags: reg(uc, RegisterX86::EFLAGS), ..Registers::default() };
+    match perform_helper(helper, &frame, &regs, &mut UcEnv { uc }) {
+        HelperReturn::Trap(kind) => stop_with(uc, Stop::Trap(kind)),
+        HelperReturn::Resume(r) => {
+            uc.get_data_mut().helper_calls += 1;
+            set_reg(uc, RegisterX86::EAX, r.eax);
+            set_reg(uc, RegisterX86::ECX, r.ecx);
+            set_reg(uc, RegisterX86::EDX, r.edx);
+            set_reg(uc, RegisterX86::EFLAGS, r.eflags);
+            set_reg(uc, RegisterX86::ESP, r.esp);
+            set_reg(uc, RegisterX86::EIP, r.eip);
         }
-    };
-    debug_assert_eq!(result.map(|v| v.ty()), ret);
-    uc.get_data_mut().helper_calls += 1;
-    let (eax, edx) = match result {
-        Some(Value::I32(v)) => (v as u32, POISON_EDX),
-        Some(Value::I64(v)) => (v as u64 as u32, (v as u64 >> 32) as u32),
-        None => (POISON_EAX, POISON_EDX),
-    };
-    set_reg(uc, RegisterX86::EAX, eax);
-    set_reg(uc, RegisterX86::ECX, POISON_ECX);
-    set_reg(uc, RegisterX86::EDX, edx);
-    // Flip every arithmetic flag, so that no flag the caller set survives the call.
-    let flags = reg(uc, RegisterX86::EFLAGS);
-    set_reg(uc, RegisterX86::EFLAGS, flags ^ ARITH_FLAGS);
-    set_reg(uc, RegisterX86::ESP, esp + 4);
-    set_reg(uc, RegisterX86::EIP, ret_addr);
-}
-
-/// Instructions shown before and after the one at the fault.
-const CONTEXT_BEFORE: usize = 6;
-const CONTEXT_AFTER: usize = 3;
-
-/// The code decoded from its start (x86 cannot be decoded backwards).
-fn decode(bytes: &[u8]) -> Vec<Instruction> {
-    let mut decoder = Decoder::with_ip(32, bytes, CODE_BASE as u64, DecoderOptions::NONE);
-    let mut insns = vec![];
-    let mut ins = Instruction::default();
-    while decoder.can_decode() {
-        decoder.decode_out(&mut ins);
-        insns.push(ins);
     }
-    insns
 }
 
-/// One listing line: marker, address, bytes, Intel syntax.
-fn listing_line(bytes: &[u8], i: &Instruction, mark: &str, formatter: &mut IntelFormatter) -> String {
-    let mut text = String::new();
-    formatter.format(i, &mut text);
-    let start = (i.ip() as u32 - CODE_BASE) as usize;
-    let raw: Vec<String> = bytes[start..start + i.len()].iter().map(|b| format!("{b:02x}")).collect();
-    format!("  {mark} {:08x}  {:<24} {text}\n", i.ip(), raw.join(" "))
-}
-
-/// The code around `pc`, one instruction a line with its address and bytes, the
-/// instruction at `pc` marked with `=>`. A `pc` in the middle of an instruction shows
-/// the instruction that contains it. For a `pc` outside the code, `came_from` (the last
-/// block of the code that ran: address and size) names the instruction that left the
-/// code, marked `->`, and the listing is around it.
-pub fn disassemble_around(bytes: &[u8], pc: u32, came_from: Option<(u32, u32)>) -> String {
-    let insns = decode(bytes);
-    let mut formatter = IntelFormatter::new();
-    let inside = |i: &Instruction, a: u32| (i.ip() as u32..i.next_ip() as u32).contains(&a);
-    let mut out = String::new();
-    let (center, mark) = match insns.iter().position(|i| inside(i, pc)) {
-        Some(k) => (k, "=>"),
-        None => {
-            out.push_str(&format!("  (pc {pc:#010x} is outside the {} bytes of code", bytes.len()));
-            let exit = came_from.and_then(|(a, size)| insns.iter().position(|i| i.next_ip() as u32 == a + size));
-            match exit {
-                Some(k) => {
-                    out.push_str(&format!("; it left the code at {:#010x})\n", insns[k].ip()));
-                    (k, "->")
-                }
-                None => {
-                    out.push_str("; the code ends with:)\n");
-                    (insns.len().saturating_sub(1), "  ")
-                }
-            }
-        }
-    };
-    let window = center.saturating_sub(CONTEXT_BEFORE)..(center + 1 + CONTEXT_AFTER).min(insns.len());
-    for k in window {
-        let m = if k == center { mark } else { "  " };
-        out.push_str(&listing_line(bytes, &insns[k], m, &mut formatter));
-    }
-    out
-}
-
-/// The whole code, disassembled with addresses (for `tandem compile --emit asm` and
-/// reports).
-pub fn disassemble(bytes: &[u8]) -> String {
-    let mut formatter = IntelFormatter::new();
-    decode(bytes).iter().map(|i| listing_line(bytes, i, "", &mut formatter)).collect()
-}

@@ -21,7 +21,8 @@
 //! pass or in the backend's input without editing the compiler; nothing else sets it.
 
 use crate::judge::diff::{self, side_by_side};
-use crate::exec::emu::{EmuError, Emulator};
+use crate::exec::emu::EmuError;
+use crate::exec::x86::{Infidelity, X86Runner};
 use crate::exec::interp::{self, InputError, RunInput};
 use crate::exec::outcome::{Invalid, Outcome};
 use crate::judge::passcheck;
@@ -104,6 +105,9 @@ pub struct RunCheck {
     /// Stages that could not run because the program exceeds a limit of the harness
     /// (`emu::HarnessLimit`): (stage, what limit). Not a problem, and not a pass either.
     pub limits: Vec<(String, String)>,
+    /// Stages whose run Unicorn and the CPU disagree on: (stage, the disagreement). Not
+    /// a problem of the compiler: an emulator infidelity, reported on its own.
+    pub infidelities: Vec<(String, Infidelity)>,
 }
 
 /// Why a run could not be checked at all.
@@ -147,9 +151,6 @@ pub fn unoptimized_input(f: &Function) -> Result<Function, String> {
     unoptimized
 }
 
-/// Checks several runs of one function through every stage. The passes and the backend
-/// run once per function, not once per run; one [`RunCheck`] per input, in order (each
-/// carries the same pass statistics).
 /// Runs `f`, turning a panic into its message: a pass or a backend stage that panics is
 /// a finding of its stage (reported, replayed and reduced like any other), not the end of
 /// the run, the campaign or the reducer.
@@ -163,19 +164,72 @@ pub(crate) fn caught<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     })
 }
 
-pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Result<Vec<RunCheck>, CheckError> {
+/// Checks several runs of one function through every stage. The passes and the backend
+/// run once per function, not once per run; one [`RunCheck`] per input, in order (each
+/// carries the same pass statistics).
+pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut dyn X86Runner) -> Result<Vec<RunCheck>, CheckError> {
+    // 1. The reference interpreter.
     let mut references = vec![];
     for input in inputs {
         references.push(interp::run_measured(f, input).map_err(CheckError::Input)?);
     }
+    let mut found = Collected::new(inputs.len());
+    // 2. The interpreter after the IR passes; what the x86 stages compile.
+    let x86_stages = check_ir_stages(f, inputs, &references, &mut found);
+    // 3. and 4. The x86 code, without and with IR optimization, compiled once.
+    for (stage, g) in x86_stages {
+        check_x86_stage(&stage, g, inputs, &references, emu, &mut found)?;
+    }
+    Ok(found.into_run_checks(references))
+}
+
+/// The interpreter's result of each run and the fuel it used.
+type References = [(Result<Outcome, Invalid>, u64)];
+
+/// What the stages found, per run, while [`check_runs`] goes through them.
+struct Collected {
+    problems: Vec<Vec<Problem>>,
+    limits: Vec<Vec<(String, String)>>,
+    infidelities: Vec<Vec<(String, Infidelity)>>,
+    pass_stats: Vec<(String, Stats)>,
+}
+
+impl Collected {
+    fn new(runs: usize) -> Collected {
+        Collected { problems: vec![vec![]; runs], limits: vec![vec![]; runs], infidelities: vec![vec![]; runs], pass_stats: vec![] }
+    }
+
+    fn problem(&mut self, k: usize, stage: &str, lines: Vec<String>) {
+        self.problems[k].push(Problem { stage: stage.to_string(), lines, side_by_side: None });
+    }
+
+    fn into_run_checks(self, references: Vec<(Result<Outcome, Invalid>, u64)>) -> Vec<RunCheck> {
+        let Collected { problems, limits, infidelities, pass_stats } = self;
+        references
+            .into_iter()
+            .zip(problems)
+            .zip(limits)
+            .zip(infidelities)
+            .map(|((((reference, _), problems), limits), infidelities)| {
+                // An invalid reference run is not compared: no stage can disagree with it.
+                let problems = if reference.is_ok() { problems } else { vec![] };
+                RunCheck { reference, problems, pass_stats: pass_stats.clone(), limits, infidelities }
+            })
+            .collect()
+    }
+}
+
+/// Stage 2: the interpreter after `cprop` alone on HIR, and after every pass of the
+/// check pipeline. Returns the x86 stages to run: the function the backend compiles
+/// without IR optimization, and the pipeline's result (or why there is none).
+fn check_ir_stages(
+    f: &Function,
+    inputs: &[RunInput],
+    references: &References,
+    found: &mut Collected,
+) -> Vec<(String, Result<Function, String>)> {
     let outcomes: Vec<_> = references.iter().map(|(r, _)| r.clone()).collect();
-    let mut problems: Vec<Vec<Problem>> = vec![vec![]; inputs.len()];
-    let mut limits: Vec<Vec<(String, String)>> = vec![vec![]; inputs.len()];
-    let problem = |stage: &str, lines: Vec<String>| Problem { stage: stage.to_string(), lines, side_by_side: None };
     let pm = PassManager { verify: true };
-    let mut pass_stats = vec![];
-    // 2. The interpreter after `cprop` alone on HIR, and after every pass of the check
-    // pipeline; the pipeline's result is what stage 4 compiles.
     let mut stages: Vec<(&str, Pipeline)> = vec![];
     if f.layout.iter().all(|&b| f.blocks[b].phis.is_empty()) {
         stages.push(("IR pass cprop on HIR", Pipeline::parse("cprop").expect("valid pipeline")));
@@ -195,67 +249,72 @@ pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut Emulator) -> Resu
             Ok(c) => {
                 for (k, v) in c.verdicts.iter().enumerate() {
                     if !v.is_ok() {
-                        problems[k].push(problem(stage, v.problems()));
+                        found.problem(k, stage, v.problems());
                     }
                 }
                 let label = |n: &str| if optimizing { n.to_string() } else { "cprop on HIR".to_string() };
-                pass_stats.extend(c.stats.into_iter().map(|(n, st)| (label(n), st)));
+                found.pass_stats.extend(c.stats.into_iter().map(|(n, st)| (label(n), st)));
                 if optimizing {
                     x86_stages.push((x86_stage, c.result.map_err(|e| e.to_string())));
                 }
             }
             Err(e) => {
-                problems.iter_mut().for_each(|p| p.push(problem(stage, vec![format!("per-pass check: {e}")])));
+                (0..inputs.len()).for_each(|k| found.problem(k, stage, vec![format!("per-pass check: {e}")]));
                 if optimizing {
                     x86_stages.push((x86_stage, Err(e)));
                 }
             }
         }
     }
-    // 3. and 4. The x86 code, without and with IR optimization, compiled once.
-    for (stage, g) in x86_stages {
-        let compiled = g
-            .map_err(|e| format!("the IR passes failed: {e}"))
-            .and_then(|g| match caught(|| backend::compile_validated(&g)) {
-                Ok(Ok(c)) => Ok((g, c)),
-                Ok(Err(e)) => Err(format!("the backend failed: {e}")),
-                Err(msg) => Err(format!("the backend panicked: {msg}")),
-            });
-        for (k, input) in inputs.iter().enumerate() {
-            let (Ok(expected), fuel_used) = &references[k] else { continue };
-            let (g, code) = match &compiled {
-                Ok(gc) => gc,
-                Err(e) => {
-                    problems[k].push(problem(&stage, vec![e.clone()]));
-                    continue;
-                }
-            };
-            // The instruction budget follows the fuel the reference used (`diff::budget_for`).
-            let v = diff::check_against(expected.clone(), *fuel_used, g, input, code, emu).map_err(CheckError::Emulator)?;
-            match v {
-                diff::Verdict::Agree(_) | diff::Verdict::Skipped(_) => {}
-                diff::Verdict::Limit(l) => limits[k].push((stage.clone(), l.to_string())),
-                diff::Verdict::Disagree { interp, x86, diff } => problems[k].push(Problem {
-                    side_by_side: Some(side_by_side("interpreter", &interp, &stage, &x86)),
-                    stage: stage.clone(),
-                    lines: diff,
-                }),
-                diff::Verdict::Finding { finding, .. } => {
-                    problems[k].push(problem(&stage, finding.to_string().lines().map(str::to_string).collect()))
-                }
+    x86_stages
+}
+
+/// Stages 3 and 4: compiles `g` once and runs every valid input on the x86 machines
+/// against the interpreter's outcome. An emulator infidelity is recorded apart from the
+/// problems, and the CPU's verdict judged as usual.
+fn check_x86_stage(
+    stage: &str,
+    g: Result<Function, String>,
+    inputs: &[RunInput],
+    references: &References,
+    emu: &mut dyn X86Runner,
+    found: &mut Collected,
+) -> Result<(), CheckError> {
+    let compiled = g.map_err(|e| format!("the IR passes failed: {e}")).and_then(|g| match caught(|| backend::compile_validated(&g)) {
+        Ok(Ok(c)) => Ok((g, c)),
+        Ok(Err(e)) => Err(format!("the backend failed: {e}")),
+        Err(msg) => Err(format!("the backend panicked: {msg}")),
+    });
+    for (k, input) in inputs.iter().enumerate() {
+        let (Ok(expected), fuel_used) = &references[k] else { continue };
+        let (g, code) = match &compiled {
+            Ok(gc) => gc,
+            Err(e) => {
+                found.problem(k, stage, vec![e.clone()]);
+                continue;
             }
+        };
+        // The instruction budget follows the fuel the reference used (`diff::budget_for`).
+        let mut v = diff::check_against(expected.clone(), *fuel_used, g, input, code, emu).map_err(CheckError::Emulator)?;
+        if let diff::Verdict::Infidelity { infidelity, cpu } = v {
+            found.infidelities[k].push((stage.to_string(), infidelity));
+            v = *cpu;
+        }
+        match v {
+            diff::Verdict::Agree(_) | diff::Verdict::Skipped(_) => {}
+            diff::Verdict::Limit(l) => found.limits[k].push((stage.to_string(), l.to_string())),
+            diff::Verdict::Disagree { interp, x86, diff } => found.problems[k].push(Problem {
+                side_by_side: Some(side_by_side("interpreter", &interp, stage, &x86)),
+                stage: stage.to_string(),
+                lines: diff,
+            }),
+            diff::Verdict::Finding { finding, .. } => {
+                found.problem(k, stage, finding.to_string().lines().map(str::to_string).collect())
+            }
+            diff::Verdict::Infidelity { .. } => unreachable!("unwrapped above"),
         }
     }
-    Ok(references
-        .into_iter()
-        .zip(problems)
-        .zip(limits)
-        .map(|(((reference, _), problems), limits)| {
-            // An invalid reference run is not compared: no stage can disagree with it.
-            let problems = if reference.is_ok() { problems } else { vec![] };
-            RunCheck { reference, problems, pass_stats: pass_stats.clone(), limits }
-        })
-        .collect())
+    Ok(())
 }
 
 /// Why a case file's runs could not be checked: which run, and why.
@@ -274,7 +333,7 @@ impl std::fmt::Display for CaseCheckError {
 
 /// Checks every run of a case file, the runs of each function together
 /// ([`check_runs`]); one [`RunCheck`] per run, in the file's order.
-pub fn check_case(case: &crate::cases::casefile::CaseFile, emu: &mut Emulator) -> Result<Vec<RunCheck>, CaseCheckError> {
+pub fn check_case(case: &crate::cases::casefile::CaseFile, emu: &mut dyn X86Runner) -> Result<Vec<RunCheck>, CaseCheckError> {
     let mut checked: Vec<Option<RunCheck>> = vec![None; case.runs.len()];
     for f in &case.module.functions {
         let idx: Vec<usize> = (0..case.runs.len()).filter(|&k| case.runs[k].entry == f.name).collect();

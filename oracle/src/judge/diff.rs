@@ -12,9 +12,14 @@
 //!   its own: [`Verdict::Finding`]. The budget is proportional to the fuel the
 //!   interpreter actually used, so a compiled loop that never ends is found quickly.
 //!
+//! * When both x86 machines ran and disagree ([`crate::exec::x86`]), the verdict is
+//!   [`Verdict::Infidelity`]: the emulator infidelity, never a compiler finding, wrapped
+//!   around the verdict on the CPU's run, which is the one compared with the interpreter.
+//!
 //! [`side_by_side`] prints two outcomes in two columns for reports.
 
-use crate::exec::emu::{budget_for, EmuError, Emulator, Finding, HarnessLimit};
+use crate::exec::emu::{budget_for, EmuError, Finding, HarnessLimit};
+use crate::exec::x86::{Infidelity, X86Runner};
 use crate::exec::interp::{self, InputError, RunInput};
 use crate::exec::outcome::{Invalid, Outcome, HEAP_ROW};
 use std::fmt;
@@ -36,12 +41,19 @@ pub enum Verdict {
     /// The program does not fit the emulated machine: nothing was compared, and it is
     /// neither a pass nor a compiler bug.
     Limit(HarnessLimit),
+    /// Unicorn and the CPU disagree on the run (an emulator infidelity, not a compiler
+    /// bug); `cpu` is the verdict on the CPU's run against the interpreter.
+    Infidelity { infidelity: Infidelity, cpu: Box<Verdict> },
 }
 
 impl Verdict {
-    /// Whether the verdict reports a bug.
+    /// Whether the verdict reports a compiler bug (an infidelity alone does not).
     pub fn is_failure(&self) -> bool {
-        matches!(self, Verdict::Disagree { .. } | Verdict::Finding { .. })
+        match self {
+            Verdict::Disagree { .. } | Verdict::Finding { .. } => true,
+            Verdict::Infidelity { cpu, .. } => cpu.is_failure(),
+            _ => false,
+        }
     }
 }
 
@@ -62,6 +74,7 @@ impl fmt::Display for Verdict {
                 write!(f, "interpreter outcome:\n{interp}")
             }
             Verdict::Limit(l) => write!(f, "harness limit: {l}"),
+            Verdict::Infidelity { infidelity, cpu } => write!(f, "{infidelity}the CPU's run: {cpu}"),
         }
     }
 }
@@ -90,7 +103,7 @@ impl std::error::Error for CheckError {}
 /// compares. The x86 run gets [`budget_for`] the fuel the interpreter used; using it up
 /// is a finding, since the interpreter terminated. A run the interpreter finds invalid
 /// is not executed on x86 at all.
-pub fn check(f: &Function, input: &RunInput, code: &MachineCode, emu: &mut Emulator) -> Result<Verdict, CheckError> {
+pub fn check(f: &Function, input: &RunInput, code: &MachineCode, emu: &mut dyn X86Runner) -> Result<Verdict, CheckError> {
     match interp::run_measured(f, input).map_err(CheckError::Input)? {
         (Ok(expected), used) => check_against(expected, used, f, input, code, emu).map_err(CheckError::Emulator),
         (Err(invalid), _) => Ok(Verdict::Skipped(invalid)),
@@ -106,11 +119,18 @@ pub fn check_against(
     f: &Function,
     input: &RunInput,
     code: &MachineCode,
-    emu: &mut Emulator,
+    emu: &mut dyn X86Runner,
 ) -> Result<Verdict, EmuError> {
-    match emu.run_with_budget(code, f, input, budget_for(fuel_used, &code.shape)) {
+    match emu.run_x86(code, f, input, budget_for(fuel_used, &code.shape)) {
         Err(EmuError::Limit(l)) => Ok(Verdict::Limit(l)),
-        run => Ok(verdict(expected, run?)),
+        Err(e) => Err(e),
+        Ok(run) => {
+            let cpu = verdict(expected, run.result);
+            Ok(match run.infidelity {
+                Some(infidelity) => Verdict::Infidelity { infidelity, cpu: Box::new(cpu) },
+                None => cpu,
+            })
+        }
     }
 }
 

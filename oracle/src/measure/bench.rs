@@ -245,6 +245,45 @@ pub fn emulator_bench(runs: u64) -> Result<Vec<Measurement>, BenchError> {
     out.push(time("runner, fixed program: interpreter + emulate + diff", runs, || {
         agree(check(&f, &input, &code, &mut emu).map_err(|e| BenchError::Disagreement(e.to_string()))?)
     })?);
+    out.extend(native_bench(runs, (&tf, &tcode, &tinput), (&f, &code, &input))?);
+    Ok(out)
+}
+
+/// The same runs on the CPU (the native runner, one reused context), beside Unicorn's
+/// above; none where this machine cannot run 32-bit code natively.
+fn native_bench(
+    runs: u64,
+    trivial: (&Function, &MachineCode, &RunInput),
+    fixed: (&Function, &MachineCode, &RunInput),
+) -> Result<Vec<Measurement>, BenchError> {
+    use crate::exec::native::{self, Native};
+    if native::available().is_err() {
+        return Ok(vec![]);
+    }
+    let mut cpu = Native::new().map_err(BenchError::Emulator)?;
+    let mut out = vec![];
+    let budget = 1_000_000;
+    let mut one = |name: &'static str, (f, code, input): (&Function, &MachineCode, &RunInput)| {
+        time(name, runs, || {
+            cpu.run_with_budget(code, f, input, budget)
+                .map_err(BenchError::Emulator)?
+                .map(|_| ())
+                .map_err(|f| BenchError::Disagreement(f.to_string()))
+        })
+    };
+    out.push(one("native, trivial program: reused context", trivial)?);
+    out.push(one("native, fixed program (10 helper calls): run", fixed)?);
+    let mut other = fixed.1.clone();
+    other.bytes.push(0x90);
+    let mut flip = false;
+    out.push(time("native, fixed program, new code every run: run", runs, || {
+        flip = !flip;
+        let c = if flip { &other } else { fixed.1 };
+        cpu.run_with_budget(c, fixed.0, fixed.2, budget)
+            .map_err(BenchError::Emulator)?
+            .map(|_| ())
+            .map_err(|f| BenchError::Disagreement(f.to_string()))
+    })?);
     Ok(out)
 }
 

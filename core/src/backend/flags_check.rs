@@ -1,0 +1,230 @@
+//! The undefined-flags check: no emitted instruction may read an arithmetic flag that the
+//! Intel manual leaves undefined at that point (SF ZF AF PF after `imul`, OF after a
+//! shift by more than one, all of them after `bsf`...), or one whose value depends on a
+//! shift count the code does not know (`shl r, cl` leaves every flag unchanged when the
+//! count is 0), or one the caller or a runtime helper left (flags are not preserved
+//! across calls, and hold garbage at entry). Such code is not wrong on one machine: it
+//! is right or wrong depending on the machine, so the emulator and the CPU may disagree
+//! on it, and the disagreement would be the compiler's fault, not an emulator's.
+//!
+//! It works on the machine code itself, decoded with `iced-x86`, so it sees exactly what
+//! runs: a forward may-be-undefined dataflow over the code's control-flow graph (blocks
+//! split at branch targets and after branches), with iced's per-instruction facts of
+//! which flags each instruction reads, writes, sets, clears and leaves undefined.
+//! `compile_validated` runs it after emission, as the harness's checks do.
+
+use crate::abi::{MachineCode, CODE_BASE};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Formatter, Instruction, IntelFormatter, Mnemonic, OpKind, RflagsBits};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The arithmetic flags the check follows.
+const STATUS: u32 = RflagsBits::OF | RflagsBits::SF | RflagsBits::ZF | RflagsBits::AF | RflagsBits::CF | RflagsBits::PF;
+
+/// An instruction that reads a flag that may be undefined when it runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UndefinedFlag {
+    /// The instruction's address.
+    pub address: u64,
+    /// The instruction as the listing prints it (Intel syntax).
+    pub instruction: String,
+    /// The flags it reads that may be undefined (`RflagsBits`).
+    pub flags: u32,
+}
+
+impl std::fmt::Display for UndefinedFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "{:#010x} `{}` reads {} while undefined", self.address, self.instruction, flag_names(self.flags))
+    }
+}
+
+/// Checks `code`; one error per instruction that reads a possibly undefined flag.
+pub fn check(code: &MachineCode) -> Result<(), Vec<UndefinedFlag>> {
+    let insns = decode(&code.bytes);
+    let index: BTreeMap<u64, usize> = insns.iter().enumerate().map(|(k, i)| (i.ip(), k)).collect();
+    // Undefined flags before each instruction (a may-analysis: the union over paths).
+    let mut before: Vec<Option<u32>> = vec![None; insns.len()];
+    let entry = CODE_BASE as u64 + code.entry as u64;
+    let mut work: BTreeSet<usize> = BTreeSet::new();
+    if let Some(&k) = index.get(&entry) {
+        // At entry the flags are the caller's: reading them is reading garbage.
+        before[k] = Some(STATUS);
+        work.insert(k);
+    }
+    while let Some(k) = work.pop_first() {
+        let i = &insns[k];
+        let after = transfer(i, before[k].unwrap_or(0));
+        for next in successors(i, k, &insns, &index) {
+            let merged = before[next].unwrap_or(0) | after;
+            if before[next] != Some(merged) {
+                before[next] = Some(merged);
+                work.insert(next);
+            }
+        }
+    }
+    let mut errors = vec![];
+    let mut fmt = IntelFormatter::new();
+    for (k, i) in insns.iter().enumerate() {
+        let Some(undefined) = before[k] else { continue };
+        let bad = i.rflags_read() & undefined & STATUS;
+        if bad != 0 {
+            let mut text = String::new();
+            fmt.format(i, &mut text);
+            errors.push(UndefinedFlag { address: i.ip(), instruction: text, flags: bad });
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+fn decode(bytes: &[u8]) -> Vec<Instruction> {
+    let mut d = Decoder::with_ip(32, bytes, CODE_BASE as u64, DecoderOptions::NONE);
+    let mut out = vec![];
+    while d.can_decode() {
+        out.push(d.decode());
+    }
+    out
+}
+
+/// The undefined flags after `i` given those before it.
+fn transfer(i: &Instruction, undefined: u32) -> u32 {
+    if i.flow_control() == FlowControl::Call {
+        // A runtime helper clobbers every flag (the emulator flips them all).
+        return STATUS;
+    }
+    let written = i.rflags_written() | i.rflags_set() | i.rflags_cleared();
+    let mut out = (undefined & !written) | i.rflags_undefined();
+    if count_may_be_zero(i) {
+        // With a count of 0 a shift or rotate leaves every flag as it was; with another
+        // count it writes them: which one happens depends on the count.
+        out |= i.rflags_modified() & STATUS;
+    }
+    out & STATUS
+}
+
+/// Whether `i` is a shift or rotate whose masked count may be 0: a count in `cl`, or an
+/// immediate that masks to 0.
+fn count_may_be_zero(i: &Instruction) -> bool {
+    use Mnemonic::*;
+    if !matches!(i.mnemonic(), Shl | Sal | Shr | Sar | Rol | Ror | Rcl | Rcr | Shld | Shrd) {
+        return false;
+    }
+    let last = i.op_count() - 1;
+    match i.op_kind(last) {
+        OpKind::Register => true,
+        OpKind::Immediate8 => i.immediate8() & 31 == 0,
+        _ => false,
+    }
+}
+
+/// The instructions that may run after instruction `k`.
+fn successors(i: &Instruction, k: usize, insns: &[Instruction], index: &BTreeMap<u64, usize>) -> Vec<usize> {
+    let target = || index.get(&i.near_branch_target()).copied();
+    let next = (k + 1 < insns.len()).then_some(k + 1);
+    match i.flow_control() {
+        FlowControl::UnconditionalBranch => target().into_iter().collect(),
+        FlowControl::ConditionalBranch => target().into_iter().chain(next).collect(),
+        FlowControl::Return | FlowControl::Interrupt | FlowControl::Exception | FlowControl::IndirectBranch => vec![],
+        _ => next.into_iter().collect(),
+    }
+}
+
+fn flag_names(bits: u32) -> String {
+    let names = [
+        (RflagsBits::OF, "OF"),
+        (RflagsBits::SF, "SF"),
+        (RflagsBits::ZF, "ZF"),
+        (RflagsBits::AF, "AF"),
+        (RflagsBits::PF, "PF"),
+        (RflagsBits::CF, "CF"),
+    ];
+    names.iter().filter(|(b, _)| bits & b != 0).map(|(_, n)| *n).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iced_x86::code_asm::*;
+
+    fn code(build: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> MachineCode {
+        let mut a = CodeAssembler::new(32).unwrap();
+        build(&mut a).unwrap();
+        MachineCode::from_bytes(a.assemble(CODE_BASE as u64).unwrap())
+    }
+
+    #[test]
+    fn defined_flags_pass() {
+        let c = code(|a| {
+            a.cmp(eax, ecx)?;
+            a.setl(al)?;
+            a.add(eax, ecx)?;
+            a.adc(edx, 0)?;
+            a.ret()
+        });
+        assert_eq!(check(&c), Ok(()));
+    }
+
+    #[test]
+    fn zf_after_imul_is_undefined() {
+        let c = code(|a| {
+            a.imul_2(eax, ecx)?;
+            a.sete(al)?;
+            a.ret()
+        });
+        let e = check(&c).unwrap_err();
+        assert_eq!(e.len(), 1);
+        assert!(e[0].contains("sete") && e[0].contains("ZF"), "{e:?}");
+    }
+
+    #[test]
+    fn flags_after_a_shift_by_cl_depend_on_the_count() {
+        let c = code(|a| {
+            a.test(eax, eax)?;
+            a.shl(edx, cl)?;
+            a.setne(al)?;
+            a.ret()
+        });
+        assert!(check(&c).unwrap_err()[0].contains("ZF"));
+        // A shift by 1 defines ZF (and OF).
+        let ok = code(|a| {
+            a.shl(edx, 1)?;
+            a.setne(al)?;
+            a.seto(al)?;
+            a.ret()
+        });
+        assert_eq!(check(&ok), Ok(()));
+    }
+
+    #[test]
+    fn flags_at_entry_and_after_calls_are_garbage() {
+        let entry = code(|a| {
+            a.setb(al)?;
+            a.ret()
+        });
+        assert!(check(&entry).is_err());
+        let after_call = code(|a| {
+            a.cmp(eax, 1)?;
+            a.call(0x0030_0000u64)?;
+            a.sete(al)?;
+            a.ret()
+        });
+        assert!(check(&after_call).is_err());
+    }
+
+    #[test]
+    fn undefined_on_one_path_is_undefined_at_the_join() {
+        // b0: test; je b2 ; b1: imul ; b2: sete  -> ZF may come from imul.
+        let c = code(|a| {
+            let mut join = a.create_label();
+            a.test(eax, eax)?;
+            a.je(join)?;
+            a.imul_2(eax, ecx)?;
+            a.set_label(&mut join)?;
+            a.sete(al)?;
+            a.ret()
+        });
+        assert!(check(&c).is_err());
+    }
+}
