@@ -8,37 +8,38 @@ use super::*;
 #[derive(clap::Args)]
 pub struct Args {
     /// The first seed.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, conflicts_with = "resume", default_value_t = 0)]
     pub seed: u64,
     /// How many consecutive seeds (of the whole campaign, before sharding). Default:
     /// 1000 when --seconds is not given either; with only --seconds, no end.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub count: Option<u64>,
     /// Stop taking new seeds after this many seconds.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub seconds: Option<u64>,
     /// The generator profile: small, default, loops, memory, ssa, or mix (a profile chosen
     /// from each seed).
-    #[arg(long, default_value = "default", value_parser = parse_profile_choice)]
+    #[arg(long, conflicts_with = "resume", default_value = "default", value_parser = parse_profile_choice)]
     pub profile: tandem_oracle::campaign::ProfileChoice,
     /// Test only shard I of N (the seeds whose offset from --seed is I modulo N).
-    #[arg(long, value_parser = tandem_oracle::campaign::Shard::parse)]
+    #[arg(long, conflicts_with = "resume", value_parser = tandem_oracle::campaign::Shard::parse)]
     pub shard: Option<tandem_oracle::campaign::Shard>,
     /// Where finding files, the state file and the journal are written (a folder that
     /// holds no campaign yet; default: a new folder `findings/campaign-SECONDS`, named
     /// after the Unix time).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub out: Option<PathBuf>,
     /// Continue the campaign in this folder (its configuration is read from its state
-    /// file; other options but --jobs, --json and --quiet are ignored).
+    /// file; only --jobs, --json and --quiet may be given with it: a campaign's seeds,
+    /// profile and bounds are its state's, and another value is refused, exit 2).
     #[arg(long)]
     pub resume: Option<PathBuf>,
     /// Do not reduce the first case of each signature.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub no_reduce: bool,
     /// The share of seeds, per mille, whose passes the Z3 validator also checks
     /// (bound 2, 300 ms per query); 0 turns it off.
-    #[arg(long, default_value_t = tandem_oracle::campaign::VERIFY_PERMILLE, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    #[arg(long, conflicts_with = "resume", default_value_t = tandem_oracle::campaign::VERIFY_PERMILLE, value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub verify_permille: u32,
     /// Write a JSON summary here (format `tandem-fuzz-summary/1`, see the README).
     #[arg(long)]
@@ -80,6 +81,8 @@ fn fuzz(
 ) -> ExitCode {
     use std::io::IsTerminal;
     use tandem_oracle::campaign;
+    // SIGINT and SIGTERM finish the seeds under way, then the summary and reports below.
+    campaign::interrupt::install();
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     if resume.is_none() {
         if let Err(e) = campaign::validate(&c) {
@@ -188,17 +191,30 @@ fn fuzz(
         let _ = writeln!(out, "{} signature(s):", groups.len());
     }
     for g in &groups {
-        let reduced = g.reduced.as_ref().map_or(String::new(), |r| format!(", reduced: {}", r.display()));
+        let left = s.findings.iter().any(|f| f.signature == g.signature && f.reduce_left);
+        let reduced = match &g.reduced {
+            Some(r) => format!(", reduced: {}", r.display()),
+            None if left => format!(", not reduced: no time left (run `tandem reduce {}`)", g.representative.path.display()),
+            None => String::new(),
+        };
         let _ = writeln!(out, "  [{}] {} finding(s), e.g. seed {}: {}{reduced}", g.signature, g.count, g.representative.seed, g.representative.path.display());
     }
     if let Some(path) = json {
-        let report = tandem_oracle::campaign::report::FuzzReport::new(state, &s, true);
+        let report = tandem_oracle::campaign::report::FuzzReport::new(state, &s, s.interrupted.is_none());
         let text = serde_json::to_string_pretty(&report).expect("a report serializes") + "\n";
         if let Err(code) = write_report(&path, &text) {
             return code;
         }
     }
-    if s.findings.is_empty() {
+    if let Some(signal) = s.interrupted {
+        let _ = writeln!(
+            out,
+            "interrupted by {}: the seeds under way were finished and the state written; `tandem fuzz --resume {}` continues",
+            campaign::interrupt::name(signal),
+            config.display()
+        );
+        ExitCode::from(campaign::interrupt::exit_status(signal))
+    } else if s.findings.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
