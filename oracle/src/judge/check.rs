@@ -46,6 +46,15 @@ fn planted() -> Option<PlantedBug> {
     *PLANTED.read().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Applies the planted bug, if any, to `f` right after pass `stage`: the validator's view
+/// of a buggy pass ([`crate::smt::validate_pipeline`]), so that tests of the reports see
+/// a real counterexample.
+pub fn apply_planted(stage: &str, f: &mut Function) {
+    if let Some(bug) = planted() {
+        bug(stage, f);
+    }
+}
+
 /// Runs `pipeline` over `g` as the pass manager does; with a planted bug, pass by pass,
 /// the bug applied after each pass and the IR verified again (a planted bug that breaks
 /// the IR is a verifier error of that pass, as a real one would be).
