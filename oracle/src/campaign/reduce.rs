@@ -618,7 +618,12 @@ pub fn reduce_until(
         }
         round += 1;
     }
-    // The expectations: the reference interpreter's outcome of each run.
+    finish(r, target, statements_before, started)
+}
+
+/// The reduced case file: the best candidate with the reference interpreter's outcome of
+/// each run as its expectation, under its problems as comments.
+fn finish(r: Reducer<'_>, target: String, statements_before: usize, started: Instant) -> Result<Reduced, ReduceError> {
     let mut case = CaseFile::new(r.best.module.clone(), r.best.runs.clone());
     let checked = check_case(&case, r.emu).map_err(|e| ReduceError::Check(e.to_string()))?;
     let actual: Vec<_> = case

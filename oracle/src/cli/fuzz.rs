@@ -158,8 +158,35 @@ fn fuzz(
         Ok(s) => s,
     };
     let state = campaign::state_config(&config).unwrap_or_else(|| c.config_record(jobs));
-    let secs = s.elapsed.as_secs_f64().max(1e-9);
     let mut out = std::io::stdout().lock();
+    print_summary(&mut out, &s, &state, jobs);
+    if let Some(path) = json {
+        let report = tandem_oracle::campaign::report::FuzzReport::new(state, &s, s.interrupted.is_none());
+        let text = serde_json::to_string_pretty(&report).expect("a report serializes") + "\n";
+        if let Err(code) = write_report(&path, &text) {
+            return code;
+        }
+    }
+    if let Some(signal) = s.interrupted {
+        let _ = writeln!(
+            out,
+            "interrupted by {}: the seeds under way were finished and the state written; `tandem fuzz --resume {}` continues",
+            campaign::interrupt::name(signal),
+            config.display()
+        );
+        ExitCode::from(campaign::interrupt::exit_status(signal))
+    } else if s.findings.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// The summary: counts and throughput, every pass counter with the share of cases in which
+/// it fired, the validator's answers, and the signatures (with a reduction left for
+/// `tandem reduce` said so).
+fn print_summary(out: &mut impl Write, s: &tandem_oracle::campaign::Summary, state: &tandem_oracle::campaign::ConfigRecord, jobs: usize) {
+    let secs = s.elapsed.as_secs_f64().max(1e-9);
     let shard = if state.shard == "0/1" { String::new() } else { format!(", shard {}", state.shard) };
     let _ = writeln!(
         out,
@@ -199,25 +226,4 @@ fn fuzz(
         };
         let _ = writeln!(out, "  [{}] {} finding(s), e.g. seed {}: {}{reduced}", g.signature, g.count, g.representative.seed, g.representative.path.display());
     }
-    if let Some(path) = json {
-        let report = tandem_oracle::campaign::report::FuzzReport::new(state, &s, s.interrupted.is_none());
-        let text = serde_json::to_string_pretty(&report).expect("a report serializes") + "\n";
-        if let Err(code) = write_report(&path, &text) {
-            return code;
-        }
-    }
-    if let Some(signal) = s.interrupted {
-        let _ = writeln!(
-            out,
-            "interrupted by {}: the seeds under way were finished and the state written; `tandem fuzz --resume {}` continues",
-            campaign::interrupt::name(signal),
-            config.display()
-        );
-        ExitCode::from(campaign::interrupt::exit_status(signal))
-    } else if s.findings.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
 }
-
