@@ -19,7 +19,8 @@ use std::path::PathBuf;
 ///   detail.
 /// * the kind is how the run first went wrong: an outcome that differs (`wrong outcome`,
 ///   whichever of return value, trace, heap or callframe a program happens to expose first),
-///   or a failure of its own (`emulator fault`, `emulator timeout`, `calling convention`,
+///   or a failure of its own (`trap rule`: `ssapre` inserted a trapping computation the
+///   input does not anticipate; `emulator fault`, `emulator timeout`, `calling convention`,
 ///   `verifier error`, `pass failure`, `backend checker error`, `encoder disagreement`).
 ///   A validator counterexample is a replayed outcome difference of its pass:
 ///   `pass P: wrong outcome`, the same root cause the differential check names.
@@ -37,7 +38,11 @@ fn raw_signature(p: &Problem) -> String {
     let backticked = |l: &str| l.split('`').nth(1).map(str::to_string);
     let guilty = if p.stage.starts_with("IR pass") {
         let on_hir = if p.stage.ends_with("on HIR") { " on HIR" } else { "" };
-        match text.iter().find(|l| l.contains("after pass `")).and_then(|l| backticked(l.split("after pass").nth(1)?)) {
+        // "outcome changed after pass `P`", or the anticipability checker's "pass `P` broke
+        // the trap rule".
+        let named = text.iter().find(|l| l.contains("after pass `")).and_then(|l| backticked(l.split("after pass").nth(1)?));
+        let named = named.or_else(|| text.iter().find(|l| l.starts_with("pass `")).and_then(|l| backticked(l)));
+        match named {
             Some(pass) => format!("pass {pass}{on_hir}"),
             None => p.stage.clone(),
         }
@@ -46,6 +51,8 @@ fn raw_signature(p: &Problem) -> String {
     };
     let kind = if text.iter().any(|l| l.contains("fails verification")) {
         "verifier error"
+    } else if text.iter().any(|l| l.contains("broke the trap rule")) {
+        "trap rule"
     } else if text.iter().any(|l| l.contains("encoder disagreement")) {
         "encoder disagreement"
     } else if text.iter().any(|l| l.contains("counterexample")) {
@@ -153,6 +160,10 @@ mod tests {
             (problem("IR pass cprop on HIR", &["outcome changed after pass `cprop`", "  trace event 0: expected @log(1), got nothing"]), "pass cprop: wrong outcome"),
             (problem("IR passes", &["outcome changed after pass `ssa`", "  expected return 1, got invalid fuel_exhausted"]), "pass ssa: wrong outcome"),
             (problem("x86", &["callframe slot 1: expected 5, got 6"]), "x86: wrong outcome"),
+            (
+                problem("IR passes", &["pass `ssapre` broke the trap rule of insertions", "  inserted `%p = udiv(1, %d)` in b2: its operands are not values of the input function"]),
+                "pass ssapre: trap rule",
+            ),
             (problem("x86", &["fault: unmapped read at pc 0x00400010\n  registers: eax=0\n  0x00400010 mov eax,[eax]"]), "x86: emulator fault"),
             (problem("x86", &["timeout: more than 100 instructions\n  registers: eax=0"]), "x86: emulator timeout"),
             (problem("x86", &["callee-saved ebx clobbered: expected 0x00000001, found 0x00000002"]), "x86: calling convention"),

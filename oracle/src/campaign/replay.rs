@@ -105,10 +105,12 @@ impl FileReport {
     }
 }
 
-/// The validator's effort in corpus replay: small, so that `tandem run corpus/` stays fast
-/// (`tandem run --verify-bound K` changes the bound).
+/// The validator's effort in corpus replay: small, so that `tandem run` on a large corpus
+/// stays fast (`--verify-bound K` and `--verify-timeout-ms T` change it). With 1000 ms per
+/// query, 100 generated files took 710 s on a loaded machine (the proofs, not only the
+/// timeouts); see the note on issue 18 for the figures at 100 ms.
 pub fn replay_smt_options() -> crate::smt::Options {
-    crate::smt::Options { bound: 1, timeout_ms: 1000, max_nodes: 20_000 }
+    crate::smt::Options { bound: 1, timeout_ms: 100, max_nodes: 20_000 }
 }
 
 /// How files are replayed.

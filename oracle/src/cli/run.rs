@@ -31,12 +31,19 @@ pub struct Args {
     /// Back-edge traversals the validator's bounded check unrolls (default 1).
     #[arg(long)]
     pub verify_bound: Option<u32>,
+    /// The validator's time limit per query, in milliseconds (default 100; an answer that
+    /// runs out of it is `unknown (timeout)`, listed and counted, never a pass).
+    #[arg(long, conflicts_with = "no_verify")]
+    pub verify_timeout_ms: Option<u32>,
 }
 
 pub fn main(a: Args) -> ExitCode {
     let mut smt = replay::replay_smt_options();
     if let Some(k) = a.verify_bound {
         smt.bound = k;
+    }
+    if let Some(t) = a.verify_timeout_ms {
+        smt.timeout_ms = t;
     }
     let options = ReplayOptions { bless: a.bless, verify: (!a.no_verify).then_some(smt) };
     run(&a.paths, &options, a.verbose, a.junit, a.json)
