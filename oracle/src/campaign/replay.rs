@@ -105,12 +105,14 @@ impl FileReport {
     }
 }
 
-/// The validator's effort in corpus replay: small, so that `tandem run` on a large corpus
-/// stays fast (`--verify-bound K` and `--verify-timeout-ms T` change it). With 1000 ms per
-/// query, 100 generated files took 710 s on a loaded machine (the proofs, not only the
-/// timeouts); see the note on issue 18 for the figures at 100 ms.
+/// The validator's effort in corpus replay (`--verify-bound K` and `--verify-timeout-ms T`
+/// change it). It is cheap for the hand-written corpus (54 files in about 10 s) but not
+/// for large generated ones: 100 generated files took 710 s on a loaded machine, against
+/// 20 s without the validator, and a shorter solver timeout did not help, since most of a
+/// query's time is spent outside the solver's time limit (see the note on issue 18);
+/// `--no-verify` is the choice for a large corpus until that is fixed.
 pub fn replay_smt_options() -> crate::smt::Options {
-    crate::smt::Options { bound: 1, timeout_ms: 100, max_nodes: 20_000 }
+    crate::smt::Options { bound: 1, timeout_ms: 1000, max_nodes: 20_000 }
 }
 
 /// How files are replayed.

@@ -31,7 +31,7 @@ pub struct Args {
     /// Back-edge traversals the validator's bounded check unrolls (default 1).
     #[arg(long)]
     pub verify_bound: Option<u32>,
-    /// The validator's time limit per query, in milliseconds (default 100; an answer that
+    /// The validator's time limit per query, in milliseconds (default 1000; an answer that
     /// runs out of it is `unknown (timeout)`, listed and counted, never a pass).
     #[arg(long, conflicts_with = "no_verify")]
     pub verify_timeout_ms: Option<u32>,
