@@ -237,6 +237,23 @@ fn console_json_and_junit_agree_for_every_kind_of_problem() {
     assert_reports_agree("encoder disagreement", &replayed, false, Want { passed: 1, failed: 0, limited: 0, bad_input: 0, validator_failed: 1, not_proved: 0, exit: 1 });
     let j: serde_json::Value = serde_json::to_value(report::run_json(&replayed, false)).unwrap();
     assert_eq!(j["answers"][0]["signature"], "z3 pass cprop: encoder disagreement");
+    // `tandem reduce --signature` takes every signature a report or finding file prints,
+    // in today's or an older spelling, the first problem's or a later stage's.
+    check::plant_bug(Some(dce_flips_returns));
+    let case = tandem_oracle::cases::casefile::CaseFile::parse(ONE_RUN).unwrap();
+    let mut emu = Emulator::new().unwrap();
+    for (given, kept) in [
+        ("pass dce: end", "pass dce: wrong outcome"),
+        ("pass dce: wrong outcome", "pass dce: wrong outcome"),
+        ("x86 after ssa,memopt,ssapre,dce,ssa-destroy,cprop: end", "x86: wrong outcome"),
+        ("z3 pass dce: validator counterexample", "pass dce: wrong outcome"),
+    ] {
+        let r = tandem_oracle::campaign::reduce::reduce(&case, Some(given), &mut emu, &mut |_| {});
+        assert_eq!(r.map(|r| r.signature).map_err(|e| e.to_string()), Ok(kept.to_string()), "{given}");
+    }
+    let refused = tandem_oracle::campaign::reduce::reduce(&case, Some("pass cprop: heap"), &mut emu, &mut |_| {});
+    assert!(refused.is_err_and(|e| e.to_string().contains("its runs fail with: pass dce: wrong outcome")));
+    check::plant_bug(None);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
