@@ -67,7 +67,7 @@ fn replay_fails(path: &std::path::Path, emu: &mut Emulator) -> Vec<String> {
 fn planted_bugs_are_found_grouped_reduced_and_replayed() {
     let mut emu = Emulator::new().unwrap();
     let kinds: [(PlantedBug, &str, &str); 3] = [
-        (dce_flips_returns, "difference", "pass dce: end"),
+        (dce_flips_returns, "difference", "pass dce: wrong outcome"),
         (ssa_destroy_leaves_a_phi, "verifier", "pass ssa-destroy: verifier error"),
         (backend_stores_to_null, "fault", "x86: emulator fault"),
     ];

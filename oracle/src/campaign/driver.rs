@@ -289,6 +289,9 @@ pub struct Summary {
     /// least a second and at least 0.5% of the elapsed time after the one before, so that
     /// a day-long campaign keeps about 1,500 of them (`index.html` draws them).
     pub samples: Vec<(f64, u64)>,
+    /// The signal that interrupted this session ([`super::interrupt`]), if one did: the
+    /// campaign is not complete and `--resume` continues it.
+    pub interrupted: Option<i32>,
 }
 
 impl Summary {
@@ -611,6 +614,7 @@ pub fn resume(dir: &Path, jobs: usize, progress: impl FnMut(&Summary)) -> Result
         validator: state.validator,
         samples: state.samples,
         infidelities: state.infidelities,
+        interrupted: None,
     };
     let mut done = Completed { watermark: state.watermark, above: state.done_above.into_iter().collect() };
     let mut elapsed = state.elapsed_seconds;
@@ -733,7 +737,7 @@ impl Session {
                         }
                     };
                     loop {
-                        if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+                        if stop.load(Ordering::Relaxed) || time_is_up(deadline) {
                             break;
                         }
                         let (pos, seed) = {
@@ -752,7 +756,7 @@ impl Session {
                         };
                         let profile = c.profile.for_seed(seed);
                         let verify = verified_seed(seed, c.verify_permille);
-                        if tx.send(check_seed(pos, seed, profile, verify, &mut emu)).is_err() {
+                        if tx.send(check_seed(pos, seed, profile, verify.then_some(deadline), &mut emu)).is_err() {
                             break;
                         }
                     }
@@ -760,7 +764,7 @@ impl Session {
             }
             drop(tx);
             for outcome in rx {
-                let recorded = outcome.and_then(|o| self.record(o, started, &mut journal));
+                let recorded = outcome.and_then(|o| self.record(o, started, deadline, &mut journal));
                 if let Err(e) = recorded {
                     stop.store(true, Ordering::Relaxed);
                     return Err(e);
@@ -777,12 +781,14 @@ impl Session {
             self.summary.samples.push(end);
         }
         self.summary.sort_stats();
-        self.save_state(true)?;
+        // An interrupted campaign is not finished: `--resume` continues it.
+        self.summary.interrupted = super::interrupt::requested();
+        self.save_state(self.summary.interrupted.is_none())?;
         Ok(self.summary)
     }
 
     /// Writes a seed's finding files, then its journal line, then adds it to the summary.
-    fn record(&mut self, mut o: SeedOutcome, started: Instant, journal: &mut std::fs::File) -> Result<(), CampaignError> {
+    fn record(&mut self, mut o: SeedOutcome, started: Instant, deadline: Option<Instant>, journal: &mut std::fs::File) -> Result<(), CampaignError> {
         // The validator's findings first: each is a case file of its own with the model's
         // inputs as its run, which `tandem run` replays; the seed's finding names it.
         for (f, pass, answer) in &o.validator_findings {
@@ -799,7 +805,7 @@ impl Session {
             let path = write_finding(&self.c.out_dir, o.seed, o.profile, &o.problems)?;
             let sig = signature(first);
             let new = !self.summary.findings.iter().any(|f| f.signature == sig);
-            let reduced = if new && self.c.reduce { reduce_finding(&path, &sig, self.c.x86)? } else { None };
+            let (reduced, reduce_left) = if new && self.c.reduce { reduce_finding(&path, &sig, self.c.x86, deadline)? } else { (None, false) };
             finding = Some(Finding {
                 seed: o.seed,
                 profile: o.profile.name().to_string(),
@@ -808,6 +814,7 @@ impl Session {
                 message: first.lines.first().and_then(|l| l.lines().next()).unwrap_or("").trim().to_string(),
                 path,
                 reduced,
+                reduce_left,
             });
         }
         let infidelity = match o.infidelities.is_empty() {
@@ -858,18 +865,52 @@ impl Session {
     }
 }
 
+/// Whether the time bound has passed or an interrupt asks the campaign to stop.
+fn time_is_up(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| Instant::now() >= d) || super::interrupt::requested().is_some()
+}
+
 /// Reduces the finding at `path` (of signature `sig`) and writes the reduced case beside
-/// it as `NAME.reduced.tir`; `None` when the reducer could not reproduce the signature.
-fn reduce_finding(path: &Path, sig: &str, x86: Option<X86Mode>) -> Result<Option<PathBuf>, CampaignError> {
+/// it as `NAME.reduced.tir`: the path, or `None` when the reducer could not reproduce the
+/// signature; and whether the reduction was abandoned because the time bound passed or
+/// the campaign was interrupted (it is left for `tandem reduce`).
+fn reduce_finding(path: &Path, sig: &str, x86: Option<X86Mode>, deadline: Option<Instant>) -> Result<(Option<PathBuf>, bool), CampaignError> {
+    use crate::campaign::reduce::{reduce_until, ReduceError};
     let case = match crate::campaign::replay::load(path) {
         Ok(c) => c,
-        Err(_) => return Ok(None),
+        Err(_) => return Ok((None, false)),
     };
+    if time_is_up(deadline) {
+        return Ok((None, true));
+    }
     let mut emu = X86::new(x86).map_err(|e| CampaignError::Check { seed: 0, error: CheckError::Emulator(e) })?;
-    let Ok(r) = crate::campaign::reduce::reduce(&case, Some(sig), &mut emu, &mut |_| {}) else { return Ok(None) };
-    let out = path.with_extension("reduced.tir");
-    write_atomic(&out, r.text.as_bytes())?;
-    Ok(Some(out))
+    match reduce_until(&case, Some(sig), &|| time_is_up(deadline), &mut emu, &mut |_| {}) {
+        Ok(r) => {
+            let out = path.with_extension("reduced.tir");
+            write_atomic(&out, r.text.as_bytes())?;
+            Ok((Some(out), false))
+        }
+        Err(ReduceError::OutOfTime) => Ok((None, true)),
+        Err(_) => Ok((None, false)),
+    }
+}
+
+/// The validator's options for a query that must end by `deadline`: its timeout is
+/// [`VALIDATOR_OPTIONS`]'s or the time left, whichever is shorter; `None` when no time is
+/// left (the seed's passes are then not validated, which the summary's counts show).
+fn validator_options_until(deadline: Option<Instant>) -> Option<crate::smt::Options> {
+    let mut o = VALIDATOR_OPTIONS;
+    if super::interrupt::requested().is_some() {
+        return None;
+    }
+    if let Some(d) = deadline {
+        let left = d.saturating_duration_since(Instant::now()).as_millis();
+        if left == 0 {
+            return None;
+        }
+        o.timeout_ms = o.timeout_ms.min(left.min(u32::MAX as u128) as u32);
+    }
+    Some(o)
 }
 
 /// What checking one seed found.
@@ -891,9 +932,11 @@ struct SeedOutcome {
     infidelities: Vec<(u32, String, Infidelity)>,
 }
 
-/// Generates the case of `seed` and checks every run through every stage; with `verify`,
-/// the validator also checks every pass of the check pipeline on each function.
-fn check_seed(pos: u64, seed: u64, profile: Profile, verify: bool, emu: &mut X86) -> Result<SeedOutcome, CampaignError> {
+/// Generates the case of `seed` and checks every run through every stage; with `verify`
+/// (the campaign's deadline, if any), the validator also checks every pass of the check
+/// pipeline on each function, each query bounded by the time left. The validator's
+/// problems come after the runs' (the differential check names the first guilty stage).
+fn check_seed(pos: u64, seed: u64, profile: Profile, verify: Option<Option<Instant>>, emu: &mut X86) -> Result<SeedOutcome, CampaignError> {
     let g = gen::generate(seed, &profile.config());
     let checked = check_case(&g.case, emu).map_err(|e| CampaignError::Case { seed, error: e })?;
     let mut o = SeedOutcome {
@@ -910,12 +953,26 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: bool, emu: &mut X86
         validator_findings: vec![],
         infidelities: vec![],
     };
-    if verify {
+    for (r, c) in g.case.runs.iter().zip(checked) {
+        o.runs += 1;
+        o.infidelities.extend(c.infidelities.into_iter().map(|(stage, i)| (r.line, stage, i)));
+        if o.pass_stats.is_empty() {
+            o.pass_stats = c.pass_stats;
+        }
+        match &c.reference {
+            Err(_) => o.invalid += 1,
+            Ok(_) if c.problems.is_empty() && !c.limits.is_empty() => o.limited += 1,
+            Ok(_) if c.problems.is_empty() => o.agreed += 1,
+            Ok(_) => o.problems.extend(c.problems.into_iter().map(|p| (r.line, p))),
+        }
+    }
+    if let Some(deadline) = verify {
         for f in &g.case.module.functions {
             let Some(pipeline) = crate::judge::passcheck::replay_pipeline(f) else { continue };
+            let Some(opts) = validator_options_until(deadline) else { break };
             // A pipeline that fails is the per-pass check's finding, not the validator's.
             // A pass that panics is the stage checks' finding too.
-            let Ok(Ok(answers)) = crate::judge::check::caught(|| crate::smt::validate_pipeline(f, &pipeline, &VALIDATOR_OPTIONS)) else { continue };
+            let Ok(Ok(answers)) = crate::judge::check::caught(|| crate::smt::validate_pipeline(f, &pipeline, &opts)) else { continue };
             for (pass, answer, time) in answers {
                 o.validator.push(ValidatorAnswer { pass: pass.clone(), kind: answer.kind().to_string(), micros: time.as_micros() as u64 });
                 if matches!(answer, crate::smt::Answer::Counterexample(_) | crate::smt::Answer::EncoderDisagreement(_)) {
@@ -931,19 +988,6 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: bool, emu: &mut X86
                     o.validator_findings.push((f.clone(), pass, answer));
                 }
             }
-        }
-    }
-    for (r, c) in g.case.runs.iter().zip(checked) {
-        o.runs += 1;
-        o.infidelities.extend(c.infidelities.into_iter().map(|(stage, i)| (r.line, stage, i)));
-        if o.pass_stats.is_empty() {
-            o.pass_stats = c.pass_stats;
-        }
-        match &c.reference {
-            Err(_) => o.invalid += 1,
-            Ok(_) if c.problems.is_empty() && !c.limits.is_empty() => o.limited += 1,
-            Ok(_) if c.problems.is_empty() => o.agreed += 1,
-            Ok(_) => o.problems.extend(c.problems.into_iter().map(|p| (r.line, p))),
         }
     }
     Ok(o)

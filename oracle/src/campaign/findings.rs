@@ -7,17 +7,42 @@ use crate::judge::check::Problem;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// The signature of a problem: the guilty stage (naming the pass when the IR passes are
-/// guilty) and the kind of difference, e.g. `pass cprop: heap`, `x86: end`,
-/// `x86 after ssa,dce,ssa-destroy,cprop: emulator fault`. Findings with the same
-/// signature are most likely the same bug.
+/// The signature of a problem: the name of its likely root cause, so that one bug gives
+/// one signature however the programs that show it differ. It is the guilty component and
+/// the kind of failure, e.g. `pass cprop: wrong outcome`, `x86: emulator fault`,
+/// `pass ssa-destroy: verifier error`:
+///
+/// * the guilty component is the first stage that disagrees: the pass that changed the
+///   outcome (`pass cprop` whether the pipeline or `cprop` alone on HIR showed it: one
+///   pass, one bug), or `x86` for the backend (alone or on optimized IR: when the IR
+///   passes all agree, the backend is guilty either way). The problem's stage keeps the
+///   detail.
+/// * the kind is how the run first went wrong: an outcome that differs (`wrong outcome`,
+///   whichever of return value, trace, heap or callframe a program happens to expose first),
+///   or a failure of its own (`trap rule`: `ssapre` inserted a trapping computation the
+///   input does not anticipate; `emulator fault`, `emulator timeout`, `calling convention`,
+///   `verifier error`, `pass failure`, `backend checker error`, `encoder disagreement`).
+///   A validator counterexample is a replayed outcome difference of its pass:
+///   `pass P: wrong outcome`, the same root cause the differential check names.
+///
+/// Older spellings (`pass cprop on HIR: heap`, `x86 after ...: end`, `z3 pass P:
+/// validator counterexample`) are read by [`normalize_signature`].
 pub fn signature(p: &Problem) -> String {
+    normalize_signature(&raw_signature(p))
+}
+
+/// The stage and the first kind of difference as the problem states them.
+fn raw_signature(p: &Problem) -> String {
     let text: Vec<&str> = p.lines.iter().flat_map(|l| l.lines()).map(str::trim_start).collect();
     let first = text.first().copied().unwrap_or("");
     let backticked = |l: &str| l.split('`').nth(1).map(str::to_string);
     let guilty = if p.stage.starts_with("IR pass") {
         let on_hir = if p.stage.ends_with("on HIR") { " on HIR" } else { "" };
-        match text.iter().find(|l| l.contains("after pass `")).and_then(|l| backticked(l.split("after pass").nth(1)?)) {
+        // "outcome changed after pass `P`", or the anticipability checker's "pass `P` broke
+        // the trap rule".
+        let named = text.iter().find(|l| l.contains("after pass `")).and_then(|l| backticked(l.split("after pass").nth(1)?));
+        let named = named.or_else(|| text.iter().find(|l| l.starts_with("pass `")).and_then(|l| backticked(l)));
+        match named {
             Some(pass) => format!("pass {pass}{on_hir}"),
             None => p.stage.clone(),
         }
@@ -26,6 +51,8 @@ pub fn signature(p: &Problem) -> String {
     };
     let kind = if text.iter().any(|l| l.contains("fails verification")) {
         "verifier error"
+    } else if text.iter().any(|l| l.contains("broke the trap rule")) {
+        "trap rule"
     } else if text.iter().any(|l| l.contains("encoder disagreement")) {
         "encoder disagreement"
     } else if text.iter().any(|l| l.contains("counterexample")) {
@@ -41,20 +68,33 @@ pub fn signature(p: &Problem) -> String {
     } else if ["callee-saved", "esp wrong", "direction flag", "wrote callframe byte"].iter().any(|k| first.starts_with(k)) {
         "calling convention"
     } else {
-        // A difference of outcomes: the first line names the first part that differs.
-        let diff = text.iter().find(|l| !l.starts_with("outcome changed")).copied().unwrap_or("");
-        if diff.starts_with("end") || diff.starts_with("expected") {
-            "end"
-        } else if diff.starts_with("trace") {
-            "trace"
-        } else if diff.starts_with("heap") {
-            "heap"
-        } else if diff.starts_with("callframe") {
-            "callframe"
-        } else {
-            "other"
-        }
+        "wrong outcome"
     };
+    format!("{guilty}: {kind}")
+}
+
+/// The kinds of outcome difference older signatures named one by one.
+const OUTCOME_KINDS: [&str; 6] = ["end", "trace", "heap", "callframe", "other", "wrong outcome"];
+
+/// The signature `s` names, in today's spelling: the one [`signature`] gives. Any
+/// signature a report or a finding file has printed is accepted; text that is not a
+/// signature comes back trimmed and unchanged.
+pub fn normalize_signature(s: &str) -> String {
+    let s = s.trim();
+    let Some((stage, kind)) = s.rsplit_once(": ") else { return s.to_string() };
+    let (stage, kind) = (stage.trim(), kind.trim());
+    let mut guilty = stage.to_string();
+    let mut kind = if OUTCOME_KINDS.contains(&kind) { "wrong outcome".to_string() } else { kind.to_string() };
+    if let Some(pass) = stage.strip_prefix("z3 pass ") {
+        if kind == "validator counterexample" {
+            guilty = format!("pass {pass}");
+            kind = "wrong outcome".into();
+        }
+    } else if let Some(pass) = stage.strip_prefix("pass ") {
+        guilty = format!("pass {}", pass.strip_suffix(" on HIR").unwrap_or(pass));
+    } else if stage == "x86" || stage.starts_with("x86 after ") {
+        guilty = "x86".into();
+    }
     format!("{guilty}: {kind}")
 }
 
@@ -63,7 +103,7 @@ pub fn signature(p: &Problem) -> String {
 pub struct Finding {
     pub seed: u64,
     pub profile: String,
-    /// The signature of its first problem.
+    /// The signature of its first problem ([`signature`]).
     pub signature: String,
     /// The stage of its first problem.
     pub stage: String,
@@ -73,6 +113,10 @@ pub struct Finding {
     pub path: PathBuf,
     /// The reduced case, for the first finding of a signature.
     pub reduced: Option<PathBuf>,
+    /// Whether its reduction was abandoned because the campaign's time was up or it was
+    /// interrupted: `tandem reduce` does it (the summary says so).
+    #[serde(default)]
+    pub reduce_left: bool,
 }
 
 /// The findings of one signature.
@@ -111,11 +155,15 @@ mod tests {
     #[test]
     fn signatures_name_the_guilty_stage_and_the_kind() {
         let cases = [
-            (problem("IR passes", &["outcome changed after pass `cprop`", "  heap 0x100000..0x100001: expected 01, got 02"]), "pass cprop: heap"),
-            (problem("IR passes", &["outcome changed after pass `dce`", "  end: expected return 1, got return 2"]), "pass dce: end"),
-            (problem("IR pass cprop on HIR", &["outcome changed after pass `cprop`", "  trace event 0: expected @log(1), got nothing"]), "pass cprop on HIR: trace"),
-            (problem("IR passes", &["outcome changed after pass `ssa`", "  expected return 1, got invalid fuel_exhausted"]), "pass ssa: end"),
-            (problem("x86", &["callframe slot 1: expected 5, got 6"]), "x86: callframe"),
+            (problem("IR passes", &["outcome changed after pass `cprop`", "  heap 0x100000..0x100001: expected 01, got 02"]), "pass cprop: wrong outcome"),
+            (problem("IR passes", &["outcome changed after pass `dce`", "  end: expected return 1, got return 2"]), "pass dce: wrong outcome"),
+            (problem("IR pass cprop on HIR", &["outcome changed after pass `cprop`", "  trace event 0: expected @log(1), got nothing"]), "pass cprop: wrong outcome"),
+            (problem("IR passes", &["outcome changed after pass `ssa`", "  expected return 1, got invalid fuel_exhausted"]), "pass ssa: wrong outcome"),
+            (problem("x86", &["callframe slot 1: expected 5, got 6"]), "x86: wrong outcome"),
+            (
+                problem("IR passes", &["pass `ssapre` broke the trap rule of insertions", "  inserted `%p = udiv(1, %d)` in b2: its operands are not values of the input function"]),
+                "pass ssapre: trap rule",
+            ),
             (problem("x86", &["fault: unmapped read at pc 0x00400010\n  registers: eax=0\n  0x00400010 mov eax,[eax]"]), "x86: emulator fault"),
             (problem("x86", &["timeout: more than 100 instructions\n  registers: eax=0"]), "x86: emulator timeout"),
             (problem("x86", &["callee-saved ebx clobbered: expected 0x00000001, found 0x00000002"]), "x86: calling convention"),
@@ -123,12 +171,35 @@ mod tests {
                 problem("IR passes", &["per-pass check: after pass `ssa-destroy`, function %f fails verification:\n  b0: bad\n  b1: worse"]),
                 "pass ssa-destroy: verifier error",
             ),
-            (problem("x86 after ssa,dce,ssa-destroy,cprop", &["the backend failed: register allocation checker: v3 not live"]), "x86 after ssa,dce,ssa-destroy,cprop: backend checker error"),
-            (problem("x86 after ssa,dce", &["the IR passes failed: function %f is not in HIR form"]), "x86 after ssa,dce: pass failure"),
+            (problem("x86 after ssa,dce,ssa-destroy,cprop", &["the backend failed: register allocation checker: v3 not live"]), "x86: backend checker error"),
+            (problem("x86 after ssa,dce", &["the IR passes failed: function %f is not in HIR form"]), "x86: pass failure"),
         ];
         for (p, want) in cases {
             assert_eq!(signature(&p), want, "{p:?}");
         }
+    }
+
+    /// One root cause, one signature: the stage and the field a program happens to expose
+    /// first do not split it, and every spelling a report or finding file printed before
+    /// names the same signature.
+    #[test]
+    fn old_spellings_name_todays_signature() {
+        let cases = [
+            ("pass cprop on HIR: heap", "pass cprop: wrong outcome"),
+            ("pass cprop: end", "pass cprop: wrong outcome"),
+            ("  pass cprop: callframe ", "pass cprop: wrong outcome"),
+            ("x86 after ssa,memopt,ssapre,dce,ssa-destroy,cprop: end", "x86: wrong outcome"),
+            ("x86 after ssa,dce: emulator fault", "x86: emulator fault"),
+            ("z3 pass ssapre: validator counterexample", "pass ssapre: wrong outcome"),
+            ("z3 pass ssapre: encoder disagreement", "z3 pass ssapre: encoder disagreement"),
+            ("pass ssa-destroy: verifier error", "pass ssa-destroy: verifier error"),
+            ("x86: calling convention", "x86: calling convention"),
+        ];
+        for (old, want) in cases {
+            assert_eq!(normalize_signature(old), want, "{old}");
+        }
+        let validator = problem("z3 pass cprop", &["validator counterexample on %f: counterexample: args (1)\n  end: expected return 1, got return 2"]);
+        assert_eq!(signature(&validator), "pass cprop: wrong outcome");
     }
 
     /// Every line of a multi-line message (a verifier error, an emulator fault with its

@@ -4,7 +4,9 @@
 //! A *candidate* is a smaller case made by one transformation. It is kept when it is
 //! **valid** (it prints and parses back, verifies, every run's inputs fit its function and
 //! every run's reference outcome is valid: in bounds, within fuel) and **interesting**:
-//! some run's first problem has the same [`signature`] as the original's. The
+//! some run's first problem has the same [`signature`] as the original's (with an
+//! explicit `--signature`, any problem of a run: every signature a report prints names
+//! one, in any spelling [`normalize_signature`] reads). The
 //! transformations, tried in rounds until a whole round changes nothing:
 //!
 //! 1. runs: keep a single run; functions no run calls; helper declarations;
@@ -20,10 +22,12 @@
 //! 6. inputs: arguments and callframe inputs toward 0 and 1, heap rows dropped.
 //!
 //! Every step is deterministic (no clock, no randomness), so the same case reduces to the
-//! same result on every machine. The reduced case's expectations are the reference
+//! same result on every machine; a campaign may give it a deadline ([`reduce_until`]: the
+//! time left, or an interrupt), and a reduction that does not finish by then is abandoned,
+//! never cut short into another result. The reduced case's expectations are the reference
 //! interpreter's outcome, so `tandem run` replays it and reports the disagreement.
 
-use super::findings::{problem_comments, signature};
+use super::findings::{normalize_signature, problem_comments, signature};
 use crate::cases::casefile::{CaseFile, Run};
 use crate::judge::check::{check_case, Problem};
 use crate::exec::x86::X86Runner;
@@ -57,12 +61,15 @@ pub enum ReduceError {
     NotFailing(String),
     /// The original case cannot be checked at all.
     Check(String),
+    /// The deadline passed before the reduction finished (`tandem reduce` has none).
+    OutOfTime,
 }
 
 impl std::fmt::Display for ReduceError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ReduceError::NotFailing(m) | ReduceError::Check(m) => f.write_str(m),
+            ReduceError::OutOfTime => f.write_str("the time left was not enough to reduce the case"),
         }
     }
 }
@@ -92,6 +99,13 @@ struct Reducer<'a> {
     problems: Vec<Problem>,
     candidates: u64,
     accepted: u64,
+    /// Whether any problem of a run may show the target (an explicit signature), not
+    /// only its first.
+    any_problem: bool,
+    /// Whether to give up (asked before each candidate); once it says so, every
+    /// candidate is rejected and `out_of_time` set.
+    give_up: &'a dyn Fn() -> bool,
+    out_of_time: bool,
 }
 
 impl Reducer<'_> {
@@ -99,6 +113,10 @@ impl Reducer<'_> {
     /// and returns it with its first failing run's problems when it is valid and shows
     /// the target signature.
     fn test(&mut self, c: &Cand) -> Option<(Cand, Vec<Problem>)> {
+        if self.out_of_time || (self.give_up)() {
+            self.out_of_time = true;
+            return None;
+        }
         self.candidates += 1;
         let text = CaseFile::new(c.module.clone(), c.runs.clone()).print();
         let case = CaseFile::parse(&text).ok()?;
@@ -110,7 +128,8 @@ impl Reducer<'_> {
         if checked.iter().any(|c| c.reference.is_err()) {
             return None;
         }
-        let hit = checked.into_iter().find(|c| c.problems.first().is_some_and(|p| signature(p) == self.target))?;
+        let shows = |p: &Problem| signature(p) == self.target;
+        let hit = checked.into_iter().find(|c| if self.any_problem { c.problems.iter().any(shows) } else { c.problems.first().is_some_and(shows) })?;
         Some((Cand { module: case.module, runs: case.runs }, hit.problems))
     }
 
@@ -536,24 +555,46 @@ pub fn reduce(
     emu: &mut dyn X86Runner,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Reduced, ReduceError> {
+    reduce_until(case, target, &|| false, emu, progress)
+}
+
+/// [`reduce`], abandoned with [`ReduceError::OutOfTime`] as soon as `give_up` says so (a
+/// campaign's time is up, or it was interrupted).
+pub fn reduce_until(
+    case: &CaseFile,
+    target: Option<&str>,
+    give_up: &dyn Fn() -> bool,
+    emu: &mut dyn X86Runner,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Reduced, ReduceError> {
     let started = Instant::now();
     let checked = check_case(case, emu).map_err(|e| ReduceError::Check(e.to_string()))?;
-    let firsts: Vec<String> = checked.iter().filter_map(|c| c.problems.first().map(signature)).collect();
-    let target = match target {
-        Some(t) if firsts.iter().any(|s| s == t) => t.to_string(),
-        Some(t) => return Err(ReduceError::NotFailing(format!("no run of the case fails with signature `{t}`"))),
-        None => firsts.first().cloned().ok_or_else(|| ReduceError::NotFailing("no run of the case fails".into()))?,
-    };
+    let target = pick_target(&checked, target)?;
+    let any_problem = target.1;
+    let target = target.0;
     let runs: Vec<Run> = case.runs.iter().map(|r| Run { expect: None, ..r.clone() }).collect();
     let start = Cand { module: case.module.clone(), runs };
     let statements_before = statement_count(&start.module);
-    let mut r = Reducer { target: target.clone(), emu, best: start.clone(), problems: vec![], candidates: 0, accepted: 0 };
+    let mut r = Reducer {
+        target: target.clone(),
+        emu,
+        best: start.clone(),
+        problems: vec![],
+        candidates: 0,
+        accepted: 0,
+        any_problem,
+        give_up,
+        out_of_time: false,
+    };
     // The original itself, normalized: the runs that are invalid are dropped first.
     if r.test(&start).is_none() {
         let mut c = start.clone();
         let valid: Vec<bool> = checked.iter().map(|c| c.reference.is_ok()).collect();
         c.runs = c.runs.into_iter().zip(valid).filter(|(_, v)| *v).map(|(r, _)| r).collect();
         if !r.try_keep(c) {
+            if r.out_of_time {
+                return Err(ReduceError::OutOfTime);
+            }
             return Err(ReduceError::NotFailing(format!("the case does not fail with `{target}` once printed back")));
         }
     } else {
@@ -569,12 +610,20 @@ pub fn reduce(
             r.accepted,
             started.elapsed().as_secs_f64()
         ));
+        if r.out_of_time {
+            return Err(ReduceError::OutOfTime);
+        }
         if !changed {
             break;
         }
         round += 1;
     }
-    // The expectations: the reference interpreter's outcome of each run.
+    finish(r, target, statements_before, started)
+}
+
+/// The reduced case file: the best candidate with the reference interpreter's outcome of
+/// each run as its expectation, under its problems as comments.
+fn finish(r: Reducer<'_>, target: String, statements_before: usize, started: Instant) -> Result<Reduced, ReduceError> {
     let mut case = CaseFile::new(r.best.module.clone(), r.best.runs.clone());
     let checked = check_case(&case, r.emu).map_err(|e| ReduceError::Check(e.to_string()))?;
     let actual: Vec<_> = case
@@ -601,4 +650,28 @@ pub fn reduce(
         accepted: r.accepted,
         elapsed: started.elapsed(),
     })
+}
+
+/// The signature to keep and whether any problem of a run may show it: the first problem's
+/// signature by default; a requested one (in any spelling a report printed) when some
+/// problem of some run has it.
+fn pick_target(checked: &[crate::judge::check::RunCheck], target: Option<&str>) -> Result<(String, bool), ReduceError> {
+    let Some(t) = target else {
+        let first = checked.iter().find_map(|c| c.problems.first().map(signature));
+        return first.map(|s| (s, false)).ok_or_else(|| ReduceError::NotFailing("no run of the case fails".into()));
+    };
+    let want = normalize_signature(t);
+    if checked.iter().any(|c| c.problems.iter().any(|p| signature(p) == want)) {
+        return Ok((want, true));
+    }
+    let mut shown: Vec<String> = checked.iter().flat_map(|c| c.problems.iter().map(signature)).collect();
+    shown.dedup();
+    let what = if want.starts_with("z3 pass ") {
+        " (the validator's findings are replayed by `tandem verify` on the `-smt-PASS.tir` file it wrote)".to_string()
+    } else if shown.is_empty() {
+        " (no run of it fails)".to_string()
+    } else {
+        format!(" (its runs fail with: {})", shown.join("; "))
+    };
+    Err(ReduceError::NotFailing(format!("no run of the case fails with signature `{want}`{what}")))
 }

@@ -5,8 +5,8 @@
 //! passes. This is what `tandem run` and the corpus tests call; the command-line layer
 //! only turns [`FileReport`] into text and an exit code. Each function's passes are also
 //! translation-validated with Z3 ([`crate::smt`]) at a small bound and timeout
-//! ([`replay_smt_options`]), so that replay stays fast; a replayed counterexample or an
-//! encoder disagreement fails the file.
+//! ([`replay_smt_options`], or none with [`ReplayOptions::verify`] `None`), so that replay
+//! stays fast; a replayed counterexample or an encoder disagreement fails the file.
 
 use crate::cases::casefile::{CaseFile, Run};
 use crate::judge::check::{check_case, Problem};
@@ -107,22 +107,42 @@ impl FileReport {
     }
 }
 
-/// The validator's effort in corpus replay: small, so that `tandem run corpus/` stays fast.
+/// The validator's effort in corpus replay (`--verify-bound K` and `--verify-timeout-ms T`
+/// change it). It is cheap for the hand-written corpus (54 files in about 10 s) but not
+/// for large generated ones: 100 generated files took 710 s on a loaded machine, against
+/// 20 s without the validator, and a shorter solver timeout did not help, since most of a
+/// query's time is spent outside the solver's time limit (see the note on issue 18);
+/// `--no-verify` is the choice for a large corpus until that is fixed.
 pub fn replay_smt_options() -> crate::smt::Options {
     crate::smt::Options { bound: 1, timeout_ms: 1000, max_nodes: 20_000 }
 }
 
+/// How files are replayed.
+#[derive(Clone, Debug)]
+pub struct ReplayOptions {
+    /// Rewrite the expectations of runs whose reference outcome differs from them.
+    pub bless: bool,
+    /// The validator's options, or `None` for no translation validation
+    /// (`tandem run --no-verify`).
+    pub verify: Option<crate::smt::Options>,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> ReplayOptions {
+        ReplayOptions { bless: false, verify: Some(replay_smt_options()) }
+    }
+}
+
 /// Validates the check pipeline's passes on every function of `case` (a function already
 /// in SSA form skips the passes up to `ssa`).
-fn validate_case(case: &CaseFile) -> Vec<SmtReport> {
-    let opts = replay_smt_options();
+fn validate_case(case: &CaseFile, opts: &crate::smt::Options) -> Vec<SmtReport> {
     let mut out = vec![];
     for f in &case.module.functions {
         // The pipeline the stage checks run, so that the validator sees the same passes.
         let Some(pipeline) = crate::judge::passcheck::replay_pipeline(f) else { continue };
         // A pass the verifier rejects, or one that panics, is reported by the stage checks
         // already.
-        let Ok(Ok(answers)) = crate::judge::check::caught(|| crate::smt::validate_pipeline(f, &pipeline, &opts)) else { continue };
+        let Ok(Ok(answers)) = crate::judge::check::caught(|| crate::smt::validate_pipeline(f, &pipeline, opts)) else { continue };
         for (pass, answer, _) in answers {
             out.push(SmtReport { function: f.name.clone(), pass, answer });
         }
@@ -171,9 +191,16 @@ pub fn load(path: &Path) -> Result<CaseFile, BadInput> {
     Ok(case)
 }
 
-/// Replays one file in `emu`; with `bless`, rewrites the expectations of runs whose
-/// reference outcome differs from them (stage disagreements are never blessed away).
+/// Replays one file in `emu` with the default validation; with `bless`, rewrites the
+/// expectations of runs whose reference outcome differs from them (stage disagreements
+/// are never blessed away).
 pub fn replay_file(path: &Path, bless: bool, emu: &mut dyn crate::exec::x86::X86Runner) -> Result<FileReport, BadInput> {
+    replay_file_with(path, &ReplayOptions { bless, ..ReplayOptions::default() }, emu)
+}
+
+/// Replays one file in `emu` as `options` say.
+pub fn replay_file_with(path: &Path, options: &ReplayOptions, emu: &mut dyn crate::exec::x86::X86Runner) -> Result<FileReport, BadInput> {
+    let bless = options.bless;
     let mut case = load(path)?;
     if case.runs.is_empty() {
         // A green replay of a file that runs nothing would be a gate that tested nothing.
@@ -217,7 +244,7 @@ pub fn replay_file(path: &Path, bless: bool, emu: &mut dyn crate::exec::x86::X86
         })?;
         blessed = true;
     }
-    let smt = validate_case(&case);
+    let smt = options.verify.as_ref().map_or_else(Vec::new, |o| validate_case(&case, o));
     Ok(FileReport { path: path.to_path_buf(), runs, blessed, smt })
 }
 

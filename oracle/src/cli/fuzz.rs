@@ -8,37 +8,38 @@ use super::*;
 #[derive(clap::Args)]
 pub struct Args {
     /// The first seed.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, conflicts_with = "resume", default_value_t = 0)]
     pub seed: u64,
     /// How many consecutive seeds (of the whole campaign, before sharding). Default:
     /// 1000 when --seconds is not given either; with only --seconds, no end.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub count: Option<u64>,
     /// Stop taking new seeds after this many seconds.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub seconds: Option<u64>,
     /// The generator profile: small, default, loops, memory, ssa, or mix (a profile chosen
     /// from each seed).
-    #[arg(long, default_value = "default", value_parser = parse_profile_choice)]
+    #[arg(long, conflicts_with = "resume", default_value = "default", value_parser = parse_profile_choice)]
     pub profile: tandem_oracle::campaign::ProfileChoice,
     /// Test only shard I of N (the seeds whose offset from --seed is I modulo N).
-    #[arg(long, value_parser = tandem_oracle::campaign::Shard::parse)]
+    #[arg(long, conflicts_with = "resume", value_parser = tandem_oracle::campaign::Shard::parse)]
     pub shard: Option<tandem_oracle::campaign::Shard>,
     /// Where finding files, the state file and the journal are written (a folder that
     /// holds no campaign yet; default: a new folder `findings/campaign-SECONDS`, named
     /// after the Unix time).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub out: Option<PathBuf>,
     /// Continue the campaign in this folder (its configuration is read from its state
-    /// file; other options but --jobs, --json and --quiet are ignored).
+    /// file; only --jobs, --json and --quiet may be given with it: a campaign's seeds,
+    /// profile and bounds are its state's, and another value is refused, exit 2).
     #[arg(long)]
     pub resume: Option<PathBuf>,
     /// Do not reduce the first case of each signature.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub no_reduce: bool,
     /// The share of seeds, per mille, whose passes the Z3 validator also checks
     /// (bound 2, 300 ms per query); 0 turns it off.
-    #[arg(long, default_value_t = tandem_oracle::campaign::VERIFY_PERMILLE, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    #[arg(long, conflicts_with = "resume", default_value_t = tandem_oracle::campaign::VERIFY_PERMILLE, value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub verify_permille: u32,
     /// Write a JSON summary here (format `tandem-fuzz-summary/1`, see the README).
     #[arg(long)]
@@ -91,6 +92,8 @@ fn fuzz(
 ) -> ExitCode {
     use std::io::IsTerminal;
     use tandem_oracle::campaign;
+    // SIGINT and SIGTERM finish the seeds under way, then the summary and reports below.
+    campaign::interrupt::install();
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     if resume.is_none() {
         if let Err(e) = campaign::validate(&c) {
@@ -166,8 +169,43 @@ fn fuzz(
         Ok(s) => s,
     };
     let state = campaign::state_config(&config).unwrap_or_else(|| c.config_record(jobs));
-    let secs = s.elapsed.as_secs_f64().max(1e-9);
     let mut out = std::io::stdout().lock();
+    print_summary(&mut out, &s, &state, jobs);
+    // The campaign's page and a page per signature (`tandem_oracle::show::index`).
+    match emulator().map(|mut emu| tandem_oracle::show::index::write_campaign_pages(&config, &s, &state, &mut emu)) {
+        Ok(Ok(page)) => {
+            let _ = writeln!(out, "campaign page: {}", page.display());
+        }
+        Ok(Err(e)) => eprintln!("warning: cannot write the campaign page: {e}"),
+        Err(_) => {}
+    }
+    if let Some(path) = json {
+        let report = tandem_oracle::campaign::report::FuzzReport::new(state, &s, s.interrupted.is_none());
+        let text = serde_json::to_string_pretty(&report).expect("a report serializes") + "\n";
+        if let Err(code) = write_report(&path, &text) {
+            return code;
+        }
+    }
+    if let Some(signal) = s.interrupted {
+        let _ = writeln!(
+            out,
+            "interrupted by {}: the seeds under way were finished and the state written; `tandem fuzz --resume {}` continues",
+            campaign::interrupt::name(signal),
+            config.display()
+        );
+        ExitCode::from(campaign::interrupt::exit_status(signal))
+    } else if s.findings.is_empty() && s.infidelities.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// The summary: counts and throughput, every pass counter with the share of cases in which
+/// it fired, the validator's answers, and the signatures (with a reduction left for
+/// `tandem reduce` said so).
+fn print_summary(out: &mut impl Write, s: &tandem_oracle::campaign::Summary, state: &tandem_oracle::campaign::ConfigRecord, jobs: usize) {
+    let secs = s.elapsed.as_secs_f64().max(1e-9);
     let shard = if state.shard == "0/1" { String::new() } else { format!(", shard {}", state.shard) };
     let _ = writeln!(
         out,
@@ -200,31 +238,15 @@ fn fuzz(
         let _ = writeln!(out, "{} signature(s):", groups.len());
     }
     for g in &groups {
-        let reduced = g.reduced.as_ref().map_or(String::new(), |r| format!(", reduced: {}", r.display()));
+        let left = s.findings.iter().any(|f| f.signature == g.signature && f.reduce_left);
+        let reduced = match &g.reduced {
+            Some(r) => format!(", reduced: {}", r.display()),
+            None if left => format!(", not reduced: no time left (run `tandem reduce {}`)", g.representative.path.display()),
+            None => String::new(),
+        };
         let _ = writeln!(out, "  [{}] {} finding(s), e.g. seed {}: {}{reduced}", g.signature, g.count, g.representative.seed, g.representative.path.display());
-    }
-    // The campaign's page and a page per signature (`tandem_oracle::show::index`).
-    match emulator().map(|mut emu| tandem_oracle::show::index::write_campaign_pages(&config, &s, &state, &mut emu)) {
-        Ok(Ok(page)) => {
-            let _ = writeln!(out, "campaign page: {}", page.display());
-        }
-        Ok(Err(e)) => eprintln!("warning: cannot write the campaign page: {e}"),
-        Err(_) => {}
-    }
-    if let Some(path) = json {
-        let report = tandem_oracle::campaign::report::FuzzReport::new(state, &s, true);
-        let text = serde_json::to_string_pretty(&report).expect("a report serializes") + "\n";
-        if let Err(code) = write_report(&path, &text) {
-            return code;
-        }
     }
     for p in &s.infidelities {
         let _ = writeln!(out, "  emulator infidelity (Unicorn and the CPU disagree; not a compiler finding): {}", p.display());
     }
-    if s.findings.is_empty() && s.infidelities.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
 }
-

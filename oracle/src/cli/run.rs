@@ -1,9 +1,11 @@
-//! `tandem run`: replays case files and folders through every stage; console, JSON and JUnit reports.
+//! `tandem run`: replays case files and folders through every stage; console, JSON and
+//! JUnit reports (all three from [`tandem_oracle::campaign::report`], so they agree).
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tandem_oracle::campaign::replay;
+use tandem_oracle::campaign::replay::{self, ReplayOptions};
+use tandem_oracle::campaign::report::{self, Replayed, RunCounts};
 use super::*;
 
 #[derive(clap::Args)]
@@ -14,15 +16,25 @@ pub struct Args {
     /// Rewrite the expectations of failing runs to what they did.
     #[arg(long)]
     pub bless: bool,
-    /// Print passing runs too.
+    /// Print passing runs (and proved passes) too.
     #[arg(long, short)]
     pub verbose: bool,
-    /// Write a JUnit XML report here (one test case per run).
+    /// Write a JUnit XML report here (one test case per run and per validated pass).
     #[arg(long)]
     pub junit: Option<PathBuf>,
-    /// Write a JSON report here (format `tandem-run-report/1`, see the README).
+    /// Write a JSON report here (format `tandem-run-report/2`, see the README).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Do not validate the passes with Z3 (only the differential check runs).
+    #[arg(long, conflicts_with = "verify_bound")]
+    pub no_verify: bool,
+    /// Back-edge traversals the validator's bounded check unrolls (default 1).
+    #[arg(long)]
+    pub verify_bound: Option<u32>,
+    /// The validator's time limit per query, in milliseconds (default 1000; an answer that
+    /// runs out of it is `unknown (timeout)`, listed and counted, never a pass).
+    #[arg(long, conflicts_with = "no_verify")]
+    pub verify_timeout_ms: Option<u32>,
     /// The x86 machines: unicorn, native (this CPU in 32-bit mode) or both (default
     /// where the CPU runs 32-bit code; Unicorn and the CPU disagreeing is an emulator
     /// infidelity, never a compiler finding).
@@ -31,20 +43,25 @@ pub struct Args {
 }
 
 pub fn main(a: Args) -> ExitCode {
-    let Args { paths, bless, verbose, junit, json, x86 } = a;
-    run(&paths, bless, verbose, junit, json, x86)
+    let mut smt = replay::replay_smt_options();
+    if let Some(k) = a.verify_bound {
+        smt.bound = k;
+    }
+    if let Some(t) = a.verify_timeout_ms {
+        smt.timeout_ms = t;
+    }
+    let options = ReplayOptions { bless: a.bless, verify: (!a.no_verify).then_some(smt) };
+    run(&a.paths, &options, a.verbose, a.junit, a.json, a.x86)
 }
 
 fn run(
     paths: &[PathBuf],
-    bless: bool,
+    options: &ReplayOptions,
     verbose: bool,
     junit: Option<PathBuf>,
     json: Option<PathBuf>,
     x86: Option<tandem_oracle::exec::x86::X86Mode>,
 ) -> ExitCode {
-    use tandem_oracle::campaign::report::{self, Replayed};
-    let mut replayed: Vec<Replayed> = vec![];
     let files = match replay::collect_files(paths) {
         Ok(f) => f,
         Err(e) => {
@@ -52,139 +69,49 @@ fn run(
             return ExitCode::from(2);
         }
     };
-    let mut emu = match x86_machines(x86) {
-        Ok(e) => e,
+    let replayed = match replay_all(&files, options, verbose, x86) {
+        Ok(r) => r,
         Err(code) => return code,
     };
-    // Output goes through a locked handle so that a closed pipe (`| head`) ends quietly.
-    let mut out = std::io::stdout().lock();
-    let (mut passed, mut failed, mut bad, mut limited, mut infidel) = (0, 0, 0, 0, 0);
-    let mut z3 = tandem_oracle::smt::run::Tally::default();
-    for path in &files {
-        let file_started = std::time::Instant::now();
-        match replay::replay_file(path, bless, &mut emu) {
-            Err(e) => {
-                eprintln!("error: {e}");
-                bad += 1;
-                replayed.push(Replayed::Bad(e));
-            }
-            Ok(report) => {
-                let mut text = String::new();
-                for r in &report.runs {
-                    // With --bless, an expectation mismatch has been rewritten; a stage
-                    // disagreement never is.
-                    let expectation_ok = r.mismatches.is_empty() || bless;
-                    if expectation_ok && r.problems.is_empty() && !r.infidelities.is_empty() {
-                        // Its own verdict: the two x86 machines differ; the CPU's run,
-                        // judged against the interpreter, found nothing wrong.
-                        infidel += 1;
-                        text += &format!("INFIDELITY {}:{}: {}\n", path.display(), r.line, r.title);
-                        for (stage, i) in &r.infidelities {
-                            text += &format!("       stage `{stage}`: Unicorn and the CPU disagree (not a compiler finding):\n");
-                            for l in i.to_string().lines().skip(1) {
-                                text += &format!("         {l}\n");
-                            }
-                        }
-                        continue;
-                    }
-                    if expectation_ok && r.problems.is_empty() && !r.limits.is_empty() {
-                        // Not a pass and not a failure: some stage could not run here.
-                        limited += 1;
-                        text += &format!("LIMIT {}:{}: {}\n", path.display(), r.line, r.title);
-                        for (stage, l) in &r.limits {
-                            text += &format!("       stage `{stage}` not run: {l}\n");
-                        }
-                        continue;
-                    }
-                    if expectation_ok && r.problems.is_empty() {
-                        passed += 1;
-                        if verbose {
-                            text += &format!("ok   {}:{}: {}\n", path.display(), r.line, r.title);
-                        }
-                        continue;
-                    }
-                    failed += 1;
-                    text += &format!("FAIL {}:{}: {}\n", path.display(), r.line, r.title);
-                    if !expectation_ok {
-                        text += "       the reference interpreter does not match the expectation:\n";
-                        for m in &r.mismatches {
-                            text += &format!("         {m}\n");
-                        }
-                    }
-                    for p in &r.problems {
-                        text += &format!("       stage `{}` disagrees with the reference interpreter:\n", p.stage);
-                        for l in &p.lines {
-                            text += &format!("         {l}\n");
-                        }
-                        if let Some(sbs) = &p.side_by_side {
-                            for l in sbs.lines() {
-                                text += &format!("         {l}\n");
-                            }
-                        }
-                    }
-                }
-                for r in &report.smt {
-                    if r.failed() {
-                        failed += 1;
-                        text += &format!("FAIL {}: %{} pass `{}`: z3 {}\n", path.display(), r.function, r.pass, r.answer);
-                    }
-                    z3.entries.push(tandem_oracle::smt::run::Entry {
-                        origin: String::new(),
-                        pass: r.pass.clone(),
-                        answer: r.answer.clone(),
-                        time: std::time::Duration::ZERO,
-                        finding: None,
-                    });
-                }
-                if report.blessed {
-                    text += &format!("blessed {}\n", path.display());
-                }
-                replayed.push(Replayed::File { report, elapsed: file_started.elapsed() });
-                if write!(out, "{text}").is_err() {
-                    return ExitCode::from(1);
-                }
-            }
-        }
+    let counts = RunCounts::of(&replayed, options.bless);
+    if let Err(code) = write_reports(&replayed, options.bless, junit, json) {
+        return code;
     }
-    if let Some(path) = junit {
-        if let Err(code) = write_report(&path, &report::run_junit(&replayed, bless)) {
-            return code;
-        }
-    }
-    if let Some(path) = json {
-        let text = serde_json::to_string_pretty(&report::run_json(&replayed, bless)).expect("a report serializes") + "\n";
-        if let Err(code) = write_report(&path, &text) {
-            return code;
-        }
-    }
-    let mut limits = if limited > 0 { format!(", {limited} beyond a harness limit") } else { String::new() };
-    if infidel > 0 {
-        limits += &format!(", {infidel} emulator infidelit(ies) (Unicorn and the CPU disagree)");
-    }
-    let _ = writeln!(
-        out,
-        "{} file(s): {passed} run(s) passed, {failed} failed{limits}, {bad} file(s) with bad input",
-        files.len()
-    );
-    let b = tandem_oracle::campaign::replay::replay_smt_options().bound;
-    let _ = writeln!(
-        out,
-        "z3: {} (function, pass) pair(s): {} proved, {} proved to bound {b}, {} unknown, {} counterexample(s), {} encoder disagreement(s)",
-        z3.entries.len(),
-        z3.count("proved"),
-        z3.count("bounded"),
-        z3.count("unknown"),
-        z3.count("counterexample"),
-        z3.count("disagreement")
-    );
-    if bad > 0 {
-        ExitCode::from(2)
-    } else if failed > 0 || infidel > 0 {
-        ExitCode::from(1)
-    } else if limited > 0 {
-        ExitCode::from(3)
-    } else {
-        ExitCode::SUCCESS
-    }
+    let _ = write!(std::io::stdout().lock(), "{}", counts.console(options.verify.as_ref().map(|o| o.bound)));
+    ExitCode::from(counts.exit_status())
 }
 
+/// Replays every file, printing each file's console lines as it is done (bad input on
+/// standard error). `Err` when standard output is closed (`| head`): the run ends quietly.
+fn replay_all(files: &[PathBuf], options: &ReplayOptions, verbose: bool, x86: Option<tandem_oracle::exec::x86::X86Mode>) -> Result<Vec<Replayed>, ExitCode> {
+    let mut emu = x86_machines(x86)?;
+    let mut out = std::io::stdout().lock();
+    let mut replayed = vec![];
+    for path in files {
+        let file_started = std::time::Instant::now();
+        let r = match replay::replay_file_with(path, options, &mut emu) {
+            Err(e) => Replayed::Bad(e),
+            Ok(report) => Replayed::File { report, elapsed: file_started.elapsed() },
+        };
+        let text = report::console_file(&r, options.bless, verbose);
+        if matches!(r, Replayed::Bad(_)) {
+            eprint!("{text}");
+        } else if write!(out, "{text}").is_err() {
+            return Err(ExitCode::from(1));
+        }
+        replayed.push(r);
+    }
+    Ok(replayed)
+}
+
+/// Writes the JUnit and JSON reports that were asked for.
+fn write_reports(replayed: &[Replayed], bless: bool, junit: Option<PathBuf>, json: Option<PathBuf>) -> Result<(), ExitCode> {
+    if let Some(path) = junit {
+        write_report(&path, &report::run_junit(replayed, bless))?;
+    }
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&report::run_json(replayed, bless)).expect("a report serializes") + "\n";
+        write_report(&path, &text)?;
+    }
+    Ok(())
+}

@@ -1,10 +1,14 @@
-//! `tandem verify`: Z3 translation validation of every pass of files or generated cases, and the encoder self-check.
+//! `tandem verify`: Z3 translation validation of every pass of files or generated cases
+//! (console, `--json` and `--junit` reports, counted alike by
+//! [`tandem_oracle::campaign::report`]), and the encoder self-check.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tandem_oracle::campaign::replay;
+use tandem_core::passes::{check_pipeline, Form, Pipeline};
 use tandem_oracle::gen;
+use tandem_oracle::smt::run::{Plan, Tally};
 use super::*;
 
 #[derive(clap::Args)]
@@ -44,18 +48,53 @@ pub struct Args {
     /// Print every answer, not only those that are not proofs.
     #[arg(long, short)]
     pub verbose: bool,
+    /// Write a JSON report here (format `tandem-verify-report/1`, see the README).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write a JUnit XML report here (one test case per function and pass).
+    #[arg(long)]
+    pub junit: Option<PathBuf>,
 }
 
 pub fn main(a: Args) -> ExitCode {
-    let Args { paths, pass, pipeline, bound, timeout_ms, generated, self_check, seed, count, profile, out, verbose } = a;
+    let Args { paths, pass, pipeline, bound, timeout_ms, generated, self_check, seed, count, profile, out, verbose, json, junit } = a;
     let opts = tandem_oracle::smt::Options { bound, timeout_ms, ..Default::default() };
     if self_check {
-        verify_self_check(seed, count, profile, bound)
-    } else {
-        let w = VerifyWhat { paths: &paths, generated, seed, count, profile };
-        verify(&w, pass.as_deref(), pipeline.as_deref(), &opts, &out, verbose)
+        return verify_self_check(seed, count, profile, bound);
     }
+    let w = VerifyWhat { paths: &paths, generated, seed, count, profile };
+    let pipeline = match plan_pipeline(pipeline.as_deref(), pass.as_deref()) {
+        Ok(p) => p,
+        Err(msg) => return fail(msg),
+    };
+    if !w.generated && w.paths.is_empty() {
+        return fail("give case files or folders, or --generated".into());
+    }
+    let plan = tandem_oracle::smt::run::Plan { pipeline: &pipeline, only: pass.as_deref(), opts: &opts, out: &out };
+    let tally = match verify(&w, &plan, verbose) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
+    let _ = write!(std::io::stdout().lock(), "{tally}");
+    let report = tandem_oracle::campaign::report::VerifyReportJson::new(&tally);
+    if let Some(path) = junit {
+        if let Err(code) = write_report(&path, &tandem_oracle::campaign::report::verify_junit(&tally)) {
+            return code;
+        }
+    }
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&report).expect("a report serializes") + "\n";
+        if let Err(code) = write_report(&path, &text) {
+            return code;
+        }
+    }
+    ExitCode::from(report.exit_status)
+}
 
+/// Bad input: the message, exit status 2.
+fn fail(msg: String) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
 }
 
 struct VerifyWhat<'a> {
@@ -66,40 +105,38 @@ struct VerifyWhat<'a> {
     profile: gen::Profile,
 }
 
-fn verify(
-    what: &VerifyWhat,
-    pass: Option<&str>,
-    pipeline: Option<&str>,
-    opts: &tandem_oracle::smt::Options,
-    out_dir: &std::path::Path,
-    verbose: bool,
-) -> ExitCode {
-    use tandem_core::passes::{check_pipeline, Form, Pipeline};
-    use tandem_oracle::smt::run::Tally;
-    let fail = |msg: String| {
-        eprintln!("error: {msg}");
-        ExitCode::from(2)
-    };
+/// The pipeline to validate (`--pipeline`, or the check pipeline), which must hold `--pass`.
+fn plan_pipeline(pipeline: Option<&str>, pass: Option<&str>) -> Result<Pipeline, String> {
     let pipeline = match pipeline {
-        Some(p) => match Pipeline::parse(p) {
-            Ok(p) => p,
-            Err(e) => return fail(format!("--pipeline: {e}")),
-        },
+        Some(p) => Pipeline::parse(p).map_err(|e| format!("--pipeline: {e}"))?,
         None => check_pipeline(),
     };
     if let Some(p) = pass {
         if !pipeline.passes.iter().any(|q| q.name == p) {
-            return fail(format!("--pass {p}: pass `{p}` is not in the pipeline `{pipeline}`"));
+            return Err(format!("--pass {p}: pass `{p}` is not in the pipeline `{pipeline}`"));
         }
     }
-    if !what.generated && what.paths.is_empty() {
-        return fail("give case files or folders, or --generated".into());
+    Ok(pipeline)
+}
+
+/// The pipeline for `f`: a function already in SSA form (phis, as the `ssa` profile and
+/// SSA case files write) skips the passes up to `ssa`.
+fn pipeline_for(f: &tandem_core::ir::Function, pipeline: &Pipeline) -> Result<Pipeline, String> {
+    let has_phis = f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty());
+    if !has_phis || pipeline.start != Form::Hir {
+        return Ok(pipeline.clone());
     }
-    let plan = tandem_oracle::smt::run::Plan { pipeline: &pipeline, only: pass, opts, out: out_dir };
+    let rest: Vec<&str> = pipeline.passes.iter().skip_while(|q| q.name != "ssa").skip(1).map(|q| q.name).collect();
+    Pipeline::new_from(Form::Ssa, &rest).map_err(|e| e.to_string())
+}
+
+/// Validates every function of the files or generated seeds, printing the answers that
+/// are not proofs (every answer with `verbose`) as they come.
+fn verify(what: &VerifyWhat, plan: &Plan, verbose: bool) -> Result<Tally, ExitCode> {
     let mut tally = Tally::default();
     let mut out = std::io::stdout().lock();
     let mut shown = 0;
-    let mut show = |tally: &Tally, out: &mut std::io::StdoutLock| {
+    let mut show = |tally: &Tally| {
         for e in &tally.entries[shown..] {
             if verbose || !e.answer.is_proof() {
                 let _ = writeln!(out, "{} {}: {} ({:.1} ms)", e.origin, e.pass, e.answer, e.time.as_secs_f64() * 1e3);
@@ -110,49 +147,39 @@ fn verify(
         }
         shown = tally.entries.len();
     };
-    if what.generated {
-        // Seed by seed, so that answers appear as they come.
-        for s in what.seed..what.seed.saturating_add(what.count) {
-            if let Err(e) = tally.add_generated(s, 1, what.profile, &plan) {
-                return fail(e.to_string());
-            }
-            show(&tally, &mut out);
-        }
-    } else {
-        let files = match replay::collect_files(what.paths) {
-            Ok(f) => f,
-            Err(e) => return fail(e.to_string()),
-        };
-        for path in &files {
-            let case = match replay::load(path) {
-                Ok(c) => c,
-                Err(e) => return fail(e.to_string()),
-            };
-            let stem = path.file_stem().map_or("case".to_string(), |s| s.to_string_lossy().into_owned());
-            for f in &case.module.functions {
-                // A function already in SSA form skips the passes up to `ssa`.
-                let has_phis = f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty());
-                let p = if has_phis && pipeline.start == Form::Hir {
-                    let rest: Vec<&str> =
-                        pipeline.passes.iter().skip_while(|q| q.name != "ssa").skip(1).map(|q| q.name).collect();
-                    match Pipeline::new_from(Form::Ssa, &rest) {
-                        Ok(p) => p,
-                        Err(e) => return fail(format!("{}: %{}: {e}", path.display(), f.name)),
-                    }
-                } else {
-                    pipeline.clone()
-                };
-                let origin = format!("{} %{}", path.display(), f.name);
-                let plan = tandem_oracle::smt::run::Plan { pipeline: &p, ..plan };
-                if let Err(e) = tally.add_function(f, &origin, &format!("{stem}-{}", f.name), &plan) {
-                    return fail(format!("{origin}: {e}"));
-                }
-                show(&tally, &mut out);
-            }
+    for (module, origin, stem) in sources(what)? {
+        for f in &module.functions {
+            let p = pipeline_for(f, plan.pipeline).map_err(|e| fail(format!("{origin}: %{}: {e}", f.name)))?;
+            let origin = format!("{origin} %{}", f.name);
+            let plan = Plan { pipeline: &p, ..*plan };
+            // Finding files: `FILE-FUNCTION-smt-PASS.tir`, or `PROFILE-seed-N-smt-PASS.tir`
+            // as a campaign names them.
+            let stem = if what.generated { stem.clone() } else { format!("{stem}-{}", f.name) };
+            tally.add_function(f, &origin, &stem, &plan).map_err(|e| fail(format!("{origin}: {e}")))?;
+            show(&tally);
         }
     }
-    let _ = write!(out, "{tally}");
-    ExitCode::from(tally.status())
+    Ok(tally)
+}
+
+/// The modules to validate, each with its origin (a file, or `seed N`) and the stem of
+/// its finding files; files are loaded (bad input: exit 2) before anything is validated.
+fn sources(what: &VerifyWhat) -> Result<Vec<(tandem_core::ir::Module, String, String)>, ExitCode> {
+    if what.generated {
+        let cfg = what.profile.config();
+        let seeds = what.seed..what.seed.saturating_add(what.count);
+        return Ok(seeds
+            .map(|s| (gen::generate(s, &cfg).case.module, format!("seed {s}"), format!("{}-seed-{s}", what.profile.name())))
+            .collect());
+    }
+    let files = replay::collect_files(what.paths).map_err(|e| fail(e.to_string()))?;
+    let mut out = vec![];
+    for path in &files {
+        let case = replay::load(path).map_err(|e| fail(e.to_string()))?;
+        let stem = path.file_stem().map_or("case".to_string(), |s| s.to_string_lossy().into_owned());
+        out.push((case.module, path.display().to_string(), stem));
+    }
+    Ok(out)
 }
 
 fn verify_self_check(seed: u64, count: u64, profile: gen::Profile, bound: u32) -> ExitCode {
