@@ -30,6 +30,12 @@ pub struct FuzzReport {
     pub signatures: Vec<SignatureReport>,
     /// Every finding, in seed order.
     pub findings: Vec<Finding>,
+    /// The process's resident set when the report was made, in bytes (`VmRSS`); `null`
+    /// where the process cannot read it (no `/proc`).
+    pub rss_bytes: Option<u64>,
+    /// The largest resident set of the process so far, in bytes (`VmHWM`); `null` where
+    /// unknown.
+    pub peak_rss_bytes: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -73,6 +79,7 @@ pub struct SignatureReport {
 impl FuzzReport {
     pub fn new(config: ConfigRecord, s: &Summary, complete: bool) -> FuzzReport {
         let secs = s.elapsed.as_secs_f64().max(1e-9);
+        let resident = crate::measure::memory::resident();
         let passes = s
             .pass_stats
             .iter()
@@ -117,6 +124,8 @@ impl FuzzReport {
             passes,
             signatures,
             findings: s.findings.clone(),
+            rss_bytes: resident.map(|r| r.current),
+            peak_rss_bytes: resident.map(|r| r.peak),
         }
     }
 }
