@@ -107,6 +107,15 @@ fn a_time_bound_alone_ends_the_campaign_and_the_json_summary_has_its_fields() {
     let index = std::fs::read_to_string(dir.join("index.html")).unwrap();
     assert!(index.contains("<polyline"), "{index}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("campaign page: "));
+    // The resident memory, where the process can read it (Linux: always).
+    if cfg!(target_os = "linux") {
+        let (rss, peak) = (v["rss_bytes"].as_u64().unwrap(), v["peak_rss_bytes"].as_u64().unwrap());
+        assert!(rss > 1 << 20 && peak >= rss, "rss {rss}, peak {peak}");
+        let summary = String::from_utf8_lossy(&out.stdout);
+        assert!(summary.lines().any(|l| l.starts_with("memory: RSS ") && l.contains(" MB (peak ")), "{summary}");
+    } else {
+        assert!(v["rss_bytes"].is_null() && v["peak_rss_bytes"].is_null());
+    }
     // A second campaign in the same folder is refused; resuming the finished one tests
     // nothing more.
     let again = tandem().args(["fuzz", "--count", "3", "-q", "--out"]).arg(&dir).output().unwrap();

@@ -26,6 +26,7 @@
 //!   snapshot that covers it, so a long campaign's folder stays small.
 
 use crate::judge::check::{check_case, CaseCheckError, CheckError, Problem};
+use super::answers::ValidatorAnswers;
 use super::findings::{problem_comments, signature, Finding, SignatureGroup};
 use crate::exec::x86::{Infidelity, X86Mode, X86};
 use crate::gen::{self, Profile};
@@ -282,9 +283,9 @@ pub struct Summary {
     pub fired: PassCounters,
     /// Time spent testing, over every session of a resumed campaign.
     pub elapsed: Duration,
-    /// Every answer of the validator on the verified share of seeds, in seed order of
-    /// completion.
-    pub validator: Vec<ValidatorAnswer>,
+    /// The validator's answers on the verified share of seeds: counts and latency
+    /// histograms per pass, whose size does not grow with the campaign.
+    pub validator: ValidatorAnswers,
     /// Throughput over time: (seconds of testing, cases completed by then), a sample at
     /// least a second and at least 0.5% of the elapsed time after the one before, so that
     /// a day-long campaign keeps about 1,500 of them (`index.html` draws them).
@@ -298,37 +299,7 @@ impl Summary {
     /// One line per pass the validator checked (in pipeline order) and one for all: the
     /// answers by kind and the latency quantiles.
     pub fn validator_lines(&self) -> Vec<String> {
-        use crate::smt::run::quantile;
-        let pipeline = tandem_core::passes::check_pipeline();
-        let mut passes: Vec<&str> = vec![];
-        for a in &self.validator {
-            if !passes.contains(&a.pass.as_str()) {
-                passes.push(&a.pass);
-            }
-        }
-        passes.sort_by_key(|p| pipeline.passes.iter().position(|q| q.name == *p).unwrap_or(usize::MAX));
-        let mut out = vec![];
-        for pass in passes.iter().map(|p| Some(*p)).chain([None]) {
-            let answers: Vec<&ValidatorAnswer> = self.validator.iter().filter(|a| pass.is_none_or(|p| a.pass == p)).collect();
-            let mut times: Vec<Duration> = answers.iter().map(|a| Duration::from_micros(a.micros)).collect();
-            times.sort();
-            let n = |k: &str| answers.iter().filter(|a| a.kind == k).count();
-            let ms = |q: f64| quantile(&times, q).as_secs_f64() * 1e3;
-            out.push(format!(
-                "{}: {} proved, {} bounded, {} unknown ({:.1}%), {} counterexample(s), {} encoder disagreement(s); p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms",
-                pass.unwrap_or("all passes"),
-                n("proved"),
-                n("bounded"),
-                n("unknown"),
-                100.0 * n("unknown") as f64 / answers.len().max(1) as f64,
-                n("counterexample"),
-                n("disagreement"),
-                ms(0.5),
-                ms(0.9),
-                ms(0.99)
-            ));
-        }
-        out
+        self.validator.lines()
     }
 
     fn add(&mut self, r: &SeedRecord) {
@@ -346,7 +317,9 @@ impl Summary {
             let at = self.findings.partition_point(|g| g.seed < f.seed);
             self.findings.insert(at, f.clone());
         }
-        self.validator.extend(r.validator.iter().cloned());
+        for a in &r.validator {
+            self.validator.add(&a.pass, &a.kind, a.micros);
+        }
         if self.samples.last().is_none_or(|&(t, _)| r.t - t >= (t / 200.0).max(1.0)) {
             self.samples.push((r.t, self.cases));
         }
@@ -483,13 +456,18 @@ struct StateFile {
     pass_stats: PassCounters,
     fired: PassCounters,
     findings: Vec<Finding>,
-    #[serde(default)]
+    /// Every answer, as state files before issue 23 kept them (read, never written: a
+    /// resumed campaign folds them into `validator_answers`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     validator: Vec<ValidatorAnswer>,
     #[serde(default)]
     samples: Vec<(f64, u64)>,
     /// The case files of the emulator infidelities so far.
     #[serde(default)]
     infidelities: Vec<PathBuf>,
+    /// The validator's answers, counted (see [`ValidatorAnswers`]).
+    #[serde(default)]
+    validator_answers: ValidatorAnswers,
 }
 
 pub const STATE_FILE: &str = "state.json";
@@ -611,11 +589,14 @@ pub fn resume(dir: &Path, jobs: usize, progress: impl FnMut(&Summary)) -> Result
         pass_stats: state.pass_stats,
         fired: state.fired,
         elapsed: Duration::from_secs_f64(state.elapsed_seconds),
-        validator: state.validator,
+        validator: state.validator_answers,
         samples: state.samples,
         infidelities: state.infidelities,
         interrupted: None,
     };
+    for a in &state.validator {
+        summary.validator.add(&a.pass, &a.kind, a.micros);
+    }
     let mut done = Completed { watermark: state.watermark, above: state.done_above.into_iter().collect() };
     let mut elapsed = state.elapsed_seconds;
     // The lines after the snapshot (none when the journal was emptied after it).
@@ -693,7 +674,8 @@ impl Session {
             pass_stats: s.pass_stats.clone(),
             fired: s.fired.clone(),
             findings: s.findings.clone(),
-            validator: s.validator.clone(),
+            validator: vec![],
+            validator_answers: s.validator.clone(),
             samples: s.samples.clone(),
             infidelities: s.infidelities.clone(),
         };
@@ -1103,6 +1085,37 @@ mod tests {
             assert!(picked.contains(&p), "{p:?} never picked");
         }
         assert_eq!(picked, (0..64).map(|s| ProfileChoice::Mix.for_seed(s)).collect::<Vec<_>>());
+    }
+
+    /// A state file written before issue 23 lists every validator answer; resuming it
+    /// counts them, and the snapshot it writes keeps the counts, not the list.
+    #[test]
+    fn a_state_file_with_every_answer_resumes_as_counts() {
+        let dir = std::env::temp_dir().join(format!("tandem-old-state-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let state = r#"{"version": 1,
+            "config": {"seed": 0, "count": 2, "seconds": null, "profile": "small", "shard": "0/1", "jobs": 1,
+                       "out": "x", "reduce": false, "verify_permille": 1000},
+            "finished": false, "watermark": 2, "done_above": [], "journal_offset": 0,
+            "cases": 2, "runs": 6, "invalid": 0, "agreed": 6, "elapsed_seconds": 1.5,
+            "pass_stats": [], "fired": [], "findings": [],
+            "validator": [{"pass": "ssa", "kind": "bounded", "micros": 2000},
+                          {"pass": "cprop", "kind": "proved", "micros": 1000},
+                          {"pass": "ssa", "kind": "unknown", "micros": 300000}]}"#;
+        std::fs::write(dir.join(STATE_FILE), state).unwrap();
+        std::fs::write(dir.join(JOURNAL_FILE), "").unwrap();
+        let s = resume(&dir, 1, |_| {}).expect("resumes");
+        assert_eq!(s.cases, 2);
+        let lines = s.validator_lines();
+        assert!(lines[0].starts_with("ssa: 0 proved, 1 bounded, 1 unknown (50.0%)"), "{lines:?}");
+        assert!(lines[1].starts_with("cprop: 1 proved, 0 bounded, 0 unknown"), "{lines:?}");
+        let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join(STATE_FILE)).unwrap()).unwrap();
+        assert!(written.get("validator").is_none(), "the list is not written back");
+        assert_eq!(written["validator_answers"]["passes"].as_array().unwrap().len(), 2);
+        let again = resume(&dir, 1, |_| {}).expect("resumes again");
+        assert_eq!(again.validator_lines(), lines);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

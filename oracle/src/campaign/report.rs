@@ -43,6 +43,12 @@ pub struct FuzzReport {
     /// The case files of the seeds on which Unicorn and the CPU disagree (emulator
     /// infidelities, not findings).
     pub infidelities: Vec<std::path::PathBuf>,
+    /// The process's resident set when the report was made, in bytes (`VmRSS`); `null`
+    /// where the process cannot read it (no `/proc`).
+    pub rss_bytes: Option<u64>,
+    /// The largest resident set of the process so far, in bytes (`VmHWM`); `null` where
+    /// unknown.
+    pub peak_rss_bytes: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -89,6 +95,7 @@ impl FuzzReport {
     pub fn new(config: ConfigRecord, s: &Summary, complete: bool) -> FuzzReport {
         let interrupted = s.interrupted.map(|sig| crate::campaign::interrupt::name(sig).to_string());
         let secs = s.elapsed.as_secs_f64().max(1e-9);
+        let resident = crate::measure::memory::resident();
         let passes = s
             .pass_stats
             .iter()
@@ -136,6 +143,8 @@ impl FuzzReport {
             signatures,
             findings: s.findings.clone(),
             infidelities: s.infidelities.clone(),
+            rss_bytes: resident.map(|r| r.current),
+            peak_rss_bytes: resident.map(|r| r.peak),
         }
     }
 }

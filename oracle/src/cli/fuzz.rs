@@ -1,9 +1,12 @@
 //! `tandem fuzz`: a fuzzing campaign with a progress line and its summary, or `--resume` of one.
+//! Both show the process's resident memory (current and peak), so a user sees a leak
+//! before the kernel does.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use super::*;
+use tandem_oracle::measure::memory::{self, Resident, ResidentText};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -80,7 +83,6 @@ pub fn main(a: Args) -> ExitCode {
         x86,
     };
     fuzz(c, resume, json, quiet, jobs)
-
 }
 
 fn fuzz(
@@ -90,7 +92,6 @@ fn fuzz(
     quiet: bool,
     jobs: Option<usize>,
 ) -> ExitCode {
-    use std::io::IsTerminal;
     use tandem_oracle::campaign;
     // SIGINT and SIGTERM finish the seeds under way, then the summary and reports below.
     campaign::interrupt::install();
@@ -101,66 +102,12 @@ fn fuzz(
             return ExitCode::from(2);
         }
     }
-    // A bar on a terminal; otherwise a line every ten seconds (and one per finding).
-    let terminal = !quiet && std::io::stderr().is_terminal();
-    // With a seed count and no time bound, a bar over the shard's seeds; else a spinner.
-    let seeds = match (&resume, c.count, c.seconds) {
-        (None, Some(n), None) => Some((n - c.shard.index).div_ceil(c.shard.count)),
-        _ => None,
-    };
-    let (bar, template) = match seeds {
-        _ if !terminal => (indicatif::ProgressBar::hidden(), "{msg}"),
-        Some(n) => (indicatif::ProgressBar::new(n), "{elapsed_precise} [{bar:30}] {pos}/{len} seeds: {msg}"),
-        None => (indicatif::ProgressBar::new_spinner(), "{spinner} {elapsed_precise} {msg}"),
-    };
-    bar.set_style(indicatif::ProgressStyle::with_template(template).expect("valid template").progress_chars("=> "));
-    bar.enable_steady_tick(std::time::Duration::from_millis(200));
-    let started = std::time::Instant::now();
-    let mut last_line = started;
-    let mut reported: std::collections::HashSet<(u64, String)> = std::collections::HashSet::new();
-    let mut first = true;
-    let progress = |s: &campaign::Summary| {
-        // On resume, the findings of earlier sessions are not announced again.
-        if first {
-            first = false;
-            if resume.is_some() {
-                reported.extend(s.findings.iter().map(|f| (f.seed, f.profile.clone())));
-            }
-        }
-        let secs = s.elapsed.as_secs_f64().max(1e-9);
-        let line = format!(
-            "{} cases ({:.0}/s), {} runs ({:.0}/s), {} findings, {} signatures",
-            s.cases,
-            s.cases as f64 / secs,
-            s.runs,
-            s.runs as f64 / secs,
-            s.findings.len(),
-            s.signatures().len()
-        );
-        for f in &s.findings {
-            if reported.insert((f.seed, f.profile.clone())) {
-                let reduced = f.reduced.as_ref().map_or(String::new(), |r| format!(" (reduced: {})", r.display()));
-                let msg = format!("finding: seed {} [{}]: {} -> {}{reduced}", f.seed, f.signature, f.message, f.path.display());
-                if terminal {
-                    bar.println(msg);
-                } else if !quiet {
-                    eprintln!("{msg}");
-                }
-            }
-        }
-        if terminal {
-            bar.set_position(s.cases);
-            bar.set_message(line);
-        } else if !quiet && last_line.elapsed() >= std::time::Duration::from_secs(10) {
-            last_line = std::time::Instant::now();
-            eprintln!("{:.0}s: {line}", s.elapsed.as_secs_f64());
-        }
-    };
+    let mut progress = Progress::new(&c, resume.is_some(), quiet);
     let (result, config) = match &resume {
-        Some(dir) => (campaign::resume(dir, jobs, progress), dir.clone()),
-        None => (campaign::run(&c, jobs, progress), c.out_dir.clone()),
+        Some(dir) => (campaign::resume(dir, jobs, |s| progress.update(s)), dir.clone()),
+        None => (campaign::run(&c, jobs, |s| progress.update(s)), c.out_dir.clone()),
     };
-    bar.finish_and_clear();
+    progress.bar.finish_and_clear();
     let s = match result {
         Err(e) => {
             eprintln!("error: {e}");
@@ -180,7 +127,7 @@ fn fuzz(
         Err(_) => {}
     }
     if let Some(path) = json {
-        let report = tandem_oracle::campaign::report::FuzzReport::new(state, &s, s.interrupted.is_none());
+        let report = campaign::report::FuzzReport::new(state, &s, s.interrupted.is_none());
         let text = serde_json::to_string_pretty(&report).expect("a report serializes") + "\n";
         if let Err(code) = write_report(&path, &text) {
             return code;
@@ -201,9 +148,108 @@ fn fuzz(
     }
 }
 
-/// The summary: counts and throughput, every pass counter with the share of cases in which
-/// it fired, the validator's answers, and the signatures (with a reduction left for
-/// `tandem reduce` said so).
+/// What the campaign shows while it runs: a bar on a terminal; otherwise a line every
+/// ten seconds and one per finding; nothing with `--quiet`.
+struct Progress {
+    bar: indicatif::ProgressBar,
+    terminal: bool,
+    quiet: bool,
+    /// Whether findings already in the summary when it is first seen are of earlier
+    /// sessions (on resume), not to be announced again.
+    resumed: bool,
+    first: bool,
+    last_line: std::time::Instant,
+    reported: std::collections::HashSet<(u64, String)>,
+    /// The resident memory, read at most once a second (a campaign completes hundreds of
+    /// seeds a second, and reading `/proc` for each would cost more than it tells).
+    resident: Option<(std::time::Instant, Option<Resident>)>,
+}
+
+impl Progress {
+    fn new(c: &tandem_oracle::campaign::Campaign, resumed: bool, quiet: bool) -> Progress {
+        use std::io::IsTerminal;
+        let terminal = !quiet && std::io::stderr().is_terminal();
+        // With a seed count and no time bound, a bar over the shard's seeds; else a spinner.
+        let seeds = match (resumed, c.count, c.seconds) {
+            (false, Some(n), None) => Some((n - c.shard.index).div_ceil(c.shard.count)),
+            _ => None,
+        };
+        let (bar, template) = match seeds {
+            _ if !terminal => (indicatif::ProgressBar::hidden(), "{msg}"),
+            Some(n) => (indicatif::ProgressBar::new(n), "{elapsed_precise} [{bar:30}] {pos}/{len} seeds: {msg}"),
+            None => (indicatif::ProgressBar::new_spinner(), "{spinner} {elapsed_precise} {msg}"),
+        };
+        bar.set_style(indicatif::ProgressStyle::with_template(template).expect("valid template").progress_chars("=> "));
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        Progress {
+            bar,
+            terminal,
+            quiet,
+            resumed,
+            first: true,
+            last_line: std::time::Instant::now(),
+            reported: std::collections::HashSet::new(),
+            resident: None,
+        }
+    }
+
+    /// Called after every completed seed with the summary so far.
+    fn update(&mut self, s: &tandem_oracle::campaign::Summary) {
+        if std::mem::take(&mut self.first) && self.resumed {
+            self.reported.extend(s.findings.iter().map(|f| (f.seed, f.profile.clone())));
+        }
+        self.announce_findings(s);
+        if self.terminal {
+            let line = self.line(s);
+            self.bar.set_position(s.cases);
+            self.bar.set_message(line);
+        } else if !self.quiet && self.last_line.elapsed() >= std::time::Duration::from_secs(10) {
+            self.last_line = std::time::Instant::now();
+            eprintln!("{:.0}s: {}", s.elapsed.as_secs_f64(), self.line(s));
+        }
+    }
+
+    /// One line per finding not announced yet.
+    fn announce_findings(&mut self, s: &tandem_oracle::campaign::Summary) {
+        for f in &s.findings {
+            if self.reported.insert((f.seed, f.profile.clone())) {
+                let reduced = f.reduced.as_ref().map_or(String::new(), |r| format!(" (reduced: {})", r.display()));
+                let msg = format!("finding: seed {} [{}]: {} -> {}{reduced}", f.seed, f.signature, f.message, f.path.display());
+                if self.terminal {
+                    self.bar.println(msg);
+                } else if !self.quiet {
+                    eprintln!("{msg}");
+                }
+            }
+        }
+    }
+
+    /// `N cases (R/s), N runs (R/s), N findings, N signatures, RSS M MB (peak M MB)`.
+    fn line(&mut self, s: &tandem_oracle::campaign::Summary) -> String {
+        let secs = s.elapsed.as_secs_f64().max(1e-9);
+        let resident = match self.resident {
+            Some((at, r)) if at.elapsed() < std::time::Duration::from_secs(1) => r,
+            _ => {
+                let r = memory::resident();
+                self.resident = Some((std::time::Instant::now(), r));
+                r
+            }
+        };
+        format!(
+            "{} cases ({:.0}/s), {} runs ({:.0}/s), {} findings, {} signatures, {}",
+            s.cases,
+            s.cases as f64 / secs,
+            s.runs,
+            s.runs as f64 / secs,
+            s.findings.len(),
+            s.signatures().len(),
+            ResidentText(resident)
+        )
+    }
+}
+
+/// The summary on standard output: the counts and throughput, the resident memory, every
+/// pass counter, the validator's answers and the signatures.
 fn print_summary(out: &mut impl Write, s: &tandem_oracle::campaign::Summary, state: &tandem_oracle::campaign::ConfigRecord, jobs: usize) {
     let secs = s.elapsed.as_secs_f64().max(1e-9);
     let shard = if state.shard == "0/1" { String::new() } else { format!(", shard {}", state.shard) };
@@ -222,6 +268,7 @@ fn print_summary(out: &mut impl Write, s: &tandem_oracle::campaign::Summary, sta
         s.cases as f64 / secs,
         s.runs as f64 / secs,
     );
+    let _ = writeln!(out, "memory: {}", ResidentText(memory::resident()));
     // Each counter's total, and the share of programs in which it fired.
     for (pass, st) in &s.pass_stats {
         let counters: Vec<String> = st.iter().map(|(k, v)| format!("{k}={v} ({:.1}%)", s.fired_percent(pass, k))).collect();

@@ -19,8 +19,9 @@
 //!   saved at creation and rewrites all of the state a program can observe (registers,
 //!   flags, stack, heap, callframe, and the code unless it is the same bytes again), so
 //!   a run's result depends only on its code and input, never on earlier runs.
-//!   Translated blocks of the code region are dropped whenever new code is loaded, and
-//!   the translation buffer is bounded ([`TCG_BUFFER_SIZE`]).
+//!   The whole translation cache is flushed whenever new code is loaded, so the
+//!   translation buffer holds one program's blocks and its resident pages do not grow
+//!   with the number of programs (issue 23); it is also bounded ([`TCG_BUFFER_SIZE`]).
 //! * A helper call runs the one Rust implementation ([`crate::exec::runtime::call_helper`])
 //!   over Unicorn memory, then returns like a cdecl callee that trashes everything it may:
 //!   `eax ecx edx` that carry no result hold [`POISON_EAX`], [`POISON_ECX`],
@@ -299,9 +300,13 @@ impl Emulator {
         if self.code_high_water > len {
             mem[len as usize..self.code_high_water as usize].fill(INT3);
         }
-        let end = CODE_BASE + self.code_high_water.max(len);
-        // Translated blocks of the previous program must not survive the new bytes.
-        self.uc.ctl_remove_cache(CODE_BASE as u64, end as u64).map_err(uc_err("dropping translated code"))?;
+        // Translated blocks of the previous program must not survive the new bytes. The
+        // whole translation cache is flushed, not only the code range: dropping a range
+        // frees its blocks but not their space in the translation buffer, which then
+        // grows with every program until it is full (issue 23: tens of megabytes per
+        // worker over the first minutes of a campaign); a flush starts the buffer over,
+        // so it holds one program's translations and its resident pages stop growing.
+        self.uc.ctl_flush_tb().map_err(uc_err("dropping translated code"))?;
         self.code_high_water = len;
         self.loaded.clear();
         self.loaded.extend_from_slice(bytes);

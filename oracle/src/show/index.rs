@@ -177,19 +177,20 @@ fn validator_section(s: &Summary) -> String {
     if s.validator.is_empty() {
         return out + "<p class=\"note\">The validator checked no seed in this campaign (its share of seeds is small, or 0).</p>\n";
     }
-    let mut passes: Vec<&str> = vec![];
-    for a in &s.validator {
-        if !passes.contains(&a.pass.as_str()) {
-            passes.push(&a.pass);
-        }
-    }
     let kinds = ["proved", "bounded", "unknown", "counterexample", "disagreement"];
     let mut rows = vec![];
     let mut marked = vec![];
-    for pass in passes.iter().map(|p| Some(*p)).chain([None]) {
-        let answers: Vec<_> = s.validator.iter().filter(|a| pass.is_none_or(|p| a.pass == p)).collect();
-        let n = |k: &str| answers.iter().filter(|a| a.kind == k).count();
-        let mut row = vec![esc(pass.unwrap_or("all passes"))];
+    let passes = &s.validator.passes;
+    for pass in passes.iter().map(Some).chain([None]) {
+        // One pass's counts, or (the last row) every pass's.
+        let n = |k: &str| -> u64 {
+            let count = |p: &crate::campaign::answers::PassAnswers| p.kinds.get(k).copied().unwrap_or(0);
+            match pass {
+                Some(p) => count(p),
+                None => passes.iter().map(count).sum(),
+            }
+        };
+        let mut row = vec![esc(pass.map_or("all passes", |p| p.pass.as_str()))];
         row.extend(kinds.iter().map(|k| n(k).to_string()));
         marked.push(n("counterexample") + n("disagreement") > 0);
         rows.push(row);

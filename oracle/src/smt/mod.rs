@@ -178,7 +178,48 @@ pub fn validate(before: &Function, after: &Function, pass: &str, opts: &Options)
 
 /// Runs `pipeline` over a copy of `f` and validates every pass on its before/after pair.
 /// Returns (pass, answer, time) per pass, or the pass manager's error.
+///
+/// Every call runs in a Z3 context of its own, dropped at the end (issue 23): the `z3`
+/// crate's implicit thread-local context keeps every term ever built in it for the life
+/// of the thread, so a campaign worker or `tandem verify` that validated through it grew
+/// by megabytes a minute for as long as it ran. This is the one place the validator's
+/// callers enter (the campaign, `tandem run`, `tandem verify`); the rest of this room
+/// builds its terms in whatever context is current. A panic inside (a pass that panics
+/// is its stage's finding, see `judge::check::caught`) is carried out of the context
+/// and resumed, so the thread's default context is restored either way.
 pub fn validate_pipeline(f: &Function, pipeline: &Pipeline, opts: &Options) -> Result<Vec<(String, Answer, Duration)>, PassError> {
+    let run = || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| validate_pipeline_in_context(f, pipeline, opts)))
+            .map_err(std::sync::Mutex::new)
+    };
+    let result = z3::with_z3_config(&z3::Config::new(), run);
+    release_freed_memory();
+    match result {
+        Ok(answers) => answers,
+        Err(panic) => std::panic::resume_unwind(panic.into_inner().unwrap_or_else(|e| e.into_inner())),
+    }
+}
+
+/// Gives the memory the dropped context freed back to the system. A big function's
+/// queries take a hundred megabytes for a moment; glibc keeps freed memory in its heaps,
+/// so without this the resident set of a long campaign would climb to the largest
+/// query it ever ran and stay there (issue 23).
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: glibc's `malloc_trim` only returns free pages of the heaps to the
+        // kernel; it is safe to call from any thread at any time.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
+/// [`validate_pipeline`] in the current Z3 context.
+fn validate_pipeline_in_context(f: &Function, pipeline: &Pipeline, opts: &Options) -> Result<Vec<(String, Answer, Duration)>, PassError> {
     let mut g = f.clone();
     let mut before = f.clone();
     let mut out = vec![];

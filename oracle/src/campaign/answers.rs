@@ -1,0 +1,246 @@
+//! The validator's answers in a campaign, in a size that does not grow with the campaign
+//! (issue 23): per pass, the number of answers of each kind and a latency histogram with
+//! logarithmic buckets, from which the summary's p50/p90/p99 are read. A campaign used to
+//! keep every answer to sort their times at the end, which at a high `--verify-permille`
+//! is megabytes an hour in memory and in every state-file snapshot.
+//!
+//! The histogram's buckets are 1% wide (bucket `i > 0` holds the latencies `t`, in
+//! microseconds, with `1.01^(i-1) <= t < 1.01^i`; bucket 0 holds `t = 0`), so a
+//! quantile is the nearest-rank quantile of the samples to within 1%: it is reported as
+//! the upper end of its bucket, never above the largest sample. A week-long query would
+//! land in bucket 2,600; the map holds only the buckets that were hit.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The growth factor from one bucket to the next.
+const BUCKET_RATIO: f64 = 1.01;
+
+/// Latencies in logarithmic buckets (see the module docs).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyHistogram {
+    /// Bucket index to the number of samples in it.
+    pub buckets: BTreeMap<u32, u64>,
+    /// The largest sample, in microseconds.
+    pub max_micros: u64,
+}
+
+impl LatencyHistogram {
+    fn bucket(micros: u64) -> u32 {
+        if micros == 0 {
+            0
+        } else {
+            // The smallest i with micros < 1.01^i, computed in floating point and then
+            // corrected, so that the bucket's bounds hold exactly.
+            let mut i = ((micros as f64).ln() / BUCKET_RATIO.ln()).floor() as u32 + 1;
+            while i > 1 && (micros as f64) < Self::lower(i) {
+                i -= 1;
+            }
+            while (micros as f64) >= Self::lower(i + 1) {
+                i += 1;
+            }
+            i
+        }
+    }
+
+    /// The smallest latency bucket `i` holds (`1.01^(i-1)`; 0 for bucket 0).
+    fn lower(i: u32) -> f64 {
+        if i == 0 {
+            0.0
+        } else {
+            BUCKET_RATIO.powi(i as i32 - 1)
+        }
+    }
+
+    pub fn add(&mut self, micros: u64) {
+        *self.buckets.entry(Self::bucket(micros)).or_insert(0) += 1;
+        self.max_micros = self.max_micros.max(micros);
+    }
+
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        for (&b, &n) in &other.buckets {
+            *self.buckets.entry(b).or_insert(0) += n;
+        }
+        self.max_micros = self.max_micros.max(other.max_micros);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.buckets.values().sum()
+    }
+
+    /// The nearest-rank `q`-quantile to within 1% (the upper end of the bucket holding
+    /// it, at most the largest sample); zero without samples.
+    pub fn quantile(&self, q: f64) -> Duration {
+        let n = self.count();
+        if n == 0 {
+            return Duration::ZERO;
+        }
+        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+        let mut seen = 0;
+        for (&b, &k) in &self.buckets {
+            seen += k;
+            if seen >= rank {
+                let upper = if b == 0 { 0.0 } else { Self::lower(b + 1) };
+                return Duration::from_micros((upper.ceil() as u64).min(self.max_micros));
+            }
+        }
+        Duration::from_micros(self.max_micros)
+    }
+}
+
+/// One pass's answers: how many of each kind (`smt::Answer::kind`) and their latencies.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PassAnswers {
+    pub pass: String,
+    pub kinds: BTreeMap<String, u64>,
+    pub latency: LatencyHistogram,
+}
+
+impl PassAnswers {
+    fn merge(&mut self, other: &PassAnswers) {
+        for (k, n) in &other.kinds {
+            *self.kinds.entry(k.clone()).or_insert(0) += n;
+        }
+        self.latency.merge(&other.latency);
+    }
+
+    fn kind(&self, k: &str) -> u64 {
+        self.kinds.get(k).copied().unwrap_or(0)
+    }
+
+    /// `PASS: N proved, N bounded, N unknown (P%), N counterexample(s), N encoder
+    /// disagreement(s); p50 T, p90 T, p99 T`.
+    pub fn line(&self) -> String {
+        let ms = |q: f64| self.latency.quantile(q).as_secs_f64() * 1e3;
+        format!(
+            "{}: {} proved, {} bounded, {} unknown ({:.1}%), {} counterexample(s), {} encoder disagreement(s); p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms",
+            self.pass,
+            self.kind("proved"),
+            self.kind("bounded"),
+            self.kind("unknown"),
+            100.0 * self.kind("unknown") as f64 / self.latency.count().max(1) as f64,
+            self.kind("counterexample"),
+            self.kind("disagreement"),
+            ms(0.5),
+            ms(0.9),
+            ms(0.99)
+        )
+    }
+}
+
+/// Every pass's answers, one entry per pass in first-seen order.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ValidatorAnswers {
+    pub passes: Vec<PassAnswers>,
+}
+
+impl ValidatorAnswers {
+    pub fn is_empty(&self) -> bool {
+        self.passes.is_empty()
+    }
+
+    /// Counts one answer of kind `kind` for `pass` that took `micros`.
+    pub fn add(&mut self, pass: &str, kind: &str, micros: u64) {
+        let i = match self.passes.iter().position(|p| p.pass == pass) {
+            Some(i) => i,
+            None => {
+                self.passes.push(PassAnswers { pass: pass.to_string(), ..PassAnswers::default() });
+                self.passes.len() - 1
+            }
+        };
+        let p = &mut self.passes[i];
+        *p.kinds.entry(kind.to_string()).or_insert(0) += 1;
+        p.latency.add(micros);
+    }
+
+    /// One line per pass (in pipeline order; passes it does not name last, by name) and
+    /// one for all passes.
+    pub fn lines(&self) -> Vec<String> {
+        let pipeline = tandem_core::passes::check_pipeline();
+        let rank = |p: &str| pipeline.passes.iter().position(|q| q.name == p).unwrap_or(usize::MAX);
+        let mut passes: Vec<&PassAnswers> = self.passes.iter().collect();
+        passes.sort_by(|a, b| rank(&a.pass).cmp(&rank(&b.pass)).then_with(|| a.pass.cmp(&b.pass)));
+        let mut all = PassAnswers { pass: "all passes".into(), ..PassAnswers::default() };
+        let mut out = vec![];
+        for p in passes {
+            all.merge(p);
+            out.push(p.line());
+        }
+        out.push(all.line());
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every latency lands in the bucket whose bounds hold it.
+    #[test]
+    fn buckets_hold_their_latencies() {
+        for micros in (0..5_000).chain([999_999, 1_000_000, 86_400_000_000, u32::MAX as u64]) {
+            let b = LatencyHistogram::bucket(micros);
+            let t = micros as f64;
+            assert!(LatencyHistogram::lower(b) <= t, "{micros} below bucket {b}");
+            assert!(t < LatencyHistogram::lower(b + 1) || micros == 0, "{micros} above bucket {b}");
+        }
+    }
+
+    /// The quantiles of 1..=10,000 µs and of a skewed sample are within 1% of the
+    /// nearest-rank quantiles of the sorted samples.
+    #[test]
+    fn quantiles_are_within_one_percent() {
+        let uniform: Vec<u64> = (1..=10_000).collect();
+        let skewed: Vec<u64> = (0..3_000u64).map(|i| if i % 10 == 0 { 300_000 + i * 7 } else { 40 + i % 97 }).collect();
+        for samples in [uniform, skewed] {
+            let mut h = LatencyHistogram::default();
+            for &s in &samples {
+                h.add(s);
+            }
+            let mut sorted = samples.clone();
+            sorted.sort();
+            for q in [0.5, 0.9, 0.99, 1.0] {
+                let exact = sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1] as f64;
+                let got = h.quantile(q).as_micros() as f64;
+                assert!(got >= exact && got <= exact * 1.01 + 1.0, "q {q}: {got} vs {exact}");
+            }
+            assert_eq!(h.quantile(1.0).as_micros() as u64, *sorted.last().unwrap());
+        }
+    }
+
+    /// A million answers take about as many buckets as ten thousand: the size does not grow
+    /// with the number of answers.
+    #[test]
+    fn the_size_does_not_grow_with_the_answers() {
+        let mut v = ValidatorAnswers::default();
+        let mut small = 0;
+        for i in 0..1_000_000u64 {
+            let micros = 100 + (i * 7919) % 300_000;
+            v.add(["ssa", "memopt", "cprop"][(i % 3) as usize], ["proved", "bounded", "unknown"][(i % 5 % 3) as usize], micros);
+            if i == 9_999 {
+                small = serde_json::to_string(&v).unwrap().len();
+            }
+        }
+        let big = serde_json::to_string(&v).unwrap().len();
+        assert!(big < small * 4, "{small} bytes after 10,000 answers, {big} after 1,000,000");
+        assert_eq!(v.passes.iter().map(|p| p.latency.count()).sum::<u64>(), 1_000_000);
+        let round: ValidatorAnswers = serde_json::from_str(&serde_json::to_string(&v).unwrap()).unwrap();
+        assert_eq!(round, v);
+    }
+
+    #[test]
+    fn lines_count_every_kind_in_pipeline_order() {
+        let mut v = ValidatorAnswers::default();
+        v.add("cprop", "proved", 1_000);
+        v.add("ssa", "bounded", 2_000);
+        v.add("ssa", "unknown", 300_000);
+        v.add("cprop", "counterexample", 5_000);
+        let lines = v.lines();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("ssa: 0 proved, 1 bounded, 1 unknown (50.0%), 0 counterexample(s)"), "{}", lines[0]);
+        assert!(lines[1].starts_with("cprop: 1 proved, 0 bounded, 0 unknown (0.0%), 1 counterexample(s)"), "{}", lines[1]);
+        assert!(lines[2].starts_with("all passes: 1 proved, 1 bounded, 1 unknown (25.0%), 1 counterexample(s)"), "{}", lines[2]);
+        assert!(lines[2].ends_with("p99 300.0 ms"), "{}", lines[2]);
+    }
+}
