@@ -14,6 +14,7 @@
 
 pub mod build;
 pub mod config;
+pub mod distinguish;
 pub mod edges;
 pub mod source;
 pub mod ssa;

@@ -5,7 +5,8 @@
 //! sit in (branch, `trapif`, select condition, store value, call argument, address, ...),
 //! since each context lowers differently; the (operator, type, left, right) combinations
 //! of edge-constant operands ([`super::edges`]); and the share of statements `dce`
-//! removes, the measure of generated work that reaches no observable. Counters live in
+//! removes, the measure of generated work that reaches no observable; and the
+//! distinguishing-value coverage ([`super::distinguish`]). Counters live in
 //! `BTreeMap`s so the report's order is stable.
 
 use super::config::{Config, Feature};
@@ -58,6 +59,8 @@ pub struct Stats {
     /// statements and terminators, and how many `dce` removed.
     pub dce_input_nodes: u64,
     pub dce_removed_nodes: u64,
+    /// Per slip pair, the programs whose runs evaluated it and told it apart.
+    pub distinguish: super::distinguish::Coverage,
 }
 
 impl Stats {
@@ -161,6 +164,7 @@ pub fn stats(first: u64, count: u64, cfg: &Config) -> Stats {
             s.dce_input_nodes += d.nodes_in;
             s.dce_removed_nodes += d.nodes_in - d.nodes_out;
         }
+        s.distinguish.add_program(&super::distinguish::observe_case(&g.case));
         match check_promises(&g.case).and_then(|()| check(&g.case)) {
             Err(e) => s.broken.push((seed, e.to_string())),
             Ok(results) => {
@@ -360,6 +364,9 @@ impl fmt::Display for Stats {
         writeln!(f, "swarm features (programs with the feature on):")?;
         for (k, v) in &self.features {
             writeln!(f, "  {k:<24} {v}")?;
+        }
+        for line in self.distinguish.lines() {
+            writeln!(f, "{line}")?;
         }
         Ok(())
     }
