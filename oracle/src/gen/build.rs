@@ -35,6 +35,7 @@
 
 mod operands;
 mod policies;
+mod reach;
 
 use super::config::{Config, Feature, FeatureSet, Weights};
 use super::source::Source;
@@ -431,6 +432,16 @@ impl<'a, S: Source> Gen<'a, S> {
         }
     }
 
+    /// The operand type of a compare: i64 more often than elsewhere when the program
+    /// has i64 at all, since an i64 compare's decomposition has the most cases.
+    fn cmp_ty(&mut self) -> Type {
+        if self.w.i64_permille > 0 && self.chance(reach::I64_COMPARE_PERMILLE) {
+            Type::I64
+        } else {
+            self.ty()
+        }
+    }
+
     // ----- building blocks -----
 
     fn add(&mut self, data: ExprData) -> Expr {
@@ -693,7 +704,7 @@ impl<'a, S: Source> Gen<'a, S> {
 
     /// A branch condition.
     fn cond(&mut self, depth: u32) -> Expr {
-        let ty = self.ty();
+        let ty = self.cmp_ty();
         match self.below(6) {
             0 => self.expr(Type::I32, depth),
             1 => {
@@ -704,7 +715,9 @@ impl<'a, S: Source> Gen<'a, S> {
             _ => {
                 let op = self.pick(&CmpOp::ALL);
                 let a = self.expr(ty, depth);
-                let b = if self.chance(500) {
+                let b = if self.chance(reach::SIGN_EDGE_PERMILLE) {
+                    self.sign_edge(ty)
+                } else if self.chance(500) {
                     let v = self.pick(&INTERESTING[..12]);
                     self.konst(ty, v)
                 } else {
@@ -1162,9 +1175,16 @@ impl<'a, S: Source> Gen<'a, S> {
     /// with any of the ten operators (the backend fuses it into the check with its own
     /// condition-code table), its constant on either side.
     fn trapif(&mut self, depth: u32) -> Expr {
-        let ty = self.ty();
+        let ty = self.cmp_ty();
         let op = self.pick(&CmpOp::ALL);
         let bits = ty.bits() as i64;
+        if self.chance(reach::BOUNDARY_CHECK_PERMILLE) {
+            self.note("trapif range check across the sign boundary");
+            let (op, a, b) = self.boundary_check(ty, depth);
+            let cond = if self.chance(500) { self.cmp(mirror(op), b, a) } else { self.cmp(op, a, b) };
+            let code = self.below(100);
+            return self.add(ExprData::TrapIf { cond, code });
+        }
         let (a, b) = if self.chance(self.cfg.trap_check_permille) && op != CmpOp::Ne {
             self.note("trapif that fires now and then");
             // Fires now and then: the low four bits against a constant that splits 0..16.
@@ -1236,6 +1256,9 @@ impl<'a, S: Source> Gen<'a, S> {
     }
 
     fn store(&mut self, depth: u32) -> Expr {
+        if self.chance(reach::NEIGHBOUR_PERMILLE) {
+            return self.neighbour_store(depth);
+        }
         let ty = self.ty();
         let widths: Vec<MemWidth> = MemWidth::ALL.into_iter().filter(|w| w.bits() <= ty.bits()).collect();
         let width = self.pick(&widths);
@@ -1374,10 +1397,10 @@ impl<'a, S: Source> Gen<'a, S> {
             }
             ExprKind::Binary => self.binary(ty, d),
             ExprKind::Cmp => {
-                let t = self.ty();
+                let t = self.cmp_ty();
                 let op = self.pick(&CmpOp::ALL);
                 let a = self.expr(t, d);
-                let b = self.expr(t, d);
+                let b = if self.chance(reach::SIGN_EDGE_PERMILLE) { self.sign_edge(t) } else { self.expr(t, d) };
                 self.cmp(op, a, b)
             }
             ExprKind::Convert => {
@@ -1473,8 +1496,9 @@ impl<'a, S: Source> Gen<'a, S> {
                 let b = if self.on(Feature::VarShift) && self.chance(500) {
                     self.expr(ty, d)
                 } else {
-                    let n = self.below(ty.bits() + 8) as i64;
-                    self.konst(ty, n)
+                    // A quarter of the counts lie at or past the width (masked to it).
+                    let n = if self.chance(250) { ty.bits() + self.below(ty.bits()) } else { self.below(ty.bits()) };
+                    self.konst(ty, n as i64)
                 };
                 self.bin(op, a, b)
             }

@@ -218,7 +218,7 @@ impl<'s> PairObserver<'s> {
 /// a comma has its parent's context.
 fn compare_contexts(f: &Function) -> SecondaryMap<Expr, u8> {
     let mut ctx: SecondaryMap<Expr, u8> = SecondaryMap::with_default(3);
-    let mut mark = |mut e: Expr, c: u8, ctx: &mut SecondaryMap<Expr, u8>| {
+    let mark = |mut e: Expr, c: u8, ctx: &mut SecondaryMap<Expr, u8>| {
         while let ExprData::Comma { second, .. } = f.exprs[e] {
             e = second;
         }
