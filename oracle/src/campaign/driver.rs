@@ -275,6 +275,8 @@ pub struct Summary {
     /// Every answer of the validator on the verified share of seeds, in seed order of
     /// completion.
     pub validator: Vec<ValidatorAnswer>,
+    /// Distinguishing-value coverage of the cases (`gen::distinguish`).
+    pub distinguish: gen::distinguish::Coverage,
 }
 
 impl Summary {
@@ -330,6 +332,11 @@ impl Summary {
             self.findings.insert(at, f.clone());
         }
         self.validator.extend(r.validator.iter().cloned());
+        let pairs = gen::distinguish::ProgramPairs {
+            evaluated: r.evaluated.iter().cloned().collect(),
+            distinguished: r.distinguished.iter().cloned().collect(),
+        };
+        self.distinguish.add_program(&pairs);
     }
 
     /// Puts the statistics in their fixed order, whatever order the workers delivered
@@ -429,6 +436,11 @@ struct SeedRecord {
     stats: Vec<(String, BTreeMap<String, u64>)>,
     #[serde(default)]
     validator: Vec<ValidatorAnswer>,
+    /// The slip pairs the runs evaluated and told apart (`gen::distinguish`).
+    #[serde(default)]
+    evaluated: Vec<String>,
+    #[serde(default)]
+    distinguished: Vec<String>,
     finding: Option<Finding>,
     /// Seconds of testing (over all sessions) when the seed completed.
     t: f64,
@@ -461,6 +473,8 @@ struct StateFile {
     findings: Vec<Finding>,
     #[serde(default)]
     validator: Vec<ValidatorAnswer>,
+    #[serde(default)]
+    distinguish: gen::distinguish::Coverage,
 }
 
 pub const STATE_FILE: &str = "state.json";
@@ -583,6 +597,7 @@ pub fn resume(dir: &Path, jobs: usize, progress: impl FnMut(&Summary)) -> Result
         fired: state.fired,
         elapsed: Duration::from_secs_f64(state.elapsed_seconds),
         validator: state.validator,
+        distinguish: state.distinguish,
     };
     let mut done = Completed { watermark: state.watermark, above: state.done_above.into_iter().collect() };
     let mut elapsed = state.elapsed_seconds;
@@ -662,6 +677,7 @@ impl Session {
             fired: s.fired.clone(),
             findings: s.findings.clone(),
             validator: s.validator.clone(),
+            distinguish: s.distinguish.clone(),
         };
         let started = Instant::now();
         let text = serde_json::to_string_pretty(&state).expect("a state serializes");
@@ -790,6 +806,8 @@ impl Session {
             limited: o.limited,
             stats,
             validator: o.validator,
+            evaluated: o.pairs.evaluated.into_iter().collect(),
+            distinguished: o.pairs.distinguished.into_iter().collect(),
             finding,
             t,
         };
@@ -847,6 +865,7 @@ struct SeedOutcome {
     /// The validator's counterexamples and encoder disagreements: the function, the pass
     /// and the answer, written out as their own case files by [`Session::record`].
     validator_findings: Vec<(tandem_core::ir::Function, String, crate::smt::Answer)>,
+    pairs: gen::distinguish::ProgramPairs,
 }
 
 /// Generates the case of `seed` and checks every run through every stage; with `verify`,
@@ -866,6 +885,7 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: bool, emu: &mut Emu
         pass_stats: vec![],
         validator: vec![],
         validator_findings: vec![],
+        pairs: gen::distinguish::observe_case(&g.case),
     };
     if verify {
         for f in &g.case.module.functions {
@@ -902,8 +922,41 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: bool, emu: &mut Emu
             Ok(_) => o.problems.extend(c.problems.into_iter().map(|p| (r.line, p))),
         }
     }
+    if verify {
+        let found = encoder_self_check(seed, profile, o.problems.is_empty());
+        o.problems.extend(found);
+    }
     Ok(o)
 }
+
+/// The encoder's self-check (`smt::selfcheck`) on a validated seed: the encoding of the
+/// function as generated and after each pass, on the seed's own inputs, against the
+/// interpreter. A difference is a bug of the encoder, not of the compiler: its own stage
+/// and so its own signature.
+///
+/// The self-check runs the passes itself: a pass that panics there is the stage checks'
+/// finding (already made), so a panic is the self-check's own only when the seed has no
+/// other problem (`clean`).
+fn encoder_self_check(seed: u64, profile: Profile, clean: bool) -> Vec<(u32, Problem)> {
+    let s = match crate::judge::check::caught(|| crate::smt::selfcheck::self_check(seed, 1, profile, VALIDATOR_OPTIONS.bound)) {
+        Ok(s) => s,
+        Err(why) if clean => {
+            let lines = vec![format!("the encoder self-check panicked: {why}")];
+            return vec![(0, Problem { stage: ENCODER_SELF_CHECK.into(), lines, side_by_side: None })];
+        }
+        Err(_) => return vec![],
+    };
+    s.differences
+        .into_iter()
+        .map(|(_, form, run, why)| {
+            let lines = vec![format!("encoder disagreement on run {} ({form}): {why}", run + 1)];
+            (0, Problem { stage: ENCODER_SELF_CHECK.into(), lines, side_by_side: None })
+        })
+        .collect()
+}
+
+/// The stage of an encoder self-check disagreement.
+pub const ENCODER_SELF_CHECK: &str = "z3 encoder self-check";
 
 /// Writes the case of `seed` with its problems as leading comments (atomically);
 /// returns the path.

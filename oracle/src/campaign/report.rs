@@ -30,6 +30,16 @@ pub struct FuzzReport {
     pub signatures: Vec<SignatureReport>,
     /// Every finding, in seed order.
     pub findings: Vec<Finding>,
+    /// Distinguishing-value coverage: per slip pair (`gen::distinguish::universe`, in its
+    /// order), the share of cases whose runs told it apart and that evaluated it.
+    pub distinguishing: Vec<PairReport>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PairReport {
+    pub pair: String,
+    pub distinguished_percent: f64,
+    pub evaluated_percent: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -117,6 +127,14 @@ impl FuzzReport {
             passes,
             signatures,
             findings: s.findings.clone(),
+            distinguishing: crate::gen::distinguish::universe()
+                .into_iter()
+                .map(|pair| PairReport {
+                    distinguished_percent: s.distinguish.percent(&pair),
+                    evaluated_percent: s.distinguish.evaluated_percent(&pair),
+                    pair,
+                })
+                .collect(),
         }
     }
 }

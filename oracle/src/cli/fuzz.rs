@@ -183,6 +183,9 @@ fn fuzz(
             let _ = writeln!(out, "  {l}");
         }
     }
+    for l in s.distinguish.lines() {
+        let _ = writeln!(out, "{l}");
+    }
     let groups = s.signatures();
     if !groups.is_empty() {
         let _ = writeln!(out, "{} signature(s):", groups.len());

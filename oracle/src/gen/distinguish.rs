@@ -99,7 +99,7 @@ pub fn universe() -> Vec<String> {
 }
 
 /// Per pair, how many programs evaluated it and how many distinguished it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Coverage {
     pub programs: u64,
     pub evaluated: BTreeMap<String, u64>,
