@@ -13,7 +13,10 @@
 //!   (a constant address or a masked variable one, the same pure tree cloned): a store,
 //!   a load that partially overlaps it, is adjacent to it or starts at the same address
 //!   with another width, and an outer store over the same bytes. Alias analysis, store
-//!   forwarding and dead-store elimination have their range boundaries there.
+//!   forwarding and dead-store elimination have their range boundaries there; the
+//!   load's type is drawn on its own (an i32 stored, read back zero-extended as an i64);
+//!   and now and then a store to the same printed address before the base's variable is
+//!   redefined ([`Gen::store_then_redefine`]), which a dead-store pass must not delete.
 //!
 //! Every address stays in its region (the variable part is masked to leave room for
 //! the largest offset plus the widest access); a check fires only on the values the
@@ -30,6 +33,9 @@ pub(super) const SIGN_EDGE_PERMILLE: u32 = 450;
 pub(super) const I64_COMPARE_PERMILLE: u32 = 350;
 /// Per-mille of stores built by [`Gen::neighbour_store`].
 pub(super) const NEIGHBOUR_PERMILLE: u32 = 350;
+/// Per-mille of neighbour stores over a variable base preceded by
+/// [`Gen::store_then_redefine`].
+const REDEFINED_BASE_PERMILLE: u32 = 300;
 
 /// Constants either side of the sign boundary of i32 and of i64, and the i64 values
 /// whose high word is 0 and low word's sign bit is set.
@@ -96,7 +102,7 @@ impl<S: Source> Gen<'_, S> {
         const OFFSETS: [i64; 8] = [0, 0, 1, 2, 3, 4, 6, 8];
         let ty = self.ty();
         let widths: Vec<MemWidth> = MemWidth::ALL.into_iter().filter(|w| w.bits() <= ty.bits()).collect();
-        let base = self.neighbour_base();
+        let (base, base_local) = self.neighbour_base();
         // The first address uses `base` itself, the others clones of it.
         let at = |g: &mut Self, off: i64, clone: bool| {
             let b = if clone { g.f.clone_tree(base) } else { base };
@@ -110,8 +116,13 @@ impl<S: Source> Gen<'_, S> {
         let a1 = at(self, o1, false);
         let v = self.expr(ty, depth.min(2));
         let inner = self.add(ExprData::Store { width: w3, addr: a3, value: v });
-        let signed = w2.bits() < ty.bits() && self.chance(500);
-        let load = self.add(ExprData::Load { ty, width: w2, signed, addr: a2 });
+        // The load's type is drawn on its own: an i32 stored and read back as an i64 (or
+        // the reverse) is what store-to-load forwarding converts.
+        let lty = self.ty();
+        let w2 = if w2.bits() > lty.bits() { MemWidth::W32 } else { w2 };
+        let signed = w2.bits() < lty.bits() && self.chance(500);
+        let load = self.add(ExprData::Load { ty: lty, width: w2, signed, addr: a2 });
+        let load = self.convert_to(load, ty);
         let value = self.add(ExprData::Comma { first: inner, second: load });
         let value = if self.chance(500) {
             let y = self.expr(ty, depth.min(1));
@@ -121,24 +132,54 @@ impl<S: Source> Gen<'_, S> {
             value
         };
         self.note("neighbour accesses of mixed widths");
+        if let Some(l) = base_local {
+            if self.cur.is_some() && self.chance(REDEFINED_BASE_PERMILLE) {
+                self.store_then_redefine(base, l, w1, o1, ty);
+            }
+        }
         self.add(ExprData::Store { width: w1, addr: a1, value })
     }
 
+    /// Before the statement under construction: `store.w(A + o, v)` and `%l = x`, where
+    /// `A` reads `%l`, so that the statement's store to `A + o` (the same printed address)
+    /// is at another place. Dead-store elimination must see the redefinition.
+    fn store_then_redefine(&mut self, base: Expr, l: Local, width: MemWidth, off: i64, ty: Type) {
+        self.note("store, its base local redefined, the same address stored again");
+        let b = self.f.clone_tree(base);
+        let o = self.konst(Type::I32, off);
+        let addr = self.bin(BinOp::Add, b, o);
+        let value = self.expr(ty, 1);
+        let s = self.add(ExprData::Store { width, addr, value });
+        self.push(s);
+        let x = self.expr(Type::I32, 1);
+        let a = self.assign(l, x);
+        self.push(a);
+    }
+
     /// The base of [`Gen::neighbour_store`]: a hot constant address or a region's base
-    /// plus a masked pure variable part, leaving 16 bytes of room at the end.
-    fn neighbour_base(&mut self) -> Expr {
+    /// plus a masked pure variable part, leaving 16 bytes of room at the end; and the
+    /// variable the base reads, when it is one that may be assigned.
+    fn neighbour_base(&mut self) -> (Expr, Option<Local>) {
         if self.chance(500) {
             let o = self.pick(&self.hot_offsets.clone()).min(HEAP_SIZE - 16);
-            return self.konst(Type::I32, (HEAP_BASE + o) as i64);
+            return (self.konst(Type::I32, (HEAP_BASE + o) as i64), None);
         }
         let r = self.pick(&self.regions.clone());
         let mask = (r.size - 16) as i64;
-        let pure = std::mem::replace(&mut self.pure_mode, true);
-        let x = self.leaf(Type::I32);
-        self.pure_mode = pure;
+        let vars: Vec<Local> =
+            self.assignable(Some(Type::I32)).into_iter().filter(|l| self.readable.contains(l)).collect();
+        let (x, var) = if !vars.is_empty() && self.chance(600) {
+            let l = self.pick(&vars);
+            (self.local(l), Some(l))
+        } else {
+            let pure = std::mem::replace(&mut self.pure_mode, true);
+            let x = self.leaf(Type::I32);
+            self.pure_mode = pure;
+            (x, None)
+        };
         let m = self.konst(Type::I32, mask);
         let off = self.bin(BinOp::And, x, m);
         let b = self.konst(Type::I32, (HEAP_BASE + r.base) as i64);
-        self.bin(BinOp::Add, b, off)
+        (self.bin(BinOp::Add, b, off), var)
     }
 }
