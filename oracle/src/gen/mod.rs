@@ -118,7 +118,7 @@ fn make_run<S: Source>(src: &mut S, f: &tandem_core::ir::Function) -> Run {
         })
         .collect();
     let mut heap = vec![];
-    for _ in 0..1 + src.below(6) {
+    for _ in 0..src.below(7) {
         let len = 1 + src.below(16);
         let off = if !targets.is_empty() && src.below(3) > 0 {
             targets[src.below(targets.len() as u32) as usize].min(HEAP_SIZE - len)
