@@ -293,6 +293,8 @@ pub struct Summary {
     /// The signal that interrupted this session ([`super::interrupt`]), if one did: the
     /// campaign is not complete and `--resume` continues it.
     pub interrupted: Option<i32>,
+    /// Distinguishing-value coverage of the cases (`gen::distinguish`).
+    pub distinguish: gen::distinguish::Coverage,
 }
 
 impl Summary {
@@ -324,6 +326,11 @@ impl Summary {
             self.samples.push((r.t, self.cases));
         }
         self.infidelities.extend(r.infidelity.iter().cloned());
+        let pairs = gen::distinguish::ProgramPairs {
+            evaluated: r.evaluated.iter().cloned().collect(),
+            distinguished: r.distinguished.iter().cloned().collect(),
+        };
+        self.distinguish.add_program(&pairs);
     }
 
     /// Puts the statistics in their fixed order, whatever order the workers delivered
@@ -423,6 +430,11 @@ struct SeedRecord {
     stats: Vec<(String, BTreeMap<String, u64>)>,
     #[serde(default)]
     validator: Vec<ValidatorAnswer>,
+    /// The slip pairs the runs evaluated and told apart (`gen::distinguish`).
+    #[serde(default)]
+    evaluated: Vec<String>,
+    #[serde(default)]
+    distinguished: Vec<String>,
     finding: Option<Finding>,
     /// The case file of this seed's emulator infidelities, if it has any.
     #[serde(default)]
@@ -468,6 +480,7 @@ struct StateFile {
     /// The validator's answers, counted (see [`ValidatorAnswers`]).
     #[serde(default)]
     validator_answers: ValidatorAnswers,
+    distinguish: gen::distinguish::Coverage,
 }
 
 pub const STATE_FILE: &str = "state.json";
@@ -593,6 +606,7 @@ pub fn resume(dir: &Path, jobs: usize, progress: impl FnMut(&Summary)) -> Result
         samples: state.samples,
         infidelities: state.infidelities,
         interrupted: None,
+        distinguish: state.distinguish,
     };
     for a in &state.validator {
         summary.validator.add(&a.pass, &a.kind, a.micros);
@@ -678,6 +692,7 @@ impl Session {
             validator_answers: s.validator.clone(),
             samples: s.samples.clone(),
             infidelities: s.infidelities.clone(),
+            distinguish: s.distinguish.clone(),
         };
         let started = Instant::now();
         let text = serde_json::to_string_pretty(&state).expect("a state serializes");
@@ -818,6 +833,8 @@ impl Session {
             limited: o.limited,
             stats,
             validator: o.validator,
+            evaluated: o.pairs.evaluated.into_iter().collect(),
+            distinguished: o.pairs.distinguished.into_iter().collect(),
             finding,
             infidelity,
             t,
@@ -912,6 +929,7 @@ struct SeedOutcome {
     validator_findings: Vec<(tandem_core::ir::Function, String, crate::smt::Answer)>,
     /// Runs Unicorn and the CPU disagree on: (line of the run, stage, disagreement).
     infidelities: Vec<(u32, String, Infidelity)>,
+    pairs: gen::distinguish::ProgramPairs,
 }
 
 /// Generates the case of `seed` and checks every run through every stage; with `verify`
@@ -934,6 +952,7 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: Option<Option<Insta
         validator: vec![],
         validator_findings: vec![],
         infidelities: vec![],
+        pairs: gen::distinguish::observe_case(&g.case),
     };
     for (r, c) in g.case.runs.iter().zip(checked) {
         o.runs += 1;
@@ -971,9 +990,44 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: Option<Option<Insta
                 }
             }
         }
+        // The encoder's self-check on the seed's own inputs (cheap: the inputs are fixed),
+        // unless the time is up.
+        if validator_options_until(deadline).is_some() {
+            let clean = o.problems.is_empty();
+            o.problems.extend(encoder_self_check(seed, profile, clean));
+        }
     }
     Ok(o)
 }
+
+/// The encoder's self-check (`smt::selfcheck`) on a validated seed: the encoding of the
+/// function as generated and after each pass, on the seed's own inputs, against the
+/// interpreter. A difference is a bug of the encoder, not of the compiler: its own stage
+/// and so its own signature.
+///
+/// The self-check runs the passes itself: a pass that panics there is the stage checks'
+/// finding (already made), so a panic is the self-check's own only when the seed has no
+/// other problem (`clean`).
+fn encoder_self_check(seed: u64, profile: Profile, clean: bool) -> Vec<(u32, Problem)> {
+    let s = match crate::judge::check::caught(|| crate::smt::selfcheck::self_check(seed, 1, profile, VALIDATOR_OPTIONS.bound)) {
+        Ok(s) => s,
+        Err(why) if clean => {
+            let lines = vec![format!("the encoder self-check panicked: {why}")];
+            return vec![(0, Problem { stage: ENCODER_SELF_CHECK.into(), lines, side_by_side: None })];
+        }
+        Err(_) => return vec![],
+    };
+    s.differences
+        .into_iter()
+        .map(|(_, form, run, why)| {
+            let lines = vec![format!("encoder disagreement on run {} ({form}): {why}", run + 1)];
+            (0, Problem { stage: ENCODER_SELF_CHECK.into(), lines, side_by_side: None })
+        })
+        .collect()
+}
+
+/// The stage of an encoder self-check disagreement.
+pub const ENCODER_SELF_CHECK: &str = "z3 encoder self-check";
 
 /// Writes the case of `seed` with its problems as leading comments (atomically);
 /// returns the path.

@@ -49,6 +49,16 @@ pub struct FuzzReport {
     /// The largest resident set of the process so far, in bytes (`VmHWM`); `null` where
     /// unknown.
     pub peak_rss_bytes: Option<u64>,
+    /// Distinguishing-value coverage: per slip pair (`gen::distinguish::universe`, in its
+    /// order), the share of cases whose runs told it apart and that evaluated it.
+    pub distinguishing: Vec<PairReport>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PairReport {
+    pub pair: String,
+    pub distinguished_percent: f64,
+    pub evaluated_percent: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -145,6 +155,14 @@ impl FuzzReport {
             infidelities: s.infidelities.clone(),
             rss_bytes: resident.map(|r| r.current),
             peak_rss_bytes: resident.map(|r| r.peak),
+            distinguishing: crate::gen::distinguish::universe()
+                .into_iter()
+                .map(|pair| PairReport {
+                    distinguished_percent: s.distinguish.percent(&pair),
+                    evaluated_percent: s.distinguish.evaluated_percent(&pair),
+                    pair,
+                })
+                .collect(),
         }
     }
 }

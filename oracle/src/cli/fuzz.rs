@@ -280,6 +280,9 @@ fn print_summary(out: &mut impl Write, s: &tandem_oracle::campaign::Summary, sta
             let _ = writeln!(out, "  {l}");
         }
     }
+    for l in s.distinguish.lines() {
+        let _ = writeln!(out, "{l}");
+    }
     let groups = s.signatures();
     if !groups.is_empty() {
         let _ = writeln!(out, "{} signature(s):", groups.len());

@@ -5,6 +5,11 @@
 //! order, keeps every value in canonical `i64` form (an `i32` sign-extended) and spells
 //! out each rule of the semantics in `tandem_core::ir`. One unit of fuel is spent per
 //! block entered and per node evaluated.
+//!
+//! An optional [`Observer`] sees the operands of every operator and memory access as it
+//! is evaluated (the generator's distinguishing-value coverage, `gen::distinguish`). The
+//! machine is generic over it, and the plain [`run`] uses `()`, whose empty hook compiles
+//! away: observing costs nothing when it is off.
 
 use crate::exec::outcome::{End, Event, Invalid, Outcome, Value};
 use crate::exec::runtime::{call_helper, HelperEnv};
@@ -118,6 +123,22 @@ impl HelperEnv for State {
     }
 }
 
+/// Sees the operators and accesses of a run as the interpreter evaluates them.
+pub trait Observer {
+    /// Node `e` of `f`, a binary operator, compare, conversion, load or store, with its
+    /// operands' canonical values (`[lhs, rhs]`; `[arg, 0]` for a conversion; `[address,
+    /// 0]` for a load; `[address, value]` for a store) and the heap as the node finds it
+    /// (for a store: before it writes). Called only when the operands were evaluated
+    /// without a trap, before the node itself may trap or go out of bounds.
+    fn node(&mut self, f: &Function, e: Expr, operands: [i64; 2], heap: &[u8]);
+}
+
+/// No observer: the hook is empty and inlined away.
+impl Observer for () {
+    #[inline(always)]
+    fn node(&mut self, _: &Function, _: Expr, _: [i64; 2], _: &[u8]) {}
+}
+
 /// Runs `f` on `input`. `Err(InputError)` when the inputs do not fit the function;
 /// `Ok(Err(Invalid))` when the run is invalid; otherwise the outcome.
 pub fn run(f: &Function, input: &RunInput) -> Result<Result<Outcome, Invalid>, InputError> {
@@ -126,6 +147,15 @@ pub fn run(f: &Function, input: &RunInput) -> Result<Result<Outcome, Invalid>, I
 
 /// Like [`run`], also returning the fuel the run used (all of it when it ran out).
 pub fn run_measured(f: &Function, input: &RunInput) -> Result<(Result<Outcome, Invalid>, u64), InputError> {
+    run_observed(f, input, &mut ())
+}
+
+/// Like [`run_measured`], showing every operator and access to `obs`.
+pub fn run_observed<O: Observer>(
+    f: &Function,
+    input: &RunInput,
+    obs: &mut O,
+) -> Result<(Result<Outcome, Invalid>, u64), InputError> {
     if input.args.len() != f.params.len() {
         return Err(InputError::Arguments(format!(
             "%{} takes {} argument(s), given {}",
@@ -147,7 +177,7 @@ pub fn run_measured(f: &Function, input: &RunInput) -> Result<(Result<Outcome, I
         locals[p] = a.as_i64();
     }
     let state = State::initial(f, input)?;
-    let mut m = Machine { f, locals, state, fuel: input.fuel };
+    let mut m = Machine { f, locals, state, fuel: input.fuel, obs };
     let end = m.run_blocks();
     let used = input.fuel - m.fuel;
     let end = match end {
@@ -159,14 +189,15 @@ pub fn run_measured(f: &Function, input: &RunInput) -> Result<(Result<Outcome, I
     Ok((Ok(Outcome { end, trace, heap, callframe }), used))
 }
 
-struct Machine<'a> {
+struct Machine<'a, O: Observer> {
     f: &'a Function,
     locals: SecondaryMap<Local, i64>,
     state: State,
     fuel: u64,
+    obs: &'a mut O,
 }
 
-impl Machine<'_> {
+impl<O: Observer> Machine<'_, O> {
     fn burn(&mut self) -> Result<(), Stop> {
         if self.fuel == 0 {
             return Err(Stop::Invalid(Invalid::FuelExhausted));
@@ -245,6 +276,7 @@ impl Machine<'_> {
             ExprData::Binary { op, lhs, rhs } => {
                 let a = self.value(*lhs)?;
                 let b = self.value(*rhs)?;
+                self.obs.node(f, e, [a, b], &self.state.heap);
                 let t = ty.unwrap();
                 Some(t.normalize(binary(*op, t, a, b).map_err(Stop::Trap)?))
             }
@@ -252,10 +284,12 @@ impl Machine<'_> {
                 let t = f.expr_type(*lhs).unwrap();
                 let a = self.value(*lhs)?;
                 let b = self.value(*rhs)?;
+                self.obs.node(f, e, [a, b], &self.state.heap);
                 Some(op.eval(t, a, b) as i64)
             }
             ExprData::Convert { op, arg } => {
                 let a = self.value(*arg)?;
+                self.obs.node(f, e, [a, 0], &self.state.heap);
                 Some(match op {
                     ConvOp::Sext => a as i32 as i64,
                     ConvOp::Zext => a as u32 as i64,
@@ -270,6 +304,7 @@ impl Machine<'_> {
             }
             ExprData::Load { ty, width, signed, addr } => {
                 let a = self.value(*addr)?;
+                self.obs.node(f, e, [a, 0], &self.state.heap);
                 let n = width.bytes();
                 let off = State::check_bounds(a, n).map_err(Stop::Invalid)?;
                 let mut raw = [0u8; 8];
@@ -286,6 +321,7 @@ impl Machine<'_> {
             ExprData::Store { width, addr, value } => {
                 let a = self.value(*addr)?;
                 let v = self.value(*value)?;
+                self.obs.node(f, e, [a, v], &self.state.heap);
                 let n = width.bytes() as usize;
                 let off = State::check_bounds(a, width.bytes()).map_err(Stop::Invalid)?;
                 self.state.heap[off..off + n].copy_from_slice(&v.to_le_bytes()[..n]);

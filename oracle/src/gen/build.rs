@@ -35,6 +35,7 @@
 
 mod operands;
 mod policies;
+mod reach;
 
 use super::config::{Config, Feature, FeatureSet, Weights};
 use super::source::Source;
@@ -237,110 +238,126 @@ fn node_count(f: &Function, e: Expr) -> u64 {
     n
 }
 
+/// The swarm features of one program: each dropped at the configured rate (and every
+/// policy at once now and then), then made consistent with the profile and each other.
+fn swarm_features<S: Source>(src: &mut S, cfg: &Config) -> FeatureSet {
+    let mut feats = FeatureSet::all();
+    if cfg.swarm {
+        for f in Feature::ALL {
+            if src.below(1000) < 1000 - cfg.feature_permille.min(1000) {
+                feats.remove(f);
+            }
+        }
+        if src.below(1000) >= 1000 - cfg.policies_off_permille.min(1000) {
+            for f in Feature::POLICIES {
+                feats.remove(f);
+            }
+        }
+    }
+    if cfg.ssa_form {
+        for f in [Feature::If, Feature::Loop, Feature::NestedLoop, Feature::SsaStress] {
+            feats.insert(f);
+        }
+    }
+    if !feats.contains(Feature::I64) {
+        feats.remove(Feature::Log64);
+        feats.remove(Feature::Mix64);
+    }
+    if !feats.contains(Feature::Loop) {
+        feats.remove(Feature::NestedLoop);
+        feats.remove(Feature::LoopExit);
+        feats.remove(Feature::LoopInvariant);
+    }
+    feats
+}
+
+/// The weights of the program's items, expressions, statements and operators: each
+/// feature that is on gets a random weight, the profile's biases on top.
+fn draw_weights<S: Source>(src: &mut S, cfg: &Config, feats: &FeatureSet) -> Weights {
+    let on = |f: Feature| feats.contains(f);
+    let weight = |cond: bool, src: &mut S| if cond { 1 + src.below(8) } else { 0 };
+    let items = vec![
+        weight(true, src) + 4,
+        weight(on(Feature::If), src),
+        weight(on(Feature::If), src),
+        weight(on(Feature::Loop), src),
+        weight(on(Feature::Switch), src),
+        weight(on(Feature::Irreducible), src) / 3,
+        weight(on(Feature::Redundancy), src),
+        weight(on(Feature::TreeMover), src),
+        weight(on(Feature::CfMotion) && on(Feature::CfVars), src),
+        weight(on(Feature::HeapMotion) && (on(Feature::Load) || on(Feature::Store)), src),
+        weight(on(Feature::RegPressure), src) / 2,
+        weight(on(Feature::If) && on(Feature::SsaStress), src) / 2,
+    ];
+    let exprs = vec![
+        weight(true, src) + 6,
+        weight(true, src),
+        weight(true, src) + 6,
+        weight(on(Feature::Cmp), src),
+        weight(on(Feature::Convert) && on(Feature::I64), src),
+        weight(on(Feature::Select), src),
+        weight(on(Feature::Load), src),
+        weight(on(Feature::CfVars), src),
+        weight(on(Feature::Mix) || on(Feature::Mix64) || on(Feature::HeapRmw), src),
+        weight(on(Feature::Comma), src),
+        weight(on(Feature::NestedAssign), src),
+        weight(on(Feature::Redundancy), src),
+    ];
+    let stmts = vec![
+        weight(true, src) + 8,
+        weight(on(Feature::Store), src),
+        weight(on(Feature::CfVars), src),
+        weight(on(Feature::Log), src),
+        weight(on(Feature::Log64), src),
+        weight(on(Feature::CfTrace), src),
+        weight(on(Feature::CfSet) && on(Feature::CfVars), src),
+        weight(on(Feature::HeapRmw), src),
+        weight(on(Feature::TrapIf), src),
+        weight(on(Feature::Comma), src),
+    ];
+    let binops = BinOp::ALL
+        .iter()
+        .map(|op| {
+            let f = match op {
+                BinOp::Add | BinOp::Sub => None,
+                BinOp::Mul => Some(Feature::Mul),
+                BinOp::And | BinOp::Or | BinOp::Xor => Some(Feature::Bitwise),
+                BinOp::Shl | BinOp::Lshr | BinOp::Ashr => Some(Feature::Shift),
+                _ => Some(Feature::Div),
+            };
+            weight(f.is_none_or(on), src)
+        })
+        .collect();
+    let (mut items, mut exprs, mut stmts) = (items, exprs, stmts);
+    let bias = |w: &mut u32, b: u32| {
+        if *w > 0 {
+            *w += b;
+        }
+    };
+    bias(&mut items[3], cfg.loop_bias);
+    for i in [8, 9] {
+        bias(&mut items[i], cfg.memory_bias);
+    }
+    for i in [6, 7] {
+        bias(&mut exprs[i], cfg.memory_bias);
+    }
+    for i in [1, 2, 7] {
+        bias(&mut stmts[i], cfg.memory_bias);
+    }
+    // Checks are where a signed test for an unsigned one shows (`build/reach.rs`): more
+    // of them where they are on at all.
+    bias(&mut stmts[8], 4);
+    let i64_permille = if on(Feature::I64) { 150 + src.below(500) } else { 0 };
+    let exit_permille = 100 + src.below(300);
+    Weights { items, exprs, stmts, binops, i64_permille, exit_permille }
+}
+
 impl<'a, S: Source> Gen<'a, S> {
     /// Draws the program's features and weights and sets up an empty function.
     pub(super) fn new(src: &'a mut S, cfg: &'a Config) -> Gen<'a, S> {
-        let mut feats = FeatureSet::all();
-        if cfg.swarm {
-            for f in Feature::ALL {
-                if src.below(1000) < 1000 - cfg.feature_permille.min(1000) {
-                    feats.remove(f);
-                }
-            }
-            if src.below(1000) >= 1000 - cfg.policies_off_permille.min(1000) {
-                for f in Feature::POLICIES {
-                    feats.remove(f);
-                }
-            }
-        }
-        if cfg.ssa_form {
-            for f in [Feature::If, Feature::Loop, Feature::NestedLoop, Feature::SsaStress] {
-                feats.insert(f);
-            }
-        }
-        if !feats.contains(Feature::I64) {
-            feats.remove(Feature::Log64);
-            feats.remove(Feature::Mix64);
-        }
-        if !feats.contains(Feature::Loop) {
-            feats.remove(Feature::NestedLoop);
-            feats.remove(Feature::LoopExit);
-            feats.remove(Feature::LoopInvariant);
-        }
-        let on = |f: Feature| feats.contains(f);
-        let weight = |cond: bool, src: &mut S| if cond { 1 + src.below(8) } else { 0 };
-        let items = vec![
-            weight(true, src) + 4,
-            weight(on(Feature::If), src),
-            weight(on(Feature::If), src),
-            weight(on(Feature::Loop), src),
-            weight(on(Feature::Switch), src),
-            weight(on(Feature::Irreducible), src) / 3,
-            weight(on(Feature::Redundancy), src),
-            weight(on(Feature::TreeMover), src),
-            weight(on(Feature::CfMotion) && on(Feature::CfVars), src),
-            weight(on(Feature::HeapMotion) && (on(Feature::Load) || on(Feature::Store)), src),
-            weight(on(Feature::RegPressure), src) / 2,
-            weight(on(Feature::If) && on(Feature::SsaStress), src) / 2,
-        ];
-        let exprs = vec![
-            weight(true, src) + 6,
-            weight(true, src),
-            weight(true, src) + 6,
-            weight(on(Feature::Cmp), src),
-            weight(on(Feature::Convert) && on(Feature::I64), src),
-            weight(on(Feature::Select), src),
-            weight(on(Feature::Load), src),
-            weight(on(Feature::CfVars), src),
-            weight(on(Feature::Mix) || on(Feature::Mix64) || on(Feature::HeapRmw), src),
-            weight(on(Feature::Comma), src),
-            weight(on(Feature::NestedAssign), src),
-            weight(on(Feature::Redundancy), src),
-        ];
-        let stmts = vec![
-            weight(true, src) + 8,
-            weight(on(Feature::Store), src),
-            weight(on(Feature::CfVars), src),
-            weight(on(Feature::Log), src),
-            weight(on(Feature::Log64), src),
-            weight(on(Feature::CfTrace), src),
-            weight(on(Feature::CfSet) && on(Feature::CfVars), src),
-            weight(on(Feature::HeapRmw), src),
-            weight(on(Feature::TrapIf), src),
-            weight(on(Feature::Comma), src),
-        ];
-        let binops = BinOp::ALL
-            .iter()
-            .map(|op| {
-                let f = match op {
-                    BinOp::Add | BinOp::Sub => None,
-                    BinOp::Mul => Some(Feature::Mul),
-                    BinOp::And | BinOp::Or | BinOp::Xor => Some(Feature::Bitwise),
-                    BinOp::Shl | BinOp::Lshr | BinOp::Ashr => Some(Feature::Shift),
-                    _ => Some(Feature::Div),
-                };
-                weight(f.is_none_or(on), src)
-            })
-            .collect();
-        let (mut items, mut exprs, mut stmts) = (items, exprs, stmts);
-        let bias = |w: &mut u32, b: u32| {
-            if *w > 0 {
-                *w += b;
-            }
-        };
-        bias(&mut items[3], cfg.loop_bias);
-        for i in [8, 9] {
-            bias(&mut items[i], cfg.memory_bias);
-        }
-        for i in [6, 7] {
-            bias(&mut exprs[i], cfg.memory_bias);
-        }
-        for i in [1, 2, 7] {
-            bias(&mut stmts[i], cfg.memory_bias);
-        }
-        let i64_permille = if on(Feature::I64) { 150 + src.below(500) } else { 0 };
-        let exit_permille = 100 + src.below(300);
-        let w = Weights { items, exprs, stmts, binops, i64_permille, exit_permille };
+        let feats = swarm_features(src, cfg);
+        let w = draw_weights(src, cfg, &feats);
         let f = Function {
             name: "f".to_string(),
             params: vec![],
@@ -428,6 +445,16 @@ impl<'a, S: Source> Gen<'a, S> {
             Type::I64
         } else {
             Type::I32
+        }
+    }
+
+    /// The operand type of a compare: i64 more often than elsewhere when the program
+    /// has i64 at all, since an i64 compare's decomposition has the most cases.
+    fn cmp_ty(&mut self) -> Type {
+        if self.w.i64_permille > 0 && self.chance(reach::I64_COMPARE_PERMILLE) {
+            Type::I64
+        } else {
+            self.ty()
         }
     }
 
@@ -693,7 +720,7 @@ impl<'a, S: Source> Gen<'a, S> {
 
     /// A branch condition.
     fn cond(&mut self, depth: u32) -> Expr {
-        let ty = self.ty();
+        let ty = self.cmp_ty();
         match self.below(6) {
             0 => self.expr(Type::I32, depth),
             1 => {
@@ -704,7 +731,9 @@ impl<'a, S: Source> Gen<'a, S> {
             _ => {
                 let op = self.pick(&CmpOp::ALL);
                 let a = self.expr(ty, depth);
-                let b = if self.chance(500) {
+                let b = if self.chance(reach::SIGN_EDGE_PERMILLE) {
+                    self.sign_edge(ty)
+                } else if self.chance(500) {
                     let v = self.pick(&INTERESTING[..12]);
                     self.konst(ty, v)
                 } else {
@@ -785,18 +814,7 @@ impl<'a, S: Source> Gen<'a, S> {
         let zero = self.konst(cty, 0);
         let init = self.assign(counter, zero);
         self.push(init);
-        // The bound: a constant, or a value masked to stay at most the trip count.
-        let bound = if self.chance(300) {
-            self.note("loop with a masked bound");
-            let mask = (trips + 1).next_power_of_two() / 2;
-            let mask = mask.max(1) - 1;
-            let e = self.expr(Type::I32, 1);
-            let m = self.konst(Type::I32, mask as i64);
-            let b = self.bin(BinOp::And, e, m);
-            self.convert_to(b, cty)
-        } else {
-            self.konst(cty, trips as i64)
-        };
+        let bound = self.loop_bound(trips, cty);
         let trips = trips as u64;
         let bottom = self.chance(400);
         self.note(if bottom { "loop bottom-tested" } else { "loop top-tested" });
@@ -812,28 +830,8 @@ impl<'a, S: Source> Gen<'a, S> {
         let frozen_before = (self.frozen.len(), self.frozen_cf.len(), self.noread_cf.len());
         let invariants = self.on(Feature::LoopInvariant) && self.chance(600);
         if invariants {
-            let vars = self.vars.clone();
-            for v in vars {
-                if self.chance(500) {
-                    self.frozen.push(v);
-                }
-            }
-            let cfs: Vec<CfVar> = self.f.cfvars.keys().collect();
-            if !cfs.is_empty() {
-                let c = self.pick(&cfs);
-                if self.chance(500) {
-                    if !self.noread_cf.contains(&c) {
-                        self.note("loop-invariant cfread");
-                        self.frozen_cf.push(c);
-                    }
-                } else if !self.frozen_cf.contains(&c) {
-                    self.note("loop-invariant cfwrite");
-                    self.noread_cf.push(c);
-                }
-            }
+            self.freeze_invariants();
         }
-        let bottom = header.is_none();
-        let _ = bottom;
         let lt = |g: &mut Self, bound: Expr| {
             let c = g.local(counter);
             g.cmp(CmpOp::Slt, c, bound)
@@ -883,6 +881,46 @@ impl<'a, S: Source> Gen<'a, S> {
         self.mult = outer_mult;
         self.readable.push(counter);
         self.enter(exit);
+    }
+
+    /// The bound of a loop of at most `trips` trips: a constant, or a value masked to
+    /// stay at most the trip count.
+    fn loop_bound(&mut self, trips: u32, cty: Type) -> Expr {
+        if self.chance(300) {
+            self.note("loop with a masked bound");
+            let mask = (trips + 1).next_power_of_two() / 2;
+            let mask = mask.max(1) - 1;
+            let e = self.expr(Type::I32, 1);
+            let m = self.konst(Type::I32, mask as i64);
+            let b = self.bin(BinOp::And, e, m);
+            self.convert_to(b, cty)
+        } else {
+            self.konst(cty, trips as i64)
+        }
+    }
+
+    /// Loop invariants: freezes a few variables and maybe a callframe variable (read
+    /// only, or written only) for the loop about to be built.
+    fn freeze_invariants(&mut self) {
+        let vars = self.vars.clone();
+        for v in vars {
+            if self.chance(500) {
+                self.frozen.push(v);
+            }
+        }
+        let cfs: Vec<CfVar> = self.f.cfvars.keys().collect();
+        if !cfs.is_empty() {
+            let c = self.pick(&cfs);
+            if self.chance(500) {
+                if !self.noread_cf.contains(&c) {
+                    self.note("loop-invariant cfread");
+                    self.frozen_cf.push(c);
+                }
+            } else if !self.frozen_cf.contains(&c) {
+                self.note("loop-invariant cfwrite");
+                self.noread_cf.push(c);
+            }
+        }
     }
 
     /// Statements at the top of a loop body whose values do not change in the loop.
@@ -1162,9 +1200,16 @@ impl<'a, S: Source> Gen<'a, S> {
     /// with any of the ten operators (the backend fuses it into the check with its own
     /// condition-code table), its constant on either side.
     fn trapif(&mut self, depth: u32) -> Expr {
-        let ty = self.ty();
+        let ty = self.cmp_ty();
         let op = self.pick(&CmpOp::ALL);
         let bits = ty.bits() as i64;
+        if self.chance(reach::BOUNDARY_CHECK_PERMILLE) {
+            self.note("trapif range check across the sign boundary");
+            let (op, a, b) = self.boundary_check(ty, depth);
+            let cond = if self.chance(500) { self.cmp(mirror(op), b, a) } else { self.cmp(op, a, b) };
+            let code = self.below(100);
+            return self.add(ExprData::TrapIf { cond, code });
+        }
         let (a, b) = if self.chance(self.cfg.trap_check_permille) && op != CmpOp::Ne {
             self.note("trapif that fires now and then");
             // Fires now and then: the low four bits against a constant that splits 0..16.
@@ -1236,6 +1281,9 @@ impl<'a, S: Source> Gen<'a, S> {
     }
 
     fn store(&mut self, depth: u32) -> Expr {
+        if self.chance(reach::NEIGHBOUR_PERMILLE) {
+            return self.neighbour_store(depth);
+        }
         let ty = self.ty();
         let widths: Vec<MemWidth> = MemWidth::ALL.into_iter().filter(|w| w.bits() <= ty.bits()).collect();
         let width = self.pick(&widths);
@@ -1350,19 +1398,7 @@ impl<'a, S: Source> Gen<'a, S> {
         if depth == 0 {
             return self.leaf(ty);
         }
-        let mut w = self.w.exprs.clone();
-        if ty == Type::I64 {
-            w[3] = 0;
-        }
-        if self.pure_mode || self.invariant_mode {
-            w[8] = 0;
-            w[9] = 0;
-            w[10] = 0;
-            w[11] = 0;
-        }
-        if self.invariant_mode {
-            w[6] = 0;
-        }
+        let w = self.expr_weights(ty);
         let d = depth - 1;
         let kind = self.weighted(&w).map_or(ExprKind::Leaf, |i| EXPR_KINDS[i]);
         match kind {
@@ -1374,10 +1410,10 @@ impl<'a, S: Source> Gen<'a, S> {
             }
             ExprKind::Binary => self.binary(ty, d),
             ExprKind::Cmp => {
-                let t = self.ty();
+                let t = self.cmp_ty();
                 let op = self.pick(&CmpOp::ALL);
                 let a = self.expr(t, d);
-                let b = self.expr(t, d);
+                let b = if self.chance(reach::SIGN_EDGE_PERMILLE) { self.sign_edge(t) } else { self.expr(t, d) };
                 self.cmp(op, a, b)
             }
             ExprKind::Convert => {
@@ -1391,61 +1427,15 @@ impl<'a, S: Source> Gen<'a, S> {
                 let b = self.expr(ty, d);
                 self.add(ExprData::Select { cond, if_true: a, if_false: b })
             }
-            ExprKind::Load => {
-                let widths: Vec<MemWidth> = MemWidth::ALL.into_iter().filter(|w| w.bits() <= ty.bits()).collect();
-                let width = self.pick(&widths);
-                let signed = width.bits() < ty.bits() && self.chance(500);
-                let addr = self.addr(width, d.min(2));
-                self.add(ExprData::Load { ty, width, signed, addr })
-            }
-            ExprKind::CfRead => {
-                let cfs: Vec<CfVar> = self
-                    .f
-                    .cfvars
-                    .iter()
-                    .filter(|(c, d)| d.ty == ty && !self.noread_cf.contains(c))
-                    .map(|(c, _)| c)
-                    .collect();
-                if cfs.is_empty() || self.invariant_mode {
-                    return self.leaf(ty);
-                }
-                let c = self.pick(&cfs);
-                self.add(ExprData::CfRead(c))
-            }
-            ExprKind::Call => match ty {
-                Type::I64 if self.on(Feature::Mix64) => {
-                    let a = self.expr(Type::I64, d);
-                    let b = self.expr(Type::I64, d);
-                    self.call(HelperKind::Mix64, vec![a, b])
-                }
-                Type::I32 if self.on(Feature::HeapRmw) && (!self.on(Feature::Mix) || self.chance(300)) => {
-                    let a = self.addr_value(d.min(1));
-                    let b = self.expr(Type::I32, d);
-                    self.call(HelperKind::HeapRmw, vec![a, b])
-                }
-                Type::I32 if self.on(Feature::Mix) => {
-                    let a = self.expr(Type::I32, d);
-                    let b = self.expr(Type::I32, d);
-                    self.call(HelperKind::Mix, vec![a, b])
-                }
-                _ => self.leaf(ty),
-            },
+            ExprKind::Load => self.load_expr(ty, d),
+            ExprKind::CfRead => self.cfread_expr(ty),
+            ExprKind::Call => self.call_expr(ty, d),
             ExprKind::Comma => {
                 let first = self.effect(d.min(2));
                 let second = self.expr(ty, d);
                 self.add(ExprData::Comma { first, second })
             }
-            ExprKind::NestedAssign => {
-                let vars = self.assignable(Some(ty));
-                if vars.is_empty() {
-                    return self.leaf(ty);
-                }
-                let v = self.pick(&vars);
-                let value = self.expr(ty, d);
-                let first = self.assign(v, value);
-                let second = if self.chance(500) { self.local(v) } else { self.expr(ty, d) };
-                self.add(ExprData::Comma { first, second })
-            }
+            ExprKind::NestedAssign => self.nested_assign(ty, d),
             ExprKind::Template => {
                 let ts: Vec<Expr> = self.templates.iter().copied().filter(|&t| self.ty_of(t) == ty).collect();
                 if ts.is_empty() {
@@ -1455,6 +1445,84 @@ impl<'a, S: Source> Gen<'a, S> {
                 self.f.clone_tree(t)
             }
         }
+    }
+
+    /// The expression kinds' weights where a value of `ty` is wanted: no compare for an
+    /// i64; nothing with an effect in pure or loop-invariant trees, nor a load in the
+    /// latter.
+    fn expr_weights(&self, ty: Type) -> Vec<u32> {
+        let mut w = self.w.exprs.clone();
+        if ty == Type::I64 {
+            w[3] = 0;
+        }
+        if self.pure_mode || self.invariant_mode {
+            w[8] = 0;
+            w[9] = 0;
+            w[10] = 0;
+            w[11] = 0;
+        }
+        if self.invariant_mode {
+            w[6] = 0;
+        }
+        w
+    }
+
+    fn load_expr(&mut self, ty: Type, d: u32) -> Expr {
+        let widths: Vec<MemWidth> = MemWidth::ALL.into_iter().filter(|w| w.bits() <= ty.bits()).collect();
+        let width = self.pick(&widths);
+        let signed = width.bits() < ty.bits() && self.chance(500);
+        let addr = self.addr(width, d.min(2));
+        self.add(ExprData::Load { ty, width, signed, addr })
+    }
+
+    fn cfread_expr(&mut self, ty: Type) -> Expr {
+        let cfs: Vec<CfVar> = self
+            .f
+            .cfvars
+            .iter()
+            .filter(|(c, d)| d.ty == ty && !self.noread_cf.contains(c))
+            .map(|(c, _)| c)
+            .collect();
+        if cfs.is_empty() || self.invariant_mode {
+            return self.leaf(ty);
+        }
+        let c = self.pick(&cfs);
+        self.add(ExprData::CfRead(c))
+    }
+
+    /// A helper call yielding `ty` (`mix64`, `heap_rmw`, `mix`), or a leaf when none is on.
+    fn call_expr(&mut self, ty: Type, d: u32) -> Expr {
+        match ty {
+            Type::I64 if self.on(Feature::Mix64) => {
+                let a = self.expr(Type::I64, d);
+                let b = self.expr(Type::I64, d);
+                self.call(HelperKind::Mix64, vec![a, b])
+            }
+            Type::I32 if self.on(Feature::HeapRmw) && (!self.on(Feature::Mix) || self.chance(300)) => {
+                let a = self.addr_value(d.min(1));
+                let b = self.expr(Type::I32, d);
+                self.call(HelperKind::HeapRmw, vec![a, b])
+            }
+            Type::I32 if self.on(Feature::Mix) => {
+                let a = self.expr(Type::I32, d);
+                let b = self.expr(Type::I32, d);
+                self.call(HelperKind::Mix, vec![a, b])
+            }
+            _ => self.leaf(ty),
+        }
+    }
+
+    /// `comma((%v = e), %v or another tree)`.
+    fn nested_assign(&mut self, ty: Type, d: u32) -> Expr {
+        let vars = self.assignable(Some(ty));
+        if vars.is_empty() {
+            return self.leaf(ty);
+        }
+        let v = self.pick(&vars);
+        let value = self.expr(ty, d);
+        let first = self.assign(v, value);
+        let second = if self.chance(500) { self.local(v) } else { self.expr(ty, d) };
+        self.add(ExprData::Comma { first, second })
     }
 
     fn binary(&mut self, ty: Type, d: u32) -> Expr {
@@ -1473,8 +1541,9 @@ impl<'a, S: Source> Gen<'a, S> {
                 let b = if self.on(Feature::VarShift) && self.chance(500) {
                     self.expr(ty, d)
                 } else {
-                    let n = self.below(ty.bits() + 8) as i64;
-                    self.konst(ty, n)
+                    // A quarter of the counts lie just past the width (masked, a small count).
+                    let n = if self.chance(250) { ty.bits() + self.below(8) } else { self.below(ty.bits()) };
+                    self.konst(ty, n as i64)
                 };
                 self.bin(op, a, b)
             }

@@ -14,6 +14,7 @@
 
 pub mod build;
 pub mod config;
+pub mod distinguish;
 pub mod edges;
 pub mod source;
 pub mod ssa;
@@ -29,7 +30,7 @@ use crate::exec::outcome::{Invalid, Outcome, Value};
 use arbitrary::{Arbitrary, Unstructured};
 use std::fmt;
 use tandem_core::helpers::HelperKind;
-use tandem_core::ir::{Module, Type, HEAP_BASE, HEAP_SIZE};
+use tandem_core::ir::{ExprData, Module, Type, HEAP_BASE, HEAP_SIZE};
 use tandem_core::verify::{format_errors, verify_module};
 
 /// A generated case and the features it was built with.
@@ -101,12 +102,29 @@ fn value<S: Source>(src: &mut S, ty: Type) -> Value {
 }
 
 /// The inputs of one run: arguments, a few initial heap rows, some callframe values.
+/// Most heap rows lie where the function's constant heap addresses point (its hot
+/// addresses and region bases), so that loads read random bytes, half of them with the
+/// top bit set, and a load's extension or width shows in its value.
 fn make_run<S: Source>(src: &mut S, f: &tandem_core::ir::Function) -> Run {
     let args = f.params.iter().map(|&p| value(src, f.locals[p].ty)).collect();
+    let targets: Vec<u32> = f
+        .exprs
+        .values()
+        .filter_map(|d| match d {
+            ExprData::Const { value, .. } if (HEAP_BASE as i64..(HEAP_BASE + HEAP_SIZE) as i64).contains(value) => {
+                Some(*value as u32 - HEAP_BASE)
+            }
+            _ => None,
+        })
+        .collect();
     let mut heap = vec![];
-    for _ in 0..src.below(4) {
+    for _ in 0..src.below(7) {
         let len = 1 + src.below(16);
-        let off = src.below(HEAP_SIZE - len + 1);
+        let off = if !targets.is_empty() && src.below(3) > 0 {
+            targets[src.below(targets.len() as u32) as usize].min(HEAP_SIZE - len)
+        } else {
+            src.below(HEAP_SIZE - len + 1)
+        };
         let bytes = (0..len).map(|_| src.below(256) as u8).collect();
         heap.push((HEAP_BASE + off, bytes));
     }

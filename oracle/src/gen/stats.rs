@@ -5,7 +5,8 @@
 //! sit in (branch, `trapif`, select condition, store value, call argument, address, ...),
 //! since each context lowers differently; the (operator, type, left, right) combinations
 //! of edge-constant operands ([`super::edges`]); and the share of statements `dce`
-//! removes, the measure of generated work that reaches no observable. Counters live in
+//! removes, the measure of generated work that reaches no observable; and the
+//! distinguishing-value coverage ([`super::distinguish`]). Counters live in
 //! `BTreeMap`s so the report's order is stable.
 
 use super::config::{Config, Feature};
@@ -58,6 +59,8 @@ pub struct Stats {
     /// statements and terminators, and how many `dce` removed.
     pub dce_input_nodes: u64,
     pub dce_removed_nodes: u64,
+    /// Per slip pair, the programs whose runs evaluated it and told it apart.
+    pub distinguish: super::distinguish::Coverage,
 }
 
 impl Stats {
@@ -91,95 +94,99 @@ pub fn stats(first: u64, count: u64, cfg: &Config) -> Stats {
             *s.shapes.entry(shape.to_string()).or_default() += 1;
         }
         for f in &g.case.module.functions {
-            s.blocks += f.layout.len() as u64;
-            s.max_case_blocks = s.max_case_blocks.max(f.layout.len() as u64);
-            for &b in &f.layout {
-                let data = &f.blocks[b];
-                s.statements += data.stmts.len() as u64;
-                s.bump(
-                    match &data.term {
-                        Terminator::Jump(_) => "term jump",
-                        Terminator::Branch { .. } => "term br",
-                        Terminator::Return(_) => "term ret",
-                        Terminator::Switch { .. } => "term switch",
-                    }
-                    .to_string(),
-                );
-            }
-            for &b in &f.layout {
-                let data = &f.blocks[b];
-                for &st in &data.stmts {
-                    count_contexts(f, st, "statement", &mut s);
-                }
-                if let Some(e) = data.term.expr() {
-                    let ctx = match data.term {
-                        Terminator::Branch { .. } => "branch",
-                        Terminator::Switch { .. } => "switch",
-                        _ => "return",
-                    };
-                    count_contexts(f, e, ctx, &mut s);
-                }
-            }
-            let roots: std::collections::BTreeSet<_> = f.roots().into_iter().collect();
-            for &root in &roots {
-                s.max_depth = s.max_depth.max(tree_depth(f, root));
-                f.visit_postorder(root, &mut |e| {
-                    s.nodes += 1;
-                    let key = match &f.exprs[e] {
-                        ExprData::Const { ty, .. } => format!("node const.{ty}"),
-                        ExprData::Local(_) => "node local".into(),
-                        ExprData::Unary { op, .. } => format!("op {}", op.name()),
-                        ExprData::Binary { op, lhs, .. } => {
-                            format!("op {}.{}", op.name(), f.expr_type(*lhs).map_or("?".into(), |t| t.to_string()))
-                        }
-                        ExprData::Cmp { op, .. } => format!("op {}", op.name()),
-                        ExprData::Convert { op, .. } => format!("op {}", op.name()),
-                        ExprData::Select { .. } => "node select".into(),
-                        ExprData::Load { ty, width, signed, .. } => format!("node {}", load_name(*ty, *width, *signed)),
-                        ExprData::Store { width, .. } => format!("node store.{}", width.bits()),
-                        ExprData::CfRead(_) => "node cfread".into(),
-                        ExprData::CfWrite { .. } => "node cfwrite".into(),
-                        ExprData::Assign { .. } => {
-                            if roots.contains(&e) {
-                                "node assign".into()
-                            } else {
-                                "node assign (nested)".into()
-                            }
-                        }
-                        ExprData::Call { helper, .. } => format!("helper {helper}"),
-                        ExprData::TrapIf { .. } => "node trapif".into(),
-                        ExprData::Comma { .. } => "node comma".into(),
-                    };
-                    s.bump(key);
-                });
-            }
-        }
-        for f in &g.case.module.functions {
+            count_blocks(f, &mut s);
+            count_nodes(f, &mut s);
             let d = dce_share(f);
             s.dce_input_stmts += d.stmts_in;
             s.dce_removed_stmts += d.stmts_removed;
             s.dce_input_nodes += d.nodes_in;
             s.dce_removed_nodes += d.nodes_in - d.nodes_out;
         }
-        match check_promises(&g.case).and_then(|()| check(&g.case)) {
-            Err(e) => s.broken.push((seed, e.to_string())),
-            Ok(results) => {
-                for r in results {
-                    s.runs += 1;
-                    match r {
-                        Ok(o) => match o.end {
-                            End::Return(_) => s.returned += 1,
-                            End::Trap(TrapKind::DivideError) => s.trap_divide += 1,
-                            End::Trap(TrapKind::Check(_)) => s.trap_check += 1,
-                        },
-                        Err(Invalid::FuelExhausted) => s.fuel_exhausted += 1,
-                        Err(Invalid::OutOfBounds { .. }) => s.out_of_bounds += 1,
-                    }
+        s.distinguish.add_program(&super::distinguish::observe_case(&g.case));
+        count_runs(seed, &g.case, &mut s);
+    }
+    s
+}
+
+/// Blocks, statements, terminators, and the compares and binary operators by context.
+fn count_blocks(f: &Function, s: &mut Stats) {
+    s.blocks += f.layout.len() as u64;
+    s.max_case_blocks = s.max_case_blocks.max(f.layout.len() as u64);
+    for &b in &f.layout {
+        let data = &f.blocks[b];
+        s.statements += data.stmts.len() as u64;
+        let term = match &data.term {
+            Terminator::Jump(_) => "term jump",
+            Terminator::Branch { .. } => "term br",
+            Terminator::Return(_) => "term ret",
+            Terminator::Switch { .. } => "term switch",
+        };
+        s.bump(term.to_string());
+        for &st in &data.stmts {
+            count_contexts(f, st, "statement", s);
+        }
+        if let Some(e) = data.term.expr() {
+            let ctx = match data.term {
+                Terminator::Branch { .. } => "branch",
+                Terminator::Switch { .. } => "switch",
+                _ => "return",
+            };
+            count_contexts(f, e, ctx, s);
+        }
+    }
+}
+
+/// Every node of every tree by kind (operators with their type), and the deepest tree.
+fn count_nodes(f: &Function, s: &mut Stats) {
+    let roots: std::collections::BTreeSet<_> = f.roots().into_iter().collect();
+    for &root in &roots {
+        s.max_depth = s.max_depth.max(tree_depth(f, root));
+        f.visit_postorder(root, &mut |e| {
+            s.nodes += 1;
+            let key = match &f.exprs[e] {
+                ExprData::Const { ty, .. } => format!("node const.{ty}"),
+                ExprData::Local(_) => "node local".into(),
+                ExprData::Unary { op, .. } => format!("op {}", op.name()),
+                ExprData::Binary { op, lhs, .. } => {
+                    format!("op {}.{}", op.name(), f.expr_type(*lhs).map_or("?".into(), |t| t.to_string()))
+                }
+                ExprData::Cmp { op, .. } => format!("op {}", op.name()),
+                ExprData::Convert { op, .. } => format!("op {}", op.name()),
+                ExprData::Select { .. } => "node select".into(),
+                ExprData::Load { ty, width, signed, .. } => format!("node {}", load_name(*ty, *width, *signed)),
+                ExprData::Store { width, .. } => format!("node store.{}", width.bits()),
+                ExprData::CfRead(_) => "node cfread".into(),
+                ExprData::CfWrite { .. } => "node cfwrite".into(),
+                ExprData::Assign { .. } if roots.contains(&e) => "node assign".into(),
+                ExprData::Assign { .. } => "node assign (nested)".into(),
+                ExprData::Call { helper, .. } => format!("helper {helper}"),
+                ExprData::TrapIf { .. } => "node trapif".into(),
+                ExprData::Comma { .. } => "node comma".into(),
+            };
+            s.bump(key);
+        });
+    }
+}
+
+/// Checks the case (promises, determinism, round trip) and counts how its runs ended.
+fn count_runs(seed: u64, case: &crate::cases::casefile::CaseFile, s: &mut Stats) {
+    match check_promises(case).and_then(|()| check(case)) {
+        Err(e) => s.broken.push((seed, e.to_string())),
+        Ok(results) => {
+            for r in results {
+                s.runs += 1;
+                match r {
+                    Ok(o) => match o.end {
+                        End::Return(_) => s.returned += 1,
+                        End::Trap(TrapKind::DivideError) => s.trap_divide += 1,
+                        End::Trap(TrapKind::Check(_)) => s.trap_check += 1,
+                    },
+                    Err(Invalid::FuelExhausted) => s.fuel_exhausted += 1,
+                    Err(Invalid::OutOfBounds { .. }) => s.out_of_bounds += 1,
                 }
             }
         }
     }
-    s
 }
 
 /// What `dce` removed from one function: see [`dce_share`].
@@ -360,6 +367,9 @@ impl fmt::Display for Stats {
         writeln!(f, "swarm features (programs with the feature on):")?;
         for (k, v) in &self.features {
             writeln!(f, "  {k:<24} {v}")?;
+        }
+        for line in self.distinguish.lines() {
+            writeln!(f, "{line}")?;
         }
         Ok(())
     }

@@ -345,74 +345,81 @@ impl<S: Source> Gen<'_, S> {
             self.cf_loop_motion(v);
             return;
         }
-        let read = |g: &mut Self| {
-            let t = g.new_temp(ty);
-            let r = g.add(ExprData::CfRead(v));
-            let s = g.assign(t, r);
-            g.push(s);
-            t
-        };
-        let write = |g: &mut Self, value: Expr| {
-            let s = g.add(ExprData::CfWrite { var: v, value });
-            g.push(s);
-        };
         match self.below(5) {
             // LOAD-LOAD
             0 => {
                 self.note("cf LOAD-LOAD");
-                read(self);
+                self.cf_read_stmt(v);
                 self.between();
-                read(self);
+                self.cf_read_stmt(v);
             }
             // STORE-LOAD
             1 => {
                 self.note("cf STORE-LOAD");
                 let e = self.expr(ty, 2);
-                write(self, e);
+                self.cf_write_stmt(v, e);
                 self.between();
-                read(self);
+                self.cf_read_stmt(v);
             }
             // LOAD-STORE
             2 => {
                 self.note("cf LOAD-STORE");
-                let t = read(self);
+                let t = self.cf_read_stmt(v);
                 self.between();
                 let l = self.local(t);
-                write(self, l);
+                self.cf_write_stmt(v, l);
             }
             // STORE-STORE (the first is dead unless something in between reads it)
             3 => {
                 self.note("cf STORE-STORE");
                 let e = self.expr(ty, 2);
-                write(self, e);
+                self.cf_write_stmt(v, e);
                 self.between();
                 let e = self.expr(ty, 2);
-                write(self, e);
+                self.cf_write_stmt(v, e);
             }
             // Stores on both arms, a load after the join.
-            _ => {
-                self.note("cf stores on both arms, load after");
-                if !self.blocks_left(3) {
-                    return;
-                }
-                let c = self.cond(1);
-                let a = self.create_block();
-                let b = self.create_block();
-                let join = self.create_block();
-                self.seal(Terminator::Branch { cond: c, then_dest: a, else_dest: b });
-                for blk in [a, b] {
-                    self.enter(blk);
-                    let e = self.expr(ty, 2);
-                    write(self, e);
-                    if self.chance(300) {
-                        self.between();
-                    }
-                    self.seal(Terminator::Jump(join));
-                }
-                self.enter(join);
-                read(self);
-            }
+            _ => self.cf_stores_on_both_arms(v, ty),
         }
+    }
+
+    /// `%t = cfread(@v)` as a statement; the new temporary.
+    fn cf_read_stmt(&mut self, v: CfVar) -> Local {
+        let t = self.new_temp(self.f.cfvars[v].ty);
+        let r = self.add(ExprData::CfRead(v));
+        let s = self.assign(t, r);
+        self.push(s);
+        t
+    }
+
+    /// `cfwrite(@v, value)` as a statement.
+    fn cf_write_stmt(&mut self, v: CfVar, value: Expr) {
+        let s = self.add(ExprData::CfWrite { var: v, value });
+        self.push(s);
+    }
+
+    /// Stores to `@v` on both arms of a branch, a load after the join.
+    fn cf_stores_on_both_arms(&mut self, v: CfVar, ty: Type) {
+        self.note("cf stores on both arms, load after");
+        if !self.blocks_left(3) {
+            return;
+        }
+        let c = self.cond(1);
+        let a = self.create_block();
+        let b = self.create_block();
+        let join = self.create_block();
+        self.seal(Terminator::Branch { cond: c, then_dest: a, else_dest: b });
+        for blk in [a, b] {
+            self.enter(blk);
+            let e = self.expr(ty, 2);
+            self.cf_write_stmt(v, e);
+            if self.chance(300) {
+                self.between();
+            }
+            self.seal(Terminator::Jump(join));
+        }
+        self.enter(join);
+        self.cf_read_stmt(v);
     }
 
     pub(super) fn heap_motion(&mut self) {
@@ -612,41 +619,7 @@ impl<S: Source> Gen<'_, S> {
         let mut place: Option<Expr> = None;
         let (can_load, can_store) = (self.on(Feature::Load), self.on(Feature::Store));
         match self.below(5) {
-            0 if can_load => {
-                self.note("heap loop-invariant LOAD loop (bottom-tested)");
-                let mut first_made: Option<Expr> = None;
-                let acc = self.new_temp(ty);
-                let zero = self.konst(ty, 0);
-                let s = self.assign(acc, zero);
-                self.push(s);
-                self.small_loop(None, &mut |g: &mut Self, _| {
-                    if g.blocks_left(1) && g.chance(500) {
-                        // The load first in a block of its own, which has no phis and
-                        // runs on every round: what precedes it there is all that
-                        // memopt's "no trap before it" test sees; half of the time
-                        // behind a bounds check that fires with an address outside
-                        // the heap (a hoisted load would fault).
-                        g.note("heap loop-invariant LOAD first in a block of the body");
-                        let nb = g.create_block();
-                        g.seal(Terminator::Jump(nb));
-                        g.enter(nb);
-                        if place.is_none() && g.chance(500) {
-                            let a = g.guarded_addr(width.bytes());
-                            place = Some(a);
-                            first_made = Some(a);
-                        }
-                    }
-                    let a = g.local(acc);
-                    let addr = match first_made.take() {
-                        Some(addr) => addr,
-                        None => g.same_addr(&mut place, width),
-                    };
-                    let l = g.add(ExprData::Load { ty, width, signed, addr });
-                    let x = g.bin(BinOp::Xor, a, l);
-                    let s = g.assign(acc, x);
-                    g.push(s);
-                });
-            }
+            0 if can_load => self.invariant_load_loop(width, signed, &mut place),
             1 if can_load => {
                 self.note("heap loop-invariant LOAD in the loop test");
                 let mut cond = |g: &mut Self, c: Local, _n: i64| {
@@ -675,47 +648,94 @@ impl<S: Source> Gen<'_, S> {
                     g.push(s);
                 });
             }
-            3 if can_store && self.blocks_left(4) && self.fits(200) => {
-                self.note("heap loop-invariant STORE loop after a store");
-                let value = self.constant(ty);
-                let addr = self.same_addr(&mut place, width);
-                let s = self.add(ExprData::Store { width, addr, value });
-                self.push(s);
-                let mut cond = |g: &mut Self, c: Local, n: i64| {
-                    let c = g.local(c);
-                    let n = g.konst(Type::I32, n);
-                    g.cmp(CmpOp::Slt, c, n)
-                };
-                self.small_loop(Some(&mut cond), &mut |g: &mut Self, c| {
-                    let value = g.counter_value(c, ty);
-                    let addr = g.same_addr(&mut place, width);
-                    let s = g.add(ExprData::Store { width, addr, value });
-                    g.push(s);
-                });
-            }
-            _ if can_store && self.blocks_left(3) => {
-                self.note("heap dead STORE (overwritten on both arms)");
-                let mut store = |g: &mut Self| {
-                    let value = g.expr(ty, 1);
-                    let addr = g.same_addr(&mut place, width);
-                    let s = g.add(ExprData::Store { width, addr, value });
-                    g.push(s);
-                };
-                store(self);
-                let a = self.leaf(ty);
-                let b = self.leaf(ty);
-                let c = self.cmp(CmpOp::Slt, a, b);
-                let (t, f, join) = (self.create_block(), self.create_block(), self.create_block());
-                self.seal(Terminator::Branch { cond: c, then_dest: t, else_dest: f });
-                for blk in [t, f] {
-                    self.enter(blk);
-                    store(self);
-                    self.seal(Terminator::Jump(join));
-                }
-                self.enter(join);
-            }
+            3 if can_store && self.blocks_left(4) && self.fits(200) => self.store_loop_after_store(width, &mut place),
+            _ if can_store && self.blocks_left(3) => self.dead_store_both_arms(width, &mut place),
             _ => {}
         }
+    }
+
+    /// A bottom-tested loop whose body loads from one invariant address (sometimes first
+    /// in a block of its own, sometimes behind a bounds check) into an accumulator.
+    fn invariant_load_loop(&mut self, width: MemWidth, signed: bool, place: &mut Option<Expr>) {
+        let ty = Type::I32;
+        self.note("heap loop-invariant LOAD loop (bottom-tested)");
+        let mut first_made: Option<Expr> = None;
+        let acc = self.new_temp(ty);
+        let zero = self.konst(ty, 0);
+        let s = self.assign(acc, zero);
+        self.push(s);
+        self.small_loop(None, &mut |g: &mut Self, _| {
+            if g.blocks_left(1) && g.chance(500) {
+                // The load first in a block of its own, which has no phis and
+                // runs on every round: what precedes it there is all that
+                // memopt's "no trap before it" test sees; half of the time
+                // behind a bounds check that fires with an address outside
+                // the heap (a hoisted load would fault).
+                g.note("heap loop-invariant LOAD first in a block of the body");
+                let nb = g.create_block();
+                g.seal(Terminator::Jump(nb));
+                g.enter(nb);
+                if place.is_none() && g.chance(500) {
+                    let a = g.guarded_addr(width.bytes());
+                    *place = Some(a);
+                    first_made = Some(a);
+                }
+            }
+            let a = g.local(acc);
+            let addr = match first_made.take() {
+                Some(addr) => addr,
+                None => g.same_addr(place, width),
+            };
+            let l = g.add(ExprData::Load { ty, width, signed, addr });
+            let x = g.bin(BinOp::Xor, a, l);
+            let s = g.assign(acc, x);
+            g.push(s);
+        });
+    }
+
+    /// A store to one address, then a loop that stores to it again on every round.
+    fn store_loop_after_store(&mut self, width: MemWidth, place: &mut Option<Expr>) {
+        let ty = Type::I32;
+        self.note("heap loop-invariant STORE loop after a store");
+        let value = self.constant(ty);
+        let addr = self.same_addr(place, width);
+        let s = self.add(ExprData::Store { width, addr, value });
+        self.push(s);
+        let mut cond = |g: &mut Self, c: Local, n: i64| {
+            let c = g.local(c);
+            let n = g.konst(Type::I32, n);
+            g.cmp(CmpOp::Slt, c, n)
+        };
+        self.small_loop(Some(&mut cond), &mut |g: &mut Self, c| {
+            let value = g.counter_value(c, ty);
+            let addr = g.same_addr(place, width);
+            let s = g.add(ExprData::Store { width, addr, value });
+            g.push(s);
+        });
+    }
+
+    /// A store overwritten on both arms of a branch: dead.
+    fn dead_store_both_arms(&mut self, width: MemWidth, place: &mut Option<Expr>) {
+        let ty = Type::I32;
+        self.note("heap dead STORE (overwritten on both arms)");
+        let mut store = |g: &mut Self| {
+            let value = g.expr(ty, 1);
+            let addr = g.same_addr(place, width);
+            let s = g.add(ExprData::Store { width, addr, value });
+            g.push(s);
+        };
+        store(self);
+        let a = self.leaf(ty);
+        let b = self.leaf(ty);
+        let c = self.cmp(CmpOp::Slt, a, b);
+        let (t, f, join) = (self.create_block(), self.create_block(), self.create_block());
+        self.seal(Terminator::Branch { cond: c, then_dest: t, else_dest: f });
+        for blk in [t, f] {
+            self.enter(blk);
+            store(self);
+            self.seal(Terminator::Jump(join));
+        }
+        self.enter(join);
     }
 
     /// The address in `place`, copied; the first call makes it: a pure heap address (no
