@@ -128,8 +128,8 @@ pub struct Campaign {
 /// 5‰ keeps the validator near a third of a campaign's time (see the note on issue 9).
 pub const VERIFY_PERMILLE: u32 = 5;
 
-/// The validator's bound and timeout in campaigns.
-pub const VALIDATOR_OPTIONS: crate::smt::Options = crate::smt::Options { bound: 2, timeout_ms: 300, max_nodes: 50_000 };
+/// The validator's bound and resource budget in campaigns.
+pub const VALIDATOR_OPTIONS: crate::smt::Options = crate::smt::Options { bound: 2, rlimit: 2_000_000, max_nodes: 50_000 };
 
 /// Whether seed `seed` is one of the `permille` whose passes the validator checks.
 pub fn verified_seed(seed: u64, permille: u32) -> bool {

@@ -4,7 +4,7 @@
 //! the check pipeline (`ssa,memopt,ssapre,dce,ssa-destroy,cprop`), and the x86 code in the emulator without and with those
 //! passes. This is what `tandem run` and the corpus tests call; the command-line layer
 //! only turns [`FileReport`] into text and an exit code. Each function's passes are also
-//! translation-validated with Z3 ([`crate::smt`]) at a small bound and timeout
+//! translation-validated with Z3 ([`crate::smt`]) at a small bound and resource budget
 //! ([`replay_smt_options`]), so that replay stays fast; a replayed counterexample or an
 //! encoder disagreement fails the file.
 
@@ -107,7 +107,7 @@ impl FileReport {
 
 /// The validator's effort in corpus replay: small, so that `tandem run corpus/` stays fast.
 pub fn replay_smt_options() -> crate::smt::Options {
-    crate::smt::Options { bound: 1, timeout_ms: 1000, max_nodes: 20_000 }
+    crate::smt::Options { bound: 1, rlimit: 4_000_000, max_nodes: 20_000 }
 }
 
 /// Validates the check pipeline's passes on every function of `case` (a function already

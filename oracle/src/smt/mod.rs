@@ -16,17 +16,20 @@
 //!   no loop bound is involved: the answer is [`Answer::Proved`].
 //! * **Bounded, whole function** ([`check_bounded`]) for everything else (`ssa`, `dce`,
 //!   `ssa-destroy`, and any pass added later: it needs nothing from the pass): both sides
-//!   unrolled to `bound` back-edge traversals (see [`encode`]); a run that goes beyond the
+//!   unrolled to `bound` iterations per loop (see [`encode`]); a run that goes beyond the
 //!   bound on either side is not compared, so the best answer is
-//!   [`Answer::ProvedBounded`]. A failed per-block check falls back to this one, since a
+//!   [`Answer::ProvedBounded`], and only when some valid run lies within the bound on
+//!   both sides (else [`Answer::Vacuous`], which compared nothing and is never a proof). A failed per-block check falls back to this one, since a
 //!   block's entry state may be unreachable and only a whole run can be replayed.
 //!
 //! The source run being valid (no out-of-bounds access) is the precondition; an invalid
 //! target run where the source was valid is a difference. The final heaps are compared
 //! through a fresh symbolic address and the traces through a fresh symbolic index, so the
-//! query has no quantifier. Each query gets a fresh solver with a timeout (a per-block
-//! query a quarter of it, at most a second, since the bounded check follows); an unknown
-//! is reported as such and never as a pass.
+//! query has no quantifier. Budgets are deterministic, never wall-clock: each validation
+//! of a (function, pass) has [`Options::rlimit`] Z3 resource units ([`Budget`]; the
+//! per-block check may use half, the bounded check gets the rest) and a cap on the size
+//! of the encoding ([`Options::max_nodes`]), so the same query gets the same answer on
+//! every machine; an unknown is reported as such and never as a pass.
 //!
 //! A model becomes a concrete [`RunInput`] (arguments, heap bytes, callframe values) and
 //! is run by the interpreter on both functions: only a replayed difference is an
@@ -54,30 +57,80 @@ use tandem_core::passes::{Cfg, Liveness, PassError, PassManager, Pipeline};
 use z3::ast::{Array, Bool, BV};
 use z3::{SatResult, Solver, Sort};
 
-/// How hard to try.
+/// How hard to try. Every limit is deterministic: the same query gets the same answer on
+/// every machine and under any load.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Back-edge traversals the bounded check unrolls.
+    /// Iterations per loop (back-edge traversals per entry into the loop) the bounded
+    /// check unrolls.
     pub bound: u32,
-    /// Per solver query.
-    pub timeout_ms: u32,
-    /// Most expression nodes one side may evaluate after unrolling.
+    /// Z3 resource units (`rlimit`) for the whole validation of one (function, pass): every
+    /// query draws from it, and the last one gets what is left.
+    pub rlimit: u32,
+    /// Most expression nodes one side may evaluate after unrolling (and most copies of
+    /// blocks the unrolling makes).
     pub max_nodes: usize,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { bound: 4, timeout_ms: 10_000, max_nodes: 200_000 }
+        Options { bound: 4, rlimit: 20_000_000, max_nodes: 200_000 }
     }
 }
 
 /// Why there is no answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unknown {
-    /// The solver ran out of time (or gave up).
-    Timeout,
+    /// The solver used up the resource budget (or gave up).
+    Budget,
     /// The unrolled function is larger than [`Options::max_nodes`].
     TooLarge,
+    /// The two functions do not have the same parameters or callframe variables, so they
+    /// are not two versions of one function.
+    Mismatch,
+}
+
+/// The resource budget of one validation: what is left of [`Options::rlimit`]. Z3 counts
+/// its work in the context's resource counter; each query is given what is left and
+/// charged what it used.
+pub struct Budget {
+    left: u64,
+}
+
+impl Budget {
+    pub fn new(opts: &Options) -> Budget {
+        Budget { left: opts.rlimit as u64 }
+    }
+
+    /// What is left.
+    pub fn left(&self) -> u64 {
+        self.left
+    }
+
+    /// The context's resource counter so far.
+    fn count(s: &Solver) -> u64 {
+        match s.get_statistics().value("rlimit count") {
+            Some(z3::StatisticsValue::UInt(n)) => n as u64,
+            Some(z3::StatisticsValue::Double(d)) => d as u64,
+            None => 0,
+        }
+    }
+
+    /// Checks `s` within what is left of the budget, and charges what the check used. An
+    /// empty budget answers unknown without asking.
+    pub fn check(&mut self, s: &Solver) -> SatResult {
+        if self.left == 0 {
+            return SatResult::Unknown;
+        }
+        let mut p = z3::Params::new();
+        p.set_u32("rlimit", self.left.min(u32::MAX as u64) as u32);
+        s.set_params(&p);
+        let before = Self::count(s);
+        let r = s.check();
+        let used = Self::count(s).saturating_sub(before);
+        self.left = self.left.saturating_sub(used.max(1));
+        r
+    }
 }
 
 /// A replayed difference.
@@ -107,8 +160,12 @@ pub struct Disagreement {
 pub enum Answer {
     /// Equivalent on every run (per-block check).
     Proved,
-    /// Equivalent on every run that takes at most this many back edges on both sides.
+    /// Equivalent on every run in which each loop iterates at most this many times per
+    /// entry on both sides, and some valid run lies within that bound.
     ProvedBounded(u32),
+    /// No valid run lies within the bound: the bounded check compared nothing. Never a
+    /// proof.
+    Vacuous(u32),
     Counterexample(Box<Counterexample>),
     EncoderDisagreement(Box<Disagreement>),
     Unknown(Unknown),
@@ -120,6 +177,7 @@ impl Answer {
         match self {
             Answer::Proved => "proved",
             Answer::ProvedBounded(_) => "bounded",
+            Answer::Vacuous(_) => "vacuous",
             Answer::Counterexample(_) => "counterexample",
             Answer::EncoderDisagreement(_) => "disagreement",
             Answer::Unknown(_) => "unknown",
@@ -137,6 +195,7 @@ impl fmt::Display for Answer {
         match self {
             Answer::Proved => f.write_str("proved"),
             Answer::ProvedBounded(k) => write!(f, "proved (bound {k})"),
+            Answer::Vacuous(k) => write!(f, "vacuous (no valid run within bound {k})"),
             Answer::Counterexample(c) => {
                 write!(f, "counterexample: {}", input_text(&c.input))?;
                 for d in &c.diff {
@@ -145,8 +204,9 @@ impl fmt::Display for Answer {
                 Ok(())
             }
             Answer::EncoderDisagreement(d) => write!(f, "encoder disagreement: {} ({})", input_text(&d.input), d.why),
-            Answer::Unknown(Unknown::Timeout) => f.write_str("unknown (timeout)"),
+            Answer::Unknown(Unknown::Budget) => f.write_str("unknown (resource budget used up)"),
             Answer::Unknown(Unknown::TooLarge) => f.write_str("unknown (too large)"),
+            Answer::Unknown(Unknown::Mismatch) => f.write_str("unknown (not two versions of one function)"),
         }
     }
 }
@@ -168,12 +228,20 @@ fn input_text(i: &RunInput) -> String {
 /// it. `pass` only names it in messages.
 pub fn validate(before: &Function, after: &Function, pass: &str, opts: &Options) -> Answer {
     let _ = pass;
+    let mut budget = Budget::new(opts);
     // When a block differs on some entry state, or the solver gives up on it, the bounded
-    // check looks for a whole run that shows it.
-    if same_shape(before, after) && check_blocks(before, after, opts) == Ok(true) {
-        return Answer::Proved;
+    // check looks for a whole run that shows it. The per-block check may use half the
+    // budget, so that the bounded check always has the other half.
+    if same_shape(before, after) {
+        let mut half = Budget { left: budget.left / 2 };
+        let start = half.left;
+        let proved = check_blocks(before, after, opts, &mut half) == Ok(true);
+        budget.left -= start - half.left;
+        if proved {
+            return Answer::Proved;
+        }
     }
-    check_bounded(before, after, opts)
+    check_bounded(before, after, opts, &mut budget)
 }
 
 /// Runs `pipeline` over a copy of `f` and validates every pass on its before/after pair.
@@ -206,18 +274,14 @@ fn same_shape(a: &Function, b: &Function) -> bool {
         })
 }
 
-/// A fresh solver with the options' timeout: Z3's simplifier, then its SMT core, as a
-/// tactic. Z3's default solver costs about 13 ms per query before it starts (it picks a
-/// strategy for the goal), which would dominate the latency of small functions; the
-/// solver for the logic QF_ABV starts in about 1 ms but gives up ("incomplete") on the
-/// constant arrays of the trace and heap comparisons. This one starts in about 0.4 ms
-/// and is complete.
-pub fn solver(opts: &Options) -> Solver {
-    let s = z3::Tactic::new("simplify").and_then(&z3::Tactic::new("smt")).solver();
-    let mut p = z3::Params::new();
-    p.set_u32("timeout", opts.timeout_ms);
-    s.set_params(&p);
-    s
+/// A fresh solver: Z3's simplifier, then its SMT core, as a tactic. Z3's default solver
+/// costs about 13 ms per query before it starts (it picks a strategy for the goal), which
+/// would dominate the latency of small functions; the solver for the logic QF_ABV starts
+/// in about 1 ms but gives up ("incomplete") on the constant arrays of the trace and heap
+/// comparisons. This one starts in about 0.4 ms and is complete. Its limit is set per
+/// check by [`Budget::check`].
+pub fn solver() -> Solver {
+    z3::Tactic::new("simplify").and_then(&z3::Tactic::new("smt")).solver()
 }
 
 /// `a` and `b` (source and target) differ observably, for a source that is valid. Uses
@@ -261,7 +325,7 @@ fn trace_differs(a: &Trace, b: &Trace) -> Bool {
 /// The per-block check: `Ok(true)` when every block is proved, `Ok(false)` when some
 /// block differs on some entry state, `Err` when the solver gave up or a block is too
 /// large.
-pub fn check_blocks(before: &Function, after: &Function, opts: &Options) -> Result<bool, Unknown> {
+pub fn check_blocks(before: &Function, after: &Function, opts: &Options, budget: &mut Budget) -> Result<bool, Unknown> {
     let cfg = Cfg::compute(before);
     let live = Liveness::compute(before, &cfg);
     let slots = encode::trace_slots(before);
@@ -303,28 +367,27 @@ pub fn check_blocks(before: &Function, after: &Function, opts: &Options) -> Resu
                 Some((x.state.locals[l.index()].clone(), y.state.locals[t.index()].clone()))
             })
             .collect();
-        // A block gets a quarter of the time (at most a second): when it is hard, the
-        // bounded check that follows usually is not, and it gives a replayable answer.
-        let s = solver(&Options { timeout_ms: (opts.timeout_ms / 4).clamp(1, 1000), ..opts.clone() });
+        let s = solver();
         s.assert(x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not());
         s.assert(differ(&x, &y, &compare));
-        match s.check() {
+        match budget.check(&s) {
             SatResult::Unsat => {}
             SatResult::Sat => return Ok(false),
-            SatResult::Unknown => return Err(Unknown::Timeout),
+            SatResult::Unknown => return Err(Unknown::Budget),
         }
     }
     Ok(true)
 }
 
-/// The bounded whole-function check, with every model replayed.
-pub fn check_bounded(before: &Function, after: &Function, opts: &Options) -> Answer {
+/// The bounded whole-function check, with every model replayed. Unsat alone is not a
+/// proof: a second query asks for some valid run within the bound on both sides, and
+/// without one the answer is [`Answer::Vacuous`].
+pub fn check_bounded(before: &Function, after: &Function, opts: &Options, budget: &mut Budget) -> Answer {
     if before.params.len() != after.params.len()
         || before.params.iter().zip(&after.params).any(|(&p, &q)| before.locals[p].ty != after.locals[q].ty)
         || before.cfvars != after.cfvars
     {
-        // Not two versions of one function: any input shows it, but none is needed.
-        return Answer::Unknown(Unknown::TooLarge);
+        return Answer::Unknown(Unknown::Mismatch);
     }
     let inputs = Inputs::fresh(before);
     let slots = encode::trace_slots(before);
@@ -335,18 +398,39 @@ pub fn check_bounded(before: &Function, after: &Function, opts: &Options) -> Ans
         (Ok(x), Ok(y)) => (x, y),
         (Err(EncodeError::TooLarge(_)), _) | (_, Err(EncodeError::TooLarge(_))) => return Answer::Unknown(Unknown::TooLarge),
     };
-    let s = solver(opts);
+    let s = solver();
     s.assert(&x.in_bound);
     s.assert(&y.in_bound);
     s.assert(x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not());
+    s.push();
     s.assert(differ(&x, &y, &[]));
-    match s.check() {
-        SatResult::Unsat => Answer::ProvedBounded(opts.bound),
-        SatResult::Unknown => Answer::Unknown(Unknown::Timeout),
+    match budget.check(&s) {
+        SatResult::Unsat => {}
+        SatResult::Unknown => return Answer::Unknown(Unknown::Budget),
         SatResult::Sat => {
             let model = s.get_model().expect("a model after sat");
-            replay(before, after, model_input(before, &inputs, &model))
+            return replay(before, after, model_input(before, &inputs, &model));
         }
+    }
+    s.pop(1);
+    // A valid run within the bound: first the all-zero input (a ground query, decided by
+    // propagation), then any input.
+    s.push();
+    for a in &inputs.args {
+        s.assert(a.eq(BV::from_u64(0, a.get_size())));
+    }
+    for c in &inputs.callframe {
+        s.assert(c.eq(BV::from_u64(0, c.get_size())));
+    }
+    s.assert(inputs.heap.eq(Array::const_array(&Sort::bitvector(32), &BV::from_u64(0, 8))));
+    if budget.check(&s) == SatResult::Sat {
+        return Answer::ProvedBounded(opts.bound);
+    }
+    s.pop(1);
+    match budget.check(&s) {
+        SatResult::Sat => Answer::ProvedBounded(opts.bound),
+        SatResult::Unsat => Answer::Vacuous(opts.bound),
+        SatResult::Unknown => Answer::Unknown(Unknown::Budget),
     }
 }
 

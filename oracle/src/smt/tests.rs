@@ -15,7 +15,7 @@ fn func(src: &str) -> Function {
 }
 
 fn opts() -> Options {
-    Options { bound: 4, timeout_ms: 20_000, ..Options::default() }
+    Options { bound: 4, ..Options::default() }
 }
 
 /// The replayed counterexample of an answer, or a panic naming what came instead.
@@ -286,3 +286,34 @@ fn the_check_pipeline_is_proved_on_generated_cases() {
     }
 }
 
+
+/// A loop that always runs five times has no run within bound 2: an unsat query there
+/// compared nothing, and is `vacuous`, never a proof. (Before issue 20 this was `proved
+/// (bound 2)`.) At bound 5 the same pair is proved within the bound.
+#[test]
+fn a_bounded_check_without_a_run_in_the_bound_is_vacuous() {
+    let f = func(&format!(
+        "{LOG}function %f(i32 %a) -> i32 {{\n    local i32 %i\nb0:\n    jump b1\nb1:\n    call @log(%i, %a)\n    %i = add(%i, 1)\n    br slt(%i, 5), b1, b2\nb2:\n    ret %i\n}}\n"
+    ));
+    let o = |bound| Options { bound, ..opts() };
+    assert!(matches!(check_bounded(&f, &f, &o(2), &mut Budget::new(&o(2))), Answer::Vacuous(2)));
+    assert!(matches!(check_bounded(&f, &f, &o(5), &mut Budget::new(&o(5))), Answer::ProvedBounded(5)));
+}
+
+/// The bound counts iterations per loop: two loops in sequence that each run twice are
+/// within bound 2 (summed over both loops they take two back edges, one each), so a bug
+/// in the second loop's second iteration is found at bound 2.
+#[test]
+fn the_bound_counts_iterations_per_loop() {
+    let src = |second: &str| {
+        func(&format!(
+            "{LOG}function %f(i32 %a) -> i32 {{\n    local i32 %i\n    local i32 %j\nb0:\n    jump b1\nb1:\n    %i = add(%i, 1)\n    br slt(%i, 2), b1, b2\nb2:\n    jump b3\nb3:\n    call @log({second}, 0)\n    %j = add(%j, 1)\n    br slt(%j, 2), b3, b4\nb4:\n    ret 0\n}}\n"
+        ))
+    };
+    let before = src("%j");
+    let bad = src("select(eq(%j, 1), 7, %j)");
+    let o = Options { bound: 2, ..opts() };
+    let c = counterexample(check_bounded(&before, &bad, &o, &mut Budget::new(&o)));
+    // The first loop logs nothing; the second logs %j = 0, then 1 (7 after the bug).
+    assert!(c.diff.iter().any(|d| d.starts_with("trace event 1")), "{:?}", c.diff);
+}
