@@ -298,10 +298,11 @@ impl Summary {
             let n = |k: &str| answers.iter().filter(|a| a.kind == k).count();
             let ms = |q: f64| quantile(&times, q).as_secs_f64() * 1e3;
             out.push(format!(
-                "{}: {} proved, {} bounded, {} unknown ({:.1}%), {} counterexample(s), {} encoder disagreement(s); p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms",
+                "{}: {} proved, {} bounded, {} vacuous, {} unknown ({:.1}%), {} counterexample(s), {} encoder disagreement(s); p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms",
                 pass.unwrap_or("all passes"),
                 n("proved"),
                 n("bounded"),
+                n("vacuous"),
                 n("unknown"),
                 100.0 * n("unknown") as f64 / answers.len().max(1) as f64,
                 n("counterexample"),

@@ -97,6 +97,23 @@ impl SmtReport {
     pub fn failed(&self) -> bool {
         matches!(self.answer, crate::smt::Answer::Counterexample(_) | crate::smt::Answer::EncoderDisagreement(_))
     }
+
+    /// Whether the answer is neither a proof nor a finding: unknown (the deterministic
+    /// budget ran out) or vacuous (nothing compared within the bound). Its own status,
+    /// never a pass: `tandem run` exits 3 on it when nothing failed.
+    pub fn undecided(&self) -> bool {
+        matches!(self.answer, crate::smt::Answer::Unknown(_) | crate::smt::Answer::Vacuous(_))
+    }
+
+    /// The answer's status word in reports: `proved`, `bounded`, `unknown`, `vacuous` or
+    /// `failed`.
+    pub fn status(&self) -> &'static str {
+        if self.failed() {
+            "failed"
+        } else {
+            self.answer.kind()
+        }
+    }
 }
 
 impl FileReport {

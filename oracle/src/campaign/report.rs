@@ -30,6 +30,45 @@ pub struct FuzzReport {
     pub signatures: Vec<SignatureReport>,
     /// Every finding, in seed order.
     pub findings: Vec<Finding>,
+    /// The Z3 validator's answers per pass (pipeline order of first appearance): how many
+    /// of each kind. `unknown` and `vacuous` are their own statuses, never passes.
+    pub validator: Vec<ValidatorCounts>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ValidatorCounts {
+    pub pass: String,
+    pub proved: u64,
+    pub bounded: u64,
+    pub vacuous: u64,
+    pub unknown: u64,
+    pub counterexample: u64,
+    pub disagreement: u64,
+}
+
+impl ValidatorCounts {
+    fn of(s: &Summary) -> Vec<ValidatorCounts> {
+        let mut out: Vec<ValidatorCounts> = vec![];
+        for a in &s.validator {
+            let i = match out.iter().position(|c| c.pass == a.pass) {
+                Some(i) => i,
+                None => {
+                    out.push(ValidatorCounts { pass: a.pass.clone(), proved: 0, bounded: 0, vacuous: 0, unknown: 0, counterexample: 0, disagreement: 0 });
+                    out.len() - 1
+                }
+            };
+            let c = &mut out[i];
+            match a.kind.as_str() {
+                "proved" => c.proved += 1,
+                "bounded" => c.bounded += 1,
+                "vacuous" => c.vacuous += 1,
+                "counterexample" => c.counterexample += 1,
+                "disagreement" => c.disagreement += 1,
+                _ => c.unknown += 1,
+            }
+        }
+        out
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -117,6 +156,7 @@ impl FuzzReport {
             passes,
             signatures,
             findings: s.findings.clone(),
+            validator: ValidatorCounts::of(s),
         }
     }
 }
@@ -143,6 +183,21 @@ pub struct RunReportJson {
     pub runs: Vec<RunJson>,
     /// Files that are not valid case files: `file:line:col: message`.
     pub bad_inputs: Vec<BadInputJson>,
+    /// The Z3 validator's answers, one per (file, function, pass).
+    pub z3: Vec<Z3Json>,
+}
+
+/// One answer of the Z3 validator in a replay.
+#[derive(Clone, Debug, Serialize)]
+pub struct Z3Json {
+    pub file: PathBuf,
+    pub function: String,
+    pub pass: String,
+    /// `proved`, `bounded`, `vacuous`, `unknown` (neither of these two is a pass) or
+    /// `failed` (a counterexample or an encoder disagreement).
+    pub status: &'static str,
+    /// The answer as the console prints it.
+    pub answer: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -180,7 +235,7 @@ pub struct BadInputJson {
 /// The JSON report of a replay. With `bless`, expectation mismatches were rewritten and
 /// do not fail a run (as `tandem run --bless` counts them).
 pub fn run_json(replayed: &[Replayed], bless: bool) -> RunReportJson {
-    let mut out = RunReportJson { format: "tandem-run-report/1", files: replayed.len() as u64, passed: 0, failed: 0, limited: 0, bad_input: 0, runs: vec![], bad_inputs: vec![] };
+    let mut out = RunReportJson { format: "tandem-run-report/1", files: replayed.len() as u64, passed: 0, failed: 0, limited: 0, bad_input: 0, runs: vec![], bad_inputs: vec![], z3: vec![] };
     for r in replayed {
         match r {
             Replayed::Bad(b) => {
@@ -188,6 +243,9 @@ pub fn run_json(replayed: &[Replayed], bless: bool) -> RunReportJson {
                 out.bad_inputs.push(BadInputJson { file: b.path.clone(), line: b.line, col: b.col, message: b.message.clone() });
             }
             Replayed::File { report, .. } => {
+                for r in &report.smt {
+                    out.z3.push(Z3Json { file: report.path.clone(), function: r.function.clone(), pass: r.pass.clone(), status: r.status(), answer: r.answer.to_string() });
+                }
                 for run in &report.runs {
                     let failed = !run.problems.is_empty() || (!bless && !run.mismatches.is_empty());
                     let limited = !failed && !run.limits.is_empty();
@@ -258,8 +316,8 @@ pub fn run_junit(replayed: &[Replayed], bless: bool) -> String {
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     x += &format!(
         "<testsuites name=\"tandem run\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{total_time:.3}\">\n",
-        summary.passed + summary.failed + summary.limited + summary.bad_input,
-        summary.failed,
+        summary.passed + summary.failed + summary.limited + summary.bad_input + summary.z3.len() as u64,
+        summary.failed + summary.z3.iter().filter(|z| z.status == "failed").count() as u64,
         summary.bad_input
     );
     for r in replayed {
@@ -316,6 +374,22 @@ pub fn run_junit(replayed: &[Replayed], bless: bool) -> String {
                 x += "  </testsuite>\n";
             }
         }
+    }
+    // The validator's answers: a finding is a failure, an unknown or vacuous answer is
+    // skipped with its reason (never a pass).
+    if !summary.z3.is_empty() {
+        let failures = summary.z3.iter().filter(|z| z.status == "failed").count();
+        x += &format!("  <testsuite name=\"z3\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" time=\"0.000\">\n", summary.z3.len());
+        for z in &summary.z3 {
+            let name = xml(&format!("%{} pass {}", z.function, z.pass));
+            x += &format!("    <testcase classname=\"z3 {}\" name=\"{name}\" time=\"0.000\"", xml(&z.file.display().to_string()));
+            match z.status {
+                "failed" => x += &format!(">\n      <failure message=\"{}\" type=\"z3\"/>\n    </testcase>\n", xml(&z.answer)),
+                "unknown" | "vacuous" => x += &format!(">\n      <skipped message=\"z3 {}\"/>\n    </testcase>\n", xml(&z.answer)),
+                _ => x += "/>\n",
+            }
+        }
+        x += "  </testsuite>\n";
     }
     x += "</testsuites>\n";
     x

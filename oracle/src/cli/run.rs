@@ -46,7 +46,7 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool, junit: Option<PathBuf>, js
     };
     // Output goes through a locked handle so that a closed pipe (`| head`) ends quietly.
     let mut out = std::io::stdout().lock();
-    let (mut passed, mut failed, mut bad, mut limited) = (0, 0, 0, 0);
+    let (mut passed, mut failed, mut bad, mut limited, mut undecided) = (0, 0, 0, 0, 0);
     let mut z3 = tandem_oracle::smt::run::Tally::default();
     for path in &files {
         let file_started = std::time::Instant::now();
@@ -102,6 +102,9 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool, junit: Option<PathBuf>, js
                     if r.failed() {
                         failed += 1;
                         text += &format!("FAIL {}: %{} pass `{}`: z3 {}\n", path.display(), r.function, r.pass, r.answer);
+                    } else if r.undecided() {
+                        undecided += 1;
+                        text += &format!("UNDECIDED {}: %{} pass `{}`: z3 {}\n", path.display(), r.function, r.pass, r.answer);
                     }
                     z3.entries.push(tandem_oracle::smt::run::Entry {
                         origin: String::new(),
@@ -141,10 +144,11 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool, junit: Option<PathBuf>, js
     let b = tandem_oracle::campaign::replay::replay_smt_options().bound;
     let _ = writeln!(
         out,
-        "z3: {} (function, pass) pair(s): {} proved, {} proved to bound {b}, {} unknown, {} counterexample(s), {} encoder disagreement(s)",
+        "z3: {} (function, pass) pair(s): {} proved, {} proved to bound {b}, {} vacuous, {} unknown, {} counterexample(s), {} encoder disagreement(s)",
         z3.entries.len(),
         z3.count("proved"),
         z3.count("bounded"),
+        z3.count("vacuous"),
         z3.count("unknown"),
         z3.count("counterexample"),
         z3.count("disagreement")
@@ -153,7 +157,8 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool, junit: Option<PathBuf>, js
         ExitCode::from(2)
     } else if failed > 0 {
         ExitCode::from(1)
-    } else if limited > 0 {
+    } else if limited > 0 || undecided > 0 {
+        // Not a pass: a stage could not run, or the validator could not decide.
         ExitCode::from(3)
     } else {
         ExitCode::SUCCESS

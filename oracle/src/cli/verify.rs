@@ -36,7 +36,7 @@ pub struct Args {
     /// How many generated seeds.
     #[arg(long, default_value_t = 100)]
     pub count: u64,
-    /// The generator profile: small, default, loops or memory.
+    /// The generator profile: small, default, loops, memory or ssa (validated from SSA).
     #[arg(long, default_value = "default", value_parser = parse_profile)]
     pub profile: gen::Profile,
     /// Where finding files are written.
@@ -75,7 +75,7 @@ fn verify(
     out_dir: &std::path::Path,
     verbose: bool,
 ) -> ExitCode {
-    use tandem_core::passes::{check_pipeline, Form, Pipeline};
+    use tandem_core::passes::{check_pipeline, Pipeline};
     use tandem_oracle::smt::run::Tally;
     let fail = |msg: String| {
         eprintln!("error: {msg}");
@@ -132,16 +132,9 @@ fn verify(
             let stem = path.file_stem().map_or("case".to_string(), |s| s.to_string_lossy().into_owned());
             for f in &case.module.functions {
                 // A function already in SSA form skips the passes up to `ssa`.
-                let has_phis = f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty());
-                let p = if has_phis && pipeline.start == Form::Hir {
-                    let rest: Vec<&str> =
-                        pipeline.passes.iter().skip_while(|q| q.name != "ssa").skip(1).map(|q| q.name).collect();
-                    match Pipeline::new_from(Form::Ssa, &rest) {
-                        Ok(p) => p,
-                        Err(e) => return fail(format!("{}: %{}: {e}", path.display(), f.name)),
-                    }
-                } else {
-                    pipeline.clone()
+                let p = match tandem_oracle::smt::run::pipeline_for(f, &pipeline) {
+                    Ok(p) => p,
+                    Err(e) => return fail(format!("{}: %{}: {e}", path.display(), f.name)),
                 };
                 let origin = format!("{} %{}", path.display(), f.name);
                 let plan = tandem_oracle::smt::run::Plan { pipeline: &p, ..plan };

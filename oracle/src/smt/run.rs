@@ -58,14 +58,16 @@ impl Tally {
         Ok(())
     }
 
-    /// Validates generated cases `seed..seed+count` of `profile`.
+    /// Validates generated cases `seed..seed+count` of `profile` (functions the `ssa`
+    /// profile writes in SSA form are validated from SSA: see [`pipeline_for`]).
     pub fn add_generated(&mut self, seed: u64, count: u64, profile: Profile, plan: &Plan) -> Result<(), PassError> {
         let cfg = profile.config();
         for s in seed..seed.saturating_add(count) {
             let g = gen::generate(s, &cfg);
             for f in &g.case.module.functions {
                 let stem = format!("{}-seed-{s}", profile.name());
-                self.add_function(f, &format!("seed {s} %{}", f.name), &stem, plan)?;
+                let p = pipeline_for(f, plan.pipeline)?;
+                self.add_function(f, &format!("seed {s} %{}", f.name), &stem, &Plan { pipeline: &p, ..*plan })?;
             }
         }
         Ok(())
@@ -98,6 +100,19 @@ impl Tally {
         }
         v
     }
+}
+
+/// The pipeline to validate `f` with: `pipeline` itself, or, for a function already in
+/// SSA form (it has phis) and a pipeline that starts from HIR, the passes after `ssa`
+/// starting from SSA form.
+pub fn pipeline_for(f: &Function, pipeline: &Pipeline) -> Result<Pipeline, PassError> {
+    use tandem_core::passes::Form;
+    let has_phis = f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty());
+    if !has_phis || pipeline.start != Form::Hir {
+        return Ok(pipeline.clone());
+    }
+    let rest: Vec<&str> = pipeline.passes.iter().skip_while(|q| q.name != "ssa").skip(1).map(|q| q.name).collect();
+    Pipeline::new_from(Form::Ssa, &rest)
 }
 
 /// The `q`-quantile (nearest rank) of sorted durations.
