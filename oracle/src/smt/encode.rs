@@ -817,15 +817,54 @@ pub fn encode_function(f: &Function, inputs: &Inputs, slots: usize, bound: u32, 
     Ok(outcome_of(exits, init, in_bound))
 }
 
-/// Encodes one block `b` of `f` (no phis) from entry state `st`: its exits, including
-/// leaving through an edge (`END_CONTINUE` with the target's index in `value`).
-pub fn encode_block(f: &Function, b: Block, st: State, limit: usize) -> Result<SymOutcome, EncodeError> {
-    let mut ex = Exec { f, st: st.clone(), alive: Bool::from_bool(true), exits: vec![], work: 0, limit };
-    let edges = ex.block(b)?;
-    let mut exits = ex.exits;
-    for (g, t, s) in edges {
-        exits.push((g, Ending::Continue(t), s));
+/// Encodes one step of the simulation check from block `b` of `f` and entry state `st`
+/// (its phis already applied): runs `b`, and through every successor for which
+/// `through` holds (blocks a pass added on an edge: they stutter), until the run stops or
+/// enters a block for which it does not hold: that exit is `END_CONTINUE` with the
+/// block's index in `value` and the state after that block's phis for the edge taken.
+/// Fails when the blocks run through nest deeper than 16 (a cycle of added blocks).
+pub fn encode_step(f: &Function, b: Block, st: State, through: &dyn Fn(Block) -> bool, limit: usize) -> Result<SymOutcome, EncodeError> {
+    let mut exits = vec![];
+    let mut work = 0;
+    let mut pending = vec![(b, Bool::from_bool(true), st.clone(), 0u32)];
+    while let Some((blk, alive, s, depth)) = pending.pop() {
+        let mut ex = Exec { f, st: s, alive, exits: vec![], work, limit };
+        let edges = ex.block(blk)?;
+        work = ex.work;
+        exits.extend(ex.exits);
+        for (g, t, s) in edges {
+            let s = enter(f, blk, t, s);
+            if through(t) {
+                if depth >= 16 {
+                    return Err(EncodeError::TooLarge(limit));
+                }
+                pending.push((t, g, s, depth + 1));
+            } else {
+                exits.push((g, Ending::Continue(t), s));
+            }
+        }
     }
     Ok(outcome_of(exits, st, Bool::from_bool(true)))
 }
 
+/// Whether the tree at `e` only computes a value: no store, callframe write, assignment,
+/// check, comma or helper with an effect (divisions, loads and callframe reads are
+/// values here; their traps are the statements' business).
+pub fn is_value_tree(f: &Function, e: Expr) -> bool {
+    let mut ok = true;
+    f.visit_postorder(e, &mut |n| {
+        ok &= match &f.exprs[n] {
+            ExprData::Store { .. } | ExprData::CfWrite { .. } | ExprData::Assign { .. } | ExprData::TrapIf { .. } | ExprData::Comma { .. } => false,
+            ExprData::Call { helper, .. } => helper.effects().is_pure(),
+            _ => true,
+        }
+    });
+    ok
+}
+
+/// The value of the tree at `e` (a value tree: [`is_value_tree`]) in state `st`, as the
+/// target of an assignment would hold it: of type `ty`.
+pub fn eval_value(f: &Function, e: Expr, st: &State, ty: Type, limit: usize) -> Result<BV, EncodeError> {
+    let mut ex = Exec { f, st: st.clone(), alive: Bool::from_bool(true), exits: vec![], work: 0, limit };
+    Ok(to_type(&ex.value(e)?, ty))
+}

@@ -3,24 +3,20 @@
 //! observable outcomes (how the run ended, the trace, the final heap, the final
 //! callframe), and replays every answer in the reference interpreter before reporting it.
 //!
-//! Two kinds of check, chosen from the shape of the two functions, never from the pass's
-//! name:
+//! Two checks, the unbounded one first:
 //!
-//! * **Per block, unbounded** ([`check_blocks`]), when both sides have no phis and the
-//!   same blocks with the same successors (what `cprop` and the tree mover keep): each
-//!   block runs from a symbolic entry state in which the two sides agree on the heap, the
-//!   callframe and every local live into the block in the source (locals correspond by
-//!   name, since passes renumber them; the after side's other locals are free), and must
-//!   reach the same trap or exit edge, trace, heap, callframe
-//!   and locals live out of the source block. This is an inductive proof over any run, so
-//!   no loop bound is involved: the answer is [`Answer::Proved`].
-//! * **Bounded, whole function** ([`check_bounded`]) for everything else (`ssa`, `dce`,
-//!   `ssa-destroy`, and any pass added later: it needs nothing from the pass): both sides
-//!   unrolled to `bound` iterations per loop (see [`encode`]); a run that goes beyond the
-//!   bound on either side is not compared, so the best answer is
+//! * **Simulation, unbounded** ([`simulate::check_simulation`]), for every pass: blocks
+//!   correspond by identity (blocks a pass adds on edges stutter), a relation between the
+//!   two states at each block entry is inferred Houdini-style from candidate equalities,
+//!   and each block must agree on its observable effects under it. It computes everything
+//!   it needs itself and trusts no analysis of `core`. All blocks proved:
+//!   [`Answer::Proved`], for every run whatever the iteration counts.
+//! * **Bounded, whole function** ([`check_bounded`]) when the simulation check fails (a
+//!   block's entry state may be unreachable, and only a whole run can be replayed): both
+//!   sides unrolled to `bound` iterations per loop (see [`encode`]); a run that goes
+//!   beyond the bound on either side is not compared, so the best answer is
 //!   [`Answer::ProvedBounded`], and only when some valid run lies within the bound on
-//!   both sides (else [`Answer::Vacuous`], which compared nothing and is never a proof). A failed per-block check falls back to this one, since a
-//!   block's entry state may be unreachable and only a whole run can be replayed.
+//!   both sides (else [`Answer::Vacuous`], which compared nothing and is never a proof).
 //!
 //! The source run being valid (no out-of-bounds access) is the precondition; an invalid
 //! target run where the source was valid is a difference. The final heaps are compared
@@ -40,20 +36,20 @@
 pub mod encode;
 pub mod run;
 pub mod selfcheck;
+pub mod simulate;
 #[cfg(test)]
 mod tests;
 
 use crate::cases::casefile::{CaseFile, Run};
 use crate::exec::interp::{self, RunInput, DEFAULT_FUEL};
 use crate::exec::outcome::{Invalid, Outcome, Value};
-use encode::{encode_block, encode_function, EncodeError, Inputs, State, SymOutcome, Trace};
-use cranelift_entity::EntityRef;
+use encode::{encode_function, EncodeError, Inputs, SymOutcome, Trace};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tandem_core::helpers::HelperKind;
 use tandem_core::ir::{ExprData, Function, Module, HEAP_BASE, HEAP_SIZE};
-use tandem_core::passes::{Cfg, Liveness, PassError, PassManager, Pipeline};
+use tandem_core::passes::{PassError, PassManager, Pipeline};
 use z3::ast::{Array, Bool, BV};
 use z3::{SatResult, Solver, Sort};
 
@@ -232,14 +228,12 @@ pub fn validate(before: &Function, after: &Function, pass: &str, opts: &Options)
     // When a block differs on some entry state, or the solver gives up on it, the bounded
     // check looks for a whole run that shows it. The per-block check may use half the
     // budget, so that the bounded check always has the other half.
-    if same_shape(before, after) {
-        let mut half = Budget { left: budget.left / 2 };
-        let start = half.left;
-        let proved = check_blocks(before, after, opts, &mut half) == Ok(true);
-        budget.left -= start - half.left;
-        if proved {
-            return Answer::Proved;
-        }
+    let mut half = Budget { left: budget.left / 2 };
+    let start = half.left;
+    let proved = simulate::check_simulation(before, after, opts, &mut half) == Ok(true);
+    budget.left -= start - half.left;
+    if proved {
+        return Answer::Proved;
     }
     check_bounded(before, after, opts, &mut budget)
 }
@@ -259,21 +253,6 @@ pub fn validate_pipeline(f: &Function, pipeline: &Pipeline, opts: &Options) -> R
     Ok(out)
 }
 
-/// Whether the per-block check applies: no phis on either side, the same layout, the
-/// same successors for every block, and the same parameter names. Locals correspond by
-/// name (a pass may add, drop and renumber locals).
-fn same_shape(a: &Function, b: &Function) -> bool {
-    a.layout == b.layout
-        && a.cfvars == b.cfvars
-        && a.params.len() == b.params.len()
-        && a.params.iter().zip(&b.params).all(|(&p, &q)| a.locals[p] == b.locals[q])
-        && a.layout.iter().all(|&x| {
-            a.blocks[x].phis.is_empty()
-                && b.blocks[x].phis.is_empty()
-                && a.blocks[x].term.successors() == b.blocks[x].term.successors()
-        })
-}
-
 /// A fresh solver: Z3's simplifier, then its SMT core, as a tactic. Z3's default solver
 /// costs about 13 ms per query before it starts (it picks a strategy for the goal), which
 /// would dominate the latency of small functions; the solver for the logic QF_ABV starts
@@ -286,7 +265,7 @@ pub fn solver() -> Solver {
 
 /// `a` and `b` (source and target) differ observably, for a source that is valid. Uses
 /// fresh symbols for the heap address and trace index compared.
-fn differ(a: &SymOutcome, b: &SymOutcome, compare_locals: &[(BV, BV)]) -> Bool {
+fn differ(a: &SymOutcome, b: &SymOutcome) -> Bool {
     let kind = |k: u64| BV::from_u64(k, 8);
     let addr = BV::fresh_const("addr", 32);
     let in_heap = Bool::and(&[
@@ -297,17 +276,12 @@ fn differ(a: &SymOutcome, b: &SymOutcome, compare_locals: &[(BV, BV)]) -> Bool {
     let mut d = vec![
         a.kind.eq(&b.kind).not(),
         Bool::and(&[a.kind.eq(kind(encode::END_RETURN)), a.value.eq(&b.value).not()]),
-        Bool::and(&[a.kind.eq(kind(encode::END_CONTINUE)), a.value.eq(&b.value).not()]),
         Bool::and(&[a.kind.eq(kind(encode::END_CHECK)), a.code.eq(&b.code).not()]),
         Bool::and(&[in_heap, sel(&a.state.heap).eq(sel(&b.state.heap)).not()]),
         trace_differs(&a.state.trace, &b.state.trace),
     ];
     for (x, y) in a.state.callframe.iter().zip(&b.state.callframe) {
         d.push(x.eq(y).not());
-    }
-    let cont = a.kind.eq(kind(encode::END_CONTINUE));
-    for (x, y) in compare_locals {
-        d.push(Bool::and(&[&cont, &x.eq(y).not()]));
     }
     Bool::or(&d)
 }
@@ -320,63 +294,6 @@ fn trace_differs(a: &Trace, b: &Trace) -> Bool {
         entry.push(at(x).eq(at(y)).not());
     }
     Bool::or(&[a.len.eq(&b.len).not(), Bool::and(&[i.bvult(&a.len), Bool::or(&entry)])])
-}
-
-/// The per-block check: `Ok(true)` when every block is proved, `Ok(false)` when some
-/// block differs on some entry state, `Err` when the solver gave up or a block is too
-/// large.
-pub fn check_blocks(before: &Function, after: &Function, opts: &Options, budget: &mut Budget) -> Result<bool, Unknown> {
-    let cfg = Cfg::compute(before);
-    let live = Liveness::compute(before, &cfg);
-    let slots = encode::trace_slots(before);
-    for &b in &before.layout {
-        let heap = Array::fresh_const("heap", &Sort::bitvector(32), &Sort::bitvector(8));
-        let callframe: Vec<BV> = before.cfvars.values().map(|d| BV::fresh_const("cf", d.ty.bits())).collect();
-        // The entry block is never a branch target, so it starts where a run starts: every
-        // local 0 but the parameters.
-        let entry = b == before.entry();
-        let start = |f: &Function, l: tandem_core::ir::Local| {
-            let bits = f.locals[l].ty.bits();
-            if entry && !f.params.contains(&l) {
-                BV::from_u64(0, bits)
-            } else {
-                BV::fresh_const("l", bits)
-            }
-        };
-        let src_locals: Vec<BV> = before.locals.keys().map(|l| start(before, l)).collect();
-        // The target's local of the same name shares the source local's entry value when
-        // that is live in; every other target local is free.
-        let tgt_locals: Vec<BV> = after
-            .locals
-            .iter()
-            .map(|(t, d)| match before.local_by_name(&d.name) {
-                Some(l) if live.live_in[b].contains(l) && before.locals[l].ty == d.ty => src_locals[l.index()].clone(),
-                _ => start(after, t),
-            })
-            .collect();
-        let st = |locals: Vec<BV>| State { locals, heap: heap.clone(), callframe: callframe.clone(), trace: Trace::empty(slots) };
-        let limit = opts.max_nodes;
-        let (Ok(x), Ok(y)) = (encode_block(before, b, st(src_locals), limit), encode_block(after, b, st(tgt_locals), limit)) else {
-            return Err(Unknown::TooLarge);
-        };
-        // A live-out local the target no longer has is never read by the target.
-        let compare: Vec<(BV, BV)> = live.live_out[b]
-            .iter()
-            .filter_map(|l| {
-                let t = after.local_by_name(&before.locals[l].name).filter(|&t| after.locals[t].ty == before.locals[l].ty)?;
-                Some((x.state.locals[l.index()].clone(), y.state.locals[t.index()].clone()))
-            })
-            .collect();
-        let s = solver();
-        s.assert(x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not());
-        s.assert(differ(&x, &y, &compare));
-        match budget.check(&s) {
-            SatResult::Unsat => {}
-            SatResult::Sat => return Ok(false),
-            SatResult::Unknown => return Err(Unknown::Budget),
-        }
-    }
-    Ok(true)
 }
 
 /// The bounded whole-function check, with every model replayed. Unsat alone is not a
@@ -403,7 +320,7 @@ pub fn check_bounded(before: &Function, after: &Function, opts: &Options, budget
     s.assert(&y.in_bound);
     s.assert(x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not());
     s.push();
-    s.assert(differ(&x, &y, &[]));
+    s.assert(differ(&x, &y));
     match budget.check(&s) {
         SatResult::Unsat => {}
         SatResult::Unknown => return Answer::Unknown(Unknown::Budget),
