@@ -112,6 +112,7 @@ fn run(paths: &[PathBuf], bless: bool, verbose: bool, junit: Option<PathBuf>, js
                         answer: r.answer.clone(),
                         time: std::time::Duration::ZERO,
                         finding: None,
+                        changed: true,
                     });
                 }
                 if report.blessed {

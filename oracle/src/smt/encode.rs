@@ -27,8 +27,9 @@
 //! per entry, whatever the other loops do. The copies form a DAG, encoded in topological
 //! order; at a copy, the states of the incoming edges (phis already applied, in parallel,
 //! from the predecessor's locals) merge by `ite`. Since back edges come from a DFS, not
-//! from dominance, irreducible CFGs unroll the same way. [`encode_block`] runs one block from a given
-//! entry state for the per-block (unbounded) check.
+//! from dominance, irreducible CFGs unroll the same way. [`encode_step`] runs one block (and the
+//! blocks a pass added after it) from a given entry state for the simulation check
+//! (`super::simulate`).
 
 use tandem_core::helpers::HelperKind;
 use cranelift_entity::EntityRef;
@@ -316,37 +317,7 @@ impl Exec<'_> {
                     UnOp::Not => a.bvnot(),
                 })
             }
-            ExprData::Binary { op, lhs, rhs } => {
-                let a = self.value(*lhs)?;
-                let b = self.value(*rhs)?;
-                let bits = ty.expect("binary yields a value").bits();
-                let zero = BV::from_u64(0, bits);
-                let count = || b.bvand(BV::from_u64((bits - 1) as u64, bits));
-                let min = BV::from_u64(1u64 << (bits - 1), bits);
-                let minus1 = BV::from_i64(-1, bits);
-                if op.can_trap() {
-                    let mut cond = b.eq(&zero);
-                    if matches!(op, BinOp::Sdiv | BinOp::Srem) {
-                        cond = Bool::or(&[cond, Bool::and(&[a.eq(&min), b.eq(&minus1)])]);
-                    }
-                    self.stop_if(cond, Ending::Divide);
-                }
-                Some(match op {
-                    BinOp::Add => a.bvadd(&b),
-                    BinOp::Sub => a.bvsub(&b),
-                    BinOp::Mul => a.bvmul(&b),
-                    BinOp::And => a.bvand(&b),
-                    BinOp::Or => a.bvor(&b),
-                    BinOp::Xor => a.bvxor(&b),
-                    BinOp::Shl => a.bvshl(count()),
-                    BinOp::Lshr => a.bvlshr(count()),
-                    BinOp::Ashr => a.bvashr(count()),
-                    BinOp::Sdiv => a.bvsdiv(&b),
-                    BinOp::Srem => a.bvsrem(&b),
-                    BinOp::Udiv => a.bvudiv(&b),
-                    BinOp::Urem => a.bvurem(&b),
-                })
-            }
+            ExprData::Binary { op, lhs, rhs } => Some(self.binary(*op, *lhs, *rhs, ty.expect("binary yields a value"))?),
             ExprData::Cmp { op, lhs, rhs } => {
                 let a = self.value(*lhs)?;
                 let b = self.value(*rhs)?;
@@ -379,31 +350,9 @@ impl Exec<'_> {
                 let w = c.get_size();
                 Some(c.eq(BV::from_u64(0, w)).ite(&b, &a))
             }
-            ExprData::Load { ty, width, signed, addr } => {
-                let a = self.value(*addr)?;
-                let n = width.bytes();
-                self.stop_if(Self::heap_bounds(&a, n).not(), Ending::Invalid);
-                let raw = Self::load_bytes(&self.st.heap, &a, n);
-                let bits = width.bits();
-                let t = ty.bits();
-                Some(if bits == t {
-                    raw
-                } else if bits > t {
-                    raw.extract(t - 1, 0)
-                } else if *signed {
-                    raw.sign_ext(t - bits)
-                } else {
-                    raw.zero_ext(t - bits)
-                })
-            }
+            ExprData::Load { ty, width, signed, addr } => Some(self.load(*ty, *width, *signed, *addr)?),
             ExprData::Store { width, addr, value } => {
-                let a = self.value(*addr)?;
-                let v = self.value(*value)?;
-                let n = width.bytes();
-                // A store wider than its value stores the canonical (sign-extended) form.
-                let v = if 8 * n > v.get_size() { to64(&v) } else { v };
-                self.stop_if(Self::heap_bounds(&a, n).not(), Ending::Invalid);
-                self.st.heap = Self::store_bytes(&self.st.heap, &a, &v, n);
+                self.store(*width, *addr, *value)?;
                 None
             }
             ExprData::CfRead(v) => Some(self.st.callframe[v.index()].clone()),
@@ -437,6 +386,72 @@ impl Exec<'_> {
                 self.eval(*second)?
             }
         })
+    }
+
+    /// A binary operator: a division first records its trap (zero divisor, or `MIN / -1`
+    /// for the signed ones), then the wrapping result with masked shift counts.
+    fn binary(&mut self, op: BinOp, lhs: Expr, rhs: Expr, ty: Type) -> Result<BV, EncodeError> {
+        let a = self.value(lhs)?;
+        let b = self.value(rhs)?;
+        let bits = ty.bits();
+        let zero = BV::from_u64(0, bits);
+        let count = || b.bvand(BV::from_u64((bits - 1) as u64, bits));
+        let min = BV::from_u64(1u64 << (bits - 1), bits);
+        let minus1 = BV::from_i64(-1, bits);
+        if op.can_trap() {
+            let mut cond = b.eq(&zero);
+            if matches!(op, BinOp::Sdiv | BinOp::Srem) {
+                cond = Bool::or(&[cond, Bool::and(&[a.eq(&min), b.eq(&minus1)])]);
+            }
+            self.stop_if(cond, Ending::Divide);
+        }
+        Ok(match op {
+            BinOp::Add => a.bvadd(&b),
+            BinOp::Sub => a.bvsub(&b),
+            BinOp::Mul => a.bvmul(&b),
+            BinOp::And => a.bvand(&b),
+            BinOp::Or => a.bvor(&b),
+            BinOp::Xor => a.bvxor(&b),
+            BinOp::Shl => a.bvshl(count()),
+            BinOp::Lshr => a.bvlshr(count()),
+            BinOp::Ashr => a.bvashr(count()),
+            BinOp::Sdiv => a.bvsdiv(&b),
+            BinOp::Srem => a.bvsrem(&b),
+            BinOp::Udiv => a.bvudiv(&b),
+            BinOp::Urem => a.bvurem(&b),
+        })
+    }
+
+    /// A heap load: out of bounds ends the run as invalid; the bytes are little-endian,
+    /// extended (signed or not) or truncated to the load's type.
+    fn load(&mut self, ty: Type, width: MemWidth, signed: bool, addr: Expr) -> Result<BV, EncodeError> {
+        let a = self.value(addr)?;
+        let n = width.bytes();
+        self.stop_if(Self::heap_bounds(&a, n).not(), Ending::Invalid);
+        let raw = Self::load_bytes(&self.st.heap, &a, n);
+        let bits = width.bits();
+        let t = ty.bits();
+        Ok(if bits == t {
+            raw
+        } else if bits > t {
+            raw.extract(t - 1, 0)
+        } else if signed {
+            raw.sign_ext(t - bits)
+        } else {
+            raw.zero_ext(t - bits)
+        })
+    }
+
+    /// A heap store: out of bounds ends the run as invalid; a store wider than its value
+    /// stores the canonical (sign-extended) form.
+    fn store(&mut self, width: MemWidth, addr: Expr, value: Expr) -> Result<(), EncodeError> {
+        let a = self.value(addr)?;
+        let v = self.value(value)?;
+        let n = width.bytes();
+        let v = if 8 * n > v.get_size() { to64(&v) } else { v };
+        self.stop_if(Self::heap_bounds(&a, n).not(), Ending::Invalid);
+        self.st.heap = Self::store_bytes(&self.st.heap, &a, &v, n);
+        Ok(())
     }
 
     /// A helper call, exactly as `crate::exec::runtime::call_helper` does it.

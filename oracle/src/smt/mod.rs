@@ -23,7 +23,7 @@
 //! through a fresh symbolic address and the traces through a fresh symbolic index, so the
 //! query has no quantifier. Budgets are deterministic, never wall-clock: each validation
 //! of a (function, pass) has [`Options::rlimit`] Z3 resource units ([`Budget`]; the
-//! per-block check may use half, the bounded check gets the rest) and a cap on the size
+//! simulation check may use half, the bounded check gets the rest) and a cap on the size
 //! of the encoding ([`Options::max_nodes`]), so the same query gets the same answer on
 //! every machine; an unknown is reported as such and never as a pass.
 //!
@@ -154,7 +154,7 @@ pub struct Disagreement {
 /// The answer for one (function, pass).
 #[derive(Clone, Debug)]
 pub enum Answer {
-    /// Equivalent on every run (per-block check).
+    /// Equivalent on every run (the simulation check).
     Proved,
     /// Equivalent on every run in which each loop iterates at most this many times per
     /// entry on both sides, and some valid run lies within that bound.
@@ -226,7 +226,7 @@ pub fn validate(before: &Function, after: &Function, pass: &str, opts: &Options)
     let _ = pass;
     let mut budget = Budget::new(opts);
     // When a block differs on some entry state, or the solver gives up on it, the bounded
-    // check looks for a whole run that shows it. The per-block check may use half the
+    // check looks for a whole run that shows it. The simulation check may use half the
     // budget, so that the bounded check always has the other half.
     let mut half = Budget { left: budget.left / 2 };
     let start = half.left;
@@ -241,13 +241,18 @@ pub fn validate(before: &Function, after: &Function, pass: &str, opts: &Options)
 /// Runs `pipeline` over a copy of `f` and validates every pass on its before/after pair.
 /// Returns (pass, answer, time) per pass, or the pass manager's error.
 pub fn validate_pipeline(f: &Function, pipeline: &Pipeline, opts: &Options) -> Result<Vec<(String, Answer, Duration)>, PassError> {
+    Ok(validate_passes(f, pipeline, opts)?.into_iter().map(|(p, a, t, _)| (p, a, t)).collect())
+}
+
+/// [`validate_pipeline`], with whether each pass changed the function.
+pub fn validate_passes(f: &Function, pipeline: &Pipeline, opts: &Options) -> Result<Vec<(String, Answer, Duration, bool)>, PassError> {
     let mut g = f.clone();
     let mut before = f.clone();
     let mut out = vec![];
     PassManager { verify: true }.run(pipeline, &mut g, &mut |pass, after, _| {
         let t = Instant::now();
         let a = validate(&before, after, pass, opts);
-        out.push((pass.to_string(), a, t.elapsed()));
+        out.push((pass.to_string(), a, t.elapsed(), before != *after));
         before = after.clone();
     })?;
     Ok(out)

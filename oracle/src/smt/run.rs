@@ -4,7 +4,7 @@
 //! histogram (p50, p90, p99) per pass. Counterexamples and encoder disagreements are
 //! written as findings with [`super::write_finding`].
 
-use super::{validate_pipeline, write_finding, Answer, Options};
+use super::{validate_passes, write_finding, Answer, Options};
 use crate::gen::{self, Profile};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -22,6 +22,8 @@ pub struct Entry {
     pub time: Duration,
     /// The finding file written for a counterexample or disagreement.
     pub finding: Option<PathBuf>,
+    /// Whether the pass changed the function.
+    pub changed: bool,
 }
 
 /// What to validate on each function: the pipeline, only one of its passes if given, the
@@ -45,7 +47,7 @@ impl Tally {
     /// writing findings into the plan's folder as `{stem}-smt-{pass}.tir`.
     pub fn add_function(&mut self, f: &Function, origin: &str, stem: &str, plan: &Plan) -> Result<(), PassError> {
         let Plan { pipeline, only, opts, out } = *plan;
-        for (pass, answer, time) in validate_pipeline(f, pipeline, opts)? {
+        for (pass, answer, time, changed) in validate_passes(f, pipeline, opts)? {
             if only.is_some_and(|p| p != pass) {
                 continue;
             }
@@ -53,7 +55,7 @@ impl Tally {
                 eprintln!("warning: cannot write a finding into {}: {e}", out.display());
                 None
             });
-            self.entries.push(Entry { origin: origin.to_string(), pass, answer, time, finding });
+            self.entries.push(Entry { origin: origin.to_string(), pass, answer, time, finding, changed });
         }
         Ok(())
     }
@@ -142,16 +144,21 @@ impl fmt::Display for Tally {
             times.sort();
             let c = |k: &str| es.iter().filter(|e| e.answer.kind() == k).count();
             let unknown = c("unknown");
+            let changed: Vec<&&Entry> = es.iter().filter(|e| e.changed).collect();
+            let changed_proved = changed.iter().filter(|e| e.answer.kind() == "proved").count();
             writeln!(
                 f,
-                "{name}: {} queries: {} proved, {} bounded, {} unknown ({:.1}%), {} counterexample(s), {} encoder disagreement(s); p50 {}, p90 {}, p99 {}, max {}",
+                "{name}: {} queries: {} proved, {} bounded, {} vacuous, {} unknown ({:.1}%), {} counterexample(s), {} encoder disagreement(s); changed pairs proved for every run: {changed_proved} of {} ({:.1}%); p50 {}, p90 {}, p99 {}, max {}",
                 es.len(),
                 c("proved"),
                 c("bounded"),
+                c("vacuous"),
                 unknown,
                 100.0 * unknown as f64 / es.len().max(1) as f64,
                 c("counterexample"),
                 c("disagreement"),
+                changed.len(),
+                100.0 * changed_proved as f64 / changed.len().max(1) as f64,
                 ms(quantile(&times, 0.5)),
                 ms(quantile(&times, 0.9)),
                 ms(quantile(&times, 0.99)),
