@@ -57,7 +57,7 @@ enum Candidate {
 
 /// Most candidates per block: beyond this the relation is cut (the check may then fail,
 /// never pass wrongly).
-const MAX_CANDIDATES: usize = 600;
+const MAX_CANDIDATES: usize = 1500;
 
 /// The name of a local without its version suffix (`%i.3` → `i`).
 fn base(name: &str) -> &str {
@@ -115,27 +115,36 @@ fn same_tree(f: &Function, a: Expr, b: Expr) -> bool {
 /// The candidates of every corresponding block (the same for each: which survive where is
 /// Houdini's business).
 fn candidates(src: &Function, tgt: &Function) -> Vec<Candidate> {
+    // The likeliest first, since the list is cut at MAX_CANDIDATES: locals of the same
+    // name, then each side's definitions, then SSA versions of one name, then promoted
+    // callframe variables.
     let mut c = vec![Candidate::Heap];
     c.extend(src.cfvars.keys().map(Candidate::Cf));
-    for (s, sd) in src.locals.iter() {
-        for (t, td) in tgt.locals.iter() {
-            if sd.ty == td.ty && (sd.name == td.name || base(&sd.name) == base(&td.name)) {
-                c.push(Candidate::Locals(s, t));
+    let pairs = |same: bool| {
+        let mut v = vec![];
+        for (s, sd) in src.locals.iter() {
+            for (t, td) in tgt.locals.iter() {
+                if sd.ty == td.ty && (sd.name == td.name) == same && base(&sd.name) == base(&td.name) {
+                    v.push(Candidate::Locals(s, t));
+                }
             }
         }
+        v
+    };
+    c.extend(pairs(true));
+    for (t, defs) in definitions(tgt).into_iter().enumerate() {
+        c.extend(defs.into_iter().map(|e| Candidate::TargetDef(Local::new(t), e)));
     }
+    for (s, defs) in definitions(src).into_iter().enumerate() {
+        c.extend(defs.into_iter().map(|e| Candidate::SourceDef(Local::new(s), e)));
+    }
+    c.extend(pairs(false));
     for (v, vd) in src.cfvars.iter() {
         for (t, td) in tgt.locals.iter() {
             if vd.ty == td.ty {
                 c.push(Candidate::CfLocal(v, t));
             }
         }
-    }
-    for (t, defs) in definitions(tgt).into_iter().enumerate() {
-        c.extend(defs.into_iter().map(|e| Candidate::TargetDef(Local::new(t), e)));
-    }
-    for (s, defs) in definitions(src).into_iter().enumerate() {
-        c.extend(defs.into_iter().map(|e| Candidate::SourceDef(Local::new(s), e)));
     }
     c.truncate(MAX_CANDIDATES);
     c

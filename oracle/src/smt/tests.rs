@@ -275,8 +275,9 @@ fn the_encoding_agrees_with_the_interpreter_on_generated_cases() {
     }
 }
 
-/// The real passes on generated cases: every answer is a proof (bounded or not), and
-/// most are proved for every run. (Before issue 20's simulation check, `cprop` was
+/// The real passes on generated cases: no answer is a finding or unknown, and most are
+/// proved for every run. A bounded answer may be `vacuous` (seed 4's `memopt` at bound
+/// 2: no run of its loops lies within the bound), which is honest and not a proof. (Before issue 20's simulation check, `cprop` was
 /// proved without a bound on all eight seeds; the inferred relation proves it on six:
 /// see the note on issue 20.)
 #[test]
@@ -289,7 +290,7 @@ fn the_check_pipeline_is_proved_on_generated_cases() {
         let g = crate::gen::generate(seed, &cfg);
         let f = &g.case.module.functions[0];
         for (pass, a, _) in validate_pipeline(f, &pipeline, &o).unwrap() {
-            assert!(a.is_proof(), "seed {seed} {pass}: {a}");
+            assert!(a.is_proof() || matches!(a, Answer::Vacuous(_)), "seed {seed} {pass}: {a}");
             proved += matches!(a, Answer::Proved) as usize;
             all += 1;
         }
