@@ -102,9 +102,12 @@ fn generated_files_replay_one_per_seed() {
         assert!(dir.join(format!("small-seed-{s}.tir")).exists());
     }
     let out = tandem(&["run", d]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
-    // The totals (after any `UNKNOWN` line of a validator answer that is not a proof).
-    assert!(String::from_utf8_lossy(&out.stdout).lines().any(|l| l.starts_with("3 file(s): ") && l.contains(" passed, 0 failed")), "{}", String::from_utf8_lossy(&out.stdout));
+    // Every run passes; exit 3 only when the validator left some (function, pass)
+    // undecided within its deterministic budget (listed as UNDECIDED, never a pass).
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.code() == Some(0) || (out.status.code() == Some(3) && text.contains("UNDECIDED")), "{text}");
+    assert!(text.contains(", 0 failed,"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("3 file(s): ")), "{text}");
     let out = tandem(&["--version"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("tandem {}", env!("CARGO_PKG_VERSION")));
 }

@@ -131,8 +131,8 @@ pub struct Campaign {
 /// 5‰ keeps the validator near a third of a campaign's time (see the note on issue 9).
 pub const VERIFY_PERMILLE: u32 = 5;
 
-/// The validator's bound and timeout in campaigns.
-pub const VALIDATOR_OPTIONS: crate::smt::Options = crate::smt::Options { bound: 2, timeout_ms: 300, max_nodes: 50_000 };
+/// The validator's bound and resource budget in campaigns.
+pub const VALIDATOR_OPTIONS: crate::smt::Options = crate::smt::Options { bound: 2, rlimit: 2_000_000, max_nodes: 50_000 };
 
 /// Whether seed `seed` is one of the `permille` whose passes the validator checks.
 pub fn verified_seed(seed: u64, permille: u32) -> bool {
@@ -894,22 +894,17 @@ fn reduce_finding(path: &Path, sig: &str, x86: Option<X86Mode>, deadline: Option
     }
 }
 
-/// The validator's options for a query that must end by `deadline`: its timeout is
-/// [`VALIDATOR_OPTIONS`]'s or the time left, whichever is shorter; `None` when no time is
+/// The validator's options for a query that must start before `deadline` (its budget is
+/// deterministic, [`VALIDATOR_OPTIONS`]'s resource limit, so it is not cut by the clock); `None` when no time is
 /// left (the seed's passes are then not validated, which the summary's counts show).
 fn validator_options_until(deadline: Option<Instant>) -> Option<crate::smt::Options> {
-    let mut o = VALIDATOR_OPTIONS;
     if super::interrupt::requested().is_some() {
         return None;
     }
-    if let Some(d) = deadline {
-        let left = d.saturating_duration_since(Instant::now()).as_millis();
-        if left == 0 {
-            return None;
-        }
-        o.timeout_ms = o.timeout_ms.min(left.min(u32::MAX as u128) as u32);
+    if deadline.is_some_and(|d| d <= Instant::now()) {
+        return None;
     }
-    Some(o)
+    Some(VALIDATOR_OPTIONS)
 }
 
 /// What checking one seed found.

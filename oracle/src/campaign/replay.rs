@@ -4,9 +4,10 @@
 //! the check pipeline (`ssa,memopt,ssapre,dce,ssa-destroy,cprop`), and the x86 code in the emulator without and with those
 //! passes. This is what `tandem run` and the corpus tests call; the command-line layer
 //! only turns [`FileReport`] into text and an exit code. Each function's passes are also
-//! translation-validated with Z3 ([`crate::smt`]) at a small bound and timeout
+//! translation-validated with Z3 ([`crate::smt`]) at a small bound and resource budget
 //! ([`replay_smt_options`], or none with [`ReplayOptions::verify`] `None`), so that replay
-//! stays fast; a replayed counterexample or an encoder disagreement fails the file.
+//! stays fast; a replayed counterexample or an
+//! encoder disagreement fails the file.
 
 use crate::cases::casefile::{CaseFile, Run};
 use crate::judge::check::{check_case, Problem};
@@ -99,6 +100,23 @@ impl SmtReport {
     pub fn failed(&self) -> bool {
         matches!(self.answer, crate::smt::Answer::Counterexample(_) | crate::smt::Answer::EncoderDisagreement(_))
     }
+
+    /// Whether the answer is neither a proof nor a finding: unknown (the deterministic
+    /// budget ran out) or vacuous (nothing compared within the bound). Its own status,
+    /// never a pass: `tandem run` exits 3 on it when nothing failed.
+    pub fn undecided(&self) -> bool {
+        matches!(self.answer, crate::smt::Answer::Unknown(_) | crate::smt::Answer::Vacuous(_))
+    }
+
+    /// The answer's status word in reports: `proved`, `bounded`, `unknown`, `vacuous` or
+    /// `failed`.
+    pub fn status(&self) -> &'static str {
+        if self.failed() {
+            "failed"
+        } else {
+            self.answer.kind()
+        }
+    }
 }
 
 impl FileReport {
@@ -114,7 +132,7 @@ impl FileReport {
 /// query's time is spent outside the solver's time limit (see the note on issue 18);
 /// `--no-verify` is the choice for a large corpus until that is fixed.
 pub fn replay_smt_options() -> crate::smt::Options {
-    crate::smt::Options { bound: 1, timeout_ms: 1000, max_nodes: 20_000 }
+    crate::smt::Options { bound: 1, rlimit: 4_000_000, max_nodes: 20_000 }
 }
 
 /// How files are replayed.

@@ -52,6 +52,9 @@ pub struct FuzzReport {
     /// Distinguishing-value coverage: per slip pair (`gen::distinguish::universe`, in its
     /// order), the share of cases whose runs told it apart and that evaluated it.
     pub distinguishing: Vec<PairReport>,
+    /// The Z3 validator's answers per pass (pipeline order of first appearance): how many
+    /// of each kind. `unknown` and `vacuous` are their own statuses, never passes.
+    pub validator: Vec<ValidatorCounts>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -59,6 +62,40 @@ pub struct PairReport {
     pub pair: String,
     pub distinguished_percent: f64,
     pub evaluated_percent: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ValidatorCounts {
+    pub pass: String,
+    pub proved: u64,
+    pub bounded: u64,
+    pub vacuous: u64,
+    pub unknown: u64,
+    pub counterexample: u64,
+    pub disagreement: u64,
+}
+
+impl ValidatorCounts {
+    fn of(s: &Summary) -> Vec<ValidatorCounts> {
+        s.validator
+            .passes
+            .iter()
+            .map(|p| {
+                let n = |k: &str| p.kinds.get(k).copied().unwrap_or(0);
+                let known = ["proved", "bounded", "vacuous", "counterexample", "disagreement"];
+                let other: u64 = p.kinds.iter().filter(|(k, _)| !known.contains(&k.as_str())).map(|(_, v)| *v).sum();
+                ValidatorCounts {
+                    pass: p.pass.clone(),
+                    proved: n("proved"),
+                    bounded: n("bounded"),
+                    vacuous: n("vacuous"),
+                    unknown: other,
+                    counterexample: n("counterexample"),
+                    disagreement: n("disagreement"),
+                }
+            })
+            .collect()
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -163,6 +200,7 @@ impl FuzzReport {
                     pair,
                 })
                 .collect(),
+            validator: ValidatorCounts::of(s),
         }
     }
 }
@@ -308,14 +346,16 @@ impl RunCounts {
 
     /// The exit status of `tandem run`: 2 bad input, 1 a failed run, an emulator
     /// infidelity or a validator finding, 3 nothing failed but a run met a harness limit, else 0. An answer that is
-    /// not a proof is listed and counted (never a pass) but does not change the status:
+    /// not a proof is listed and counted (never a pass) and gives 3 when nothing failed:
     /// whether the solver finishes in time depends on the machine.
     pub fn exit_status(&self) -> u8 {
         if self.bad_input > 0 {
             2
         } else if self.failed + self.infidelities + self.validator_failed > 0 {
             1
-        } else if self.limited > 0 {
+        } else if self.limited + self.validator_not_proved > 0 {
+            // Not a pass: a stage could not run, or the validator left a (function, pass)
+            // undecided within its deterministic budget (unknown, or vacuous at its bound).
             3
         } else {
             0
@@ -412,7 +452,7 @@ pub fn console_file(r: &Replayed, bless: bool, verbose: bool) -> String {
             Verdict::Proof if verbose => "ok  ",
             Verdict::Proof => continue,
             Verdict::Finding => "FAIL",
-            Verdict::NotProved => "UNKNOWN",
+            Verdict::NotProved => "UNDECIDED",
         };
         text += &format!("{word} {path}: %{} pass `{}`: z3 {}\n", a.function, a.pass, a.answer);
     }
@@ -475,6 +515,21 @@ pub struct RunReportJson {
     pub answers: Vec<AnswerJson>,
     /// Files that are not valid case files: `file:line:col: message`.
     pub bad_inputs: Vec<BadInputJson>,
+    /// The Z3 validator's answers, one per (file, function, pass).
+    pub z3: Vec<Z3Json>,
+}
+
+/// One answer of the Z3 validator in a replay.
+#[derive(Clone, Debug, Serialize)]
+pub struct Z3Json {
+    pub file: PathBuf,
+    pub function: String,
+    pub pass: String,
+    /// `proved`, `bounded`, `vacuous`, `unknown` (neither of these two is a pass) or
+    /// `failed` (a counterexample or an encoder disagreement).
+    pub status: &'static str,
+    /// The answer as the console prints it.
+    pub answer: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -556,6 +611,7 @@ pub fn run_json(replayed: &[Replayed], bless: bool) -> RunReportJson {
         runs: vec![],
         answers: vec![],
         bad_inputs: vec![],
+        z3: vec![],
     };
     for r in replayed {
         match r {
@@ -563,6 +619,9 @@ pub fn run_json(replayed: &[Replayed], bless: bool) -> RunReportJson {
             Replayed::File { report, .. } => {
                 out.runs.extend(report.runs.iter().map(|run| run_entry(&report.path, run, bless)));
                 out.answers.extend(report.smt.iter().filter_map(|a| answer_entry(&report.path, a)));
+                for r in &report.smt {
+                    out.z3.push(Z3Json { file: report.path.clone(), function: r.function.clone(), pass: r.pass.clone(), status: r.status(), answer: r.answer.to_string() });
+                }
             }
         }
     }

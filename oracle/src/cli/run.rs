@@ -31,10 +31,11 @@ pub struct Args {
     /// Back-edge traversals the validator's bounded check unrolls (default 1).
     #[arg(long)]
     pub verify_bound: Option<u32>,
-    /// The validator's time limit per query, in milliseconds (default 1000; an answer that
-    /// runs out of it is `unknown (timeout)`, listed and counted, never a pass).
+    /// The validator's deterministic budget per (function, pass), in Z3 resource units
+    /// (default 4,000,000; an answer that runs out of it is `unknown`, listed as
+    /// UNDECIDED and counted, never a pass).
     #[arg(long, conflicts_with = "no_verify")]
-    pub verify_timeout_ms: Option<u32>,
+    pub verify_rlimit: Option<u32>,
     /// The x86 machines: unicorn, native (this CPU in 32-bit mode) or both (default
     /// where the CPU runs 32-bit code; Unicorn and the CPU disagreeing is an emulator
     /// infidelity, never a compiler finding).
@@ -47,8 +48,8 @@ pub fn main(a: Args) -> ExitCode {
     if let Some(k) = a.verify_bound {
         smt.bound = k;
     }
-    if let Some(t) = a.verify_timeout_ms {
-        smt.timeout_ms = t;
+    if let Some(r) = a.verify_rlimit {
+        smt.rlimit = r;
     }
     let options = ReplayOptions { bless: a.bless, verify: (!a.no_verify).then_some(smt) };
     run(&a.paths, &options, a.verbose, a.junit, a.json, a.x86)

@@ -21,12 +21,13 @@ pub struct Args {
     /// The IR passes, comma-separated (default: the check pipeline).
     #[arg(long)]
     pub pipeline: Option<String>,
-    /// Back-edge traversals the bounded check unrolls.
+    /// Iterations per loop (per entry into the loop) the bounded check unrolls.
     #[arg(long, default_value_t = 4)]
     pub bound: u32,
-    /// Solver time limit per query, in milliseconds.
-    #[arg(long, default_value_t = 10_000)]
-    pub timeout_ms: u32,
+    /// Z3 resource units (rlimit) per (function, pass): a deterministic budget, the same
+    /// answer on every machine.
+    #[arg(long, default_value_t = tandem_oracle::smt::Options::default().rlimit)]
+    pub rlimit: u32,
     /// Validate generated cases instead of files.
     #[arg(long)]
     pub generated: bool,
@@ -39,7 +40,7 @@ pub struct Args {
     /// How many generated seeds.
     #[arg(long, default_value_t = 100)]
     pub count: u64,
-    /// The generator profile: small, default, loops or memory.
+    /// The generator profile: small, default, loops, memory or ssa (validated from SSA).
     #[arg(long, default_value = "default", value_parser = parse_profile)]
     pub profile: gen::Profile,
     /// Where finding files are written.
@@ -57,8 +58,8 @@ pub struct Args {
 }
 
 pub fn main(a: Args) -> ExitCode {
-    let Args { paths, pass, pipeline, bound, timeout_ms, generated, self_check, seed, count, profile, out, verbose, json, junit } = a;
-    let opts = tandem_oracle::smt::Options { bound, timeout_ms, ..Default::default() };
+    let Args { paths, pass, pipeline, bound, rlimit, generated, self_check, seed, count, profile, out, verbose, json, junit } = a;
+    let opts = tandem_oracle::smt::Options { bound, rlimit, ..Default::default() };
     if self_check {
         return verify_self_check(seed, count, profile, bound);
     }

@@ -17,15 +17,19 @@
 //! path condition that reaches it (an *exit*), and execution continues under the negated
 //! condition. States are immutable Z3 terms, so a recorded exit never sees later effects.
 //!
-//! [`encode_function`] unrolls the CFG for the bounded check: the DFS back edges from
-//! the entry are cut out of the CFG, leaving a DAG in reverse postorder; node `(b, n)` is
-//! block `b` after `n` back-edge traversals, `n <= bound`. A forward edge stays in the
-//! same copy, a back edge goes to the next one, and a back edge out of the last copy cuts
-//! the path: the run is beyond the bound and [`SymOutcome::in_bound`] is false for it.
-//! At a node, the states of the incoming edges (phis already applied, in parallel, from
-//! the predecessor's locals) merge by `ite`. The shape needs no knowledge of loops, so
-//! irreducible CFGs unroll the same way. [`encode_block`] runs one block from a given
-//! entry state for the per-block (unbounded) check.
+//! [`encode_function`] unrolls the CFG for the bounded check, counting iterations per
+//! loop: every target of a DFS back edge from the entry heads a loop (its body: the
+//! blocks that reach one of its back edges without passing the header), and a copy of a
+//! block is the block plus, per loop, the back-edge traversals since the run last entered
+//! that loop. Leaving a loop resets its count; a back edge that would take a count past
+//! the bound cuts the path: the run is beyond the bound and [`SymOutcome::in_bound`] is
+//! false for it. So bound 2 covers every run in which each loop goes around at most twice
+//! per entry, whatever the other loops do. The copies form a DAG, encoded in topological
+//! order; at a copy, the states of the incoming edges (phis already applied, in parallel,
+//! from the predecessor's locals) merge by `ite`. Since back edges come from a DFS, not
+//! from dominance, irreducible CFGs unroll the same way. [`encode_step`] runs one block (and the
+//! blocks a pass added after it) from a given entry state for the simulation check
+//! (`super::simulate`).
 
 use tandem_core::helpers::HelperKind;
 use cranelift_entity::EntityRef;
@@ -208,8 +212,21 @@ fn to_type(v: &BV, ty: Type) -> BV {
     }
 }
 
+/// Whether `b` is false for every input, as far as a cheap look tells: only a condition
+/// whose leaves (to a small depth) are all numerals is simplified. Simplifying any
+/// condition costs the size of its whole term, which grows with the run (a local merged
+/// at every join), and made encoding quadratic.
 fn is_false(b: &Bool) -> bool {
-    b.as_bool() == Some(false)
+    fn ground(d: &z3::ast::Dynamic, depth: u32) -> bool {
+        if d.as_bv().is_some_and(|b| b.as_u64().is_some()) || d.as_bool().is_some_and(|b| b.as_bool().is_some()) {
+            return true;
+        }
+        depth > 0 && d.num_children() > 0 && d.children().iter().all(|c| ground(c, depth - 1))
+    }
+    match b.as_bool() {
+        Some(v) => !v,
+        None => ground(&z3::ast::Dynamic::from_ast(b), 4) && b.simplify().as_bool() == Some(false),
+    }
 }
 
 /// Symbolic execution of one function's blocks.
@@ -232,7 +249,7 @@ impl Exec<'_> {
     /// come out as different terms on the two sides, and the solver then has to prove
     /// them equal instead of seeing one term.
     fn stop_if(&mut self, cond: Bool, ending: Ending) {
-        if is_false(&cond.simplify()) {
+        if is_false(&cond) {
             return;
         }
         let g = Bool::and(&[&self.alive, &cond]);
@@ -300,37 +317,7 @@ impl Exec<'_> {
                     UnOp::Not => a.bvnot(),
                 })
             }
-            ExprData::Binary { op, lhs, rhs } => {
-                let a = self.value(*lhs)?;
-                let b = self.value(*rhs)?;
-                let bits = ty.expect("binary yields a value").bits();
-                let zero = BV::from_u64(0, bits);
-                let count = || b.bvand(BV::from_u64((bits - 1) as u64, bits));
-                let min = BV::from_u64(1u64 << (bits - 1), bits);
-                let minus1 = BV::from_i64(-1, bits);
-                if op.can_trap() {
-                    let mut cond = b.eq(&zero);
-                    if matches!(op, BinOp::Sdiv | BinOp::Srem) {
-                        cond = Bool::or(&[cond, Bool::and(&[a.eq(&min), b.eq(&minus1)])]);
-                    }
-                    self.stop_if(cond, Ending::Divide);
-                }
-                Some(match op {
-                    BinOp::Add => a.bvadd(&b),
-                    BinOp::Sub => a.bvsub(&b),
-                    BinOp::Mul => a.bvmul(&b),
-                    BinOp::And => a.bvand(&b),
-                    BinOp::Or => a.bvor(&b),
-                    BinOp::Xor => a.bvxor(&b),
-                    BinOp::Shl => a.bvshl(count()),
-                    BinOp::Lshr => a.bvlshr(count()),
-                    BinOp::Ashr => a.bvashr(count()),
-                    BinOp::Sdiv => a.bvsdiv(&b),
-                    BinOp::Srem => a.bvsrem(&b),
-                    BinOp::Udiv => a.bvudiv(&b),
-                    BinOp::Urem => a.bvurem(&b),
-                })
-            }
+            ExprData::Binary { op, lhs, rhs } => Some(self.binary(*op, *lhs, *rhs, ty.expect("binary yields a value"))?),
             ExprData::Cmp { op, lhs, rhs } => {
                 let a = self.value(*lhs)?;
                 let b = self.value(*rhs)?;
@@ -363,31 +350,9 @@ impl Exec<'_> {
                 let w = c.get_size();
                 Some(c.eq(BV::from_u64(0, w)).ite(&b, &a))
             }
-            ExprData::Load { ty, width, signed, addr } => {
-                let a = self.value(*addr)?;
-                let n = width.bytes();
-                self.stop_if(Self::heap_bounds(&a, n).not(), Ending::Invalid);
-                let raw = Self::load_bytes(&self.st.heap, &a, n);
-                let bits = width.bits();
-                let t = ty.bits();
-                Some(if bits == t {
-                    raw
-                } else if bits > t {
-                    raw.extract(t - 1, 0)
-                } else if *signed {
-                    raw.sign_ext(t - bits)
-                } else {
-                    raw.zero_ext(t - bits)
-                })
-            }
+            ExprData::Load { ty, width, signed, addr } => Some(self.load(*ty, *width, *signed, *addr)?),
             ExprData::Store { width, addr, value } => {
-                let a = self.value(*addr)?;
-                let v = self.value(*value)?;
-                let n = width.bytes();
-                // A store wider than its value stores the canonical (sign-extended) form.
-                let v = if 8 * n > v.get_size() { to64(&v) } else { v };
-                self.stop_if(Self::heap_bounds(&a, n).not(), Ending::Invalid);
-                self.st.heap = Self::store_bytes(&self.st.heap, &a, &v, n);
+                self.store(*width, *addr, *value)?;
                 None
             }
             ExprData::CfRead(v) => Some(self.st.callframe[v.index()].clone()),
@@ -421,6 +386,72 @@ impl Exec<'_> {
                 self.eval(*second)?
             }
         })
+    }
+
+    /// A binary operator: a division first records its trap (zero divisor, or `MIN / -1`
+    /// for the signed ones), then the wrapping result with masked shift counts.
+    fn binary(&mut self, op: BinOp, lhs: Expr, rhs: Expr, ty: Type) -> Result<BV, EncodeError> {
+        let a = self.value(lhs)?;
+        let b = self.value(rhs)?;
+        let bits = ty.bits();
+        let zero = BV::from_u64(0, bits);
+        let count = || b.bvand(BV::from_u64((bits - 1) as u64, bits));
+        let min = BV::from_u64(1u64 << (bits - 1), bits);
+        let minus1 = BV::from_i64(-1, bits);
+        if op.can_trap() {
+            let mut cond = b.eq(&zero);
+            if matches!(op, BinOp::Sdiv | BinOp::Srem) {
+                cond = Bool::or(&[cond, Bool::and(&[a.eq(&min), b.eq(&minus1)])]);
+            }
+            self.stop_if(cond, Ending::Divide);
+        }
+        Ok(match op {
+            BinOp::Add => a.bvadd(&b),
+            BinOp::Sub => a.bvsub(&b),
+            BinOp::Mul => a.bvmul(&b),
+            BinOp::And => a.bvand(&b),
+            BinOp::Or => a.bvor(&b),
+            BinOp::Xor => a.bvxor(&b),
+            BinOp::Shl => a.bvshl(count()),
+            BinOp::Lshr => a.bvlshr(count()),
+            BinOp::Ashr => a.bvashr(count()),
+            BinOp::Sdiv => a.bvsdiv(&b),
+            BinOp::Srem => a.bvsrem(&b),
+            BinOp::Udiv => a.bvudiv(&b),
+            BinOp::Urem => a.bvurem(&b),
+        })
+    }
+
+    /// A heap load: out of bounds ends the run as invalid; the bytes are little-endian,
+    /// extended (signed or not) or truncated to the load's type.
+    fn load(&mut self, ty: Type, width: MemWidth, signed: bool, addr: Expr) -> Result<BV, EncodeError> {
+        let a = self.value(addr)?;
+        let n = width.bytes();
+        self.stop_if(Self::heap_bounds(&a, n).not(), Ending::Invalid);
+        let raw = Self::load_bytes(&self.st.heap, &a, n);
+        let bits = width.bits();
+        let t = ty.bits();
+        Ok(if bits == t {
+            raw
+        } else if bits > t {
+            raw.extract(t - 1, 0)
+        } else if signed {
+            raw.sign_ext(t - bits)
+        } else {
+            raw.zero_ext(t - bits)
+        })
+    }
+
+    /// A heap store: out of bounds ends the run as invalid; a store wider than its value
+    /// stores the canonical (sign-extended) form.
+    fn store(&mut self, width: MemWidth, addr: Expr, value: Expr) -> Result<(), EncodeError> {
+        let a = self.value(addr)?;
+        let v = self.value(value)?;
+        let n = width.bytes();
+        let v = if 8 * n > v.get_size() { to64(&v) } else { v };
+        self.stop_if(Self::heap_bounds(&a, n).not(), Ending::Invalid);
+        self.st.heap = Self::store_bytes(&self.st.heap, &a, &v, n);
+        Ok(())
     }
 
     /// A helper call, exactly as `crate::exec::runtime::call_helper` does it.
@@ -474,13 +505,13 @@ impl Exec<'_> {
         }
         let mut edges = vec![];
         match &data.term {
-            Terminator::Jump(t) => edges.push((self.alive.clone(), *t)),
+            Terminator::Jump(t) => edges.push((Bool::from_bool(true), *t)),
             Terminator::Branch { cond, then_dest, else_dest } => {
                 let c = self.value(*cond)?;
                 let w = c.get_size();
                 let zero = c.eq(BV::from_u64(0, w));
-                edges.push((Bool::and(&[&self.alive, &zero.not()]), *then_dest));
-                edges.push((Bool::and(&[&self.alive, &zero]), *else_dest));
+                edges.push((zero.not(), *then_dest));
+                edges.push((zero, *else_dest));
             }
             Terminator::Return(e) => {
                 let v = self.value(*e)?;
@@ -514,17 +545,21 @@ impl Exec<'_> {
                 }
                 for (t, hits) in by_target {
                     let refs: Vec<&Bool> = hits.iter().collect();
-                    edges.push((Bool::and(&[&self.alive, &Bool::or(&refs)]), t));
+                    edges.push((Bool::or(&refs), t));
                 }
-                let mut all: Vec<&Bool> = misses.iter().collect();
-                all.push(&self.alive);
+                let all: Vec<&Bool> = misses.iter().collect();
                 edges.push((Bool::and(&all), *default));
             }
         }
+        // Only the edge's own condition is simplified: the path condition grows with the
+        // run, and simplifying it at every edge made encoding quadratic.
         Ok(edges
             .into_iter()
-            .filter(|(g, _)| !is_false(&g.simplify()))
-            .map(|(g, t)| (g, t, self.st.clone()))
+            .filter(|(c, _)| !is_false(c))
+            .map(|(c, t)| {
+                let g = if c.as_bool() == Some(true) { self.alive.clone() } else { Bool::and(&[&self.alive, &c]) };
+                (g, t, self.st.clone())
+            })
             .collect())
     }
 }
@@ -596,10 +631,9 @@ pub fn initial_state(f: &Function, inputs: &Inputs, slots: usize) -> State {
     State { locals, heap: inputs.heap.clone(), callframe: inputs.callframe.clone(), trace: Trace::empty(slots) }
 }
 
-/// Blocks in reverse postorder of a DFS from the entry, and that DFS's back edges.
-fn dfs(f: &Function) -> (Vec<Block>, Vec<(Block, Block)>) {
+/// The DFS back edges from the entry (every cycle of the CFG holds one).
+fn back_edges(f: &Function) -> Vec<(Block, Block)> {
     use std::collections::HashSet;
-    let mut post = vec![];
     let mut back = vec![];
     let mut on_stack = HashSet::new();
     let mut seen = HashSet::new();
@@ -619,53 +653,178 @@ fn dfs(f: &Function) -> (Vec<Block>, Vec<(Block, Block)>) {
             }
         } else {
             on_stack.remove(&b);
-            post.push(b);
         }
     }
-    post.reverse();
-    (post, back)
+    back
 }
 
-/// Encodes a whole run of `f` on `inputs`, unrolled to `bound` back-edge traversals.
-/// `limit` bounds the number of nodes evaluated over all copies.
-pub fn encode_function(f: &Function, inputs: &Inputs, slots: usize, bound: u32, limit: usize) -> Result<SymOutcome, EncodeError> {
+/// The loops the unrolling counts: one per target of a DFS back edge (its header), with
+/// its body, the blocks that reach one of its back edges' sources without passing the
+/// header (and the header). Every block of a cycle through a back edge is in the body of
+/// that edge's loop, so a counter is never reset along a cycle: the unrolling is finite.
+struct Loops {
+    headers: Vec<Block>,
+    bodies: Vec<std::collections::HashSet<Block>>,
+}
+
+impl Loops {
+    fn compute(f: &Function, back: &[(Block, Block)]) -> Loops {
+        use std::collections::HashSet;
+        let preds = f.predecessors();
+        let mut headers: Vec<Block> = vec![];
+        let mut bodies: Vec<HashSet<Block>> = vec![];
+        for &(latch, h) in back {
+            let i = match headers.iter().position(|&x| x == h) {
+                Some(i) => i,
+                None => {
+                    headers.push(h);
+                    bodies.push(HashSet::from([h]));
+                    headers.len() - 1
+                }
+            };
+            let mut work = vec![latch];
+            while let Some(b) = work.pop() {
+                if bodies[i].insert(b) {
+                    work.extend(preds[b].iter().copied());
+                }
+            }
+        }
+        Loops { headers, bodies }
+    }
+}
+
+/// One copy of a block in the unrolled function: the block and, per loop, how many times
+/// the run has taken that loop's back edges since it last entered the loop.
+type Copy = (Block, Vec<u32>);
+
+/// The unrolled CFG: its copies in a topological order (the entry first), and per copy
+/// where each successor block leads (`None`: past the bound, the run is cut there).
+struct Unrolled {
+    copies: Vec<Copy>,
+    next: Vec<Vec<(Block, Option<usize>)>>,
+}
+
+/// Unrolls `f` so that every loop runs at most `bound` times around its back edges per
+/// entry into the loop. Fails when the copies outnumber `limit`.
+fn unroll(f: &Function, bound: u32, limit: usize) -> Result<Unrolled, EncodeError> {
     use std::collections::HashMap;
-    let (rpo, back) = dfs(f);
+    let back = back_edges(f);
+    let loops = Loops::compute(f, &back);
+    let start: Copy = (f.entry(), vec![0; loops.headers.len()]);
+    let mut index: HashMap<Copy, usize> = HashMap::from([(start.clone(), 0)]);
+    let mut found = vec![start];
+    let mut next: Vec<Vec<(Block, Option<usize>)>> = vec![];
+    let mut i = 0;
+    while i < found.len() {
+        let (b, counts) = found[i].clone();
+        let mut out = vec![];
+        let mut succs = f.blocks[b].term.successors();
+        succs.dedup();
+        for t in succs {
+            if out.iter().any(|(x, _)| *x == t) {
+                continue;
+            }
+            let mut c = counts.clone();
+            for (l, body) in loops.bodies.iter().enumerate() {
+                if !body.contains(&t) {
+                    c[l] = 0;
+                }
+            }
+            let mut cut = false;
+            if back.contains(&(b, t)) {
+                let l = loops.headers.iter().position(|&h| h == t).expect("a back edge's target is a header");
+                c[l] += 1;
+                cut = c[l] > bound;
+            }
+            if cut {
+                out.push((t, None));
+                continue;
+            }
+            let key = (t, c);
+            let n = match index.get(&key) {
+                Some(&n) => n,
+                None => {
+                    if found.len() >= limit {
+                        return Err(EncodeError::TooLarge(limit));
+                    }
+                    index.insert(key.clone(), found.len());
+                    found.push(key);
+                    found.len() - 1
+                }
+            };
+            out.push((t, Some(n)));
+        }
+        next.push(out);
+        i += 1;
+    }
+    // Kahn's algorithm, taking ready copies in the order they were found.
+    let mut indegree = vec![0usize; found.len()];
+    for out in &next {
+        for (_, n) in out {
+            if let Some(n) = n {
+                indegree[*n] += 1;
+            }
+        }
+    }
+    let mut ready: std::collections::BTreeSet<usize> = (0..found.len()).filter(|&n| indegree[n] == 0).collect();
+    let mut order = vec![];
+    while let Some(n) = ready.pop_first() {
+        order.push(n);
+        for (_, m) in &next[n] {
+            if let Some(m) = m {
+                indegree[*m] -= 1;
+                if indegree[*m] == 0 {
+                    ready.insert(*m);
+                }
+            }
+        }
+    }
+    assert_eq!(order.len(), found.len(), "the unrolled CFG is acyclic");
+    let mut position = vec![0; found.len()];
+    for (p, &n) in order.iter().enumerate() {
+        position[n] = p;
+    }
+    Ok(Unrolled {
+        copies: order.iter().map(|&n| found[n].clone()).collect(),
+        next: order.iter().map(|&n| next[n].iter().map(|(t, m)| (*t, m.map(|m| position[m]))).collect()).collect(),
+    })
+}
+
+/// Encodes a whole run of `f` on `inputs`, each loop unrolled to `bound` iterations per
+/// entry (see [`unroll`]). `limit` bounds the number of nodes evaluated over all copies.
+pub fn encode_function(f: &Function, inputs: &Inputs, slots: usize, bound: u32, limit: usize) -> Result<SymOutcome, EncodeError> {
+    let u = unroll(f, bound, limit)?;
     let init = initial_state(f, inputs, slots);
-    let mut incoming: HashMap<(Block, u32), Vec<(Bool, State)>> = HashMap::new();
-    incoming.insert((f.entry(), 0), vec![(Bool::from_bool(true), init.clone())]);
+    let mut incoming: Vec<Vec<(Bool, State)>> = vec![vec![]; u.copies.len()];
+    incoming[0].push((Bool::from_bool(true), init.clone()));
     let mut exits = vec![];
     let mut cut = vec![];
-    let mut work = 0;
-    for n in 0..=bound {
-        for &b in &rpo {
-            let Some(ins) = incoming.remove(&(b, n)) else { continue };
-            // One incoming edge passes its guard on as it is (not as a one-argument `or`),
-            // so that a block inserted on an edge (a split critical edge) does not change
-            // the terms after it.
-            let guard = match &ins[..] {
-                [(g, _)] => g.clone(),
-                _ => Bool::or(&ins.iter().map(|(g, _)| g.clone()).collect::<Vec<_>>()),
-            };
-            let mut st = ins[0].1.clone();
-            for (g, s) in &ins[1..] {
-                st = State::merge(g, s, &st);
-            }
-            let mut ex = Exec { f, st, alive: guard, exits: vec![], work, limit };
-            let edges = ex.block(b)?;
-            work = ex.work;
-            exits.extend(ex.exits);
-            for (g, t, s) in edges {
-                let s = enter(f, b, t, s);
-                if back.contains(&(b, t)) {
-                    if n == bound {
-                        cut.push(g);
-                    } else {
-                        incoming.entry((t, n + 1)).or_default().push((g, s));
-                    }
-                } else {
-                    incoming.entry((t, n)).or_default().push((g, s));
-                }
+    let mut work = u.copies.len();
+    for (n, (b, _)) in u.copies.iter().enumerate() {
+        let ins = std::mem::take(&mut incoming[n]);
+        if ins.is_empty() {
+            continue;
+        }
+        // One incoming edge passes its guard on as it is (not as a one-argument `or`),
+        // so that a block inserted on an edge (a split critical edge) does not change
+        // the terms after it.
+        let guard = match &ins[..] {
+            [(g, _)] => g.clone(),
+            _ => Bool::or(&ins.iter().map(|(g, _)| g.clone()).collect::<Vec<_>>()),
+        };
+        let mut st = ins[0].1.clone();
+        for (g, s) in &ins[1..] {
+            st = State::merge(g, s, &st);
+        }
+        let mut ex = Exec { f, st, alive: guard, exits: vec![], work, limit };
+        let edges = ex.block(*b)?;
+        work = ex.work;
+        exits.extend(ex.exits);
+        for (g, t, s) in edges {
+            let s = enter(f, *b, t, s);
+            match u.next[n].iter().find(|(x, _)| *x == t).expect("every successor is unrolled").1 {
+                Some(m) => incoming[m].push((g, s)),
+                None => cut.push(g),
             }
         }
     }
@@ -673,15 +832,54 @@ pub fn encode_function(f: &Function, inputs: &Inputs, slots: usize, bound: u32, 
     Ok(outcome_of(exits, init, in_bound))
 }
 
-/// Encodes one block `b` of `f` (no phis) from entry state `st`: its exits, including
-/// leaving through an edge (`END_CONTINUE` with the target's index in `value`).
-pub fn encode_block(f: &Function, b: Block, st: State, limit: usize) -> Result<SymOutcome, EncodeError> {
-    let mut ex = Exec { f, st: st.clone(), alive: Bool::from_bool(true), exits: vec![], work: 0, limit };
-    let edges = ex.block(b)?;
-    let mut exits = ex.exits;
-    for (g, t, s) in edges {
-        exits.push((g, Ending::Continue(t), s));
+/// Encodes one step of the simulation check from block `b` of `f` and entry state `st`
+/// (its phis already applied): runs `b`, and through every successor for which
+/// `through` holds (blocks a pass added on an edge: they stutter), until the run stops or
+/// enters a block for which it does not hold: that exit is `END_CONTINUE` with the
+/// block's index in `value` and the state after that block's phis for the edge taken.
+/// Fails when the blocks run through nest deeper than 16 (a cycle of added blocks).
+pub fn encode_step(f: &Function, b: Block, st: State, through: &dyn Fn(Block) -> bool, limit: usize) -> Result<SymOutcome, EncodeError> {
+    let mut exits = vec![];
+    let mut work = 0;
+    let mut pending = vec![(b, Bool::from_bool(true), st.clone(), 0u32)];
+    while let Some((blk, alive, s, depth)) = pending.pop() {
+        let mut ex = Exec { f, st: s, alive, exits: vec![], work, limit };
+        let edges = ex.block(blk)?;
+        work = ex.work;
+        exits.extend(ex.exits);
+        for (g, t, s) in edges {
+            let s = enter(f, blk, t, s);
+            if through(t) {
+                if depth >= 16 {
+                    return Err(EncodeError::TooLarge(limit));
+                }
+                pending.push((t, g, s, depth + 1));
+            } else {
+                exits.push((g, Ending::Continue(t), s));
+            }
+        }
     }
     Ok(outcome_of(exits, st, Bool::from_bool(true)))
 }
 
+/// Whether the tree at `e` only computes a value: no store, callframe write, assignment,
+/// check, comma or helper with an effect (divisions, loads and callframe reads are
+/// values here; their traps are the statements' business).
+pub fn is_value_tree(f: &Function, e: Expr) -> bool {
+    let mut ok = true;
+    f.visit_postorder(e, &mut |n| {
+        ok &= match &f.exprs[n] {
+            ExprData::Store { .. } | ExprData::CfWrite { .. } | ExprData::Assign { .. } | ExprData::TrapIf { .. } | ExprData::Comma { .. } => false,
+            ExprData::Call { helper, .. } => helper.effects().is_pure(),
+            _ => true,
+        }
+    });
+    ok
+}
+
+/// The value of the tree at `e` (a value tree: [`is_value_tree`]) in state `st`, as the
+/// target of an assignment would hold it: of type `ty`.
+pub fn eval_value(f: &Function, e: Expr, st: &State, ty: Type, limit: usize) -> Result<BV, EncodeError> {
+    let mut ex = Exec { f, st: st.clone(), alive: Bool::from_bool(true), exits: vec![], work: 0, limit };
+    Ok(to_type(&ex.value(e)?, ty))
+}

@@ -3,30 +3,29 @@
 //! observable outcomes (how the run ended, the trace, the final heap, the final
 //! callframe), and replays every answer in the reference interpreter before reporting it.
 //!
-//! Two kinds of check, chosen from the shape of the two functions, never from the pass's
-//! name:
+//! Two checks, the unbounded one first:
 //!
-//! * **Per block, unbounded** ([`check_blocks`]), when both sides have no phis and the
-//!   same blocks with the same successors (what `cprop` and the tree mover keep): each
-//!   block runs from a symbolic entry state in which the two sides agree on the heap, the
-//!   callframe and every local live into the block in the source (locals correspond by
-//!   name, since passes renumber them; the after side's other locals are free), and must
-//!   reach the same trap or exit edge, trace, heap, callframe
-//!   and locals live out of the source block. This is an inductive proof over any run, so
-//!   no loop bound is involved: the answer is [`Answer::Proved`].
-//! * **Bounded, whole function** ([`check_bounded`]) for everything else (`ssa`, `dce`,
-//!   `ssa-destroy`, and any pass added later: it needs nothing from the pass): both sides
-//!   unrolled to `bound` back-edge traversals (see [`encode`]); a run that goes beyond the
-//!   bound on either side is not compared, so the best answer is
-//!   [`Answer::ProvedBounded`]. A failed per-block check falls back to this one, since a
-//!   block's entry state may be unreachable and only a whole run can be replayed.
+//! * **Simulation, unbounded** ([`simulate::check_simulation`]), for every pass: blocks
+//!   correspond by identity (blocks a pass adds on edges stutter), a relation between the
+//!   two states at each block entry is inferred Houdini-style from candidate equalities,
+//!   and each block must agree on its observable effects under it. It computes everything
+//!   it needs itself and trusts no analysis of `core`. All blocks proved:
+//!   [`Answer::Proved`], for every run whatever the iteration counts.
+//! * **Bounded, whole function** ([`check_bounded`]) when the simulation check fails (a
+//!   block's entry state may be unreachable, and only a whole run can be replayed): both
+//!   sides unrolled to `bound` iterations per loop (see [`encode`]); a run that goes
+//!   beyond the bound on either side is not compared, so the best answer is
+//!   [`Answer::ProvedBounded`], and only when some valid run lies within the bound on
+//!   both sides (else [`Answer::Vacuous`], which compared nothing and is never a proof).
 //!
 //! The source run being valid (no out-of-bounds access) is the precondition; an invalid
 //! target run where the source was valid is a difference. The final heaps are compared
 //! through a fresh symbolic address and the traces through a fresh symbolic index, so the
-//! query has no quantifier. Each query gets a fresh solver with a timeout (a per-block
-//! query a quarter of it, at most a second, since the bounded check follows); an unknown
-//! is reported as such and never as a pass.
+//! query has no quantifier. Budgets are deterministic, never wall-clock: each validation
+//! of a (function, pass) has [`Options::rlimit`] Z3 resource units ([`Budget`]; the
+//! simulation check may use half, the bounded check gets the rest) and a cap on the size
+//! of the encoding ([`Options::max_nodes`]), so the same query gets the same answer on
+//! every machine; an unknown is reported as such and never as a pass.
 //!
 //! A model becomes a concrete [`RunInput`] (arguments, heap bytes, callframe values) and
 //! is run by the interpreter on both functions: only a replayed difference is an
@@ -37,47 +36,97 @@
 pub mod encode;
 pub mod run;
 pub mod selfcheck;
+pub mod simulate;
 #[cfg(test)]
 mod tests;
 
 use crate::cases::casefile::{CaseFile, Run};
 use crate::exec::interp::{self, RunInput, DEFAULT_FUEL};
 use crate::exec::outcome::{Invalid, Outcome, Value};
-use encode::{encode_block, encode_function, EncodeError, Inputs, State, SymOutcome, Trace};
-use cranelift_entity::EntityRef;
+use encode::{encode_function, EncodeError, Inputs, SymOutcome, Trace};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tandem_core::helpers::HelperKind;
 use tandem_core::ir::{ExprData, Function, Module, HEAP_BASE, HEAP_SIZE};
-use tandem_core::passes::{Cfg, Liveness, PassError, PassManager, Pipeline};
+use tandem_core::passes::{PassError, PassManager, Pipeline};
 use z3::ast::{Array, Bool, BV};
 use z3::{SatResult, Solver, Sort};
 
-/// How hard to try.
+/// How hard to try. Every limit is deterministic: the same query gets the same answer on
+/// every machine and under any load.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Back-edge traversals the bounded check unrolls.
+    /// Iterations per loop (back-edge traversals per entry into the loop) the bounded
+    /// check unrolls.
     pub bound: u32,
-    /// Per solver query.
-    pub timeout_ms: u32,
-    /// Most expression nodes one side may evaluate after unrolling.
+    /// Z3 resource units (`rlimit`) for the whole validation of one (function, pass): every
+    /// query draws from it, and the last one gets what is left.
+    pub rlimit: u32,
+    /// Most expression nodes one side may evaluate after unrolling (and most copies of
+    /// blocks the unrolling makes).
     pub max_nodes: usize,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { bound: 4, timeout_ms: 10_000, max_nodes: 200_000 }
+        Options { bound: 4, rlimit: 20_000_000, max_nodes: 200_000 }
     }
 }
 
 /// Why there is no answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unknown {
-    /// The solver ran out of time (or gave up).
-    Timeout,
+    /// The solver used up the resource budget (or gave up).
+    Budget,
     /// The unrolled function is larger than [`Options::max_nodes`].
     TooLarge,
+    /// The two functions do not have the same parameters or callframe variables, so they
+    /// are not two versions of one function.
+    Mismatch,
+}
+
+/// The resource budget of one validation: what is left of [`Options::rlimit`]. Z3 counts
+/// its work in the context's resource counter; each query is given what is left and
+/// charged what it used.
+pub struct Budget {
+    left: u64,
+}
+
+impl Budget {
+    pub fn new(opts: &Options) -> Budget {
+        Budget { left: opts.rlimit as u64 }
+    }
+
+    /// What is left.
+    pub fn left(&self) -> u64 {
+        self.left
+    }
+
+    /// The context's resource counter so far.
+    fn count(s: &Solver) -> u64 {
+        match s.get_statistics().value("rlimit count") {
+            Some(z3::StatisticsValue::UInt(n)) => n as u64,
+            Some(z3::StatisticsValue::Double(d)) => d as u64,
+            None => 0,
+        }
+    }
+
+    /// Checks `s` within what is left of the budget, and charges what the check used. An
+    /// empty budget answers unknown without asking.
+    pub fn check(&mut self, s: &Solver) -> SatResult {
+        if self.left == 0 {
+            return SatResult::Unknown;
+        }
+        let mut p = z3::Params::new();
+        p.set_u32("rlimit", self.left.min(u32::MAX as u64) as u32);
+        s.set_params(&p);
+        let before = Self::count(s);
+        let r = s.check();
+        let used = Self::count(s).saturating_sub(before);
+        self.left = self.left.saturating_sub(used.max(1));
+        r
+    }
 }
 
 /// A replayed difference.
@@ -105,10 +154,14 @@ pub struct Disagreement {
 /// The answer for one (function, pass).
 #[derive(Clone, Debug)]
 pub enum Answer {
-    /// Equivalent on every run (per-block check).
+    /// Equivalent on every run (the simulation check).
     Proved,
-    /// Equivalent on every run that takes at most this many back edges on both sides.
+    /// Equivalent on every run in which each loop iterates at most this many times per
+    /// entry on both sides, and some valid run lies within that bound.
     ProvedBounded(u32),
+    /// No valid run lies within the bound: the bounded check compared nothing. Never a
+    /// proof.
+    Vacuous(u32),
     Counterexample(Box<Counterexample>),
     EncoderDisagreement(Box<Disagreement>),
     Unknown(Unknown),
@@ -120,6 +173,7 @@ impl Answer {
         match self {
             Answer::Proved => "proved",
             Answer::ProvedBounded(_) => "bounded",
+            Answer::Vacuous(_) => "vacuous",
             Answer::Counterexample(_) => "counterexample",
             Answer::EncoderDisagreement(_) => "disagreement",
             Answer::Unknown(_) => "unknown",
@@ -137,6 +191,7 @@ impl fmt::Display for Answer {
         match self {
             Answer::Proved => f.write_str("proved"),
             Answer::ProvedBounded(k) => write!(f, "proved (bound {k})"),
+            Answer::Vacuous(k) => write!(f, "vacuous (no valid run within bound {k})"),
             Answer::Counterexample(c) => {
                 write!(f, "counterexample: {}", input_text(&c.input))?;
                 for d in &c.diff {
@@ -145,8 +200,9 @@ impl fmt::Display for Answer {
                 Ok(())
             }
             Answer::EncoderDisagreement(d) => write!(f, "encoder disagreement: {} ({})", input_text(&d.input), d.why),
-            Answer::Unknown(Unknown::Timeout) => f.write_str("unknown (timeout)"),
+            Answer::Unknown(Unknown::Budget) => f.write_str("unknown (resource budget used up)"),
             Answer::Unknown(Unknown::TooLarge) => f.write_str("unknown (too large)"),
+            Answer::Unknown(Unknown::Mismatch) => f.write_str("unknown (not two versions of one function)"),
         }
     }
 }
@@ -168,12 +224,18 @@ fn input_text(i: &RunInput) -> String {
 /// it. `pass` only names it in messages.
 pub fn validate(before: &Function, after: &Function, pass: &str, opts: &Options) -> Answer {
     let _ = pass;
+    let mut budget = Budget::new(opts);
     // When a block differs on some entry state, or the solver gives up on it, the bounded
-    // check looks for a whole run that shows it.
-    if same_shape(before, after) && check_blocks(before, after, opts) == Ok(true) {
+    // check looks for a whole run that shows it. The simulation check may use half the
+    // budget, so that the bounded check always has the other half.
+    let mut half = Budget { left: budget.left / 2 };
+    let start = half.left;
+    let proved = simulate::check_simulation(before, after, opts, &mut half) == Ok(true);
+    budget.left -= start - half.left;
+    if proved {
         return Answer::Proved;
     }
-    check_bounded(before, after, opts)
+    check_bounded(before, after, opts, &mut budget)
 }
 
 /// Runs `pipeline` over a copy of `f` and validates every pass on its before/after pair.
@@ -188,8 +250,14 @@ pub fn validate(before: &Function, after: &Function, pass: &str, opts: &Options)
 /// is its stage's finding, see `judge::check::caught`) is carried out of the context
 /// and resumed, so the thread's default context is restored either way.
 pub fn validate_pipeline(f: &Function, pipeline: &Pipeline, opts: &Options) -> Result<Vec<(String, Answer, Duration)>, PassError> {
+    Ok(validate_passes(f, pipeline, opts)?.into_iter().map(|(p, a, t, _)| (p, a, t)).collect())
+}
+
+/// [`validate_pipeline`], with whether each pass changed the function; in a fresh Z3
+/// context (see [`validate_pipeline`]).
+pub fn validate_passes(f: &Function, pipeline: &Pipeline, opts: &Options) -> Result<Vec<(String, Answer, Duration, bool)>, PassError> {
     let run = || {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| validate_pipeline_in_context(f, pipeline, opts)))
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| validate_passes_in_context(f, pipeline, opts)))
             .map_err(std::sync::Mutex::new)
     };
     let result = z3::with_z3_config(&z3::Config::new(), run);
@@ -218,8 +286,8 @@ fn release_freed_memory() {
     }
 }
 
-/// [`validate_pipeline`] in the current Z3 context.
-fn validate_pipeline_in_context(f: &Function, pipeline: &Pipeline, opts: &Options) -> Result<Vec<(String, Answer, Duration)>, PassError> {
+/// [`validate_passes`] in the current Z3 context.
+fn validate_passes_in_context(f: &Function, pipeline: &Pipeline, opts: &Options) -> Result<Vec<(String, Answer, Duration, bool)>, PassError> {
     let mut g = f.clone();
     let mut before = f.clone();
     let mut out = vec![];
@@ -227,44 +295,25 @@ fn validate_pipeline_in_context(f: &Function, pipeline: &Pipeline, opts: &Option
     crate::judge::check::drive(&PassManager { verify: true }, pipeline, &mut g, &mut |pass, after, _| {
         let t = Instant::now();
         let a = validate(&before, after, pass, opts);
-        out.push((pass.to_string(), a, t.elapsed()));
+        out.push((pass.to_string(), a, t.elapsed(), before != *after));
         before = after.clone();
     })?;
     Ok(out)
 }
 
-/// Whether the per-block check applies: no phis on either side, the same layout, the
-/// same successors for every block, and the same parameter names. Locals correspond by
-/// name (a pass may add, drop and renumber locals).
-fn same_shape(a: &Function, b: &Function) -> bool {
-    a.layout == b.layout
-        && a.cfvars == b.cfvars
-        && a.params.len() == b.params.len()
-        && a.params.iter().zip(&b.params).all(|(&p, &q)| a.locals[p] == b.locals[q])
-        && a.layout.iter().all(|&x| {
-            a.blocks[x].phis.is_empty()
-                && b.blocks[x].phis.is_empty()
-                && a.blocks[x].term.successors() == b.blocks[x].term.successors()
-        })
-}
-
-/// A fresh solver with the options' timeout: Z3's simplifier, then its SMT core, as a
-/// tactic. Z3's default solver costs about 13 ms per query before it starts (it picks a
-/// strategy for the goal), which would dominate the latency of small functions; the
-/// solver for the logic QF_ABV starts in about 1 ms but gives up ("incomplete") on the
-/// constant arrays of the trace and heap comparisons. This one starts in about 0.4 ms
-/// and is complete.
-pub fn solver(opts: &Options) -> Solver {
-    let s = z3::Tactic::new("simplify").and_then(&z3::Tactic::new("smt")).solver();
-    let mut p = z3::Params::new();
-    p.set_u32("timeout", opts.timeout_ms);
-    s.set_params(&p);
-    s
+/// A fresh solver: Z3's simplifier, then its SMT core, as a tactic. Z3's default solver
+/// costs about 13 ms per query before it starts (it picks a strategy for the goal), which
+/// would dominate the latency of small functions; the solver for the logic QF_ABV starts
+/// in about 1 ms but gives up ("incomplete") on the constant arrays of the trace and heap
+/// comparisons. This one starts in about 0.4 ms and is complete. Its limit is set per
+/// check by [`Budget::check`].
+pub fn solver() -> Solver {
+    z3::Tactic::new("simplify").and_then(&z3::Tactic::new("smt")).solver()
 }
 
 /// `a` and `b` (source and target) differ observably, for a source that is valid. Uses
 /// fresh symbols for the heap address and trace index compared.
-fn differ(a: &SymOutcome, b: &SymOutcome, compare_locals: &[(BV, BV)]) -> Bool {
+fn differ(a: &SymOutcome, b: &SymOutcome) -> Bool {
     let kind = |k: u64| BV::from_u64(k, 8);
     let addr = BV::fresh_const("addr", 32);
     let in_heap = Bool::and(&[
@@ -275,17 +324,12 @@ fn differ(a: &SymOutcome, b: &SymOutcome, compare_locals: &[(BV, BV)]) -> Bool {
     let mut d = vec![
         a.kind.eq(&b.kind).not(),
         Bool::and(&[a.kind.eq(kind(encode::END_RETURN)), a.value.eq(&b.value).not()]),
-        Bool::and(&[a.kind.eq(kind(encode::END_CONTINUE)), a.value.eq(&b.value).not()]),
         Bool::and(&[a.kind.eq(kind(encode::END_CHECK)), a.code.eq(&b.code).not()]),
         Bool::and(&[in_heap, sel(&a.state.heap).eq(sel(&b.state.heap)).not()]),
         trace_differs(&a.state.trace, &b.state.trace),
     ];
     for (x, y) in a.state.callframe.iter().zip(&b.state.callframe) {
         d.push(x.eq(y).not());
-    }
-    let cont = a.kind.eq(kind(encode::END_CONTINUE));
-    for (x, y) in compare_locals {
-        d.push(Bool::and(&[&cont, &x.eq(y).not()]));
     }
     Bool::or(&d)
 }
@@ -300,73 +344,15 @@ fn trace_differs(a: &Trace, b: &Trace) -> Bool {
     Bool::or(&[a.len.eq(&b.len).not(), Bool::and(&[i.bvult(&a.len), Bool::or(&entry)])])
 }
 
-/// The per-block check: `Ok(true)` when every block is proved, `Ok(false)` when some
-/// block differs on some entry state, `Err` when the solver gave up or a block is too
-/// large.
-pub fn check_blocks(before: &Function, after: &Function, opts: &Options) -> Result<bool, Unknown> {
-    let cfg = Cfg::compute(before);
-    let live = Liveness::compute(before, &cfg);
-    let slots = encode::trace_slots(before);
-    for &b in &before.layout {
-        let heap = Array::fresh_const("heap", &Sort::bitvector(32), &Sort::bitvector(8));
-        let callframe: Vec<BV> = before.cfvars.values().map(|d| BV::fresh_const("cf", d.ty.bits())).collect();
-        // The entry block is never a branch target, so it starts where a run starts: every
-        // local 0 but the parameters.
-        let entry = b == before.entry();
-        let start = |f: &Function, l: tandem_core::ir::Local| {
-            let bits = f.locals[l].ty.bits();
-            if entry && !f.params.contains(&l) {
-                BV::from_u64(0, bits)
-            } else {
-                BV::fresh_const("l", bits)
-            }
-        };
-        let src_locals: Vec<BV> = before.locals.keys().map(|l| start(before, l)).collect();
-        // The target's local of the same name shares the source local's entry value when
-        // that is live in; every other target local is free.
-        let tgt_locals: Vec<BV> = after
-            .locals
-            .iter()
-            .map(|(t, d)| match before.local_by_name(&d.name) {
-                Some(l) if live.live_in[b].contains(l) && before.locals[l].ty == d.ty => src_locals[l.index()].clone(),
-                _ => start(after, t),
-            })
-            .collect();
-        let st = |locals: Vec<BV>| State { locals, heap: heap.clone(), callframe: callframe.clone(), trace: Trace::empty(slots) };
-        let limit = opts.max_nodes;
-        let (Ok(x), Ok(y)) = (encode_block(before, b, st(src_locals), limit), encode_block(after, b, st(tgt_locals), limit)) else {
-            return Err(Unknown::TooLarge);
-        };
-        // A live-out local the target no longer has is never read by the target.
-        let compare: Vec<(BV, BV)> = live.live_out[b]
-            .iter()
-            .filter_map(|l| {
-                let t = after.local_by_name(&before.locals[l].name).filter(|&t| after.locals[t].ty == before.locals[l].ty)?;
-                Some((x.state.locals[l.index()].clone(), y.state.locals[t.index()].clone()))
-            })
-            .collect();
-        // A block gets a quarter of the time (at most a second): when it is hard, the
-        // bounded check that follows usually is not, and it gives a replayable answer.
-        let s = solver(&Options { timeout_ms: (opts.timeout_ms / 4).clamp(1, 1000), ..opts.clone() });
-        s.assert(x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not());
-        s.assert(differ(&x, &y, &compare));
-        match s.check() {
-            SatResult::Unsat => {}
-            SatResult::Sat => return Ok(false),
-            SatResult::Unknown => return Err(Unknown::Timeout),
-        }
-    }
-    Ok(true)
-}
-
-/// The bounded whole-function check, with every model replayed.
-pub fn check_bounded(before: &Function, after: &Function, opts: &Options) -> Answer {
+/// The bounded whole-function check, with every model replayed. Unsat alone is not a
+/// proof: a second query asks for some valid run within the bound on both sides, and
+/// without one the answer is [`Answer::Vacuous`].
+pub fn check_bounded(before: &Function, after: &Function, opts: &Options, budget: &mut Budget) -> Answer {
     if before.params.len() != after.params.len()
         || before.params.iter().zip(&after.params).any(|(&p, &q)| before.locals[p].ty != after.locals[q].ty)
         || before.cfvars != after.cfvars
     {
-        // Not two versions of one function: any input shows it, but none is needed.
-        return Answer::Unknown(Unknown::TooLarge);
+        return Answer::Unknown(Unknown::Mismatch);
     }
     let inputs = Inputs::fresh(before);
     let slots = encode::trace_slots(before);
@@ -377,18 +363,39 @@ pub fn check_bounded(before: &Function, after: &Function, opts: &Options) -> Ans
         (Ok(x), Ok(y)) => (x, y),
         (Err(EncodeError::TooLarge(_)), _) | (_, Err(EncodeError::TooLarge(_))) => return Answer::Unknown(Unknown::TooLarge),
     };
-    let s = solver(opts);
+    let s = solver();
     s.assert(&x.in_bound);
     s.assert(&y.in_bound);
     s.assert(x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not());
-    s.assert(differ(&x, &y, &[]));
-    match s.check() {
-        SatResult::Unsat => Answer::ProvedBounded(opts.bound),
-        SatResult::Unknown => Answer::Unknown(Unknown::Timeout),
+    s.push();
+    s.assert(differ(&x, &y));
+    match budget.check(&s) {
+        SatResult::Unsat => {}
+        SatResult::Unknown => return Answer::Unknown(Unknown::Budget),
         SatResult::Sat => {
             let model = s.get_model().expect("a model after sat");
-            replay(before, after, model_input(before, &inputs, &model))
+            return replay(before, after, model_input(before, &inputs, &model));
         }
+    }
+    s.pop(1);
+    // A valid run within the bound: first the all-zero input (a ground query, decided by
+    // propagation), then any input.
+    s.push();
+    for a in &inputs.args {
+        s.assert(a.eq(BV::from_u64(0, a.get_size())));
+    }
+    for c in &inputs.callframe {
+        s.assert(c.eq(BV::from_u64(0, c.get_size())));
+    }
+    s.assert(inputs.heap.eq(Array::const_array(&Sort::bitvector(32), &BV::from_u64(0, 8))));
+    if budget.check(&s) == SatResult::Sat {
+        return Answer::ProvedBounded(opts.bound);
+    }
+    s.pop(1);
+    match budget.check(&s) {
+        SatResult::Sat => Answer::ProvedBounded(opts.bound),
+        SatResult::Unsat => Answer::Vacuous(opts.bound),
+        SatResult::Unknown => Answer::Unknown(Unknown::Budget),
     }
 }
 

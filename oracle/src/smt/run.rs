@@ -4,7 +4,7 @@
 //! histogram (p50, p90, p99) per pass. Counterexamples and encoder disagreements are
 //! written as findings with [`super::write_finding`].
 
-use super::{validate_pipeline, write_finding, Answer, Options};
+use super::{validate_passes, write_finding, Answer, Options};
 use crate::gen::{self, Profile};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -22,6 +22,8 @@ pub struct Entry {
     pub time: Duration,
     /// The finding file written for a counterexample or disagreement.
     pub finding: Option<PathBuf>,
+    /// Whether the pass changed the function.
+    pub changed: bool,
 }
 
 /// What to validate on each function: the pipeline, only one of its passes if given, the
@@ -45,7 +47,7 @@ impl Tally {
     /// writing findings into the plan's folder as `{stem}-smt-{pass}.tir`.
     pub fn add_function(&mut self, f: &Function, origin: &str, stem: &str, plan: &Plan) -> Result<(), PassError> {
         let Plan { pipeline, only, opts, out } = *plan;
-        for (pass, answer, time) in validate_pipeline(f, pipeline, opts)? {
+        for (pass, answer, time, changed) in validate_passes(f, pipeline, opts)? {
             if only.is_some_and(|p| p != pass) {
                 continue;
             }
@@ -53,19 +55,21 @@ impl Tally {
                 eprintln!("warning: cannot write a finding into {}: {e}", out.display());
                 None
             });
-            self.entries.push(Entry { origin: origin.to_string(), pass, answer, time, finding });
+            self.entries.push(Entry { origin: origin.to_string(), pass, answer, time, finding, changed });
         }
         Ok(())
     }
 
-    /// Validates generated cases `seed..seed+count` of `profile`.
+    /// Validates generated cases `seed..seed+count` of `profile` (functions the `ssa`
+    /// profile writes in SSA form are validated from SSA: see [`pipeline_for`]).
     pub fn add_generated(&mut self, seed: u64, count: u64, profile: Profile, plan: &Plan) -> Result<(), PassError> {
         let cfg = profile.config();
         for s in seed..seed.saturating_add(count) {
             let g = gen::generate(s, &cfg);
             for f in &g.case.module.functions {
                 let stem = format!("{}-seed-{s}", profile.name());
-                self.add_function(f, &format!("seed {s} %{}", f.name), &stem, plan)?;
+                let p = pipeline_for(f, plan.pipeline)?;
+                self.add_function(f, &format!("seed {s} %{}", f.name), &stem, &Plan { pipeline: &p, ..*plan })?;
             }
         }
         Ok(())
@@ -100,6 +104,19 @@ impl Tally {
     }
 }
 
+/// The pipeline to validate `f` with: `pipeline` itself, or, for a function already in
+/// SSA form (it has phis) and a pipeline that starts from HIR, the passes after `ssa`
+/// starting from SSA form.
+pub fn pipeline_for(f: &Function, pipeline: &Pipeline) -> Result<Pipeline, PassError> {
+    use tandem_core::passes::Form;
+    let has_phis = f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty());
+    if !has_phis || pipeline.start != Form::Hir {
+        return Ok(pipeline.clone());
+    }
+    let rest: Vec<&str> = pipeline.passes.iter().skip_while(|q| q.name != "ssa").skip(1).map(|q| q.name).collect();
+    Pipeline::new_from(Form::Ssa, &rest)
+}
+
 /// The `q`-quantile (nearest rank) of sorted durations.
 pub fn quantile(sorted: &[Duration], q: f64) -> Duration {
     if sorted.is_empty() {
@@ -127,16 +144,21 @@ impl fmt::Display for Tally {
             times.sort();
             let c = |k: &str| es.iter().filter(|e| e.answer.kind() == k).count();
             let unknown = c("unknown");
+            let changed: Vec<&&Entry> = es.iter().filter(|e| e.changed).collect();
+            let changed_proved = changed.iter().filter(|e| e.answer.kind() == "proved").count();
             writeln!(
                 f,
-                "{name}: {} queries: {} proved, {} bounded, {} unknown ({:.1}%), {} counterexample(s), {} encoder disagreement(s); p50 {}, p90 {}, p99 {}, max {}",
+                "{name}: {} queries: {} proved, {} bounded, {} vacuous, {} unknown ({:.1}%), {} counterexample(s), {} encoder disagreement(s); changed pairs proved for every run: {changed_proved} of {} ({:.1}%); p50 {}, p90 {}, p99 {}, max {}",
                 es.len(),
                 c("proved"),
                 c("bounded"),
+                c("vacuous"),
                 unknown,
                 100.0 * unknown as f64 / es.len().max(1) as f64,
                 c("counterexample"),
                 c("disagreement"),
+                changed.len(),
+                100.0 * changed_proved as f64 / changed.len().max(1) as f64,
                 ms(quantile(&times, 0.5)),
                 ms(quantile(&times, 0.9)),
                 ms(quantile(&times, 0.99)),

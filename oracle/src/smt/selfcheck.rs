@@ -61,7 +61,7 @@ pub fn compare(f: &Function, input: &RunInput, bound: u32) -> Verdict {
         Ok(o) => o,
         Err(e) => return Verdict::Differ(format!("cannot encode: {e:?}")),
     };
-    let s = super::solver(&super::Options::default());
+    let s = super::solver();
     if s.check() != SatResult::Sat {
         return Verdict::Differ("the empty query is not satisfiable".into());
     }
@@ -145,7 +145,7 @@ fn heap_error(out: &Outcome, o: &SymOutcome) -> Option<String> {
         }
     }
     let j = BV::fresh_const("j", 32);
-    let s = super::solver(&super::Options::default());
+    let s = super::solver();
     s.assert(j.bvuge(BV::from_u64(HEAP_BASE as u64, 32)));
     s.assert(j.bvult(BV::from_u64((HEAP_BASE + HEAP_SIZE) as u64, 32)));
     s.assert(o.state.heap.select(&j).as_bv().unwrap().eq(want.select(&j).as_bv().unwrap()).not());

@@ -15,7 +15,7 @@ fn func(src: &str) -> Function {
 }
 
 fn opts() -> Options {
-    Options { bound: 4, timeout_ms: 20_000, ..Options::default() }
+    Options { bound: 4, ..Options::default() }
 }
 
 /// The replayed counterexample of an answer, or a panic naming what came instead.
@@ -123,9 +123,9 @@ fn a_dropped_parallel_copy_is_found() {
     let (sx, sy) = if trips % 2 == 1 { (b, a) } else { (a, b) };
     assert_eq!(c.before.unwrap().end, End::Return(Value::I32(sx.wrapping_mul(10).wrapping_add(sy))));
     assert_eq!(c.after.unwrap().end, End::Return(Value::I32(b.wrapping_mul(10).wrapping_add(b))));
-    // With the temporary it is right: proved for every run of at most 4 trips.
+    // With the temporary it is right: proved for every run, whatever the trip count.
     let ok = swap_destroyed("    %x.tmp = %x\n    %x = %y\n    %y = %x.tmp\n");
-    assert!(matches!(validate(&before, &ok, "ssa-destroy", &opts()), Answer::ProvedBounded(4)));
+    assert!(matches!(validate(&before, &ok, "ssa-destroy", &opts()), Answer::Proved));
 }
 
 /// Store sinking (`memopt`) moves a loop's store to the exit, past a check in the loop:
@@ -158,7 +158,9 @@ b2:
     // The source stored 100 + a (little-endian) before trapping.
     assert_eq!(b.heap[0] as i64, 100 + a);
     assert!(c.diff.iter().any(|d| d.starts_with("heap 0x10000")), "{:?}", c.diff);
-    // Without the check in the loop the sinking is right (bounded: the loop runs 3 times).
+    // Without the check in the loop the sinking is right. Bounded only: the relation at
+    // the loop header (the source's heap is the target's plus the last store, except on
+    // the first entry) is a disjunction the inferred equalities cannot say.
     let ok_before = src("    store.32(1048576, add(%i, 100))\n", "");
     let ok_after = src("", "    store.32(1048576, add(sub(%i, 1), 100))\n");
     assert!(matches!(validate(&ok_before, &ok_after, "memopt", &opts()), Answer::ProvedBounded(4)));
@@ -199,6 +201,11 @@ b2:
     assert!(a <= 0 && (b == 0 || (a == i32::MIN && b == -1)), "a = {a}, b = {b}");
     assert_eq!(c.before.unwrap().end, End::Return(Value::I32(1)));
     assert_eq!(c.after.unwrap().end, End::Trap(TrapKind::DivideError));
+    // Hoisting an addition, which cannot trap, is right: proved for every run (the
+    // relation at b1: `%t` holds `add(%a, %b)` on the target side).
+    let ok_before = func("function %f(i32 %a, i32 %b) -> i32 {\n    local i32 %t\nb0:\n    br sgt(%a, 0), b1, b2\nb1:\n    %t = add(%a, %b)\n    ret %t\nb2:\n    ret 1\n}\n");
+    let ok_after = func("function %f(i32 %a, i32 %b) -> i32 {\n    local i32 %t\nb0:\n    %t = add(%a, %b)\n    br sgt(%a, 0), b1, b2\nb1:\n    ret %t\nb2:\n    ret 1\n}\n");
+    assert!(matches!(validate(&ok_before, &ok_after, "ssapre", &opts()), Answer::Proved));
 }
 
 const DIV_BY_MINUS_ONE: &str = "function %f(i32 %a) -> i32 {
@@ -268,21 +275,106 @@ fn the_encoding_agrees_with_the_interpreter_on_generated_cases() {
     }
 }
 
-/// The real passes on generated cases: every answer is a proof (bounded or not) and
-/// `cprop` is proved without a bound on straight-line and looping code alike.
+/// The real passes on generated cases: no answer is a finding or unknown, and most are
+/// proved for every run. A bounded answer may be `vacuous` (seed 4's `memopt` at bound
+/// 2: no run of its loops lies within the bound), which is honest and not a proof. (Before issue 20's simulation check, `cprop` was
+/// proved without a bound on all eight seeds; the inferred relation proves it on six:
+/// see the note on issue 20.)
 #[test]
 fn the_check_pipeline_is_proved_on_generated_cases() {
     let cfg = crate::gen::Profile::Small.config();
     let pipeline = tandem_core::passes::check_pipeline();
+    let o = Options { bound: 2, rlimit: 2_000_000, ..Options::default() };
+    let (mut proved, mut all) = (0, 0);
     for seed in 0..8 {
         let g = crate::gen::generate(seed, &cfg);
         let f = &g.case.module.functions[0];
-        for (pass, a, _) in validate_pipeline(f, &pipeline, &opts()).unwrap() {
-            assert!(a.is_proof(), "seed {seed} {pass}: {a}");
-            if pass == "cprop" {
-                assert!(matches!(a, Answer::Proved), "seed {seed} cprop: {a}");
-            }
+        for (pass, a, _) in validate_pipeline(f, &pipeline, &o).unwrap() {
+            assert!(a.is_proof() || matches!(a, Answer::Vacuous(_)), "seed {seed} {pass}: {a}");
+            proved += matches!(a, Answer::Proved) as usize;
+            all += 1;
         }
     }
+    assert!(proved * 4 >= all * 3, "{proved} of {all} proved for every run");
 }
 
+
+/// A loop that always runs five times has no run within bound 2: an unsat query there
+/// compared nothing, and is `vacuous`, never a proof. (Before issue 20 this was `proved
+/// (bound 2)`.) At bound 5 the same pair is proved within the bound.
+#[test]
+fn a_bounded_check_without_a_run_in_the_bound_is_vacuous() {
+    let f = func(&format!(
+        "{LOG}function %f(i32 %a) -> i32 {{\n    local i32 %i\nb0:\n    jump b1\nb1:\n    call @log(%i, %a)\n    %i = add(%i, 1)\n    br slt(%i, 5), b1, b2\nb2:\n    ret %i\n}}\n"
+    ));
+    let o = |bound| Options { bound, ..opts() };
+    assert!(matches!(check_bounded(&f, &f, &o(2), &mut Budget::new(&o(2))), Answer::Vacuous(2)));
+    assert!(matches!(check_bounded(&f, &f, &o(5), &mut Budget::new(&o(5))), Answer::ProvedBounded(5)));
+}
+
+/// The bound counts iterations per loop: two loops in sequence that each run twice are
+/// within bound 2 (summed over both loops they take two back edges, one each), so a bug
+/// in the second loop's second iteration is found at bound 2.
+#[test]
+fn the_bound_counts_iterations_per_loop() {
+    let src = |second: &str| {
+        func(&format!(
+            "{LOG}function %f(i32 %a) -> i32 {{\n    local i32 %i\n    local i32 %j\nb0:\n    jump b1\nb1:\n    %i = add(%i, 1)\n    br slt(%i, 2), b1, b2\nb2:\n    jump b3\nb3:\n    call @log({second}, 0)\n    %j = add(%j, 1)\n    br slt(%j, 2), b3, b4\nb4:\n    ret 0\n}}\n"
+        ))
+    };
+    let before = src("%j");
+    let bad = src("select(eq(%j, 1), 7, %j)");
+    let o = Options { bound: 2, ..opts() };
+    let c = counterexample(check_bounded(&before, &bad, &o, &mut Budget::new(&o)));
+    // The first loop logs nothing; the second logs %j = 0, then 1 (7 after the bug).
+    assert!(c.diff.iter().any(|d| d.starts_with("trace event 1")), "{:?}", c.diff);
+}
+
+/// A loop whose body is `call @log(%i, 0); %i = add(%i, 1)`, with the logged operand
+/// replaced by `arg`.
+fn logging_loop(arg: &str) -> Function {
+    func(&format!(
+        "{LOG}function %f(i32 %n) -> i32 {{\n    local i32 %i\nb0:\n    jump b1\nb1:\n    call @log({arg}, 0)\n    %i = add(%i, 1)\n    br slt(%i, %n), b1, b2\nb2:\n    ret %i\n}}\n"
+    ))
+}
+
+/// A bug that shows only in the third iteration of a loop (it logs 9 instead of 2): not
+/// proved, not found within one iteration per loop, and a replayed counterexample at
+/// bound 2 (the third trip is two back edges after the first). Its correct twin (the
+/// operand written another way) is proved for every run.
+#[test]
+fn a_bug_in_the_third_iteration_is_found_at_bound_2() {
+    let before = logging_loop("%i");
+    let bad = logging_loop("select(eq(%i, 2), 9, %i)");
+    let o = |bound| Options { bound, ..opts() };
+    let a = validate(&before, &bad, "cprop", &o(1));
+    assert!(matches!(a, Answer::ProvedBounded(1)), "{a}");
+    let c = counterexample(validate(&before, &bad, "cprop", &o(2)));
+    assert!(c.input.args[0].as_i64() >= 3, "{:?}", c.input.args);
+    assert!(c.diff.iter().any(|d| d.starts_with("trace event 2")), "{:?}", c.diff);
+    let ok = logging_loop("add(%i, 0)");
+    assert!(matches!(validate(&before, &ok, "cprop", &o(1)), Answer::Proved));
+}
+
+/// A wrong `cprop` that a liveness bug would hide: the assignment to `%x` at the end of
+/// the loop body is dropped, as if `%x` were dead there (a liveness that misses the back
+/// edge says so; the next trip logs it). The per-block proof used to compare only the
+/// locals `tandem_core::Liveness` calls live; the simulation check infers its own
+/// relation and trusts no analysis of `core`, so this is not proved, and the bounded
+/// check replays the second trip. The correct twin is proved.
+#[test]
+fn a_cprop_bug_hidden_by_a_liveness_bug_is_not_proved() {
+    let src = |assign: &str| {
+        func(&format!(
+            "{LOG}function %f(i32 %n) -> i32 {{\n    local i32 %i\n    local i32 %x\nb0:\n    jump b1\nb1:\n    call @log(%x, 0)\n{assign}    %i = add(%i, 1)\n    br slt(%i, %n), b1, b2\nb2:\n    ret 0\n}}\n"
+        ))
+    };
+    let before = src("    %x = add(%i, 5)\n");
+    let bad = src("");
+    let o = Options { bound: 1, ..opts() };
+    let c = counterexample(validate(&before, &bad, "cprop", &o));
+    assert!(c.input.args[0].as_i64() >= 2, "{:?}", c.input.args);
+    assert!(c.diff.iter().any(|d| d.starts_with("trace event 1")), "{:?}", c.diff);
+    let ok = src("    %x = add(5, %i)\n");
+    assert!(matches!(validate(&before, &ok, "cprop", &o), Answer::Proved));
+}
