@@ -363,20 +363,89 @@ pub enum ExprData {
     Comma { first: Expr, second: Expr },
 }
 
-impl ExprData {
-    /// The operands in evaluation order.
-    pub fn operands(&self) -> Vec<Expr> {
+/// The operands of a node ([`ExprData::operands`]): a slice, and an iterator of
+/// `Expr`s by value. Asking for them is on every walk over a tree, so it allocates
+/// nothing (issue 22: a `Vec` per call was a twentieth of a campaign).
+#[derive(Clone, Copy, Debug)]
+pub enum Operands<'a> {
+    /// Up to three operands, held inline; the count is the second field.
+    Fixed([Expr; 3], u8),
+    /// A call's arguments.
+    Args(&'a [Expr]),
+}
+
+impl std::ops::Deref for Operands<'_> {
+    type Target = [Expr];
+    fn deref(&self) -> &[Expr] {
         match self {
-            ExprData::Const { .. } | ExprData::Local(_) | ExprData::CfRead(_) => vec![],
-            ExprData::Unary { arg, .. } | ExprData::Convert { arg, .. } => vec![*arg],
-            ExprData::Binary { lhs, rhs, .. } | ExprData::Cmp { lhs, rhs, .. } => vec![*lhs, *rhs],
-            ExprData::Select { cond, if_true, if_false } => vec![*cond, *if_true, *if_false],
-            ExprData::Load { addr, .. } => vec![*addr],
-            ExprData::Store { addr, value, .. } => vec![*addr, *value],
-            ExprData::CfWrite { value, .. } | ExprData::Assign { value, .. } => vec![*value],
-            ExprData::Call { args, .. } => args.clone(),
-            ExprData::TrapIf { cond, .. } => vec![*cond],
-            ExprData::Comma { first, second } => vec![*first, *second],
+            Operands::Fixed(a, n) => &a[..*n as usize],
+            Operands::Args(s) => s,
+        }
+    }
+}
+
+impl<'a> IntoIterator for Operands<'a> {
+    type Item = Expr;
+    type IntoIter = OperandsIter<'a>;
+    fn into_iter(self) -> OperandsIter<'a> {
+        let back = self.len();
+        OperandsIter { ops: self, front: 0, back }
+    }
+}
+
+/// The iterator of [`Operands`], front to back or back to front.
+#[derive(Clone, Debug)]
+pub struct OperandsIter<'a> {
+    ops: Operands<'a>,
+    front: usize,
+    back: usize,
+}
+
+impl Iterator for OperandsIter<'_> {
+    type Item = Expr;
+    fn next(&mut self) -> Option<Expr> {
+        (self.front < self.back).then(|| {
+            self.front += 1;
+            self.ops[self.front - 1]
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.back - self.front, Some(self.back - self.front))
+    }
+}
+
+impl DoubleEndedIterator for OperandsIter<'_> {
+    fn next_back(&mut self) -> Option<Expr> {
+        (self.front < self.back).then(|| {
+            self.back -= 1;
+            self.ops[self.back]
+        })
+    }
+}
+
+impl ExactSizeIterator for OperandsIter<'_> {}
+
+impl ExprData {
+    /// The operands in evaluation order, without allocating: up to three inline, a
+    /// call's arguments borrowed.
+    pub fn operands(&self) -> Operands<'_> {
+        let fixed = |ops: &[Expr]| {
+            let mut a = [Expr(0); 3];
+            a[..ops.len()].copy_from_slice(ops);
+            Operands::Fixed(a, ops.len() as u8)
+        };
+        match self {
+            ExprData::Const { .. } | ExprData::Local(_) | ExprData::CfRead(_) => fixed(&[]),
+            ExprData::Unary { arg, .. } | ExprData::Convert { arg, .. } => fixed(&[*arg]),
+            ExprData::Binary { lhs, rhs, .. } | ExprData::Cmp { lhs, rhs, .. } => fixed(&[*lhs, *rhs]),
+            ExprData::Select { cond, if_true, if_false } => fixed(&[*cond, *if_true, *if_false]),
+            ExprData::Load { addr, .. } => fixed(&[*addr]),
+            ExprData::Store { addr, value, .. } => fixed(&[*addr, *value]),
+            ExprData::CfWrite { value, .. } | ExprData::Assign { value, .. } => fixed(&[*value]),
+            ExprData::Call { args, .. } => Operands::Args(args),
+            ExprData::TrapIf { cond, .. } => fixed(&[*cond]),
+            ExprData::Comma { first, second } => fixed(&[*first, *second]),
         }
     }
 

@@ -8,6 +8,7 @@
 
 pub mod abi;
 pub mod backend;
+pub mod hash;
 pub mod helpers;
 pub mod passes;
 pub mod ir;

@@ -21,7 +21,7 @@ use crate::helpers::HelperKind;
 use crate::ir::*;
 use crate::text::printer::stmt_to_string;
 use cranelift_entity::SecondaryMap;
-use std::collections::HashSet;
+use crate::hash::HashSet;
 use std::fmt;
 
 /// Where a verifier error is.
@@ -68,7 +68,7 @@ pub fn verify_module(m: &Module) -> Result<(), Vec<VerifyError>> {
             message,
         })
     };
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::default();
     for (hi, h) in m.helpers.iter().enumerate() {
         let module_err = |errs: &mut Vec<VerifyError>, message: String| module_err(errs, Some(hi), message);
         if !seen.insert(h.name.clone()) {
@@ -86,7 +86,7 @@ pub fn verify_module(m: &Module) -> Result<(), Vec<VerifyError>> {
             }
         }
     }
-    let mut names = HashSet::new();
+    let mut names = HashSet::default();
     for (i, f) in m.functions.iter().enumerate() {
         if !names.insert(f.name.clone()) {
             module_err(&mut errs, None, format!("function %{} is defined twice", f.name));
@@ -311,13 +311,13 @@ fn verify_function_into(
 ) {
     let mut cx = Ctx { f, index, errs, block: None, stmt: None, declared, parents: SecondaryMap::new() };
     let mut seen: SecondaryMap<Expr, bool> = SecondaryMap::new();
-    let mut names = HashSet::new();
+    let mut names = HashSet::default();
     for (_, l) in f.locals.iter() {
         if !names.insert(l.name.clone()) {
             cx.err(format!("local %{} is declared twice", l.name));
         }
     }
-    let mut cfnames = HashSet::new();
+    let mut cfnames = HashSet::default();
     for (_, v) in f.cfvars.iter() {
         if !cfnames.insert(v.name.clone()) {
             cx.err(format!("callframe variable @{} is declared twice", v.name));
@@ -332,7 +332,7 @@ fn verify_function_into(
         cx.err("the function has no blocks".into());
         return;
     }
-    let mut in_layout = HashSet::new();
+    let mut in_layout = HashSet::default();
     for &b in &f.layout {
         if !f.blocks.is_valid(b) {
             cx.err(format!("block {b} in the layout does not exist"));
@@ -358,7 +358,7 @@ fn verify_function_into(
         return;
     }
     // Reachability.
-    let mut reached = HashSet::from([entry]);
+    let mut reached = HashSet::from_iter([entry]);
     let mut work = vec![entry];
     while let Some(b) = work.pop() {
         for s in f.blocks[b].term.successors() {

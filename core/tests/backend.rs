@@ -27,7 +27,7 @@ fn allocate_like_the_seed(src: &str) -> (LirFunction, Allocation) {
     let (mut l, _) = decompose::decompose(&l);
     lower::lower(&mut l);
     validate(&l).unwrap();
-    let opts = RegallocOptions { global: false, local_pool: RegSet::CALLER_SAVED };
+    let opts = RegallocOptions { global: false, local_pool: RegSet::CALLER_SAVED, trace: true };
     let a = regalloc(&l, opts).unwrap();
     (l, a)
 }

@@ -14,7 +14,7 @@
 //! them; 64-bit division and remainder are calls of the runtime helpers
 //! `Sdiv64`/`Udiv64`/`Srem64`/`Urem64`, which trap as the IR does.
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 
 use cranelift_entity::SecondaryMap;
 
@@ -55,7 +55,7 @@ pub fn decompose(f: &LirFunction) -> (LirFunction, DecomposeStats) {
         layout: f.layout.clone(),
         decomposed: true,
     };
-    let mut var_map: HashMap<Var, (Var, Option<Var>)> = HashMap::new();
+    let mut var_map: HashMap<Var, (Var, Option<Var>)> = HashMap::default();
     for (v, d) in &f.vars {
         let hi_kind = match d.kind {
             VarKind::Param { offset } => VarKind::Param { offset: offset + 4 },
@@ -71,7 +71,7 @@ pub fn decompose(f: &LirFunction) -> (LirFunction, DecomposeStats) {
         }
     }
     for &b in &f.layout {
-        let mut d = Decomposer { src: f, out: &mut out, list: vec![], vals: HashMap::new(), var_map: &var_map, stats: &mut stats };
+        let mut d = Decomposer { src: f, out: &mut out, list: vec![], vals: HashMap::default(), var_map: &var_map, stats: &mut stats };
         for &n in &f.blocks[b].nodes {
             d.node(n);
         }

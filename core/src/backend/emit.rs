@@ -9,7 +9,7 @@
 //! executes `int 0x41` with the code in `eax`; 32-bit divisions rely on the CPU's own
 //! #DE. A `select` is branch-free (`neg; sbb; xor; and; xor`), so no `cmov` is needed.
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 use std::fmt;
 
 use iced_x86::code_asm::{CodeAssembler, CodeLabel};
@@ -513,7 +513,7 @@ fn cf_operand(var: u32, offset: u32) -> Operand {
 /// Encodes the allocated function; the entry is at offset 0.
 pub fn emit(f: &LirFunction, alloc: &Allocation) -> Result<MachineCode, EmitError> {
     let whole = || EmitError::at(None, None, None);
-    let mut e = Emitter { a: CodeAssembler::new(32).map_err(|x| whole()(x.into()))?, f, alloc, labels: HashMap::new() };
+    let mut e = Emitter { a: CodeAssembler::new(32).map_err(|x| whole()(x.into()))?, f, alloc, labels: HashMap::default() };
     for &b in &f.layout {
         let l = e.a.create_label();
         e.labels.insert(b, l);

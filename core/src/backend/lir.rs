@@ -17,7 +17,7 @@
 //! (in the linear order or as a contained node of its one user).
 
 use cranelift_entity::{entity_impl, PrimaryMap, SecondaryMap};
-use std::collections::{HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
 use std::fmt;
 
 use crate::abi::RuntimeHelper;
@@ -260,14 +260,14 @@ impl fmt::Display for LirError {
 /// Returns every violation found.
 pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
     let mut errs = vec![];
-    let mut seen_anywhere: HashSet<Node> = HashSet::new();
-    let mut uses: HashMap<Use, Node> = HashMap::new();
+    let mut seen_anywhere: HashSet<Node> = HashSet::default();
+    let mut uses: HashMap<Use, Node> = HashMap::default();
     for &b in &f.layout {
         let mut err = |node: Option<Node>, message: String| errs.push(LirError { block: b, node, message });
         let nodes = &f.blocks[b].nodes;
         // Property 1: the linear threading is loop-free (no node appears twice, in this
         // block or in any other).
-        let mut defined: HashSet<Node> = HashSet::new();
+        let mut defined: HashSet<Node> = HashSet::default();
         for (i, &n) in nodes.iter().enumerate() {
             if !seen_anywhere.insert(n) {
                 err(Some(n), "appears twice in the linear order (the threading has a loop)".into());

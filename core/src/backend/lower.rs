@@ -21,7 +21,7 @@
 //! edx` for calls) are the [`constraints`] of each lowered node, which the register
 //! allocator obeys.
 
-use std::collections::HashSet;
+use crate::hash::HashSet;
 
 use super::lir::*;
 use super::x86::{Reg, RegSet};
@@ -64,7 +64,7 @@ pub fn lower(f: &mut LirFunction) -> LowerStats {
             with_args.push(n);
         }
         list = with_args;
-        let mut dropped: HashSet<Node> = HashSet::new();
+        let mut dropped: HashSet<Node> = HashSet::default();
         // Address modes.
         for &n in &list {
             if matches!(f.nodes[n].op, Op::Load { .. } | Op::Store { .. }) {
@@ -89,7 +89,7 @@ pub fn lower(f: &mut LirFunction) -> LowerStats {
             contain_operands(f, &live, pos, n, &mut stats);
         }
         // Unused constants and reads.
-        let mut used: HashSet<Node> = HashSet::new();
+        let mut used: HashSet<Node> = HashSet::default();
         for &n in &live {
             collect_uses(f, n, &mut used);
         }

@@ -157,7 +157,7 @@ pub fn compile(f: &Function) -> Result<MachineCode, CompileError> {
 /// checker after allocation, in every build (the harness's checks run them in release
 /// campaigns too).
 pub fn compile_validated(f: &Function) -> Result<MachineCode, CompileError> {
-    Ok(build(f, RegallocOptions::default(), false, true)?.code)
+    Ok(build(f, RegallocOptions::default(), false, true, &mut |_| {})?.code)
 }
 
 /// Compiles `f`, returning the LIR after each backend pass as well.
@@ -178,53 +178,84 @@ fn check(pass: &'static str, f: &lir::LirFunction) -> Result<(), CompileError> {
 /// Compiles `f` with explicit allocator options; `print` keeps the LIR text of every
 /// stage. The validator runs after every pass in debug builds and when printing.
 pub fn compile_with(f: &Function, opts: RegallocOptions, print: bool) -> Result<Staged, CompileError> {
-    build(f, opts, print, cfg!(debug_assertions) || print)
+    build(f, opts, print, cfg!(debug_assertions) || print, &mut |_| {})
+}
+
+/// [`compile_validated`], timing each step: `(step, seconds)` in order, for every
+/// backend pass, each run of the LIR validator, the allocation checker and emission
+/// (`tandem bench --profile-stages`).
+pub fn compile_validated_timed(f: &Function) -> Result<(MachineCode, Vec<(&'static str, f64)>), CompileError> {
+    let mut times = vec![];
+    let mut last = std::time::Instant::now();
+    let code = build(f, RegallocOptions::default(), false, true, &mut |step| {
+        let now = std::time::Instant::now();
+        times.push((step, (now - last).as_secs_f64()));
+        last = now;
+    })?
+    .code;
+    Ok((code, times))
 }
 
 /// The backend: `validate` runs the LIR validator after every pass and the allocation
-/// checker after register allocation.
-fn build(f: &Function, opts: RegallocOptions, print: bool, validate: bool) -> Result<Staged, CompileError> {
+/// checker after register allocation; `done(step)` is called as each step ends.
+fn build(
+    f: &Function,
+    opts: RegallocOptions,
+    print: bool,
+    validate: bool,
+    done: &mut dyn FnMut(&'static str),
+) -> Result<Staged, CompileError> {
     if let Err(errs) = crate::verify::verify_function(f) {
         return Err(CompileError::Unverified(errs));
     }
+    done("verify");
     let mut stages = vec![];
     let mut stats = BackendStats::default();
     let (l, s) = rationalize::rationalize(f)?;
     stats.rationalize = s;
+    done("rationalize");
     if validate {
         check("rationalize", &l)?;
+        done("LIR validator");
     }
     if print {
         stages.push(("rationalize", l.to_string()));
     }
     let (mut l, s) = decompose::decompose(&l);
     stats.decompose = s;
+    done("decompose");
     if validate {
         check("decompose", &l)?;
+        done("LIR validator");
     }
     if print {
         stages.push(("decompose", l.to_string()));
     }
     stats.lower = lower::lower(&mut l);
+    done("lower");
     if validate {
         check("lower", &l)?;
+        done("LIR validator");
     }
     if print {
         stages.push(("lower", l.to_string()));
     }
     let alloc = regalloc::regalloc(&l, opts).map_err(CompileError::Regalloc)?;
     stats.regalloc = alloc.stats;
+    done("regalloc");
     if print {
         stages.push(("regalloc", alloc.print(&l)));
     }
     if validate {
         regalloc_check::check_allocation(&l, &alloc).map_err(CompileError::InvalidAllocation)?;
+        done("allocation checker");
     }
     let code = emit::emit(&l, &alloc).map_err(CompileError::Encode)?;
     if validate {
         flags_check::check(&code).map_err(CompileError::UndefinedFlags)?;
     }
     stats.code_bytes = code.bytes.len();
+    done("emit");
     Ok(Staged { lir: stages, code, stats })
 }
 

@@ -26,7 +26,7 @@
 //! layout; [`Allocation::decisions`] records each step with the register states of
 //! `eax ecx edx` after it, in the seed's table format, for tests.
 
-use std::collections::{HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
 use std::fmt;
 
 use cranelift_entity::SecondaryMap;
@@ -141,11 +141,14 @@ pub struct RegallocOptions {
     pub global: bool,
     /// Registers the local allocator may use besides those the global one leaves.
     pub local_pool: RegSet,
+    /// Record [`Allocation::decisions`], the seed-style trace (for tests); off, the
+    /// allocator formats no text.
+    pub trace: bool,
 }
 
 impl Default for RegallocOptions {
     fn default() -> Self {
-        RegallocOptions { global: true, local_pool: RegSet::ALL }
+        RegallocOptions { global: true, local_pool: RegSet::ALL, trace: false }
     }
 }
 
@@ -255,10 +258,10 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
     for (_, r) in &globals {
         pool = pool.without(*r);
     }
-    let mut shared = Shared { spill_base, next_slot: 0, free_slots: vec![], used: RegSet::NONE, decisions: vec![], stats };
+    let mut shared = Shared { spill_base, next_slot: 0, free_slots: vec![], used: RegSet::NONE, decisions: vec![], stats, trace: opts.trace };
     // The values some node of the lowered function uses (nodes dropped by earlier passes
     // stay in the arena but are not looked at).
-    let mut used = HashSet::new();
+    let mut used = HashSet::default();
     for n in f.all_nodes() {
         used.extend(f.nodes[n].args.iter().copied());
     }
@@ -303,7 +306,7 @@ pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
             _ => vec![],
         }
     };
-    let mut preds: HashMap<Block, Vec<Block>> = HashMap::new();
+    let mut preds: HashMap<Block, Vec<Block>> = HashMap::default();
     for &b in &f.layout {
         for s in succs(b) {
             preds.entry(s).or_default().push(b);
@@ -311,7 +314,7 @@ pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
     }
     // Iterative DFS finding back edges (edges to a block on the stack).
     let mut back = vec![];
-    let mut state: HashMap<Block, u8> = HashMap::new();
+    let mut state: HashMap<Block, u8> = HashMap::default();
     let mut stack = vec![(f.layout[0], 0usize)];
     state.insert(f.layout[0], 1);
     while let Some((b, i)) = stack.pop() {
@@ -333,7 +336,7 @@ pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
     }
     let mut depth: SecondaryMap<Block, u32> = SecondaryMap::new();
     for (latch, header) in back {
-        let mut body: HashSet<Block> = HashSet::from([header]);
+        let mut body: HashSet<Block> = HashSet::from_iter([header]);
         let mut work = vec![latch];
         while let Some(x) = work.pop() {
             if body.insert(x) {
@@ -350,7 +353,7 @@ pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
 /// Picks the variables to keep in `ebx esi edi`: the heaviest by weighted accesses.
 pub fn global_allocation(f: &LirFunction) -> Vec<(Var, Reg)> {
     let depth = loop_depths(f);
-    let mut weight: HashMap<Var, u64> = HashMap::new();
+    let mut weight: HashMap<Var, u64> = HashMap::default();
     for &b in &f.layout {
         let w = 8u64.pow(depth[b].min(6));
         let mut all = vec![];
@@ -384,6 +387,8 @@ struct Shared {
     used: RegSet,
     decisions: Vec<(String, [&'static str; 3])>,
     stats: RegallocStats,
+    /// Whether `decisions` is recorded ([`RegallocOptions::trace`]).
+    trace: bool,
 }
 
 /// Where a live temp is.
@@ -421,7 +426,7 @@ impl<'a> LocalAllocator<'a> {
         for (v, r) in globals {
             regs[r.index()] = RegState::Allocated(*v);
         }
-        LocalAllocator { f, home, regs, pool, loc: HashMap::new(), used, aliases: HashSet::new(), out: vec![], shared }
+        LocalAllocator { f, home, regs, pool, loc: HashMap::default(), used, aliases: HashSet::default(), out: vec![], shared }
     }
 
     /// Finds the reads of globally allocated variables that need no copy: the one user
@@ -446,8 +451,13 @@ impl<'a> LocalAllocator<'a> {
         }
     }
 
-    fn log(&mut self, what: String) {
+    /// Records a step of the trace; the text is only made when tracing.
+    fn log(&mut self, what: impl FnOnce() -> String) {
+        if !self.shared.trace {
+            return;
+        }
         let s = [self.regs[0].short(), self.regs[1].short(), self.regs[2].short()];
+        let what = what();
         self.shared.decisions.push((what, s));
     }
 
@@ -549,7 +559,7 @@ impl<'a> LocalAllocator<'a> {
         self.loc.insert(u, ValLoc::Spilled(slot));
         self.regs[r.index()] = RegState::Free;
         self.shared.stats.spills += 1;
-        self.log(format!("spill {r}"));
+        self.log(|| format!("spill {r}"));
     }
 
     /// `register_unspill`: reloads spilled `u` into `r`; `r` becomes moveable.
@@ -560,7 +570,7 @@ impl<'a> LocalAllocator<'a> {
         self.loc.insert(u, ValLoc::Reg(r));
         self.take(r, RegState::Moveable(u));
         self.shared.stats.unspills += 1;
-        self.log(format!("un-spill {r}"));
+        self.log(|| format!("un-spill {r}"));
     }
 
     fn move_value(&mut self, u: Use, from: Reg, to: Reg) {
@@ -569,7 +579,7 @@ impl<'a> LocalAllocator<'a> {
         self.regs[from.index()] = RegState::Free;
         self.take(to, RegState::Moveable(u));
         self.shared.stats.moves += 1;
-        self.log(format!("mov %{from} -> %{to}"));
+        self.log(|| format!("mov %{from} -> %{to}"));
     }
 
     /// Places operand `u` in a register of `mask` and marks it busy.
@@ -603,8 +613,7 @@ impl<'a> LocalAllocator<'a> {
     /// is emitted, 5. its results get registers, and a write or a call updates what the
     /// registers hold.
     fn node(&mut self, n: Node) -> Result<(), RegallocErrorKind> {
-        let text = self.f.node_text(n);
-        if self.alias_or_reuse(n, &text) {
+        if self.alias_or_reuse(n) {
             return Ok(());
         }
         let c = constraints(self.f, n);
@@ -621,7 +630,7 @@ impl<'a> LocalAllocator<'a> {
         if let Op::Binary(b) = self.f.nodes[n].op {
             if b.can_trap() {
                 self.take(Reg::Edx, RegState::Busy(Use::of(n)));
-                self.log("set edx".into());
+                self.log(|| "set edx".into());
             }
         }
         // 4. The instruction itself.
@@ -639,25 +648,29 @@ impl<'a> LocalAllocator<'a> {
         }
         let results = self.results(n, &c, &regs_of)?;
         self.after_effects(n, &ops);
-        let res_text: Vec<String> = results.iter().flatten().map(|r| r.to_string()).collect();
+        let f = self.f;
+        self.log(|| {
+            let res_text: Vec<String> = results.iter().flatten().map(|r| r.to_string()).collect();
+            let lhs = if res_text.is_empty() { String::new() } else { format!("{} = ", res_text.join(", ")) };
+            format!("{lhs}{}", f.node_text(n))
+        });
         self.out.push(MInst::Node { node: n, ops, results });
-        let lhs = if res_text.is_empty() { String::new() } else { format!("{} = ", res_text.join(", ")) };
-        self.log(format!("{lhs}{text}"));
         Ok(())
     }
 
     /// A read of a global variable aliased to its register, or of a memory variable
     /// whose value a register still holds (reused), needs no instruction: true when `n`
     /// is one.
-    fn alias_or_reuse(&mut self, n: Node, text: &str) -> bool {
-        let d = &self.f.nodes[n];
+    fn alias_or_reuse(&mut self, n: Node) -> bool {
+        let f = self.f;
+        let d = &f.nodes[n];
         if self.aliases.contains(&n) {
             let Op::Read(v) = d.op else { unreachable!("only reads are aliased") };
             let Some(Operand::Reg(g)) = self.home[v] else { unreachable!("aliased reads are of globals") };
             self.loc.insert(Use::of(n), ValLoc::Reg(g));
             self.out.push(MInst::Alias { node: n, reg: g });
             self.shared.stats.aliased += 1;
-            self.log(format!("{g} = {text} (global)"));
+            self.log(|| format!("{g} = {} (global)", f.node_text(n)));
             return true;
         }
         let Op::Read(v) = d.op else { return false };
@@ -669,7 +682,7 @@ impl<'a> LocalAllocator<'a> {
             self.loc.insert(Use::of(n), ValLoc::Reg(r));
             self.out.push(MInst::Reuse { node: n, reg: r });
             self.shared.stats.reused += 1;
-            self.log(format!("{r} = {text} (reused)"));
+            self.log(|| format!("{r} = {} (reused)", f.node_text(n)));
         }
         true
     }
@@ -681,7 +694,7 @@ impl<'a> LocalAllocator<'a> {
             let is_operand = matches!(self.regs[r.index()], RegState::Moveable(u) if c.operands.iter().any(|(o, _)| *o == u));
             if !is_operand && !matches!(self.regs[r.index()], RegState::Free) {
                 self.will_clobber(r, clobbers);
-                self.log(format!("will_clobber {r}"));
+                self.log(|| format!("will_clobber {r}"));
             }
         }
     }
@@ -711,7 +724,7 @@ impl<'a> LocalAllocator<'a> {
                     None => return Err(RegallocErrorKind::NoLocation(*u)),
                 }
                 self.regs[r.index()] = RegState::Busy(*u);
-                self.log(format!("force {r}"));
+                self.log(|| format!("force {r}"));
             }
             regs_of[i] = Some(r);
         }

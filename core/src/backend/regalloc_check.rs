@@ -11,7 +11,7 @@
 //! value the LIR says it uses, that no instruction writes a register owned by the global
 //! allocator, and that every callee-saved register written is saved in the prologue.
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 use std::fmt;
 
 use super::lir::*;
@@ -129,10 +129,10 @@ impl<'a> Replay<'a> {
             alloc,
             globals: RegSet::NONE,
             saved: RegSet::NONE,
-            regs: HashMap::new(),
-            holds_var: HashMap::new(),
-            aliased: HashMap::new(),
-            slots: HashMap::new(),
+            regs: HashMap::default(),
+            holds_var: HashMap::default(),
+            aliased: HashMap::default(),
+            slots: HashMap::default(),
             found: vec![],
         }
     }

@@ -21,7 +21,7 @@ use super::tree_mover::TreeMover;
 use super::util::{postorder, remove_unused_locals};
 use super::{Analyses, Stats};
 use crate::ir::{Block, ExprData, Function, Local, Type};
-use std::collections::HashMap;
+use crate::hash::HashMap;
 
 /// An ACP entry.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]

@@ -59,7 +59,7 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
     }
     // Each new block goes right after the block it was split from, in order of creation.
     if !splits.is_empty() {
-        let mut after: std::collections::HashMap<Block, Vec<Block>> = std::collections::HashMap::new();
+        let mut after: std::collections::HashMap<Block, Vec<Block>> = std::collections::HashMap::default();
         for (from, n) in splits {
             after.entry(from).or_default().push(n);
         }
@@ -82,16 +82,17 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
 /// destination is saved in a temporary that its readers read instead. Readers are
 /// counted, so the order costs O(n log n), not a scan of the pending copies per copy.
 pub fn sequentialize(f: &mut Function, copies: Vec<(Local, Local)>, stats: &mut Stats) -> Vec<(Local, Local)> {
-    use std::collections::{BTreeSet, HashMap};
+    use std::collections::BTreeSet;
+    use crate::hash::HashMap;
     let copies: Vec<(Local, Local)> = copies.into_iter().filter(|(d, s)| d != s).collect();
     let index_of: HashMap<Local, usize> = copies.iter().enumerate().map(|(i, &(d, _))| (d, i)).collect();
     // How many pending copies read each local where it lives (a saved local is read from
     // its temporary and no longer counted).
-    let mut readers: HashMap<Local, usize> = HashMap::new();
+    let mut readers: HashMap<Local, usize> = HashMap::default();
     for &(_, s) in &copies {
         *readers.entry(s).or_default() += 1;
     }
-    let mut saved: HashMap<Local, Local> = HashMap::new();
+    let mut saved: HashMap<Local, Local> = HashMap::default();
     let mut pending: BTreeSet<usize> = (0..copies.len()).collect();
     let mut ready: BTreeSet<usize> =
         (0..copies.len()).filter(|&i| readers.get(&copies[i].0).copied().unwrap_or(0) == 0).collect();

@@ -54,7 +54,7 @@ pub const MAX_MOVED_DEPTH: usize = MAX_EXPR_DEPTH / 2;
 use super::Stats;
 use crate::ir::{Block, Expr, ExprData, Function, Local, MAX_EXPR_DEPTH};
 use cranelift_entity::{entity_impl, EntityRef, PrimaryMap, SecondaryMap};
-use std::collections::HashSet;
+use crate::hash::HashSet;
 
 /// A pending tree move.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -393,7 +393,7 @@ impl TreeMover {
     /// Walks the todo list at the end of the graph and performs the moves that may
     /// happen. Returns the statements to delete (moved definitions, forwarding copies).
     pub fn resolve(&mut self, f: &mut Function, stats: &mut Stats) -> HashSet<Expr> {
-        let mut deleted = HashSet::new();
+        let mut deleted = HashSet::default();
         let mut parent: SecondaryMap<Expr, Option<Expr>> = SecondaryMap::new();
         for &b in &f.layout {
             for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {

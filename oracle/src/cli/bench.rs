@@ -19,11 +19,37 @@ pub struct Args {
     /// 1,000 and 10,000 statements, locals and blocks, with each stage's growth.
     #[arg(long)]
     pub scaling: bool,
+    /// Instead: the time of every stage of the full check (generation, interpreters,
+    /// each IR pass, checkers, each backend stage, emulation) on the generated seeds,
+    /// per program and as a share of the whole.
+    #[arg(long)]
+    pub profile_stages: bool,
 }
 
 pub fn main(a: Args) -> ExitCode {
-    let Args { runs, seed, seeds, scaling } = a;
+    let Args { runs, seed, seeds, scaling, profile_stages } = a;
+    if profile_stages {
+        return stages(seed, seeds);
+    }
     bench(runs, seed, seeds, scaling)
+}
+
+fn stages(seed: u64, seeds: u64) -> ExitCode {
+    let mut emu = match emulator() {
+        Ok(e) => e,
+        Err(code) => return code,
+    };
+    match tandem_oracle::measure::bench::stage_profile(seed, seeds, &mut emu) {
+        Ok(profile) => {
+            println!("full check by stage: seeds {seed}..{} (default profile)", seed + seeds);
+            println!("{profile}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn bench(runs: u64, seed: u64, seeds: u64, scaling: bool) -> ExitCode {

@@ -33,7 +33,7 @@
 //!   it could not prove the point rather than pass it.
 
 use cranelift_entity::EntityRef;
-use std::collections::{HashMap, HashSet};
+use tandem_core::hash::{HashMap, HashSet};
 use tandem_core::ir::{BinOp, Block, Expr, ExprData, Function, Local, Terminator};
 use tandem_core::text::printer::stmt_to_string;
 
@@ -75,7 +75,7 @@ enum Operand {
 
 /// Checks every trapping computation `after` has and `before` did not at that place.
 pub fn check(before: &Function, after: &Function) -> Vec<Violation> {
-    let mut original: HashMap<Expr, (Block, BinOp)> = HashMap::new();
+    let mut original: HashMap<Expr, (Block, BinOp)> = HashMap::default();
     for &b in &before.layout {
         for r in roots(before, b) {
             for n in postorder(before, r) {
@@ -183,7 +183,7 @@ fn is_effect(d: &ExprData) -> bool {
 /// any effect or return; otherwise the reason and the breaking path.
 fn anticipated(f: &Function, op: BinOp, b: Block, k: usize, ops: Vec<Operand>) -> Result<(), (String, Vec<Block>)> {
     type State = (Block, usize, Vec<Operand>);
-    let mut seen: HashSet<State> = HashSet::new();
+    let mut seen: HashSet<State> = HashSet::default();
     // Each work item carries the path that led to it.
     let mut work: Vec<(State, Vec<Block>)> = vec![((b, k, ops), vec![b])];
     while let Some(((b, k, mut ops), path)) = work.pop() {

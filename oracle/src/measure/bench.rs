@@ -382,3 +382,143 @@ pub fn generated_bench(start: u64, count: u64, emu: &mut Emulator) -> Result<Vec
     out.push(programs("generated programs: full check of every stage", t.elapsed().as_secs_f64()));
     Ok(out)
 }
+
+/// The time of every stage of the full check, summed over a range of generated programs
+/// (`tandem bench --profile-stages`): the same steps as
+/// [`crate::judge::check::check_runs`], in its order, each timed on its own, so a user
+/// sees the split without `perf`.
+#[derive(Clone, Debug)]
+pub struct StageProfile {
+    /// How many programs were profiled.
+    pub programs: u64,
+    /// `(stage, seconds)` in the order the stages first ran.
+    pub stages: Vec<(String, f64)>,
+}
+
+impl StageProfile {
+    fn add(&mut self, stage: &str, seconds: f64) {
+        match self.stages.iter_mut().find(|(s, _)| s == stage) {
+            Some((_, t)) => *t += seconds,
+            None => self.stages.push((stage.to_string(), seconds)),
+        }
+    }
+
+    /// Seconds over all stages.
+    pub fn total(&self) -> f64 {
+        self.stages.iter().map(|(_, t)| t).sum()
+    }
+}
+
+impl fmt::Display for StageProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let total = self.total().max(1e-9);
+        writeln!(f, "{:<56} {:>10} {:>7}", "stage of the full check", "us/program", "share")?;
+        for (stage, t) in &self.stages {
+            writeln!(f, "{:<56} {:>10.1} {:>6.1}%", stage, t * 1e6 / self.programs as f64, 100.0 * t / total)?;
+        }
+        write!(
+            f,
+            "{:<56} {:>10.1} {:>6.1}%   ({:.0} programs/s)",
+            "total",
+            total * 1e6 / self.programs as f64,
+            100.0,
+            self.programs as f64 / total
+        )
+    }
+}
+
+/// Profiles the full check on the generated cases of seeds `start..start+count`
+/// (default profile), stage by stage: generation, the reference interpreter, each IR pass
+/// (with the verifier the pass manager runs after it), the snapshot and the
+/// anticipability checker of `ssapre`, the interpreter after the passes, each backend
+/// pass, the LIR validator, the allocation checker, emission, and the emulated runs with
+/// their comparison. Every run must agree, as in [`generated_bench`].
+pub fn stage_profile(start: u64, count: u64, emu: &mut Emulator) -> Result<StageProfile, BenchError> {
+    use crate::exec::interp;
+    use crate::gen::{self, Profile};
+    use crate::judge::{anticip, check::backend_input, diff, passcheck};
+    use tandem_core::passes::{PassManager, Pipeline};
+    let cfg = Profile::Default.config();
+    let bad = |seed: u64, what: String| BenchError::Disagreement(format!("seed {seed}: {what}"));
+    let mut p = StageProfile { programs: count, stages: vec![] };
+    let pm = PassManager { verify: true };
+    for seed in start..start + count {
+        let t = Instant::now();
+        let case = gen::generate(seed, &cfg).case;
+        let f = &case.module.functions[0];
+        let inputs: Vec<RunInput> = case.runs.iter().map(|r| r.input(f)).collect::<Result<_, _>>().map_err(|e| bad(seed, e))?;
+        p.add("generate", t.elapsed().as_secs_f64());
+
+        let t = Instant::now();
+        let references = inputs.iter().map(|i| interp::run_measured(f, i)).collect::<Result<Vec<_>, _>>().map_err(|e| bad(seed, e.to_string()))?;
+        p.add("reference interpreter", t.elapsed().as_secs_f64());
+
+        let mut pipelines = vec![];
+        if f.layout.iter().all(|&b| f.blocks[b].phis.is_empty()) {
+            pipelines.push(("cprop on HIR: ", Pipeline::parse("cprop").expect("valid pipeline")));
+        }
+        let t = Instant::now();
+        let unoptimized = backend_input(f).map_err(|e| bad(seed, e))?;
+        p.add("ssa-destroy for the x86 stage", t.elapsed().as_secs_f64());
+        if let Some(pipeline) = passcheck::replay_pipeline(f) {
+            pipelines.push(("IR pass ", pipeline));
+        }
+        let mut x86 = vec![unoptimized];
+        for (prefix, pipeline) in pipelines {
+            let t = Instant::now();
+            let mut g = f.clone();
+            let mut prev = f.clone();
+            p.add("function snapshots (clone)", t.elapsed().as_secs_f64());
+            let mut mark = Instant::now();
+            let mut failed = None;
+            pm.run(&pipeline, &mut g, &mut |pass, ir, _| {
+                p.add(&format!("{prefix}{pass} (and IR verifier)"), mark.elapsed().as_secs_f64());
+                if pass == "ssapre" {
+                    let t = Instant::now();
+                    if !anticip::check(&prev, ir).is_empty() {
+                        failed = Some(format!("{pass} broke the trap rule of insertions"));
+                    }
+                    p.add("anticipability checker", t.elapsed().as_secs_f64());
+                }
+                let t = Instant::now();
+                prev = ir.clone();
+                p.add("function snapshots (clone)", t.elapsed().as_secs_f64());
+                let t = Instant::now();
+                for (input, (reference, _)) in inputs.iter().zip(&references) {
+                    let Ok(reference) = reference else { continue };
+                    let mut after = input.clone();
+                    after.fuel = input.fuel.saturating_mul(passcheck::FUEL_FACTOR);
+                    let same = matches!(interp::run(ir, &after), Ok(Ok(o)) if reference.diff(&o).is_empty());
+                    if !same && failed.is_none() {
+                        failed = Some(format!("outcome changed after pass `{pass}`"));
+                    }
+                }
+                p.add("interpreter after each pass", t.elapsed().as_secs_f64());
+                mark = Instant::now();
+            })
+            .map_err(|e| bad(seed, e.to_string()))?;
+            if let Some(what) = failed {
+                return Err(bad(seed, what));
+            }
+            if prefix == "IR pass " {
+                x86.push(g);
+            }
+        }
+        for g in &x86 {
+            let (code, times) = tandem_core::backend::compile_validated_timed(g).map_err(|e| bad(seed, e.to_string()))?;
+            for (step, t) in times {
+                p.add(&format!("backend: {step}"), t);
+            }
+            let t = Instant::now();
+            for (input, (reference, fuel_used)) in inputs.iter().zip(&references) {
+                let Ok(expected) = reference else { continue };
+                match diff::check_against(expected.clone(), *fuel_used, g, input, &code, emu).map_err(BenchError::Emulator)? {
+                    diff::Verdict::Agree(_) | diff::Verdict::Skipped(_) | diff::Verdict::Limit(_) => {}
+                    v => return Err(bad(seed, v.to_string())),
+                }
+            }
+            p.add("emulate and compare (every run)", t.elapsed().as_secs_f64());
+        }
+    }
+    Ok(p)
+}

@@ -109,7 +109,7 @@ fn same_tree(f: &Function, a: Expr, b: Expr) -> bool {
     for o in shallow_y.operands_mut() {
         *o = Expr::new(0);
     }
-    shallow_x == shallow_y && xo.len() == yo.len() && xo.iter().zip(&yo).all(|(&p, &q)| same_tree(f, p, q))
+    shallow_x == shallow_y && xo.len() == yo.len() && xo.iter().zip(yo.iter()).all(|(&p, &q)| same_tree(f, p, q))
 }
 
 /// The candidates of every corresponding block (the same for each: which survive where is

@@ -26,7 +26,7 @@ use super::Ctx;
 use crate::ir::{Block, ConvOp, BinOp, Expr, ExprData, Function, Local, MemWidth, Phi, Type};
 use crate::passes::Cfg;
 use cranelift_entity::{EntityRef, SecondaryMap};
-use std::collections::HashMap;
+use crate::hash::HashMap;
 
 /// What a slot is.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -151,7 +151,7 @@ impl Availability {
     /// if it does not converge in a generous number of rounds (then nothing is changed).
     pub fn compute(f: &Function, cfg: &Cfg, events: &SecondaryMap<Block, Vec<Ev>>) -> Option<Availability> {
         let mut a = Availability { ins: SecondaryMap::new(), outs: SecondaryMap::new(), slots: vec![] };
-        let mut subst = HashMap::new();
+        let mut subst = HashMap::default();
         for _round in 0..64 {
             let mut changed = false;
             for &b in &cfg.rpo {
@@ -282,7 +282,7 @@ pub struct Materializer<'a> {
 
 impl<'a> Materializer<'a> {
     pub fn new(avail: &'a Availability, cfg: &'a Cfg) -> Self {
-        Materializer { avail, cfg, nodes: HashMap::new(), phis: HashMap::new(), consts: HashMap::new() }
+        Materializer { avail, cfg, nodes: HashMap::default(), phis: HashMap::default(), consts: HashMap::default() }
     }
 
     fn name(&self, f: &Function, slot: Option<usize>) -> String {

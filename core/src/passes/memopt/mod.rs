@@ -47,7 +47,7 @@ use crate::ir::{Block, Expr, ExprData, Function, Local, Type};
 use avail::{Action, Availability, Materializer, Origin, Slot, Val};
 use cranelift_entity::SecondaryMap;
 use events::{block_events, canon_addr, Ev};
-use std::collections::{HashMap, HashSet};
+use crate::hash::{HashMap, HashSet};
 
 /// The counters, in the order they print.
 pub const COUNTERS: [&str; 16] = [
@@ -93,10 +93,10 @@ pub fn run(f: &mut Function, _an: &Analyses) -> Stats {
     }
     let mut cx = Ctx {
         namer: Namer::new(f),
-        inserted: HashSet::new(),
-        hoisted: HashSet::new(),
+        inserted: HashSet::default(),
+        hoisted: HashSet::default(),
         speculative: vec![],
-        spec_values: HashSet::new(),
+        spec_values: HashSet::default(),
         sunk: vec![],
     };
     motion::run(f, &mut cx);
@@ -157,7 +157,7 @@ fn forward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, exempt: &[Expr]) {
     let events = all_events(f, &an);
     let Some(av) = Availability::compute(f, &an.cfg, &events) else { return };
     let mut acts = vec![];
-    let mut subst = HashMap::new();
+    let mut subst = HashMap::default();
     for &b in &an.cfg.rpo {
         let mut st = av.ins[b].clone().expect("converged");
         for ev in &events[b] {
@@ -165,7 +165,7 @@ fn forward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, exempt: &[Expr]) {
         }
     }
     let mut m = Materializer::new(&av, &an.cfg);
-    let mut gone = HashSet::new();
+    let mut gone = HashSet::default();
     // Removals last: a removed store's operand may be a tree some replacement binds to a
     // local, and `neutralize` keeps it only once it holds that assignment.
     acts.sort_by_key(|a| matches!(a, Action::RemoveStore { .. }));
@@ -212,7 +212,7 @@ fn backward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats) {
     let an = Analyses::compute(f);
     let events = all_events(f, &an);
     let Some(dead) = live::dead_stores(f.cfvars.len(), &an.cfg, &events) else { return };
-    let mut gone = HashSet::new();
+    let mut gone = HashSet::default();
     for d in dead {
         if !cx.inserted.contains(&d.node) {
             let slot = match f.exprs[d.node] {
@@ -238,7 +238,7 @@ fn backward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats) {
 /// Dead LOAD: a read whose value nobody uses (the pass's own hoisted reads and copies
 /// that ended up unused go too, uncounted).
 fn dead_loads(f: &mut Function, cx: &Ctx, stats: &mut Stats) {
-    let mut uses: HashMap<Local, usize> = HashMap::new();
+    let mut uses: HashMap<Local, usize> = HashMap::default();
     for &b in &f.layout {
         for phi in &f.blocks[b].phis {
             for (_, a) in &phi.args {

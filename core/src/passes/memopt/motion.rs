@@ -31,12 +31,12 @@ use super::Ctx;
 use crate::ir::{Block, BlockData, ExprData, Function, Local, MemWidth, Phi, Terminator, Type};
 use crate::passes::Analyses;
 use cranelift_entity::SecondaryMap;
-use std::collections::HashSet;
+use crate::hash::HashSet;
 
 /// Inserts the hoisted reads and speculative stores of every loop. Returns whether the
 /// CFG changed.
 pub fn run(f: &mut Function, cx: &mut Ctx) -> bool {
-    let mut done: HashSet<Block> = HashSet::new();
+    let mut done: HashSet<Block> = HashSet::default();
     let mut cfg_changed = false;
     loop {
         let an = Analyses::compute(f);

@@ -14,7 +14,7 @@ use crate::ir::{Block, Expr, ExprData, Function, Local, Type};
 use crate::passes::util::Namer;
 use crate::passes::{Analyses, Stats};
 use cranelift_entity::SecondaryMap;
-use std::collections::HashMap;
+use crate::hash::HashMap;
 
 /// What defines a Φ operand or a reload: nothing (⊥), a real occurrence, a Φ, or an
 /// insertion made by Finalize.
@@ -416,7 +416,7 @@ impl<'a> Frg<'a> {
     /// operands of will-be-available Φs that need one.
     fn finalize1(&mut self, f: &Function) {
         let occs = &self.e.occs;
-        let mut avail_def: HashMap<u32, Def> = HashMap::new();
+        let mut avail_def: HashMap<u32, Def> = HashMap::default();
         for b in self.an.domtree.preorder() {
             if let Some(j) = self.phi_of[b] {
                 if self.phis[j].will_be_avail() {
@@ -537,7 +537,7 @@ impl<'a> Frg<'a> {
         let base = format!("pre{}", temps.len() + 1);
         temps.push((base.clone(), round));
         let ty = f.expr_type(self.e.occs[0].node).expect("a candidate yields a value");
-        let mut t = Temps { namer: Namer::new(f), base, ty, of: HashMap::new() };
+        let mut t = Temps { namer: Namer::new(f), base, ty, of: HashMap::default() };
         for i in 0..self.e.occs.len() {
             if self.real[i].save {
                 let h = self.save(f, i, &mut t);
@@ -640,7 +640,7 @@ impl<'a> Frg<'a> {
     /// value. The other needed Φs get a temporary each. Returns which Φs are trivial.
     fn phi_temporaries(&self, f: &mut Function, t: &mut Temps, stats: &mut Stats) -> Vec<bool> {
         let phis = &self.phis;
-        let mut alias: HashMap<usize, Sym> = HashMap::new();
+        let mut alias: HashMap<usize, Sym> = HashMap::default();
         loop {
             let mut changed = false;
             for j in 0..phis.len() {

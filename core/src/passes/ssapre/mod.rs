@@ -64,7 +64,7 @@ use super::{Analyses, Stats};
 use crate::helpers::HelperKind;
 use crate::ir::{BinOp, Block, CmpOp, ConvOp, Expr, ExprData, Function, Local, Type, UnOp};
 use cranelift_entity::SecondaryMap;
-use std::collections::HashMap;
+use crate::hash::HashMap;
 
 /// How many rounds at most: round `k` sees composite expressions of depth `k`.
 const MAX_ROUNDS: usize = 4;
@@ -246,7 +246,7 @@ impl Initialization {
         // An original is a base name *and* a type: a pass may name a new local after an
         // unrelated one of another type (`memopt`'s `%mem` and `%mem.2`), and versions of
         // one variable always share its type.
-        let mut names: HashMap<(&str, Type), u32> = HashMap::new();
+        let mut names: HashMap<(&str, Type), u32> = HashMap::default();
         let mut orig: SecondaryMap<Local, u32> = SecondaryMap::new();
         // Per original: made by which round, if it is a temporary.
         let mut is_temp: Vec<Option<usize>> = vec![];
@@ -272,7 +272,7 @@ impl Initialization {
             def_frontier: vec![],
             parent: SecondaryMap::new(),
         };
-        let mut index: HashMap<Key, usize> = HashMap::new();
+        let mut index: HashMap<Key, usize> = HashMap::default();
         // Locals something reads: a computation assigned to a local nobody reads is dead
         // (dce removes it), and taking it for an occurrence would make PRE move the
         // expression to where it is evaluated for nothing.
