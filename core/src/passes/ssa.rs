@@ -30,7 +30,8 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
     stats
 }
 
-/// The blocks assigning each local.
+/// The blocks assigning each local. Each block is visited once, so a block already
+/// recorded for a local is its last entry (a `contains` would make a long chain quadratic).
 fn definition_blocks(f: &Function, an: &Analyses) -> Vec<Vec<Block>> {
     let nlocals = f.locals.len();
     let mut def_blocks: Vec<Vec<Block>> = vec![vec![]; nlocals];
@@ -39,7 +40,7 @@ fn definition_blocks(f: &Function, an: &Analyses) -> Vec<Vec<Block>> {
         for r in data.stmts.iter().copied().chain(data.term.expr()) {
             for n in postorder(f, r) {
                 if let ExprData::Assign { local, .. } = f.exprs[n] {
-                    if !def_blocks[local.index()].contains(&b) {
+                    if def_blocks[local.index()].last() != Some(&b) {
                         def_blocks[local.index()].push(b);
                     }
                 }

@@ -310,7 +310,8 @@ impl Initialization {
     }
 
     /// Records one block: its phis' definitions, then in evaluation order the parents,
-    /// assignments, kills and real occurrences of its trees, and whether it exits.
+    /// assignments, kills and real occurrences of its trees, and whether it exits. Each
+    /// block is scanned once, so a block already recorded for an original is its last entry.
     fn scan_block(
         &mut self,
         f: &Function,
@@ -324,10 +325,10 @@ impl Initialization {
         for (i, phi) in f.blocks[b].phis.iter().enumerate() {
             init.phi_def[phi.dest] = Some((b, i));
             let o = init.orig[phi.dest] as usize;
-            if !init.phi_blocks[o].contains(&b) {
+            if init.phi_blocks[o].last() != Some(&b) {
                 init.phi_blocks[o].push(b);
             }
-            if !init.def_blocks[o].contains(&b) {
+            if init.def_blocks[o].last() != Some(&b) {
                 init.def_blocks[o].push(b);
             }
         }
@@ -352,7 +353,7 @@ impl Initialization {
                 let d = &f.exprs[n];
                 if let ExprData::Assign { local, .. } = d {
                     let o = init.orig[*local] as usize;
-                    if !init.def_blocks[o].contains(&b) {
+                    if init.def_blocks[o].last() != Some(&b) {
                         init.def_blocks[o].push(b);
                     }
                 }
