@@ -138,10 +138,12 @@ impl DominanceFrontiers {
     /// The iterated dominance frontier of a set of blocks, sorted by block number.
     pub fn iterated(&self, blocks: &[Block]) -> Vec<Block> {
         let mut out: Vec<Block> = vec![];
+        // Membership by hash: a chain of blocks has a frontier as long as the chain.
+        let mut seen: std::collections::HashSet<Block> = std::collections::HashSet::new();
         let mut work: Vec<Block> = blocks.to_vec();
         while let Some(b) = work.pop() {
             for &d in &self.frontier[b] {
-                if !out.contains(&d) {
+                if seen.insert(d) {
                     out.push(d);
                     work.push(d);
                 }

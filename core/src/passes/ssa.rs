@@ -21,26 +21,46 @@ use cranelift_entity::{EntityRef, SecondaryMap};
 /// Puts `f` (HIR without phis) into SSA form.
 pub fn run(f: &mut Function, an: &Analyses) -> Stats {
     let mut stats = Stats::default();
-    let originals: Vec<Local> = f.locals.keys().collect();
-    let nlocals = originals.len();
     let live = Liveness::compute(f, &an.cfg);
+    let def_blocks = definition_blocks(f, an);
+    let phi_orig = place_phis(f, an, &live, &def_blocks, &mut stats);
+    let zero = rename(f, an, &phi_orig, &mut stats);
+    define_zero_versions(f, &zero, &mut stats);
+    remove_unused_locals(f);
+    stats
+}
 
-    // Definition blocks of each local.
+/// The blocks assigning each local. Each block is visited once, so a block already
+/// recorded for a local is its last entry (a `contains` would make a long chain quadratic).
+fn definition_blocks(f: &Function, an: &Analyses) -> Vec<Vec<Block>> {
+    let nlocals = f.locals.len();
     let mut def_blocks: Vec<Vec<Block>> = vec![vec![]; nlocals];
     for &b in &an.cfg.rpo {
         let data = &f.blocks[b];
         for r in data.stmts.iter().copied().chain(data.term.expr()) {
             for n in postorder(f, r) {
                 if let ExprData::Assign { local, .. } = f.exprs[n] {
-                    if !def_blocks[local.index()].contains(&b) {
+                    if def_blocks[local.index()].last() != Some(&b) {
                         def_blocks[local.index()].push(b);
                     }
                 }
             }
         }
     }
+    def_blocks
+}
 
-    // Phi placement; `phi_orig[b]` holds the original local of each phi of `b`.
+/// Phi placement: a phi for each local on the iterated dominance frontier of its
+/// definitions, where the local is live. Returns the original local of each phi of each
+/// block.
+fn place_phis(
+    f: &mut Function,
+    an: &Analyses,
+    live: &Liveness,
+    def_blocks: &[Vec<Block>],
+    stats: &mut Stats,
+) -> SecondaryMap<Block, Vec<Local>> {
+    let originals: Vec<Local> = f.locals.keys().collect();
     let mut phi_orig: SecondaryMap<Block, Vec<Local>> = SecondaryMap::new();
     for &x in &originals {
         if def_blocks[x.index()].is_empty() {
@@ -55,13 +75,23 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
             }
         }
     }
+    phi_orig
+}
 
-    // Renaming.
+/// Renaming: a walk of the dominator tree with a stack of versions per original. Returns
+/// the zero version of each original read before any definition, if one was needed.
+fn rename(
+    f: &mut Function,
+    an: &Analyses,
+    phi_orig: &SecondaryMap<Block, Vec<Local>>,
+    stats: &mut Stats,
+) -> Vec<Option<Local>> {
+    let nlocals = f.locals.len();
     let mut r = Renamer {
         stacks: vec![vec![]; nlocals],
         zero: vec![None; nlocals],
         namer: Namer::new(f),
-        stats: &mut stats,
+        stats,
     };
     for &p in &f.params {
         r.stacks[p.index()].push(p);
@@ -121,10 +151,13 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
             work.push(Work::Enter(c));
         }
     }
+    r.zero
+}
 
-    // Zero versions are defined at the top of the entry block.
+/// Zero versions are defined at the top of the entry block.
+fn define_zero_versions(f: &mut Function, zero: &[Option<Local>], stats: &mut Stats) {
     let mut inits = vec![];
-    for (i, z) in r.zero.iter().enumerate() {
+    for (i, z) in zero.iter().enumerate() {
         if let Some(z) = *z {
             let ty = f.locals[Local::new(i)].ty;
             let c = f.add_expr(ExprData::Const { ty, value: 0 });
@@ -134,8 +167,6 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
     stats.add("zero_inits", inits.len() as u64);
     let entry = f.entry();
     f.blocks[entry].stmts.splice(0..0, inits);
-    remove_unused_locals(f);
-    stats
 }
 
 struct Renamer<'a> {

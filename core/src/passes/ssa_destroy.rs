@@ -22,6 +22,8 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
     let mut stats = Stats::default();
     // Blocks made by splitting edges, each with the block it follows in the layout.
     let mut splits: Vec<(Block, Block)> = vec![];
+    // Names cycle temporaries; made at the first cycle (it reads every name once).
+    let mut namer: Option<super::util::Namer> = None;
     let targets: Vec<Block> = f.layout.iter().copied().filter(|&b| !f.blocks[b].phis.is_empty()).collect();
     for b in targets {
         let phis = std::mem::take(&mut f.blocks[b].phis);
@@ -34,7 +36,7 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
                     (phi.dest, src)
                 })
                 .collect();
-            let seq = sequentialize(f, copies, &mut stats);
+            let seq = sequentialize(f, copies, &mut namer, &mut stats);
             if seq.is_empty() {
                 continue;
             }
@@ -81,9 +83,14 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
 /// the parallel copy goes first, and when only cycles remain, the first pending
 /// destination is saved in a temporary that its readers read instead. Readers are
 /// counted, so the order costs O(n log n), not a scan of the pending copies per copy.
-pub fn sequentialize(f: &mut Function, copies: Vec<(Local, Local)>, stats: &mut Stats) -> Vec<(Local, Local)> {
-    use std::collections::BTreeSet;
+pub fn sequentialize(
+    f: &mut Function,
+    copies: Vec<(Local, Local)>,
+    namer: &mut Option<super::util::Namer>,
+    stats: &mut Stats,
+) -> Vec<(Local, Local)> {
     use crate::hash::HashMap;
+    use std::collections::BTreeSet;
     let copies: Vec<(Local, Local)> = copies.into_iter().filter(|(d, s)| d != s).collect();
     let index_of: HashMap<Local, usize> = copies.iter().enumerate().map(|(i, &(d, _))| (d, i)).collect();
     // How many pending copies read each local where it lives (a saved local is read from
@@ -102,7 +109,8 @@ pub fn sequentialize(f: &mut Function, copies: Vec<(Local, Local)>, stats: &mut 
             // Only cycles remain: save the first pending destination in a temporary.
             let d = copies[first].0;
             let name = format!("{}.tmp", f.locals[d].name);
-            let t = f.new_local(&name, f.locals[d].ty);
+            let ty = f.locals[d].ty;
+            let t = namer.get_or_insert_with(|| super::util::Namer::new(f)).new_local(f, &name, ty);
             stats.bump("cycle_temps");
             out.push((t, d));
             saved.insert(d, t);

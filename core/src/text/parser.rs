@@ -290,6 +290,21 @@ impl Parser {
         self.punct("->")?;
         f.ret = self.ty()?;
         self.punct("{")?;
+        self.declarations(&mut f, &mut scope)?;
+        self.block_entities(&mut f, &mut scope)?;
+        while !self.is_punct("}") {
+            self.block(&mut f, &mut scope)?;
+        }
+        self.punct("}")?;
+        Ok(f)
+    }
+
+    /// The callframe variables and locals declared before the first block.
+    fn declarations(
+        &mut self,
+        f: &mut Function,
+        scope: &mut Scope,
+    ) -> Result<(), ParseError> {
         loop {
             if self.is_ident("callframe") {
                 self.next();
@@ -304,12 +319,21 @@ impl Parser {
                 self.next();
                 let ty = self.ty()?;
                 let (n, t) = self.local_name("a local name like `%t`")?;
-                self.declare_local(&mut f, &mut scope, &n, ty, &t)?;
+                self.declare_local(f, scope, &n, ty, &t)?;
             } else {
                 break;
             }
         }
-        // Create the block entities: `bN` labels keep their number.
+        Ok(())
+    }
+
+    /// Creates the block entities of every label in the body: `bN` labels keep their
+    /// number, other labels come after the highest of them.
+    fn block_entities(
+        &mut self,
+        f: &mut Function,
+        scope: &mut Scope,
+    ) -> Result<(), ParseError> {
         let labels = self.prescan_labels();
         if labels.is_empty() {
             return Err(self.expected("a block label like `b0:`"));
@@ -322,7 +346,7 @@ impl Parser {
         };
         if let Some(m) = max_numbered {
             for _ in 0..=m {
-                let d = placeholder(&mut f);
+                let d = placeholder(f);
                 f.blocks.push(d);
             }
         }
@@ -333,76 +357,77 @@ impl Parser {
             let b = match numbered(n) {
                 Some(k) => Block::new(k as usize),
                 None => {
-                    let d = placeholder(&mut f);
+                    let d = placeholder(f);
                     f.blocks.push(d)
                 }
             };
             scope.blocks.insert(n.clone(), b);
         }
-        // Blocks.
-        while !self.is_punct("}") {
-            let (label, lt) = self.ident("a block label like `b0:`")?;
-            self.punct(":")?;
-            let b = scope.blocks[&label];
-            self.map.blocks.insert((self.index, b), (lt.line, lt.col));
-            f.layout.push(b);
-            let mut phis = vec![];
-            let mut stmts = vec![];
-            let term = loop {
-                let t = self.peek().clone();
-                match &t.kind {
-                    TokenKind::Ident(w) if ["jump", "br", "ret", "switch"].contains(&w.as_str()) => {
-                        break self.terminator(&mut f, &mut scope)?;
-                    }
-                    TokenKind::LocalName(n)
-                        if self.peek_at(1) == &TokenKind::Punct("=")
-                            && self.peek_at(2) == &TokenKind::Ident("phi".into()) =>
-                    {
-                        if !stmts.is_empty() {
-                            return Err(self.err_at(&t, "a phi must come before the block's statements".into()));
-                        }
-                        let n = n.clone();
-                        self.next();
-                        self.next();
-                        self.next();
-                        let dest = self.resolve_local(&scope, &n, &t)?;
-                        self.punct("(")?;
-                        let args = self.list(")", |p| {
-                            let (bn, bt) = p.ident("a block label")?;
-                            p.punct(":")?;
-                            let (ln, lt) = p.local_name("a local")?;
-                            let b = p.resolve_block(&mut scope, &bn, &bt)?;
-                            let l = p.resolve_local(&scope, &ln, &lt)?;
-                            Ok((b, l))
-                        })?;
-                        phis.push(Phi { dest, args });
-                    }
-                    TokenKind::LocalName(n) if self.peek_at(1) == &TokenKind::Punct("=") => {
-                        let n = n.clone();
-                        self.next();
-                        self.next();
-                        let local = self.resolve_local(&scope, &n, &t)?;
-                        let value = self.expr(&mut f, &mut scope)?;
-                        let e = f.exprs.push(ExprData::Assign { local, value });
-                        self.map.exprs.insert((self.index, e), (t.line, t.col));
-                        stmts.push(e);
-                    }
-                    TokenKind::Punct("}") | TokenKind::Eof => {
-                        return Err(self.expected("a statement or a terminator (`jump`, `br`, `ret`, `switch`)"));
-                    }
-                    TokenKind::Ident(_) if self.peek_at(1) == &TokenKind::Punct(":") => {
-                        return Err(self.expected("a terminator (`jump`, `br`, `ret`, `switch`) before the next block"));
-                    }
-                    _ => {
-                        let e = self.expr(&mut f, &mut scope)?;
-                        stmts.push(e);
-                    }
+        Ok(())
+    }
+
+    /// One block: its label, phis, statements and terminator.
+    fn block(&mut self, f: &mut Function, scope: &mut Scope) -> Result<(), ParseError> {
+        let (label, lt) = self.ident("a block label like `b0:`")?;
+        self.punct(":")?;
+        let b = scope.blocks[&label];
+        self.map.blocks.insert((self.index, b), (lt.line, lt.col));
+        f.layout.push(b);
+        let mut phis = vec![];
+        let mut stmts = vec![];
+        let term = loop {
+            let t = self.peek().clone();
+            match &t.kind {
+                TokenKind::Ident(w) if ["jump", "br", "ret", "switch"].contains(&w.as_str()) => {
+                    break self.terminator(f, scope)?;
                 }
-            };
-            f.blocks[b] = BlockData { phis, stmts, term };
-        }
-        self.punct("}")?;
-        Ok(f)
+                TokenKind::LocalName(n)
+                    if self.peek_at(1) == &TokenKind::Punct("=")
+                        && self.peek_at(2) == &TokenKind::Ident("phi".into()) =>
+                {
+                    if !stmts.is_empty() {
+                        return Err(self.err_at(&t, "a phi must come before the block's statements".into()));
+                    }
+                    let n = n.clone();
+                    self.next();
+                    self.next();
+                    self.next();
+                    let dest = self.resolve_local(&scope, &n, &t)?;
+                    self.punct("(")?;
+                    let args = self.list(")", |p| {
+                        let (bn, bt) = p.ident("a block label")?;
+                        p.punct(":")?;
+                        let (ln, lt) = p.local_name("a local")?;
+                        let b = p.resolve_block(scope, &bn, &bt)?;
+                        let l = p.resolve_local(&scope, &ln, &lt)?;
+                        Ok((b, l))
+                    })?;
+                    phis.push(Phi { dest, args });
+                }
+                TokenKind::LocalName(n) if self.peek_at(1) == &TokenKind::Punct("=") => {
+                    let n = n.clone();
+                    self.next();
+                    self.next();
+                    let local = self.resolve_local(&scope, &n, &t)?;
+                    let value = self.expr(f, scope)?;
+                    let e = f.exprs.push(ExprData::Assign { local, value });
+                    self.map.exprs.insert((self.index, e), (t.line, t.col));
+                    stmts.push(e);
+                }
+                TokenKind::Punct("}") | TokenKind::Eof => {
+                    return Err(self.expected("a statement or a terminator (`jump`, `br`, `ret`, `switch`)"));
+                }
+                TokenKind::Ident(_) if self.peek_at(1) == &TokenKind::Punct(":") => {
+                    return Err(self.expected("a terminator (`jump`, `br`, `ret`, `switch`) before the next block"));
+                }
+                _ => {
+                    let e = self.expr(f, scope)?;
+                    stmts.push(e);
+                }
+            }
+        };
+        f.blocks[b] = BlockData { phis, stmts, term };
+        Ok(())
     }
 
     fn declare_local(

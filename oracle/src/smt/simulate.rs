@@ -211,6 +211,13 @@ pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: 
     let slots = encode::trace_slots(src).max(encode::trace_slots(tgt));
     let cands = candidates(src, tgt);
     let limit = opts.max_nodes;
+    // Houdini keeps a term per candidate at the entry and the exit of every block: on a
+    // long function with many candidates (a local assigned in each of 5,000 blocks has
+    // 5,000 definitions) that alone would take gigabytes. Past the encoding cap the
+    // check is too large, and the bounded check answers instead.
+    if src.layout.len().saturating_mul(cands.len().max(1)) > limit {
+        return Err(Unknown::TooLarge);
+    }
     let mut work = 0usize;
     let mut steps = vec![];
     for &b in &src.layout {

@@ -238,28 +238,34 @@ pub(crate) fn is_kill(d: &ExprData) -> bool {
     }
 }
 
+/// Locals something reads: a computation assigned to a local nobody reads is dead (dce
+/// removes it), and taking it for an occurrence would make PRE move the expression to
+/// where it is evaluated for nothing.
+fn read_locals(f: &Function) -> super::util::LocalSet {
+    let mut read = super::util::LocalSet::new(f.locals.len());
+    for &b in &f.layout {
+        for phi in &f.blocks[b].phis {
+            for (_, a) in &phi.args {
+                read.insert(*a);
+            }
+        }
+        for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
+            for a in super::util::accesses(f, r) {
+                if let super::util::Access::Use(l) = a {
+                    read.insert(l);
+                }
+            }
+        }
+    }
+    read
+}
+
 impl Initialization {
     /// Scans `f`: every candidate occurrence, effect and exit, the versions current at
     /// each block entry, and the parent of every node. `temps` names the originals of
     /// earlier rounds' temporaries.
     pub fn scan(f: &Function, an: &Analyses, temps: &[(String, usize)], round: usize) -> Initialization {
-        // An original is a base name *and* a type: a pass may name a new local after an
-        // unrelated one of another type (`memopt`'s `%mem` and `%mem.2`), and versions of
-        // one variable always share its type.
-        let mut names: HashMap<(&str, Type), u32> = HashMap::default();
-        let mut orig: SecondaryMap<Local, u32> = SecondaryMap::new();
-        // Per original: made by which round, if it is a temporary.
-        let mut is_temp: Vec<Option<usize>> = vec![];
-        for (l, d) in f.locals.iter() {
-            let base = original_name(&d.name);
-            let n = names.len() as u32;
-            let id = *names.entry((base, d.ty)).or_insert(n);
-            if id == n {
-                is_temp.push(temps.iter().find(|(t, _)| t == base).map(|(_, r)| *r));
-            }
-            orig[l] = id;
-        }
-        let norig = names.len();
+        let (orig, norig, is_temp) = Self::name_originals(f, temps);
         let mut init = Initialization {
             worklist: vec![],
             orig,
@@ -272,98 +278,125 @@ impl Initialization {
             def_frontier: vec![],
             parent: SecondaryMap::new(),
         };
+        let read = read_locals(f);
         let mut index: HashMap<Key, usize> = HashMap::default();
-        // Locals something reads: a computation assigned to a local nobody reads is dead
-        // (dce removes it), and taking it for an occurrence would make PRE move the
-        // expression to where it is evaluated for nothing.
-        let mut read = super::util::LocalSet::new(f.locals.len());
         for &b in &f.layout {
-            for phi in &f.blocks[b].phis {
-                for (_, a) in &phi.args {
-                    read.insert(*a);
-                }
+            init.scan_block(f, b, &read, &is_temp, round, &mut index);
+        }
+        init.current_versions(f, an, norig);
+        init.def_frontier = init.def_blocks.iter().map(|d| an.frontiers.iterated(d)).collect();
+        init
+    }
+
+    /// The original of every local, the number of originals, and per original the round
+    /// that made it if it is a temporary.
+    fn name_originals(f: &Function, temps: &[(String, usize)]) -> (SecondaryMap<Local, u32>, usize, Vec<Option<usize>>) {
+        // An original is a base name *and* a type: a pass may name a new local after an
+        // unrelated one of another type (`memopt`'s `%mem` and `%mem.2`), and versions of
+        // one variable always share its type.
+        let mut names: HashMap<(&str, Type), u32> = HashMap::default();
+        let mut orig: SecondaryMap<Local, u32> = SecondaryMap::new();
+        let mut is_temp: Vec<Option<usize>> = vec![];
+        for (l, d) in f.locals.iter() {
+            let base = original_name(&d.name);
+            let n = names.len() as u32;
+            let id = *names.entry((base, d.ty)).or_insert(n);
+            if id == n {
+                is_temp.push(temps.iter().find(|(t, _)| t == base).map(|(_, r)| *r));
             }
-            for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
-                for a in super::util::accesses(f, r) {
-                    if let super::util::Access::Use(l) = a {
-                        read.insert(l);
-                    }
-                }
+            orig[l] = id;
+        }
+        (orig, names.len(), is_temp)
+    }
+
+    /// Records one block: its phis' definitions, then in evaluation order the parents,
+    /// assignments, kills and real occurrences of its trees, and whether it exits. Each
+    /// block is scanned once, so a block already recorded for an original is its last entry.
+    fn scan_block(
+        &mut self,
+        f: &Function,
+        b: Block,
+        read: &super::util::LocalSet,
+        is_temp: &[Option<usize>],
+        round: usize,
+        index: &mut HashMap<Key, usize>,
+    ) {
+        let init = self;
+        for (i, phi) in f.blocks[b].phis.iter().enumerate() {
+            init.phi_def[phi.dest] = Some((b, i));
+            let o = init.orig[phi.dest] as usize;
+            if init.phi_blocks[o].last() != Some(&b) {
+                init.phi_blocks[o].push(b);
+            }
+            if init.def_blocks[o].last() != Some(&b) {
+                init.def_blocks[o].push(b);
             }
         }
-        for &b in &f.layout {
-            for (i, phi) in f.blocks[b].phis.iter().enumerate() {
-                init.phi_def[phi.dest] = Some((b, i));
-                let o = init.orig[phi.dest] as usize;
-                if !init.phi_blocks[o].contains(&b) {
-                    init.phi_blocks[o].push(b);
-                }
-                if !init.def_blocks[o].contains(&b) {
-                    init.def_blocks[o].push(b);
-                }
-            }
-            let mut pos = 0u32;
-            let data = &f.blocks[b];
-            let roots: Vec<(Expr, Parent)> = data
-                .stmts
-                .iter()
-                .map(|&s| (s, Parent::Stmt(b)))
-                .chain(data.term.expr().map(|e| (e, Parent::Term(b))))
-                .collect();
-            for (root, p) in roots {
-                init.parent[root] = Some(p);
-                let nodes = super::util::postorder(f, root);
-                for &n in &nodes {
-                    for c in f.exprs[n].operands() {
-                        init.parent[c] = Some(Parent::Node(n));
-                    }
-                }
-                for n in nodes {
-                    pos += 1;
-                    let d = &f.exprs[n];
-                    if let ExprData::Assign { local, .. } = d {
-                        let o = init.orig[*local] as usize;
-                        if !init.def_blocks[o].contains(&b) {
-                            init.def_blocks[o].push(b);
-                        }
-                    }
-                    if is_kill(d) {
-                        init.kills[b].push((pos, n));
-                    }
-                    let Some(op) = op_kind(d) else { continue };
-                    if dead(f, &init.parent, n, &read) {
-                        continue;
-                    }
-                    let Some(versions) = d.operands().iter().map(|&o| leaf(f, o)).collect::<Option<Vec<Val>>>()
-                    else {
-                        continue;
-                    };
-                    let operands: Vec<KeyOperand> = versions
-                        .iter()
-                        .map(|v| match *v {
-                            Val::Var(l) => KeyOperand::Orig(init.orig[l]),
-                            Val::Const(t, c) => KeyOperand::Const(t, c),
-                        })
-                        .collect();
-                    let made = |o: &KeyOperand| match o {
-                        KeyOperand::Orig(i) => is_temp[*i as usize],
-                        KeyOperand::Const(..) => None,
-                    };
-                    let composite = operands.iter().any(|o| made(o).is_some());
-                    let fresh = operands.iter().any(|o| made(o) == Some(round.wrapping_sub(1)));
-                    let key = Key { op, operands };
-                    let k = *index.entry(key.clone()).or_insert_with(|| {
-                        init.worklist.push(Expression { key, occs: vec![], composite, fresh });
-                        init.worklist.len() - 1
-                    });
-                    let parent = init.parent[n].expect("every node has a parent");
-                    init.worklist[k].occs.push(RealOcc { node: n, block: b, pos, versions, parent });
+        let mut pos = 0u32;
+        let data = &f.blocks[b];
+        let roots: Vec<(Expr, Parent)> = data
+            .stmts
+            .iter()
+            .map(|&s| (s, Parent::Stmt(b)))
+            .chain(data.term.expr().map(|e| (e, Parent::Term(b))))
+            .collect();
+        for (root, p) in roots {
+            init.parent[root] = Some(p);
+            let nodes = super::util::postorder(f, root);
+            for &n in &nodes {
+                for c in f.exprs[n].operands() {
+                    init.parent[c] = Some(Parent::Node(n));
                 }
             }
-            init.exits[b] = matches!(data.term, crate::ir::Terminator::Return(_));
+            for n in nodes {
+                pos += 1;
+                let d = &f.exprs[n];
+                if let ExprData::Assign { local, .. } = d {
+                    let o = init.orig[*local] as usize;
+                    if init.def_blocks[o].last() != Some(&b) {
+                        init.def_blocks[o].push(b);
+                    }
+                }
+                if is_kill(d) {
+                    init.kills[b].push((pos, n));
+                }
+                let Some(op) = op_kind(d) else { continue };
+                if dead(f, &init.parent, n, read) {
+                    continue;
+                }
+                let Some(versions) = d.operands().iter().map(|&o| leaf(f, o)).collect::<Option<Vec<Val>>>() else {
+                    continue;
+                };
+                let operands: Vec<KeyOperand> = versions
+                    .iter()
+                    .map(|v| match *v {
+                        Val::Var(l) => KeyOperand::Orig(init.orig[l]),
+                        Val::Const(t, c) => KeyOperand::Const(t, c),
+                    })
+                    .collect();
+                let made = |o: &KeyOperand| match o {
+                    KeyOperand::Orig(i) => is_temp[*i as usize],
+                    KeyOperand::Const(..) => None,
+                };
+                let composite = operands.iter().any(|o| made(o).is_some());
+                let fresh = operands.iter().any(|o| made(o) == Some(round.wrapping_sub(1)));
+                let key = Key { op, operands };
+                let k = *index.entry(key.clone()).or_insert_with(|| {
+                    init.worklist.push(Expression { key, occs: vec![], composite, fresh });
+                    init.worklist.len() - 1
+                });
+                let parent = init.parent[n].expect("every node has a parent");
+                init.worklist[k].occs.push(RealOcc { node: n, block: b, pos, versions, parent });
+            }
         }
-        // The versions current at each block entry: a walk of the dominator tree with one
-        // stack per original, as SSA renaming does.
+        init.exits[b] = matches!(data.term, crate::ir::Terminator::Return(_));
+    }
+
+    /// The versions current at each block entry: a walk of the dominator tree with one
+    /// stack per original, as SSA renaming does. Also records the parameters as
+    /// definitions in the entry block.
+    fn current_versions(&mut self, f: &Function, an: &Analyses, norig: usize) {
+        let init = self;
         let mut stacks: Vec<Vec<Local>> = vec![vec![]; norig];
         for &p in &f.params {
             stacks[init.orig[p] as usize].push(p);
@@ -408,8 +441,6 @@ impl Initialization {
                 work.push(Work::Enter(c));
             }
         }
-        init.def_frontier = init.def_blocks.iter().map(|d| an.frontiers.iterated(d)).collect();
-        init
     }
 
     /// The current version of original `o` at the entry of `b`.
