@@ -220,10 +220,28 @@ fn input_text(i: &RunInput) -> String {
     s
 }
 
+/// The largest function the validator takes: beyond it the answer is `unknown (too
+/// large)` at once, a harness limit (listed as undecided, never a pass). Generated
+/// programs stay far below (at most about 64 blocks and a few hundred statements); the
+/// simulation check's inference and the bounded check's unrolling grow faster than
+/// linearly with the number of blocks (a 500-block chain took minutes, a 5,000-block one
+/// gigabytes), and a function of 100,000 blocks or statements must still get its verdict.
+pub const MAX_BLOCKS: usize = 256;
+/// See [`MAX_BLOCKS`].
+pub const MAX_STATEMENTS: usize = 10_000;
+
+/// Whether `f` is past the validator's size limits ([`MAX_BLOCKS`], [`MAX_STATEMENTS`]).
+fn too_large(f: &Function) -> bool {
+    f.layout.len() > MAX_BLOCKS || f.layout.iter().map(|&b| f.blocks[b].stmts.len()).sum::<usize>() > MAX_STATEMENTS
+}
+
 /// Validates one pass: `before` and `after` are the function as the pass found and left
 /// it. `pass` only names it in messages.
 pub fn validate(before: &Function, after: &Function, pass: &str, opts: &Options) -> Answer {
     let _ = pass;
+    if too_large(before) || too_large(after) {
+        return Answer::Unknown(Unknown::TooLarge);
+    }
     let mut budget = Budget::new(opts);
     // When a block differs on some entry state, or the solver gives up on it, the bounded
     // check looks for a whole run that shows it. The simulation check may use half the
