@@ -109,7 +109,7 @@ fn each_kind_of_finding_has_a_page_that_shows_it() {
 
     // A difference: `dce` turns `return 3` into `return 2` (3 xor 1).
     let html = page_of(&dir, "difference", dce_flips_returns, &mut emu);
-    assert_has(&html, "<title>Finding: pass dce: end</title>", "difference");
+    assert_has(&html, "<title>Finding: pass dce: wrong outcome</title>", "difference");
     assert_has(&html, "Reproduces", "difference");
     assert_has(&html, "<tr class=\"diff\"><td class=\"mono\">end</td>", "difference");
     assert_has(&html, "<span class=\"line\">return 3</span></td><td class=\"mono\"><span class=\"line\">return 2</span>", "difference");
@@ -117,7 +117,7 @@ fn each_kind_of_finding_has_a_page_that_shows_it() {
     assert_has(&html, "<td class=\"mono\">%a</td><td class=\"mono\">2</td>", "difference");
     assert_has(&html, picture, "difference");
     assert_has(&html, "tandem reduce", "difference");
-    assert_has(&html, "--signature &#39;pass dce: end&#39;", "difference");
+    assert_has(&html, "--signature &#39;pass dce: wrong outcome&#39;", "difference");
 
     // A verifier error: the phi `ssa-destroy` left is shown, with the verifier's words.
     let html = page_of(&dir, "verifier", ssa_destroy_leaves_a_phi, &mut emu);
@@ -146,7 +146,7 @@ fn each_kind_of_finding_has_a_page_that_shows_it() {
     check::plant_bug(None);
     let html = explain::explain(&dir.join("difference.tir"), &mut emu).unwrap();
     assert_has(&html, "Does not reproduce", "fixed");
-    assert_has(&html, "stage `IR passes` disagrees with the reference interpreter (pass dce: end)", "fixed");
+    assert_has(&html, "stage `IR passes` disagrees with the reference interpreter (pass dce: wrong outcome)", "fixed");
 
     // An encoder disagreement, from the validator's answer on real outcomes: the model
     // says the pass changes %f(7), the interpreter finds 8 on both sides.

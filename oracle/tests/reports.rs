@@ -112,7 +112,7 @@ fn assert_reports_agree(kind: &str, replayed: &[Replayed], bless: bool, want: Wa
     let z3 = console.lines().find(|l| l.starts_with("z3: ")).unwrap();
     let fail_lines = console.lines().filter(|l| l.starts_with("FAIL ")).count() as u64;
     let limit_lines = console.lines().filter(|l| l.starts_with("LIMIT ")).count() as u64;
-    let unknown_lines = console.lines().filter(|l| l.starts_with("UNKNOWN ")).count() as u64;
+    let unknown_lines = console.lines().filter(|l| l.starts_with("UNDECIDED ")).count() as u64;
     let error_lines = console.lines().filter(|l| l.starts_with("error: ")).count() as u64;
     let console_counts = Want {
         passed: number_before(totals, "run(s) passed"),
@@ -199,14 +199,14 @@ fn console_json_and_junit_agree_for_every_kind_of_problem() {
     let sigs = planted(&dir, "validator counterexample", dce_flips_returns, &ReplayOptions::default(), failed_run(1));
     assert_eq!(sigs.first(), sigs.last(), "{sigs:?}");
     assert_eq!(sigs.last().map(String::as_str), Some("pass dce: wrong outcome"), "{sigs:?}");
-    // An unknown answer: a validator budget too small for any function. The run passes;
-    // every (function, pass) pair is listed as not proved, never as a pass.
-    let tiny = ReplayOptions { bless: false, verify: Some(tandem_oracle::smt::Options { bound: 1, timeout_ms: 1000, max_nodes: 1 }) };
+    // An unknown answer: an encoding cap too small for any function. The run passes;
+    // every (function, pass) pair is listed as not proved, never as a pass (exit 3).
+    let tiny = ReplayOptions { bless: false, verify: Some(tandem_oracle::smt::Options { bound: 1, rlimit: 4_000_000, max_nodes: 1 }) };
     let p = write_case(&dir, "unknown.tir", ONE_RUN);
     let replayed = replay(&[p], &tiny);
     let pairs = RunCounts::of(&replayed, false).validated;
     assert!(pairs > 0);
-    assert_reports_agree("unknown", &replayed, false, Want { passed: 1, failed: 0, limited: 0, bad_input: 0, validator_failed: 0, not_proved: pairs, exit: 0 });
+    assert_reports_agree("unknown", &replayed, false, Want { passed: 1, failed: 0, limited: 0, bad_input: 0, validator_failed: 0, not_proved: pairs, exit: 3 });
     // A harness limit: a frame larger than the emulated stack (exit 3).
     let p = write_case(&dir, "limit.tir", &big_frame());
     let replayed = replay(&[p], &NO_VERIFY);
@@ -225,7 +225,7 @@ fn console_json_and_junit_agree_for_every_kind_of_problem() {
         after: Err(Invalid::FuelExhausted),
         why,
     }));
-    let run = RunReport { line: 5, title: "%f(2)".into(), mismatches: vec![], problems: vec![], limits: vec![] };
+    let run = RunReport { line: 5, title: "%f(2)".into(), mismatches: vec![], problems: vec![], limits: vec![], infidelities: vec![] };
     let smt = vec![
         SmtReport { function: "f".into(), pass: "cprop".into(), answer },
         SmtReport { function: "f".into(), pass: "dce".into(), answer: tandem_oracle::smt::Answer::Proved },

@@ -480,6 +480,8 @@ struct StateFile {
     /// The validator's answers, counted (see [`ValidatorAnswers`]).
     #[serde(default)]
     validator_answers: ValidatorAnswers,
+    /// Absent from state files written before the coverage existed.
+    #[serde(default)]
     distinguish: gen::distinguish::Coverage,
 }
 

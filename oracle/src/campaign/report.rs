@@ -367,7 +367,8 @@ impl RunCounts {
         match self.exit_status() {
             2 => "bad input",
             1 => "failed",
-            3 => "limit",
+            3 if self.limited > 0 => "limit",
+            3 => "undecided",
             _ => "passed",
         }
     }
@@ -490,7 +491,8 @@ fn failed_run_text(path: &str, run: &RunReport, bless: bool) -> String {
 pub struct RunReportJson {
     /// `tandem-run-report/2`.
     pub format: &'static str,
-    /// `passed`, `failed`, `limit` or `bad input`: what the exit status says (0, 1, 3, 2).
+    /// `passed`, `failed`, `limit`, `undecided` (a validator answer that is not a proof and
+    /// nothing failed) or `bad input`: what the exit status says (0, 1, 3, 3, 2).
     pub verdict: &'static str,
     pub exit_status: u8,
     pub files: u64,
