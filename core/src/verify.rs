@@ -310,131 +310,172 @@ fn verify_function_into(
     errs: &mut Vec<VerifyError>,
 ) {
     let mut cx = Ctx { f, index, errs, block: None, stmt: None, declared, parents: SecondaryMap::new() };
-    let mut seen: SecondaryMap<Expr, bool> = SecondaryMap::new();
-    let mut names = HashSet::default();
-    for (_, l) in f.locals.iter() {
-        if !names.insert(l.name.clone()) {
-            cx.err(format!("local %{} is declared twice", l.name));
-        }
-    }
-    let mut cfnames = HashSet::default();
-    for (_, v) in f.cfvars.iter() {
-        if !cfnames.insert(v.name.clone()) {
-            cx.err(format!("callframe variable @{} is declared twice", v.name));
-        }
-    }
-    for &p in &f.params {
-        if !f.locals.is_valid(p) {
-            cx.err(format!("parameter {p} is not a local"));
-        }
-    }
-    if f.layout.is_empty() {
-        cx.err("the function has no blocks".into());
-        return;
-    }
-    let mut in_layout = HashSet::default();
-    for &b in &f.layout {
-        if !f.blocks.is_valid(b) {
-            cx.err(format!("block {b} in the layout does not exist"));
-            return;
-        }
-        if !in_layout.insert(b) {
-            cx.err(format!("block {b} appears twice in the layout"));
-        }
-    }
-    let entry = f.entry();
-    for &b in &f.layout {
-        cx.block = Some(b);
-        for s in f.blocks[b].term.successors() {
-            if !in_layout.contains(&s) {
-                cx.err(format!("branch to {s}, which is not in the layout"));
-            } else if s == entry {
-                cx.err(format!("branch to the entry block {entry}"));
-            }
-        }
-    }
-    cx.block = None;
+    cx.names();
+    let Some(in_layout) = cx.layout() else { return };
+    cx.branch_targets(&in_layout);
     if cx.errs.iter().any(|e| e.location.function.as_ref().is_some_and(|(i, _)| *i == index)) {
         return;
     }
-    // Reachability.
-    let mut reached = HashSet::from_iter([entry]);
-    let mut work = vec![entry];
-    while let Some(b) = work.pop() {
-        for s in f.blocks[b].term.successors() {
-            if reached.insert(s) {
-                work.push(s);
+    cx.reachability();
+    let preds = f.predecessors();
+    let mut seen: SecondaryMap<Expr, bool> = SecondaryMap::new();
+    for &b in &f.layout {
+        cx.block = Some(b);
+        cx.phis(b, &preds[b]);
+        cx.body(b, &mut seen);
+        cx.stmt = None;
+    }
+}
+
+impl Ctx<'_> {
+    /// Local and callframe names are unique; parameters are locals.
+    fn names(&mut self) {
+        let f = self.f;
+        let mut names = HashSet::default();
+        for (_, l) in f.locals.iter() {
+            if !names.insert(l.name.clone()) {
+                self.err(format!("local %{} is declared twice", l.name));
+            }
+        }
+        let mut cfnames = HashSet::default();
+        for (_, v) in f.cfvars.iter() {
+            if !cfnames.insert(v.name.clone()) {
+                self.err(format!("callframe variable @{} is declared twice", v.name));
+            }
+        }
+        for &p in &f.params {
+            if !f.locals.is_valid(p) {
+                self.err(format!("parameter {p} is not a local"));
             }
         }
     }
-    for &b in &f.layout {
-        if !reached.contains(&b) {
-            cx.block = Some(b);
-            cx.err(format!("block {b} is unreachable from the entry"));
+
+    /// The layout is not empty and lists existing blocks, each once. Returns the set of
+    /// blocks in it, or `None` when the rest of the function cannot be checked.
+    fn layout(&mut self) -> Option<HashSet<Block>> {
+        let f = self.f;
+        if f.layout.is_empty() {
+            self.err("the function has no blocks".into());
+            return None;
+        }
+        let mut in_layout = HashSet::default();
+        for &b in &f.layout {
+            if !f.blocks.is_valid(b) {
+                self.err(format!("block {b} in the layout does not exist"));
+                return None;
+            }
+            if !in_layout.insert(b) {
+                self.err(format!("block {b} appears twice in the layout"));
+            }
+        }
+        Some(in_layout)
+    }
+
+    /// Every branch target is in the layout and none is the entry block.
+    fn branch_targets(&mut self, in_layout: &HashSet<Block>) {
+        let f = self.f;
+        let entry = f.entry();
+        for &b in &f.layout {
+            self.block = Some(b);
+            for s in f.blocks[b].term.successors() {
+                if !in_layout.contains(&s) {
+                    self.err(format!("branch to {s}, which is not in the layout"));
+                } else if s == entry {
+                    self.err(format!("branch to the entry block {entry}"));
+                }
+            }
+        }
+        self.block = None;
+    }
+
+    /// Every block is reachable from the entry.
+    fn reachability(&mut self) {
+        let f = self.f;
+        let entry = f.entry();
+        let mut reached = HashSet::from_iter([entry]);
+        let mut work = vec![entry];
+        while let Some(b) = work.pop() {
+            for s in f.blocks[b].term.successors() {
+                if reached.insert(s) {
+                    work.push(s);
+                }
+            }
+        }
+        for &b in &f.layout {
+            if !reached.contains(&b) {
+                self.block = Some(b);
+                self.err(format!("block {b} is unreachable from the entry"));
+            }
         }
     }
-    let preds = f.predecessors();
-    for &b in &f.layout {
-        cx.block = Some(b);
-        let data = &f.blocks[b];
-        for phi in &data.phis {
-            cx.stmt = None;
+
+    /// The phis of `b`: one argument per predecessor (`preds`), locals that exist, argument
+    /// and destination types agree.
+    fn phis(&mut self, b: Block, preds: &[Block]) {
+        let f = self.f;
+        for phi in &f.blocks[b].phis {
+            self.stmt = None;
             if !f.locals.is_valid(phi.dest) {
-                cx.err(format!("phi destination {} does not exist", phi.dest));
+                self.err(format!("phi destination {} does not exist", phi.dest));
                 continue;
             }
             let dt = f.locals[phi.dest].ty;
             let dn = &f.locals[phi.dest].name;
             let mut args: Vec<Block> = phi.args.iter().map(|(p, _)| *p).collect();
             args.sort();
-            let mut want = preds[b].clone();
+            let mut want = preds.to_vec();
             want.sort();
             if args != want {
-                cx.err(format!("phi for %{dn} has arguments for {args:?} but the predecessors are {want:?}"));
+                self.err(format!("phi for %{dn} has arguments for {args:?} but the predecessors are {want:?}"));
             }
             for (_, a) in &phi.args {
                 if !f.locals.is_valid(*a) {
-                    cx.err(format!("phi argument {a} does not exist"));
+                    self.err(format!("phi argument {a} does not exist"));
                 } else if f.locals[*a].ty != dt {
-                    cx.err(format!("phi for %{dn} of type {dt} has an argument %{} of type {}", f.locals[*a].name, f.locals[*a].ty));
+                    self.err(format!("phi for %{dn} of type {dt} has an argument %{} of type {}", f.locals[*a].name, f.locals[*a].ty));
                 }
             }
         }
+    }
+
+    /// The statements of `b` and its terminator's expression: trees no deeper than
+    /// `MAX_EXPR_DEPTH`, well typed, and the terminator's value of the type it needs.
+    fn body(&mut self, b: Block, seen: &mut SecondaryMap<Expr, bool>) {
+        let f = self.f;
+        let data = &f.blocks[b];
         for &s in &data.stmts {
-            if too_deep(f, s, &mut seen) {
-                cx.stmt = None;
-                cx.err(format!("statement {s} is a tree deeper than {MAX_EXPR_DEPTH} levels"));
+            if too_deep(f, s, seen) {
+                self.stmt = None;
+                self.err(format!("statement {s} is a tree deeper than {MAX_EXPR_DEPTH} levels"));
                 continue;
             }
-            cx.stmt = Some(s);
-            cx.check(s, true);
+            self.stmt = Some(s);
+            self.check(s, true);
         }
-        if let Some(e) = data.term.expr() {
-            if too_deep(f, e, &mut seen) {
-                cx.stmt = None;
-                cx.err(format!("the terminator's expression {e} is deeper than {MAX_EXPR_DEPTH} levels"));
-                continue;
+        let Some(e) = data.term.expr() else { return };
+        if too_deep(f, e, seen) {
+            self.stmt = None;
+            self.err(format!("the terminator's expression {e} is deeper than {MAX_EXPR_DEPTH} levels"));
+            return;
+        }
+        self.stmt = Some(e);
+        let t = self.check(e, false).flatten();
+        match (&data.term, t) {
+            (Terminator::Branch { .. }, Some(t)) if t != Type::I32 => {
+                self.err(format!("a branch condition must be i32, found {t}"));
             }
-            cx.stmt = Some(e);
-            let t = cx.check(e, false).flatten();
-            match (&data.term, t) {
-                (Terminator::Branch { .. }, Some(t)) if t != Type::I32 => {
-                    cx.err(format!("a branch condition must be i32, found {t}"));
-                }
-                (Terminator::Return(_), Some(t)) if t != f.ret => {
-                    cx.err(format!("returns {t} from a function returning {}", f.ret));
-                }
-                (Terminator::Switch { cases, .. }, Some(t)) => {
-                    for (k, _) in cases {
-                        if t.normalize(*k) != *k {
-                            cx.err(format!("case value {k} does not fit the {t} switch value"));
-                        }
+            (Terminator::Return(_), Some(t)) if t != f.ret => {
+                self.err(format!("returns {t} from a function returning {}", f.ret));
+            }
+            (Terminator::Switch { cases, .. }, Some(t)) => {
+                for (k, _) in cases {
+                    if t.normalize(*k) != *k {
+                        self.err(format!("case value {k} does not fit the {t} switch value"));
                     }
                 }
-                _ => {}
             }
+            _ => {}
         }
-        cx.stmt = None;
     }
 }
 
