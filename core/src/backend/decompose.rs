@@ -210,7 +210,6 @@ impl Decomposer<'_> {
     }
 
     fn wide(&mut self, n: Node, op: Op, args: &[Use]) -> Option<Val> {
-        let data = &self.src.nodes[n];
         Some(match op {
             Op::Const(v) => {
                 let lo = self.konst(v);
@@ -244,11 +243,7 @@ impl Decomposer<'_> {
             Op::Cmp { op, .. } => Val::W(self.compare(op, args[0], args[1])),
             Op::Convert(ConvOp::Sext) => {
                 let a = self.word(args[0]);
-                let t = self.temp(a);
-                let lo = self.read(t);
-                let r = self.read(t);
-                let k = self.konst(31);
-                Val::P(lo, self.bin(BinOp::Ashr, r, k))
+                self.sign_extend(a)
             }
             Op::Convert(ConvOp::Zext) => {
                 let a = self.word(args[0]);
@@ -265,43 +260,9 @@ impl Decomposer<'_> {
                 let c2 = self.read(tc);
                 Val::P(lo, self.emit(Op::Select, 1, vec![c2, th, fh]))
             }
-            Op::Load { width, signed } => {
-                let addr = self.word(args[0]);
-                if width == MemWidth::W64 {
-                    let ta = self.temp(addr);
-                    let a1 = self.read(ta);
-                    let lo = self.emit(Op::Load { width: MemWidth::W32, signed: false }, 1, vec![a1]);
-                    let a2 = self.read(ta);
-                    let four = self.konst(4);
-                    let a2 = self.bin(BinOp::Add, a2, four);
-                    Val::P(lo, self.emit(Op::Load { width: MemWidth::W32, signed: false }, 1, vec![a2]))
-                } else {
-                    let lo = self.emit(Op::Load { width, signed }, 1, vec![addr]);
-                    if signed {
-                        let t = self.temp(lo);
-                        let lo = self.read(t);
-                        let r = self.read(t);
-                        let k = self.konst(31);
-                        Val::P(lo, self.bin(BinOp::Ashr, r, k))
-                    } else {
-                        Val::P(lo, self.konst(0))
-                    }
-                }
-            }
+            Op::Load { width, signed } => self.load(width, signed, args[0]),
             Op::Store { width } => {
-                let addr = self.word(args[0]);
-                let (lo, hi) = self.pair(args[1]);
-                if width == MemWidth::W64 {
-                    let ta = self.temp(addr);
-                    let a1 = self.read(ta);
-                    self.emit(Op::Store { width: MemWidth::W32 }, 0, vec![a1, lo]);
-                    let a2 = self.read(ta);
-                    let four = self.konst(4);
-                    let a2 = self.bin(BinOp::Add, a2, four);
-                    self.emit(Op::Store { width: MemWidth::W32 }, 0, vec![a2, hi]);
-                } else {
-                    self.emit(Op::Store { width }, 0, vec![addr, lo]);
-                }
+                self.store(width, args[0], args[1]);
                 return None;
             }
             Op::CfRead { var, .. } => {
@@ -314,18 +275,7 @@ impl Decomposer<'_> {
                 self.emit(Op::CfWrite { var, offset: 4 }, 0, vec![hi]);
                 return None;
             }
-            Op::Call(h) => {
-                let flat = self.flat_args(n);
-                let r = self.emit(Op::Call(h), data.results * if data.ty == Type::I64 { 2 } else { 1 }, flat);
-                if data.results == 0 {
-                    return None;
-                }
-                if data.ty == Type::I64 {
-                    Val::P(r, Use { node: r.node, result: 1 })
-                } else {
-                    Val::W(r)
-                }
-            }
+            Op::Call(h) => return self.call(n, h),
             Op::Return | Op::Switch { .. } => {
                 let flat = self.flat_args(n);
                 self.emit(op, 0, flat);
@@ -333,6 +283,68 @@ impl Decomposer<'_> {
             }
             other => panic!("decompose: unexpected {:?} before decomposition", other),
         })
+    }
+
+    /// An `i32` word `a` sign-extended to a pair: the word, and its sign bit copied
+    /// through the high half (`sar 31`).
+    fn sign_extend(&mut self, a: Use) -> Val {
+        let t = self.temp(a);
+        let lo = self.read(t);
+        let r = self.read(t);
+        let k = self.konst(31);
+        Val::P(lo, self.bin(BinOp::Ashr, r, k))
+    }
+
+    /// A load yielding `i64`: a 64-bit load is two 32-bit loads at `addr` and `addr + 4`;
+    /// a narrower one loads the low half and extends it into the high half.
+    fn load(&mut self, width: MemWidth, signed: bool, addr: Use) -> Val {
+        let addr = self.word(addr);
+        if width == MemWidth::W64 {
+            let ta = self.temp(addr);
+            let a1 = self.read(ta);
+            let lo = self.emit(Op::Load { width: MemWidth::W32, signed: false }, 1, vec![a1]);
+            let a2 = self.read(ta);
+            let four = self.konst(4);
+            let a2 = self.bin(BinOp::Add, a2, four);
+            Val::P(lo, self.emit(Op::Load { width: MemWidth::W32, signed: false }, 1, vec![a2]))
+        } else {
+            let lo = self.emit(Op::Load { width, signed }, 1, vec![addr]);
+            if signed {
+                self.sign_extend(lo)
+            } else {
+                Val::P(lo, self.konst(0))
+            }
+        }
+    }
+
+    /// A store of an `i64` value: a 64-bit store is two 32-bit stores at `addr` and
+    /// `addr + 4`; a narrower one stores from the low half.
+    fn store(&mut self, width: MemWidth, addr: Use, value: Use) {
+        let addr = self.word(addr);
+        let (lo, hi) = self.pair(value);
+        if width == MemWidth::W64 {
+            let ta = self.temp(addr);
+            let a1 = self.read(ta);
+            self.emit(Op::Store { width: MemWidth::W32 }, 0, vec![a1, lo]);
+            let a2 = self.read(ta);
+            let four = self.konst(4);
+            let a2 = self.bin(BinOp::Add, a2, four);
+            self.emit(Op::Store { width: MemWidth::W32 }, 0, vec![a2, hi]);
+        } else {
+            self.emit(Op::Store { width }, 0, vec![addr, lo]);
+        }
+    }
+
+    /// A call with `i64` arguments or result: arguments flattened to words, an `i64`
+    /// result as the call's two results. `None` when the call yields nothing.
+    fn call(&mut self, n: Node, h: RuntimeHelper) -> Option<Val> {
+        let (results, ty) = (self.src.nodes[n].results, self.src.nodes[n].ty);
+        let flat = self.flat_args(n);
+        let r = self.emit(Op::Call(h), results * if ty == Type::I64 { 2 } else { 1 }, flat);
+        if results == 0 {
+            return None;
+        }
+        Some(if ty == Type::I64 { Val::P(r, Use { node: r.node, result: 1 }) } else { Val::W(r) })
     }
 
     fn binary(&mut self, op: BinOp, a: Use, b: Use) -> Val {
@@ -384,52 +396,63 @@ impl Decomposer<'_> {
         }
     }
 
+    /// A 64-bit shift of `a` by `b`: by a constant count or by a variable one.
     fn shift(&mut self, op: BinOp, a: Use, b: Use) -> Val {
         let (al, ah) = self.pair(a);
-        if let Some(k) = self.old_const(b) {
-            let k = k & 63;
-            if k == 0 {
-                return Val::P(al, ah);
-            }
-            return match (op, k < 32) {
-                (BinOp::Shl, true) => {
-                    let t = self.temp(al);
-                    let (x, c) = (self.read(t), self.konst(k));
-                    let hi = self.emit(Op::Shld, 1, vec![ah, x, c]);
-                    let (x, c) = (self.read(t), self.konst(k));
-                    Val::P(self.bin(BinOp::Shl, x, c), hi)
-                }
-                // A count of exactly 32 moves a half across without shifting it.
-                (BinOp::Shl, false) if k == 32 => Val::P(self.konst(0), al),
-                (BinOp::Lshr, false) if k == 32 => Val::P(ah, self.konst(0)),
-                (BinOp::Shl, false) => {
-                    let c = self.konst(k - 32);
-                    let hi = self.bin(BinOp::Shl, al, c);
-                    Val::P(self.konst(0), hi)
-                }
-                (_, true) => {
-                    let t = self.temp(ah);
-                    let (x, c) = (self.read(t), self.konst(k));
-                    let lo = self.emit(Op::Shrd, 1, vec![al, x, c]);
-                    let (x, c) = (self.read(t), self.konst(k));
-                    Val::P(lo, self.bin(op, x, c))
-                }
-                (BinOp::Lshr, false) => {
-                    let c = self.konst(k - 32);
-                    let lo = self.bin(BinOp::Lshr, ah, c);
-                    Val::P(lo, self.konst(0))
-                }
-                (_, false) => {
-                    let t = self.temp(ah);
-                    let (x, c) = (self.read(t), self.konst(k - 32));
-                    let lo = self.bin(BinOp::Ashr, x, c);
-                    let (x, c) = (self.read(t), self.konst(31));
-                    Val::P(lo, self.bin(BinOp::Ashr, x, c))
-                }
-            };
+        match self.old_const(b) {
+            Some(k) => self.shift_by_constant(op, al, ah, k & 63),
+            None => self.shift_by_variable(op, al, ah, b),
         }
-        // A variable count: x86 masks counts to 5 bits, so shift by `count & 31` with
-        // `shld`/`shrd` and the plain shift, then fix the result up when `count & 32`.
+    }
+
+    /// The pair `al:ah` shifted by the constant `k` (0..63): `shld`/`shrd` below 32, a
+    /// move across the halves from 32 on.
+    fn shift_by_constant(&mut self, op: BinOp, al: Use, ah: Use, k: i64) -> Val {
+        if k == 0 {
+            return Val::P(al, ah);
+        }
+        match (op, k < 32) {
+            (BinOp::Shl, true) => {
+                let t = self.temp(al);
+                let (x, c) = (self.read(t), self.konst(k));
+                let hi = self.emit(Op::Shld, 1, vec![ah, x, c]);
+                let (x, c) = (self.read(t), self.konst(k));
+                Val::P(self.bin(BinOp::Shl, x, c), hi)
+            }
+            // A count of exactly 32 moves a half across without shifting it.
+            (BinOp::Shl, false) if k == 32 => Val::P(self.konst(0), al),
+            (BinOp::Lshr, false) if k == 32 => Val::P(ah, self.konst(0)),
+            (BinOp::Shl, false) => {
+                let c = self.konst(k - 32);
+                let hi = self.bin(BinOp::Shl, al, c);
+                Val::P(self.konst(0), hi)
+            }
+            (_, true) => {
+                let t = self.temp(ah);
+                let (x, c) = (self.read(t), self.konst(k));
+                let lo = self.emit(Op::Shrd, 1, vec![al, x, c]);
+                let (x, c) = (self.read(t), self.konst(k));
+                Val::P(lo, self.bin(op, x, c))
+            }
+            (BinOp::Lshr, false) => {
+                let c = self.konst(k - 32);
+                let lo = self.bin(BinOp::Lshr, ah, c);
+                Val::P(lo, self.konst(0))
+            }
+            (_, false) => {
+                let t = self.temp(ah);
+                let (x, c) = (self.read(t), self.konst(k - 32));
+                let lo = self.bin(BinOp::Ashr, x, c);
+                let (x, c) = (self.read(t), self.konst(31));
+                Val::P(lo, self.bin(BinOp::Ashr, x, c))
+            }
+        }
+    }
+
+    /// The pair `al:ah` shifted by the variable count `b`: x86 masks counts to 5 bits, so
+    /// shift by `count & 31` with `shld`/`shrd` and the plain shift, then fix the result
+    /// up when `count & 32`.
+    fn shift_by_variable(&mut self, op: BinOp, al: Use, ah: Use, b: Use) -> Val {
         let count = self.low(b);
         let tc = self.temp(count);
         let tl = self.temp(al);
