@@ -82,68 +82,96 @@ impl Plan {
     }
 }
 
+/// Plans what to insert for one loop (`body`, entered at `header`): the callframe slots
+/// and heap accesses to hoist into the preheader and to store speculatively on exit.
 fn plan(f: &Function, an: &Analyses, events: &SecondaryMap<Block, Vec<Ev>>, body: &[Block], header: Block) -> Plan {
+    let facts = LoopFacts::new(f, an, events, body, header);
     let mut p = Plan::default();
-    let in_loop = |b: Block| body.contains(&b);
-    // Where each local is defined (parameters: before the entry).
-    let mut def_block: SecondaryMap<Local, Option<Block>> = SecondaryMap::new();
-    for &b in &an.cfg.rpo {
-        for ev in &events[b] {
-            if let Ev::Def(l) = ev {
-                def_block[*l] = Some(b);
+    facts.plan_callframe(&mut p);
+    facts.plan_heap(&mut p);
+    p
+}
+
+/// What planning needs to know about one loop: its events in order, where each local is
+/// defined, the blocks it is left from, and whether it may return, trap, or call a helper
+/// that reads or writes memory.
+struct LoopFacts<'a> {
+    f: &'a Function,
+    an: &'a Analyses,
+    events: &'a SecondaryMap<Block, Vec<Ev>>,
+    body: &'a [Block],
+    header: Block,
+    /// Where each local is defined (parameters: before the entry).
+    def_block: SecondaryMap<Local, Option<Block>>,
+    exiting: Vec<Block>,
+    has_return: bool,
+    has_trap: bool,
+    /// Every event of the loop's blocks: its block, its index there, the event.
+    evs: Vec<(Block, usize, &'a Ev)>,
+    /// A helper called in the loop may write / read the callframe, the heap.
+    cf_w: bool,
+    cf_r: bool,
+    heap_w: bool,
+    heap_r: bool,
+}
+
+impl<'a> LoopFacts<'a> {
+    fn new(f: &'a Function, an: &'a Analyses, events: &'a SecondaryMap<Block, Vec<Ev>>, body: &'a [Block], header: Block) -> Self {
+        let in_loop = |b: Block| body.contains(&b);
+        let mut def_block: SecondaryMap<Local, Option<Block>> = SecondaryMap::new();
+        for &b in &an.cfg.rpo {
+            for ev in &events[b] {
+                if let Ev::Def(l) = ev {
+                    def_block[*l] = Some(b);
+                }
             }
         }
+        let exiting: Vec<Block> =
+            body.iter().copied().filter(|&b| an.cfg.succs[b].iter().any(|&s| !in_loop(s))).collect();
+        let has_return = body.iter().any(|&b| matches!(f.blocks[b].term, Terminator::Return(_)));
+        let evs: Vec<(Block, usize, &Ev)> =
+            body.iter().flat_map(|&b| events[b].iter().enumerate().map(move |(i, e)| (b, i, e))).collect();
+        let has_trap = evs.iter().any(|(_, _, e)| matches!(e, Ev::Trap));
+        let call = |pred: &dyn Fn(&crate::helpers::Effects) -> bool| {
+            evs.iter().any(|(_, _, e)| matches!(e, Ev::Call(eff) if pred(eff)))
+        };
+        let (cf_w, cf_r) = (call(&|e| e.writes_callframe), call(&|e| e.reads_callframe));
+        let (heap_w, heap_r) = (call(&|e| e.writes_heap), call(&|e| e.reads_heap));
+        LoopFacts { f, an, events, body, header, def_block, exiting, has_return, has_trap, evs, cf_w, cf_r, heap_w, heap_r }
     }
-    let invariant = |loc: &Loc| loc.locals.iter().all(|&l| def_block[l].is_none_or(|b| !in_loop(b)));
-    let exiting: Vec<Block> =
-        body.iter().copied().filter(|&b| an.cfg.succs[b].iter().any(|&s| !in_loop(s))).collect();
-    let has_return = body.iter().any(|&b| matches!(f.blocks[b].term, Terminator::Return(_)));
-    let evs: Vec<(Block, usize, &Ev)> =
-        body.iter().flat_map(|&b| events[b].iter().enumerate().map(move |(i, e)| (b, i, e))).collect();
-    let has_trap = evs.iter().any(|(_, _, e)| matches!(e, Ev::Trap));
-    let call = |pred: &dyn Fn(&crate::helpers::Effects) -> bool| {
-        evs.iter().any(|(_, _, e)| matches!(e, Ev::Call(eff) if pred(eff)))
-    };
-    let (cf_w, cf_r) = (call(&|e| e.writes_callframe), call(&|e| e.reads_callframe));
-    let (heap_w, heap_r) = (call(&|e| e.writes_heap), call(&|e| e.reads_heap));
-    let cf_written = |v| evs.iter().any(|(_, _, e)| matches!(e, Ev::CfWrite { var, .. } if *var == v));
-    let cf_read = |v| evs.iter().any(|(_, _, e)| matches!(e, Ev::CfRead { var, .. } if *var == v));
-    for (_, _, e) in &evs {
-        if let Ev::CfRead { var, .. } = e {
-            if !cf_w && !cf_written(*var) && !p.cf_hoist.contains(var) {
-                p.cf_hoist.push(*var);
-            }
-        }
-        if let Ev::CfWrite { var, .. } = e {
-            if !cf_w && !cf_r && !has_trap && !has_return && !cf_read(*var) && !p.cf_sink.contains(var) {
-                p.cf_sink.push(*var);
-            }
-        }
+
+    fn in_loop(&self, b: Block) -> bool {
+        self.body.contains(&b)
     }
-    let stores: Vec<Option<&Loc>> = evs
-        .iter()
-        .filter_map(|(_, _, e)| if let Ev::Store { loc, .. } = e { Some(loc.as_ref()) } else { None })
-        .collect();
-    let loads: Vec<Option<&Loc>> = evs
-        .iter()
-        .filter_map(|(_, _, e)| if let Ev::Load { loc, .. } = e { Some(loc.as_ref()) } else { None })
-        .collect();
-    // Blocks from which the loop is left must all be dominated by `b`.
-    let must_run = |b: Block| !has_return && exiting.iter().all(|&x| an.domtree.dominates(b, x));
-    // No trap on a path from the header to event `i` of block `b`.
-    let trap_free_before = |b: Block, i: usize| {
+
+    /// No local of the location is defined in the loop.
+    fn invariant(&self, loc: &Loc) -> bool {
+        loc.locals.iter().all(|&l| self.def_block[l].is_none_or(|b| !self.in_loop(b)))
+    }
+
+    /// Blocks from which the loop is left must all be dominated by `b`.
+    fn must_run(&self, b: Block) -> bool {
+        !self.has_return && self.exiting.iter().all(|&x| self.an.domtree.dominates(b, x))
+    }
+
+    /// No trap on a path from the header to event `i` of block `b`.
+    fn trap_free_before(&self, b: Block, i: usize) -> bool {
+        let events = self.events;
         events[b][..i].iter().all(|e| !matches!(e, Ev::Trap))
-            && body
+            && self
+                .body
                 .iter()
-                .filter(|&&o| o != b && !an.domtree.dominates(b, o))
+                .filter(|&&o| o != b && !self.an.domtree.dominates(b, o))
                 .all(|&o| events[o].iter().all(|e| !matches!(e, Ev::Trap)))
-    };
-    let access = |e: &Ev| -> Option<HeapAccess> {
+    }
+
+    /// The heap access of a load or store event at a known location.
+    fn access(&self, e: &Ev) -> Option<HeapAccess> {
         let (node, loc) = match e {
             Ev::Load { node, loc: Some(loc), .. } | Ev::Store { node, loc: Some(loc), .. } => (*node, loc),
             _ => return None,
         };
-        match f.exprs[node] {
+        match self.f.exprs[node] {
             ExprData::Load { ty, signed, addr, .. } => Some(HeapAccess { loc: loc.clone(), addr, ty, signed }),
             ExprData::Store { addr, width, .. } => {
                 let ty = if width == MemWidth::W64 { Type::I64 } else { Type::I32 };
@@ -151,55 +179,107 @@ fn plan(f: &Function, an: &Analyses, events: &SecondaryMap<Block, Vec<Ev>>, body
             }
             _ => None,
         }
-    };
-    let mut entry_avail: Option<Option<Availability>> = None;
-    for &(b, i, e) in &evs {
-        let Some(acc) = access(e) else { continue };
-        if !invariant(&acc.loc) {
-            continue;
-        }
-        let aliased_store = stores.iter().any(|s| s.is_none_or(|s| s.may_alias(&acc.loc)));
-        let aliased_load = loads.iter().any(|s| s.is_none_or(|s| s.may_alias(&acc.loc)));
-        match e {
-            Ev::Load { .. }
-                if !heap_w
-                    && !aliased_store
-                    && must_run(b)
-                    && trap_free_before(b, i)
-                    && !p.heap_hoist.iter().any(|h| h.loc == acc.loc) =>
-            {
-                p.heap_hoist.push(acc);
-            }
-            Ev::Store { .. } => {
-                let only_this = stores.iter().all(|s| s.is_some_and(|s| !s.may_alias(&acc.loc) || *s == acc.loc));
-                if heap_w || heap_r || has_trap || has_return || aliased_load || !only_this || exiting.is_empty() {
-                    continue;
-                }
-                if p.heap_sink.iter().any(|h| h.loc == acc.loc) {
-                    continue;
-                }
-                let safe = must_run(b) || {
-                    let av = entry_avail.get_or_insert_with(|| {
-                        let mut ev2: SecondaryMap<Block, Vec<Ev>> = SecondaryMap::new();
-                        for &x in &an.cfg.rpo {
-                            ev2[x] = events[x].clone();
-                        }
-                        Availability::compute(f, &an.cfg, &ev2)
-                    });
-                    av.as_ref().is_some_and(|av| {
-                        an.cfg.preds[header].iter().filter(|&&o| !in_loop(o)).all(|&o| {
-                            av.outs[o].as_ref().is_some_and(|st| st.heap.iter().any(|(l, _)| l.covers(&acc.loc)))
-                        })
-                    })
-                };
-                if safe {
-                    p.heap_sink.push(acc);
+    }
+
+    /// Callframe slots: a slot read in the loop and never written there is hoisted; a slot
+    /// written and never read, in a loop that cannot trap or return, is stored on exit.
+    fn plan_callframe(&self, p: &mut Plan) {
+        let evs = &self.evs;
+        let cf_written = |v| evs.iter().any(|(_, _, e)| matches!(e, Ev::CfWrite { var, .. } if *var == v));
+        let cf_read = |v| evs.iter().any(|(_, _, e)| matches!(e, Ev::CfRead { var, .. } if *var == v));
+        for (_, _, e) in evs {
+            if let Ev::CfRead { var, .. } = e {
+                if !self.cf_w && !cf_written(*var) && !p.cf_hoist.contains(var) {
+                    p.cf_hoist.push(*var);
                 }
             }
-            _ => {}
+            if let Ev::CfWrite { var, .. } = e {
+                if !self.cf_w
+                    && !self.cf_r
+                    && !self.has_trap
+                    && !self.has_return
+                    && !cf_read(*var)
+                    && !p.cf_sink.contains(var)
+                {
+                    p.cf_sink.push(*var);
+                }
+            }
         }
     }
-    p
+
+    /// Heap accesses at loop-invariant addresses: an anticipated load that no store may
+    /// alias is hoisted; the only store to its location, never aliased by a load, is
+    /// stored on exit where its address is certainly accessed.
+    fn plan_heap(&self, p: &mut Plan) {
+        let stores: Vec<Option<&Loc>> = self
+            .evs
+            .iter()
+            .filter_map(|(_, _, e)| if let Ev::Store { loc, .. } = e { Some(loc.as_ref()) } else { None })
+            .collect();
+        let loads: Vec<Option<&Loc>> = self
+            .evs
+            .iter()
+            .filter_map(|(_, _, e)| if let Ev::Load { loc, .. } = e { Some(loc.as_ref()) } else { None })
+            .collect();
+        let mut entry_avail: Option<Option<Availability>> = None;
+        for &(b, i, e) in &self.evs {
+            let Some(acc) = self.access(e) else { continue };
+            if !self.invariant(&acc.loc) {
+                continue;
+            }
+            let aliased_store = stores.iter().any(|s| s.is_none_or(|s| s.may_alias(&acc.loc)));
+            let aliased_load = loads.iter().any(|s| s.is_none_or(|s| s.may_alias(&acc.loc)));
+            match e {
+                Ev::Load { .. }
+                    if !self.heap_w
+                        && !aliased_store
+                        && self.must_run(b)
+                        && self.trap_free_before(b, i)
+                        && !p.heap_hoist.iter().any(|h| h.loc == acc.loc) =>
+                {
+                    p.heap_hoist.push(acc);
+                }
+                Ev::Store { .. } => {
+                    let only_this = stores.iter().all(|s| s.is_some_and(|s| !s.may_alias(&acc.loc) || *s == acc.loc));
+                    if self.heap_w
+                        || self.heap_r
+                        || self.has_trap
+                        || self.has_return
+                        || aliased_load
+                        || !only_this
+                        || self.exiting.is_empty()
+                    {
+                        continue;
+                    }
+                    if p.heap_sink.iter().any(|h| h.loc == acc.loc) {
+                        continue;
+                    }
+                    if self.must_run(b) || self.covered_on_entry(&acc.loc, &mut entry_avail) {
+                        p.heap_sink.push(acc);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// An access covering `loc` is available at the end of every predecessor of the header
+    /// outside the loop (`entry_avail`: the availability, computed once when first asked).
+    fn covered_on_entry(&self, loc: &Loc, entry_avail: &mut Option<Option<Availability>>) -> bool {
+        let an = self.an;
+        let av = entry_avail.get_or_insert_with(|| {
+            let mut ev2: SecondaryMap<Block, Vec<Ev>> = SecondaryMap::new();
+            for &x in &an.cfg.rpo {
+                ev2[x] = self.events[x].clone();
+            }
+            Availability::compute(self.f, &an.cfg, &ev2)
+        });
+        av.as_ref().is_some_and(|av| {
+            an.cfg.preds[self.header].iter().filter(|&&o| !self.in_loop(o)).all(|&o| {
+                av.outs[o].as_ref().is_some_and(|st| st.heap.iter().any(|(l, _)| l.covers(loc)))
+            })
+        })
+    }
 }
 
 /// The block at the end of which code runs exactly when the loop is entered: the
