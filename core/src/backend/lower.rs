@@ -300,6 +300,17 @@ pub fn register_operands(f: &LirFunction, n: Node) -> Vec<Use> {
 pub fn constraints(f: &LirFunction, n: Node) -> Constraints {
     let d = &f.nodes[n];
     let ops = register_operands(f, n);
+    let (mut masks, clobbers, results) = fixed_registers(f, n);
+    masks.resize(ops.len(), RegSet::ALL);
+    let read_only: Vec<bool> = (0..ops.len()).map(|i| read_only(&d.op, i)).collect();
+    Constraints { operands: ops.into_iter().zip(masks).collect(), read_only, clobbers, results }
+}
+
+/// What the instruction of `n` fixes: the masks of its first register operands (in
+/// argument order; the rest take any register), the registers it clobbers, and where
+/// its results are.
+fn fixed_registers(f: &LirFunction, n: Node) -> (Vec<RegSet>, RegSet, Vec<ResultReg>) {
+    let d = &f.nodes[n];
     let any = RegSet::ALL;
     let eax = RegSet::of(Reg::Eax);
     let edx = RegSet::of(Reg::Edx);
@@ -385,22 +396,24 @@ pub fn constraints(f: &LirFunction, n: Node) -> Constraints {
             }
         }
     }
-    masks.resize(ops.len(), any);
-    let read_only: Vec<bool> = (0..ops.len())
-        .map(|i| match &d.op {
-            Op::Store { .. }
-            | Op::Load { .. }
-            | Op::Arg { .. }
-            | Op::Write(_)
-            | Op::CfWrite { .. }
-            | Op::Branch { .. }
-            | Op::TrapIf(_)
-            | Op::Switch { .. } => true,
-            Op::CmpPair(_) => i == 0,
-            Op::Shld | Op::Shrd | Op::MulWide => i == 1,
-            Op::Binary(b) => b.can_trap() && i == 1,
-            _ => false,
-        })
-        .collect();
-    Constraints { operands: ops.into_iter().zip(masks).collect(), read_only, clobbers, results }
+    (masks, clobbers, results)
+}
+
+/// Whether the instruction `op` only reads its register operand `i` (see
+/// [`Constraints::read_only`]).
+fn read_only(op: &Op, i: usize) -> bool {
+    match op {
+        Op::Store { .. }
+        | Op::Load { .. }
+        | Op::Arg { .. }
+        | Op::Write(_)
+        | Op::CfWrite { .. }
+        | Op::Branch { .. }
+        | Op::TrapIf(_)
+        | Op::Switch { .. } => true,
+        Op::CmpPair(_) => i == 0,
+        Op::Shld | Op::Shrd | Op::MulWide => i == 1,
+        Op::Binary(b) => b.can_trap() && i == 1,
+        _ => false,
+    }
 }
