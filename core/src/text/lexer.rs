@@ -75,13 +75,7 @@ pub fn lex(src: &str) -> Result<Vec<Token>, ParseError> {
             }
             continue;
         }
-        let word_from = |start: usize| {
-            let mut j = start;
-            while j < chars.len() && is_word(chars[j]) {
-                j += 1;
-            }
-            (chars[start..j].iter().collect::<String>(), j)
-        };
+        let word_from = |start: usize| word_at(&chars, start);
         let kind = if c == '%' || c == '@' {
             let (w, j) = word_from(i + 1);
             if w.is_empty() {
@@ -94,19 +88,9 @@ pub fn lex(src: &str) -> Result<Vec<Token>, ParseError> {
                 TokenKind::GlobalName(w)
             }
         } else if c.is_ascii_digit() || (c == '-' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit())) {
-            let neg = c == '-';
-            let start = if neg { i + 1 } else { i };
-            let (w, j) = word_from(start);
-            let parsed = if let Some(hex) = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X")) {
-                i128::from_str_radix(hex, 16)
-            } else {
-                w.parse::<i128>()
-            };
-            let v = parsed.ok().filter(|v| *v <= u64::MAX as i128).ok_or_else(|| {
-                ParseError::new(tl, tc, format!("expected an integer, found `{w}`"))
-            })?;
+            let (v, j) = integer_at(&chars, i, tl, tc)?;
             advance(j - i, &mut i, &mut col);
-            TokenKind::Int(if neg { -v } else { v })
+            TokenKind::Int(v)
         } else if c == '-' && chars.get(i + 1) == Some(&'>') {
             advance(2, &mut i, &mut col);
             TokenKind::Punct("->")
@@ -121,17 +105,48 @@ pub fn lex(src: &str) -> Result<Vec<Token>, ParseError> {
             advance(j - i, &mut i, &mut col);
             TokenKind::Ident(w)
         } else {
-            // An invisible or control character is named by its code point (a NUL, a
-            // byte-order mark), never printed raw.
-            let shown = if c.is_control() || c.is_whitespace() || c == '\u{FEFF}' || c == '\u{200B}' {
-                format!("U+{:04X}", c as u32)
-            } else {
-                format!("`{c}`")
-            };
-            return Err(ParseError::new(tl, tc, format!("unexpected character {shown}")));
+            return Err(unexpected(c, tl, tc));
         };
         toks.push(Token { kind, line: tl, col: tc });
     }
     toks.push(Token { kind: TokenKind::Eof, line, col });
     Ok(toks)
+}
+
+/// The word (`is_word` characters) starting at `start`, and the index after it.
+fn word_at(chars: &[char], start: usize) -> (String, usize) {
+    let mut j = start;
+    while j < chars.len() && is_word(chars[j]) {
+        j += 1;
+    }
+    (chars[start..j].iter().collect::<String>(), j)
+}
+
+/// The integer literal at `i` (decimal or `0x` hexadecimal, an optional `-`; at most
+/// `u64::MAX` in magnitude), and the index after it. `line` and `col` locate the error.
+fn integer_at(chars: &[char], i: usize, line: u32, col: u32) -> Result<(i128, usize), ParseError> {
+    let neg = chars[i] == '-';
+    let start = if neg { i + 1 } else { i };
+    let (w, j) = word_at(chars, start);
+    let parsed = if let Some(hex) = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X")) {
+        i128::from_str_radix(hex, 16)
+    } else {
+        w.parse::<i128>()
+    };
+    let v = parsed
+        .ok()
+        .filter(|v| *v <= u64::MAX as i128)
+        .ok_or_else(|| ParseError::new(line, col, format!("expected an integer, found `{w}`")))?;
+    Ok((if neg { -v } else { v }, j))
+}
+
+/// The error for a character that starts no token. An invisible or control character is
+/// named by its code point (a NUL, a byte-order mark), never printed raw.
+fn unexpected(c: char, line: u32, col: u32) -> ParseError {
+    let shown = if c.is_control() || c.is_whitespace() || c == '\u{FEFF}' || c == '\u{200B}' {
+        format!("U+{:04X}", c as u32)
+    } else {
+        format!("`{c}`")
+    };
+    ParseError::new(line, col, format!("unexpected character {shown}"))
 }

@@ -609,27 +609,7 @@ impl Parser {
             return Ok(ExprData::Convert { op, arg: a[0] });
         }
         if let Some(rest) = w.strip_prefix("load.") {
-            let mut parts = rest.split('.');
-            let ty = match parts.next() {
-                Some("i32") => Type::I32,
-                Some("i64") => Type::I64,
-                _ => return Err(self.err_at(t, format!("expected a load like `load.i32` or `load.i64.s8`, found `{w}`"))),
-            };
-            let (width, signed) = match parts.next() {
-                None => (if ty == Type::I32 { MemWidth::W32 } else { MemWidth::W64 }, false),
-                Some(spec) => {
-                    let signed = spec.starts_with('s');
-                    let width = spec
-                        .strip_prefix(['s', 'u'])
-                        .and_then(|b| b.parse::<u32>().ok())
-                        .and_then(MemWidth::from_bits)
-                        .filter(|w| w.bits() < ty.bits());
-                    match (width, parts.next()) {
-                        (Some(width), None) => (width, signed),
-                        _ => return Err(self.err_at(t, format!("expected a narrower load like `load.{ty}.s8` or `load.{ty}.u16`, found `{w}`"))),
-                    }
-                }
-            };
+            let (ty, width, signed) = self.load_kind(w, rest, t)?;
             let a = self.args(f, scope, w, 1, t)?;
             return Ok(ExprData::Load { ty, width, signed, addr: a[0] });
         }
@@ -649,23 +629,7 @@ impl Parser {
                 let a = self.args(f, scope, w, 2, t)?;
                 Ok(ExprData::Comma { first: a[0], second: a[1] })
             }
-            "cfread" | "cfwrite" => {
-                self.punct("(")?;
-                let (n, nt) = self.global_name("a callframe variable like `@x`")?;
-                let var = *scope
-                    .cfvars
-                    .get(&n)
-                    .ok_or_else(|| self.err_at(&nt, format!("undefined callframe variable @{n}")))?;
-                if w == "cfread" {
-                    self.punct(")")?;
-                    Ok(ExprData::CfRead(var))
-                } else {
-                    self.punct(",")?;
-                    let value = self.expr(f, scope)?;
-                    self.punct(")")?;
-                    Ok(ExprData::CfWrite { var, value })
-                }
-            }
+            "cfread" | "cfwrite" => self.callframe_access(w, f, scope),
             "trapif" => {
                 self.punct("(")?;
                 let cond = self.expr(f, scope)?;
@@ -687,6 +651,52 @@ impl Parser {
                 Ok(ExprData::Call { helper, args })
             }
             _ => Err(self.err_at(t, format!("expected an expression, found unknown operator `{w}`"))),
+        }
+    }
+
+    /// The type, width and signedness a load's name `w` spells after `load.` (`rest`):
+    /// `load.i32`, `load.i64`, or a narrower width like `load.i64.s8`, `load.i32.u16`.
+    fn load_kind(&self, w: &str, rest: &str, t: &Token) -> Result<(Type, MemWidth, bool), ParseError> {
+        let mut parts = rest.split('.');
+        let ty = match parts.next() {
+            Some("i32") => Type::I32,
+            Some("i64") => Type::I64,
+            _ => return Err(self.err_at(t, format!("expected a load like `load.i32` or `load.i64.s8`, found `{w}`"))),
+        };
+        let (width, signed) = match parts.next() {
+            None => (if ty == Type::I32 { MemWidth::W32 } else { MemWidth::W64 }, false),
+            Some(spec) => {
+                let signed = spec.starts_with('s');
+                let width = spec
+                    .strip_prefix(['s', 'u'])
+                    .and_then(|b| b.parse::<u32>().ok())
+                    .and_then(MemWidth::from_bits)
+                    .filter(|w| w.bits() < ty.bits());
+                match (width, parts.next()) {
+                    (Some(width), None) => (width, signed),
+                    _ => return Err(self.err_at(t, format!("expected a narrower load like `load.{ty}.s8` or `load.{ty}.u16`, found `{w}`"))),
+                }
+            }
+        };
+        Ok((ty, width, signed))
+    }
+
+    /// The arguments of `cfread(@x)` or `cfwrite(@x, value)` (`w` names which).
+    fn callframe_access(&mut self, w: &str, f: &mut Function, scope: &mut Scope) -> Result<ExprData, ParseError> {
+        self.punct("(")?;
+        let (n, nt) = self.global_name("a callframe variable like `@x`")?;
+        let var = *scope
+            .cfvars
+            .get(&n)
+            .ok_or_else(|| self.err_at(&nt, format!("undefined callframe variable @{n}")))?;
+        if w == "cfread" {
+            self.punct(")")?;
+            Ok(ExprData::CfRead(var))
+        } else {
+            self.punct(",")?;
+            let value = self.expr(f, scope)?;
+            self.punct(")")?;
+            Ok(ExprData::CfWrite { var, value })
         }
     }
 }
