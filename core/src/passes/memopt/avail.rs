@@ -224,39 +224,9 @@ pub fn step(
                 st.cf[var.index()] = Some(Known { val, ty, origin: Origin::Store });
             }
         }
-        Ev::Load { node, loc: Some(loc), bound } => {
-            if let Some((_, k)) = st.heap.iter().find(|(l, _)| l.covers(loc)) {
-                // Only an exact read has the known value itself; a narrower one converts it.
-                let ty = f.expr_type(*node).expect("a load yields a value");
-                if k.ty == ty && loc.width.bits() == ty.bits() {
-                    subst.insert(*node, k.val.clone());
-                } else {
-                    subst.remove(node);
-                }
-                if let Some(acts) = acts {
-                    acts.push(Action::Replace { node: *node, known: k.clone(), cf: false });
-                }
-            } else {
-                subst.remove(node);
-                let ty = f.expr_type(*node).expect("a load yields a value");
-                let val = bound.map_or(Val::Node(*node), Val::Local);
-                st.heap.push((loc.clone(), Known { val, ty, origin: Origin::Load }));
-            }
-        }
+        Ev::Load { node, loc: Some(loc), bound } => heap_load(f, st, *node, loc, *bound, acts, subst),
         Ev::Load { loc: None, .. } | Ev::Trap | Ev::Exit => {}
-        Ev::Store { node, loc: Some(loc), value } => {
-            let val = val_of(f, *value, subst);
-            let ty = f.expr_type(*value).expect("a stored value");
-            let same = st.heap.iter().any(|(l, k)| l.covers(loc) && k.val == val && k.ty == ty);
-            if same && !exempt.contains(node) {
-                if let Some(acts) = acts {
-                    acts.push(Action::RemoveStore { node: *node, cf: false });
-                }
-            } else if !same {
-                st.heap.retain(|(l, _)| !l.may_alias(loc));
-                st.heap.push((loc.clone(), Known { val, ty, origin: Origin::Store }));
-            }
-        }
+        Ev::Store { node, loc: Some(loc), value } => heap_store(f, st, *node, loc, *value, acts, exempt, subst),
         Ev::Store { loc: None, .. } => st.heap.clear(),
         Ev::Call(eff) => {
             if eff.writes_callframe {
@@ -266,6 +236,63 @@ pub fn step(
                 st.heap.clear();
             }
         }
+    }
+}
+
+/// The step of a heap load `node` at the known location `loc` (`bound`: the local it is
+/// assigned to, if any): LOAD-LOAD or STORE-LOAD when an available access covers it,
+/// else it makes its own value available.
+fn heap_load(
+    f: &Function,
+    st: &mut Avail,
+    node: Expr,
+    loc: &Loc,
+    bound: Option<Local>,
+    acts: Option<&mut Vec<Action>>,
+    subst: &mut HashMap<Expr, Val>,
+) {
+    if let Some((_, k)) = st.heap.iter().find(|(l, _)| l.covers(loc)) {
+        // Only an exact read has the known value itself; a narrower one converts it.
+        let ty = f.expr_type(node).expect("a load yields a value");
+        if k.ty == ty && loc.width.bits() == ty.bits() {
+            subst.insert(node, k.val.clone());
+        } else {
+            subst.remove(&node);
+        }
+        if let Some(acts) = acts {
+            acts.push(Action::Replace { node, known: k.clone(), cf: false });
+        }
+    } else {
+        subst.remove(&node);
+        let ty = f.expr_type(node).expect("a load yields a value");
+        let val = bound.map_or(Val::Node(node), Val::Local);
+        st.heap.push((loc.clone(), Known { val, ty, origin: Origin::Load }));
+    }
+}
+
+/// The step of a heap store `node` of `value` at the known location `loc`: LOAD-STORE
+/// (removed) when the location already holds that value and the store is not `exempt`,
+/// else it replaces what it may alias.
+fn heap_store(
+    f: &Function,
+    st: &mut Avail,
+    node: Expr,
+    loc: &Loc,
+    value: Expr,
+    acts: Option<&mut Vec<Action>>,
+    exempt: &[Expr],
+    subst: &mut HashMap<Expr, Val>,
+) {
+    let val = val_of(f, value, subst);
+    let ty = f.expr_type(value).expect("a stored value");
+    let same = st.heap.iter().any(|(l, k)| l.covers(loc) && k.val == val && k.ty == ty);
+    if same && !exempt.contains(&node) {
+        if let Some(acts) = acts {
+            acts.push(Action::RemoveStore { node, cf: false });
+        }
+    } else if !same {
+        st.heap.retain(|(l, _)| !l.may_alias(loc));
+        st.heap.push((loc.clone(), Known { val, ty, origin: Origin::Store }));
     }
 }
 
