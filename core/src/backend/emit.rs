@@ -354,32 +354,7 @@ impl Emitter<'_> {
                 let code = if *u == UnOp::Neg { Code::Neg_rm32 } else { Code::Not_rm32 };
                 self.unary(code, &ops[0])?;
             }
-            Op::Binary(b) => {
-                let dst = reg(&ops[0])?;
-                match b {
-                    BinOp::Add => self.alu(Alu::Add, dst, &ops[1])?,
-                    BinOp::Sub => self.alu(Alu::Sub, dst, &ops[1])?,
-                    BinOp::And => self.alu(Alu::And, dst, &ops[1])?,
-                    BinOp::Or => self.alu(Alu::Or, dst, &ops[1])?,
-                    BinOp::Xor => self.alu(Alu::Xor, dst, &ops[1])?,
-                    BinOp::Mul => match &ops[1] {
-                        Operand::Imm(k) => {
-                            self.ins(Instruction::with3(Code::Imul_r32_rm32_imm32, dst.r32(), dst.r32(), *k))?
-                        }
-                        Operand::Reg(s) => self.ins(Instruction::with2(Code::Imul_r32_rm32, dst.r32(), s.r32()))?,
-                        Operand::Mem(m) => self.ins(Instruction::with2(Code::Imul_r32_rm32, dst.r32(), mem(m)))?,
-                    },
-                    BinOp::Shl | BinOp::Lshr | BinOp::Ashr => self.shift(*b, dst, &ops[1])?,
-                    BinOp::Sdiv | BinOp::Srem => {
-                        self.ins(Ok(Instruction::with(Code::Cdq)))?;
-                        self.unary(Code::Idiv_rm32, &ops[1])?;
-                    }
-                    BinOp::Udiv | BinOp::Urem => {
-                        self.mov_to_reg(Reg::Edx, &Operand::Imm(0))?;
-                        self.unary(Code::Div_rm32, &ops[1])?;
-                    }
-                }
-            }
+            Op::Binary(b) => self.binary(*b, ops)?,
             Op::AddLo => self.alu(Alu::Add, reg(&ops[0])?, &ops[1])?,
             Op::AddHi => self.alu(Alu::Adc, reg(&ops[0])?, &ops[1])?,
             Op::SubLo => self.alu(Alu::Sub, reg(&ops[0])?, &ops[1])?,
@@ -404,34 +379,9 @@ impl Emitter<'_> {
                 self.alu(Alu::And, t, &Operand::Reg(c))?;
                 self.alu(Alu::Xor, fl, &Operand::Reg(t))?;
             }
-            Op::Shld | Op::Shrd => {
-                let (dst, src) = (reg(&ops[0])?, reg(&ops[1])?);
-                let shld = matches!(d.op, Op::Shld);
-                match &ops[2] {
-                    Operand::Reg(Reg::Ecx) => {
-                        let code = if shld { Code::Shld_rm32_r32_CL } else { Code::Shrd_rm32_r32_CL };
-                        self.ins(Instruction::with3(code, dst.r32(), src.r32(), Register::CL))?
-                    }
-                    Operand::Imm(k) => {
-                        let code = if shld { Code::Shld_rm32_r32_imm8 } else { Code::Shrd_rm32_r32_imm8 };
-                        self.ins(Instruction::with3(code, dst.r32(), src.r32(), (*k as u32) & 31))?
-                    }
-                    o => return Err(EmitErrorKind::DoubleShiftCount(*o)),
-                }
-            }
+            Op::Shld | Op::Shrd => self.double_shift(matches!(d.op, Op::Shld), ops)?,
             Op::MulWide => self.unary(Code::Mul_rm32, &ops[1])?,
-            Op::Load { width, signed } => {
-                let Some(r) = res(0) else { return Ok(()) };
-                let Operand::Mem(m) = &ops[0] else { return Err(EmitErrorKind::LoadWithoutAddress) };
-                let code = match (width, signed) {
-                    (MemWidth::W8, true) => Code::Movsx_r32_rm8,
-                    (MemWidth::W8, false) => Code::Movzx_r32_rm8,
-                    (MemWidth::W16, true) => Code::Movsx_r32_rm16,
-                    (MemWidth::W16, false) => Code::Movzx_r32_rm16,
-                    _ => Code::Mov_r32_rm32,
-                };
-                self.ins(Instruction::with2(code, r.r32(), mem(m)))?;
-            }
+            Op::Load { width, signed } => self.load(*width, *signed, ops, res(0))?,
             Op::Store { width } => self.mov_to(&ops[0], &ops[1], *width)?,
             Op::CfRead { var, offset } => {
                 if let Some(r) = res(0) {
@@ -446,62 +396,146 @@ impl Emitter<'_> {
             Op::Call(h) => {
                 self.a.call(helper_address(*h) as u64)?;
             }
-            Op::TrapIf(code) => {
-                let mut skip = self.a.create_label();
-                if self.f.nodes[d.args[0].node].contained {
-                    let Op::Cmp { op, .. } = self.f.nodes[d.args[0].node].op else { unreachable!() };
-                    self.alu(Alu::Cmp, reg(&ops[0])?, &ops[1])?;
-                    self.jcc(negate(op), skip)?;
-                } else {
-                    let c = reg(&ops[0])?;
-                    self.ins(Instruction::with2(Code::Test_rm32_r32, c.r32(), c.r32()))?;
-                    self.a.je(skip)?;
+            Op::TrapIf(code) => self.trap_if(n, *code, ops)?,
+            Op::Jump(b) => self.jump(*b, next)?,
+            Op::Branch { then_dest, else_dest } => self.branch(n, *then_dest, *else_dest, ops, next)?,
+            Op::Return => self.epilogue()?,
+            Op::Switch { default, cases } => self.switch(cases, *default, ops, next)?,
+            Op::Convert(_) | Op::Addr { .. } => return Err(EmitErrorKind::NotEmittable),
+        }
+        Ok(())
+    }
+
+    /// A 32-bit binary operator, two-address: the destination is the first operand;
+    /// division takes `edx:eax` (`cdq` or a zeroed `edx` first).
+    fn binary(&mut self, b: BinOp, ops: &[Operand]) -> R<()> {
+        let dst = reg(&ops[0])?;
+        match b {
+            BinOp::Add => self.alu(Alu::Add, dst, &ops[1])?,
+            BinOp::Sub => self.alu(Alu::Sub, dst, &ops[1])?,
+            BinOp::And => self.alu(Alu::And, dst, &ops[1])?,
+            BinOp::Or => self.alu(Alu::Or, dst, &ops[1])?,
+            BinOp::Xor => self.alu(Alu::Xor, dst, &ops[1])?,
+            BinOp::Mul => match &ops[1] {
+                Operand::Imm(k) => {
+                    self.ins(Instruction::with3(Code::Imul_r32_rm32_imm32, dst.r32(), dst.r32(), *k))?
                 }
-                self.mov_to_reg(Reg::Eax, &Operand::Imm(*code as i32))?;
-                self.ins(Instruction::with1(Code::Int_imm8, CHECK_TRAP_VECTOR as u32))?;
+                Operand::Reg(s) => self.ins(Instruction::with2(Code::Imul_r32_rm32, dst.r32(), s.r32()))?,
+                Operand::Mem(m) => self.ins(Instruction::with2(Code::Imul_r32_rm32, dst.r32(), mem(m)))?,
+            },
+            BinOp::Shl | BinOp::Lshr | BinOp::Ashr => self.shift(b, dst, &ops[1])?,
+            BinOp::Sdiv | BinOp::Srem => {
+                self.ins(Ok(Instruction::with(Code::Cdq)))?;
+                self.unary(Code::Idiv_rm32, &ops[1])?;
+            }
+            BinOp::Udiv | BinOp::Urem => {
+                self.mov_to_reg(Reg::Edx, &Operand::Imm(0))?;
+                self.unary(Code::Div_rm32, &ops[1])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `shld` or `shrd` of the first operand with bits from the second, by `cl` or an
+    /// immediate count.
+    fn double_shift(&mut self, shld: bool, ops: &[Operand]) -> R<()> {
+        let (dst, src) = (reg(&ops[0])?, reg(&ops[1])?);
+        match &ops[2] {
+            Operand::Reg(Reg::Ecx) => {
+                let code = if shld { Code::Shld_rm32_r32_CL } else { Code::Shrd_rm32_r32_CL };
+                self.ins(Instruction::with3(code, dst.r32(), src.r32(), Register::CL))?
+            }
+            Operand::Imm(k) => {
+                let code = if shld { Code::Shld_rm32_r32_imm8 } else { Code::Shrd_rm32_r32_imm8 };
+                self.ins(Instruction::with3(code, dst.r32(), src.r32(), (*k as u32) & 31))?
+            }
+            o => return Err(EmitErrorKind::DoubleShiftCount(*o)),
+        }
+        Ok(())
+    }
+
+    /// A load into `dst` (nothing when the result is unused), extended to 32 bits.
+    fn load(&mut self, width: MemWidth, signed: bool, ops: &[Operand], dst: Option<Reg>) -> R<()> {
+        let Some(r) = dst else { return Ok(()) };
+        let Operand::Mem(m) = &ops[0] else { return Err(EmitErrorKind::LoadWithoutAddress) };
+        let code = match (width, signed) {
+            (MemWidth::W8, true) => Code::Movsx_r32_rm8,
+            (MemWidth::W8, false) => Code::Movzx_r32_rm8,
+            (MemWidth::W16, true) => Code::Movsx_r32_rm16,
+            (MemWidth::W16, false) => Code::Movzx_r32_rm16,
+            _ => Code::Mov_r32_rm32,
+        };
+        self.ins(Instruction::with2(code, r.r32(), mem(m)))?;
+        Ok(())
+    }
+
+    /// `trapif`: skip unless the condition (a contained compare, or a register tested
+    /// against zero) holds, else raise the trap with its code in `eax`.
+    fn trap_if(&mut self, n: Node, code: u32, ops: &[Operand]) -> R<()> {
+        let mut skip = self.a.create_label();
+        match self.condition(n, ops)? {
+            Some(op) => self.jcc(negate(op), skip)?,
+            None => self.a.je(skip)?,
+        }
+        self.mov_to_reg(Reg::Eax, &Operand::Imm(code as i32))?;
+        self.ins(Instruction::with1(Code::Int_imm8, CHECK_TRAP_VECTOR as u32))?;
+        self.a.set_label(&mut skip)?;
+        self.a.zero_bytes()?;
+        Ok(())
+    }
+
+    /// A two-way branch on a contained compare or a register tested against zero; the
+    /// jump to `else_dest` is left out when it is the next block.
+    fn branch(&mut self, n: Node, then_dest: Block, else_dest: Block, ops: &[Operand], next: Option<Block>) -> R<()> {
+        let then_l = self.label(then_dest);
+        match self.condition(n, ops)? {
+            Some(op) => self.jcc(op, then_l)?,
+            None => self.a.jne(then_l)?,
+        }
+        self.jump(else_dest, next)?;
+        Ok(())
+    }
+
+    /// Sets the flags for the condition of `trapif` or `branch` node `n`: a contained
+    /// compare is emitted as `cmp`, and its operator returned (the flags hold it); a
+    /// condition in a register is tested (`test r, r`; `None`: the flags say non-zero).
+    fn condition(&mut self, n: Node, ops: &[Operand]) -> R<Option<CmpOp>> {
+        let cond = self.f.nodes[n].args[0].node;
+        if self.f.nodes[cond].contained {
+            let Op::Cmp { op, .. } = self.f.nodes[cond].op else { unreachable!() };
+            self.alu(Alu::Cmp, reg(&ops[0])?, &ops[1])?;
+            Ok(Some(op))
+        } else {
+            let c = reg(&ops[0])?;
+            self.ins(Instruction::with2(Code::Test_rm32_r32, c.r32(), c.r32()))?;
+            Ok(None)
+        }
+    }
+
+    /// A switch as a chain of compares, on one register or on an `i64` value's two
+    /// halves.
+    fn switch(&mut self, cases: &[(i64, Block)], default: Block, ops: &[Operand], next: Option<Block>) -> R<()> {
+        if ops.len() == 1 {
+            let r = reg(&ops[0])?;
+            for (k, b) in cases {
+                self.alu(Alu::Cmp, r, &Operand::Imm(*k as i32))?;
+                let l = self.label(*b);
+                self.a.je(l)?;
+            }
+        } else {
+            let (lo, hi) = (reg(&ops[0])?, reg(&ops[1])?);
+            for (k, b) in cases {
+                let mut skip = self.a.create_label();
+                self.alu(Alu::Cmp, lo, &Operand::Imm(*k as i32))?;
+                self.a.jne(skip)?;
+                self.alu(Alu::Cmp, hi, &Operand::Imm((*k >> 32) as i32))?;
+                let l = self.label(*b);
+                self.a.je(l)?;
                 self.a.set_label(&mut skip)?;
                 self.a.zero_bytes()?;
             }
-            Op::Jump(b) => self.jump(*b, next)?,
-            Op::Branch { then_dest, else_dest } => {
-                let then_l = self.label(*then_dest);
-                if self.f.nodes[d.args[0].node].contained {
-                    let Op::Cmp { op, .. } = self.f.nodes[d.args[0].node].op else { unreachable!() };
-                    self.alu(Alu::Cmp, reg(&ops[0])?, &ops[1])?;
-                    self.jcc(op, then_l)?;
-                } else {
-                    let c = reg(&ops[0])?;
-                    self.ins(Instruction::with2(Code::Test_rm32_r32, c.r32(), c.r32()))?;
-                    self.a.jne(then_l)?;
-                }
-                self.jump(*else_dest, next)?;
-            }
-            Op::Return => self.epilogue()?,
-            Op::Switch { default, cases } => {
-                if ops.len() == 1 {
-                    let r = reg(&ops[0])?;
-                    for (k, b) in cases {
-                        self.alu(Alu::Cmp, r, &Operand::Imm(*k as i32))?;
-                        let l = self.label(*b);
-                        self.a.je(l)?;
-                    }
-                } else {
-                    let (lo, hi) = (reg(&ops[0])?, reg(&ops[1])?);
-                    for (k, b) in cases {
-                        let mut skip = self.a.create_label();
-                        self.alu(Alu::Cmp, lo, &Operand::Imm(*k as i32))?;
-                        self.a.jne(skip)?;
-                        self.alu(Alu::Cmp, hi, &Operand::Imm((*k >> 32) as i32))?;
-                        let l = self.label(*b);
-                        self.a.je(l)?;
-                        self.a.set_label(&mut skip)?;
-                        self.a.zero_bytes()?;
-                    }
-                }
-                self.jump(*default, next)?;
-            }
-            Op::Convert(_) | Op::Addr { .. } => return Err(EmitErrorKind::NotEmittable),
         }
+        self.jump(default, next)?;
         Ok(())
     }
 }
