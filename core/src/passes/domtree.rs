@@ -99,6 +99,33 @@ impl DomTree {
         }
         out
     }
+
+    /// Walks the dominator tree from the entry in pre-order with an explicit stack (no
+    /// recursion): `enter` visits a block before its children and returns what `leave`
+    /// undoes once the whole subtree is done. The walk of renaming, with its scoped stacks
+    /// (SSA construction, SSAPRE's Rename). Both get `state`, which they may change.
+    pub fn walk_scoped<S, T>(
+        &self,
+        state: &mut S,
+        mut enter: impl FnMut(&mut S, Block) -> T,
+        mut leave: impl FnMut(&mut S, T),
+    ) {
+        enum Work<T> {
+            Enter(Block),
+            Leave(T),
+        }
+        let mut work: Vec<Work<T>> = self.entry.into_iter().map(Work::Enter).collect();
+        while let Some(w) = work.pop() {
+            match w {
+                Work::Leave(t) => leave(state, t),
+                Work::Enter(b) => {
+                    let t = enter(state, b);
+                    work.push(Work::Leave(t));
+                    work.extend(self.children[b].iter().rev().map(|&c| Work::Enter(c)));
+                }
+            }
+        }
+    }
 }
 
 /// The dominance frontier of every block.

@@ -96,21 +96,7 @@ fn rename(
     for &p in &f.params {
         r.stacks[p.index()].push(p);
     }
-    enum Work {
-        Enter(Block),
-        Exit(Vec<Local>),
-    }
-    let mut work = vec![Work::Enter(f.entry())];
-    while let Some(w) = work.pop() {
-        let b = match w {
-            Work::Exit(pushed) => {
-                for x in pushed {
-                    r.stacks[x.index()].pop();
-                }
-                continue;
-            }
-            Work::Enter(b) => b,
-        };
+    let enter = |(f, r): &mut (&mut Function, Renamer), b: Block| {
         let mut pushed = vec![];
         for i in 0..f.blocks[b].phis.len() {
             let x = phi_orig[b][i];
@@ -146,12 +132,16 @@ fn rename(
                 }
             }
         }
-        work.push(Work::Exit(pushed));
-        for &c in an.domtree.children[b].iter().rev() {
-            work.push(Work::Enter(c));
+        pushed
+    };
+    let leave = |(_, r): &mut (&mut Function, Renamer), pushed: Vec<Local>| {
+        for x in pushed {
+            r.stacks[x.index()].pop();
         }
-    }
-    r.zero
+    };
+    let mut state = (f, r);
+    an.domtree.walk_scoped(&mut state, enter, leave);
+    state.1.zero
 }
 
 /// Zero versions are defined at the top of the entry block.

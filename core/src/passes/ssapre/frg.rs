@@ -77,13 +77,6 @@ enum Top {
     Phi(usize),
 }
 
-/// A step of Rename's walk of the dominator tree: visit a block, or leave the subtree
-/// entered at a stack height.
-enum Work {
-    Enter(Block),
-    Exit(usize),
-}
-
 /// What CodeMotion resolves a needed Φ to: a temporary, or (while resolving) a Φ.
 #[derive(Copy, Clone, PartialEq, Eq)]
 enum Sym {
@@ -242,33 +235,24 @@ impl<'a> Frg<'a> {
     /// all occurrences"): a pre-order walk of the dominator tree with a stack of
     /// occurrences, an explicit stack of blocks to visit and heights to return to.
     fn rename(&mut self, f: &Function) {
-        let mut stack: Vec<Top> = vec![];
-        let mut work = vec![Work::Enter(f.entry())];
-        while let Some(w) = work.pop() {
-            let b = match w {
-                Work::Exit(h) => {
-                    stack.truncate(h);
-                    continue;
-                }
-                Work::Enter(b) => b,
-            };
+        let enter = |(frg, stack): &mut (&mut Self, Vec<Top>), b: Block| {
             let height = stack.len();
-            if let Some(j) = self.phi_of[b] {
-                self.phis[j].class = self.new_class();
+            if let Some(j) = frg.phi_of[b] {
+                frg.phis[j].class = frg.new_class();
                 stack.push(Top::Phi(j));
             }
-            self.rename_occurrences(b, &mut stack);
-            if self.init.exits[b] {
+            frg.rename_occurrences(b, stack);
+            if frg.init.exits[b] {
                 if let Some(Top::Phi(j)) = stack.last() {
-                    self.phis[*j].down_safe = false;
+                    frg.phis[*j].down_safe = false;
                 }
             }
-            self.rename_phi_operands(f, b, &stack);
-            work.push(Work::Exit(height));
-            for &c in self.an.domtree.children[b].iter().rev() {
-                work.push(Work::Enter(c));
-            }
-        }
+            frg.rename_phi_operands(f, b, stack);
+            height
+        };
+        let leave = |(_, stack): &mut (&mut Self, Vec<Top>), height: usize| stack.truncate(height);
+        let an = self.an;
+        an.domtree.walk_scoped(&mut (self, vec![]), enter, leave);
     }
 
     /// Rename within block `b`: the block's occurrences and (for a trapping expression)

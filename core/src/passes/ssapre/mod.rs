@@ -405,21 +405,7 @@ impl Initialization {
                 init.def_blocks[o].push(f.entry());
             }
         }
-        enum Work {
-            Enter(Block),
-            Exit(Vec<u32>),
-        }
-        let mut work = vec![Work::Enter(f.entry())];
-        while let Some(w) = work.pop() {
-            let b = match w {
-                Work::Exit(pushed) => {
-                    for o in pushed {
-                        stacks[o as usize].pop();
-                    }
-                    continue;
-                }
-                Work::Enter(b) => b,
-            };
+        let enter = |(init, stacks): &mut (&mut Self, Vec<Vec<Local>>), b: Block| {
             let mut pushed = vec![];
             for phi in &f.blocks[b].phis {
                 let o = init.orig[phi.dest];
@@ -436,11 +422,14 @@ impl Initialization {
                     }
                 }
             }
-            work.push(Work::Exit(pushed));
-            for &c in an.domtree.children[b].iter().rev() {
-                work.push(Work::Enter(c));
+            pushed
+        };
+        let leave = |(_, stacks): &mut (&mut Self, Vec<Vec<Local>>), pushed: Vec<u32>| {
+            for o in pushed {
+                stacks[o as usize].pop();
             }
-        }
+        };
+        an.domtree.walk_scoped(&mut (init, stacks), enter, leave);
     }
 
     /// The current version of original `o` at the entry of `b`.
