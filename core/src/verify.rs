@@ -168,22 +168,9 @@ impl Ctx<'_> {
                 let t = self.value(*arg, op.name())?;
                 Some(t)
             }
-            ExprData::Binary { op, lhs, rhs } => {
-                let a = self.value(*lhs, op.name());
-                let b = self.value(*rhs, op.name());
-                let (a, b) = (a?, b?);
-                if a != b {
-                    self.err(format!("operands of `{}` have different types: {a} and {b}", op.name()));
-                }
-                Some(a)
-            }
+            ExprData::Binary { op, lhs, rhs } => Some(self.operands(op.name(), *lhs, *rhs)?),
             ExprData::Cmp { op, lhs, rhs } => {
-                let a = self.value(*lhs, op.name());
-                let b = self.value(*rhs, op.name());
-                let (a, b) = (a?, b?);
-                if a != b {
-                    self.err(format!("operands of `{}` have different types: {a} and {b}", op.name()));
-                }
+                self.operands(op.name(), *lhs, *rhs)?;
                 Some(Type::I32)
             }
             ExprData::Convert { op, arg } => {
@@ -295,6 +282,18 @@ impl Ctx<'_> {
             return None;
         }
         Some(ty)
+    }
+
+    /// Checks the two operands of the binary operator or compare `op`, which must have one
+    /// type; returns the first's type, `None` if either is broken.
+    fn operands(&mut self, op: &str, lhs: Expr, rhs: Expr) -> Option<Type> {
+        let a = self.value(lhs, op);
+        let b = self.value(rhs, op);
+        let (a, b) = (a?, b?);
+        if a != b {
+            self.err(format!("operands of `{op}` have different types: {a} and {b}"));
+        }
+        Some(a)
     }
 
     /// Checks an operand that must yield a value; `None` if it is broken.
