@@ -9,7 +9,6 @@
 use std::path::PathBuf;
 use tandem_core::backend::compile;
 use tandem_core::ir::{Function, Type, HEAP_BASE};
-use tandem_core::text::parse_module;
 use tandem_oracle::judge::diff::{check, Verdict};
 use tandem_oracle::exec::emu::Emulator;
 use tandem_oracle::gen::{self, Config, Profile};
@@ -17,11 +16,8 @@ use tandem_oracle::exec::interp::{RunInput, DEFAULT_FUEL};
 use tandem_oracle::exec::outcome::Value;
 use tandem_oracle::campaign::replay;
 
-fn func(src: &str) -> Function {
-    let (m, _) = parse_module(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
-    tandem_core::verify::verify_module(&m).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
-    m.functions.into_iter().next().unwrap()
-}
+mod machine;
+use machine::{func, input};
 
 /// Compiles `src` and checks every input; returns how many runs were compared.
 fn agree(emu: &mut Emulator, src: &str, inputs: &[RunInput]) -> usize {
@@ -61,10 +57,6 @@ fn agree_function(emu: &mut Emulator, f: &Function, inputs: &[RunInput], case: i
         }
     }
     compared
-}
-
-fn input(args: Vec<Value>) -> RunInput {
-    RunInput { args, heap: vec![], callframe: vec![], fuel: DEFAULT_FUEL }
 }
 
 const EDGE32: [i64; 12] = [0, 1, -1, 2, 7, 31, 32, 33, -5, i32::MIN as i64, i32::MAX as i64, 0x1234_5678];

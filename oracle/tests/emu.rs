@@ -10,27 +10,27 @@ use tandem_core::ir::{CfVar, Function, TrapKind, CALLFRAME_BASE, HEAP_BASE};
 use tandem_core::text::parse_module;
 use tandem_oracle::judge::diff::{check, side_by_side, Verdict};
 use tandem_oracle::exec::emu::{self, Emulator, FaultKind, Finding};
-use tandem_oracle::exec::interp::{RunInput, DEFAULT_FUEL};
+use tandem_oracle::exec::interp::RunInput;
 use tandem_oracle::exec::outcome::{End, Event, Value};
 
-fn asm(build: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> MachineCode {
-    let mut a = CodeAssembler::new(32).unwrap();
-    build(&mut a).unwrap();
-    MachineCode::from_bytes(a.assemble(CODE_BASE as u64).unwrap())
-}
-
-fn func(src: &str) -> Function {
-    let (m, _) = parse_module(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
-    tandem_core::verify::verify_module(&m).unwrap_or_else(|e| panic!("{e:?}"));
-    m.functions.into_iter().next().unwrap()
-}
-
-fn input(args: Vec<Value>) -> RunInput {
-    RunInput { args, heap: vec![], callframe: vec![], fuel: DEFAULT_FUEL }
-}
+mod machine;
+use machine::{asm, func, input};
 
 fn helper(h: HelperKind) -> u64 {
     RuntimeHelper::Ir(h).address() as u64
+}
+
+/// `call @log(arg, 7)` then `call @log(1, 2)`, cdecl: arguments pushed right to left,
+/// popped by the caller.
+fn log_twice(a: &mut CodeAssembler, arg: AsmRegister32) -> Result<(), IcedError> {
+    a.push(7)?;
+    a.push(arg)?;
+    a.call(helper(HelperKind::Log))?;
+    a.add(esp, 8)?;
+    a.push(2)?;
+    a.push(1)?;
+    a.call(helper(HelperKind::Log))?;
+    a.add(esp, 8)
 }
 
 fn run(
@@ -125,14 +125,7 @@ fn helper_calls_log_and_poison_caller_saved_registers() {
     let code = asm(|a| {
         a.push(esi)?;
         a.mov(esi, dword_ptr(esp + 8))?;
-        a.push(7)?;
-        a.push(esi)?;
-        a.call(helper(HelperKind::Log))?;
-        a.add(esp, 8)?;
-        a.push(2)?;
-        a.push(1)?;
-        a.call(helper(HelperKind::Log))?;
-        a.add(esp, 8)?;
+        log_twice(a, esi)?;
         a.mov(eax, esi)?;
         a.pop(esi)?;
         a.ret()
@@ -148,14 +141,7 @@ fn helper_calls_log_and_poison_caller_saved_registers() {
     // Keeping the argument in caller-saved ecx across the call returns the poison.
     let in_ecx = asm(|a| {
         a.mov(ecx, dword_ptr(esp + 4))?;
-        a.push(7)?;
-        a.push(ecx)?;
-        a.call(helper(HelperKind::Log))?;
-        a.add(esp, 8)?;
-        a.push(2)?;
-        a.push(1)?;
-        a.call(helper(HelperKind::Log))?;
-        a.add(esp, 8)?;
+        log_twice(a, ecx)?;
         a.mov(eax, ecx)?;
         a.ret()
     });

@@ -8,27 +8,14 @@ use iced_x86::code_asm::*;
 use tandem_core::abi::{MachineCode, RuntimeHelper, CODE_BASE, STACK_BASE};
 use tandem_core::helpers::HelperKind;
 use tandem_core::ir::{Function, TrapKind, HEAP_BASE};
-use tandem_core::text::parse_module;
 use tandem_oracle::exec::emu::{Emulator, FaultKind, Finding};
-use tandem_oracle::exec::interp::{RunInput, DEFAULT_FUEL};
+use tandem_oracle::exec::interp::RunInput;
 use tandem_oracle::exec::native::{self, Native};
 use tandem_oracle::exec::outcome::{End, Event, Outcome, Value};
 use tandem_oracle::exec::x86::{machine_differences, X86Mode, X86};
 
-fn asm(build: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> MachineCode {
-    let mut a = CodeAssembler::new(32).unwrap();
-    build(&mut a).unwrap();
-    MachineCode::from_bytes(a.assemble(CODE_BASE as u64).unwrap())
-}
-
-fn func(src: &str) -> Function {
-    let (m, _) = parse_module(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
-    m.functions.into_iter().next().unwrap()
-}
-
-fn input(args: Vec<Value>) -> RunInput {
-    RunInput { args, heap: vec![], callframe: vec![], fuel: DEFAULT_FUEL }
-}
+mod machine;
+use machine::{asm, func, input};
 
 const RET_I32: &str = "function %f() -> i32 {\nb0:\n    ret 0\n}\n";
 const TWO_ARGS: &str = "function %f(i32 %a, i32 %b) -> i32 {\nb0:\n    ret 0\n}\n";

@@ -9,13 +9,12 @@ use tandem_core::ir::{BinOp, ExprData, Function, Terminator, Type};
 use tandem_core::passes::{check_pipeline, default_pipeline, fold, Form, PassManager, Pipeline, Stats};
 use tandem_oracle::cases::casefile::CaseFile;
 use tandem_oracle::gen::{self, Config, Profile, Source};
-use tandem_oracle::exec::interp::{self, RunInput, DEFAULT_FUEL};
+use tandem_oracle::exec::interp::{self, RunInput};
 use tandem_oracle::exec::outcome::{End, Value};
 use tandem_oracle::judge::passcheck::{check_function, check_with, replay_pipeline, Verdict};
 
-fn input(args: Vec<Value>) -> RunInput {
-    RunInput { args, heap: vec![], callframe: vec![], fuel: DEFAULT_FUEL }
-}
+mod machine;
+use machine::{input};
 
 /// Argument vectors for a function: a few values per parameter type.
 fn arg_sets(f: &Function) -> Vec<Vec<Value>> {
