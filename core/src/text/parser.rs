@@ -123,34 +123,28 @@ impl Parser {
         }
     }
 
-    fn ident(&mut self, what: &str) -> Result<(String, Token), ParseError> {
-        match &self.peek().kind {
-            TokenKind::Ident(w) => {
+    /// Takes the next token if `word` finds its text (an identifier or a name), else
+    /// expects `what`.
+    fn word(&mut self, what: &str, word: impl Fn(&TokenKind) -> Option<&String>) -> Result<(String, Token), ParseError> {
+        match word(&self.peek().kind) {
+            Some(w) => {
                 let w = w.clone();
                 Ok((w, self.next()))
             }
-            _ => Err(self.expected(what)),
+            None => Err(self.expected(what)),
         }
+    }
+
+    fn ident(&mut self, what: &str) -> Result<(String, Token), ParseError> {
+        self.word(what, |k| if let TokenKind::Ident(w) = k { Some(w) } else { None })
     }
 
     fn local_name(&mut self, what: &str) -> Result<(String, Token), ParseError> {
-        match &self.peek().kind {
-            TokenKind::LocalName(w) => {
-                let w = w.clone();
-                Ok((w, self.next()))
-            }
-            _ => Err(self.expected(what)),
-        }
+        self.word(what, |k| if let TokenKind::LocalName(w) = k { Some(w) } else { None })
     }
 
     fn global_name(&mut self, what: &str) -> Result<(String, Token), ParseError> {
-        match &self.peek().kind {
-            TokenKind::GlobalName(w) => {
-                let w = w.clone();
-                Ok((w, self.next()))
-            }
-            _ => Err(self.expected(what)),
-        }
+        self.word(what, |k| if let TokenKind::GlobalName(w) = k { Some(w) } else { None })
     }
 
     fn int(&mut self, what: &str) -> Result<(i128, Token), ParseError> {

@@ -122,45 +122,23 @@ pub fn write_expr(out: &mut impl Write, f: &Function, e: Expr) -> fmt::Result {
         }
         Ok(())
     };
+    // `name(operands)`.
+    let call = |out: &mut dyn Write, name: &str, ops: &[Expr]| -> fmt::Result {
+        write!(out, "{name}(")?;
+        args(out, ops)?;
+        out.write_str(")")
+    };
     match &f.exprs[e] {
         ExprData::Const { ty: Type::I32, value } => write!(out, "{value}"),
         ExprData::Const { ty: Type::I64, value } => write!(out, "{value}:i64"),
         ExprData::Local(l) => write!(out, "%{}", f.locals[*l].name),
-        ExprData::Unary { op, arg } => {
-            write!(out, "{}(", op.name())?;
-            args(out, &[*arg])?;
-            out.write_str(")")
-        }
-        ExprData::Binary { op, lhs, rhs } => {
-            write!(out, "{}(", op.name())?;
-            args(out, &[*lhs, *rhs])?;
-            out.write_str(")")
-        }
-        ExprData::Cmp { op, lhs, rhs } => {
-            write!(out, "{}(", op.name())?;
-            args(out, &[*lhs, *rhs])?;
-            out.write_str(")")
-        }
-        ExprData::Convert { op, arg } => {
-            write!(out, "{}(", op.name())?;
-            args(out, &[*arg])?;
-            out.write_str(")")
-        }
-        ExprData::Select { cond, if_true, if_false } => {
-            out.write_str("select(")?;
-            args(out, &[*cond, *if_true, *if_false])?;
-            out.write_str(")")
-        }
-        ExprData::Load { ty, width, signed, addr } => {
-            write!(out, "{}(", load_name(*ty, *width, *signed))?;
-            args(out, &[*addr])?;
-            out.write_str(")")
-        }
-        ExprData::Store { width, addr, value } => {
-            write!(out, "store.{}(", width.bits())?;
-            args(out, &[*addr, *value])?;
-            out.write_str(")")
-        }
+        ExprData::Unary { op, arg } => call(out, op.name(), &[*arg]),
+        ExprData::Binary { op, lhs, rhs } => call(out, op.name(), &[*lhs, *rhs]),
+        ExprData::Cmp { op, lhs, rhs } => call(out, op.name(), &[*lhs, *rhs]),
+        ExprData::Convert { op, arg } => call(out, op.name(), &[*arg]),
+        ExprData::Select { cond, if_true, if_false } => call(out, "select", &[*cond, *if_true, *if_false]),
+        ExprData::Load { ty, width, signed, addr } => call(out, &load_name(*ty, *width, *signed), &[*addr]),
+        ExprData::Store { width, addr, value } => call(out, &format!("store.{}", width.bits()), &[*addr, *value]),
         ExprData::CfRead(v) => write!(out, "cfread(@{})", f.cfvars[*v].name),
         ExprData::CfWrite { var, value } => {
             write!(out, "cfwrite(@{}, ", f.cfvars[*var].name)?;
@@ -172,21 +150,13 @@ pub fn write_expr(out: &mut impl Write, f: &Function, e: Expr) -> fmt::Result {
             args(out, &[*value])?;
             out.write_str(")")
         }
-        ExprData::Call { helper, args: a } => {
-            write!(out, "call {helper}(")?;
-            args(out, a)?;
-            out.write_str(")")
-        }
+        ExprData::Call { helper, args: a } => call(out, &format!("call {helper}"), a),
         ExprData::TrapIf { cond, code } => {
             out.write_str("trapif(")?;
             args(out, &[*cond])?;
             write!(out, ", {code})")
         }
-        ExprData::Comma { first, second } => {
-            out.write_str("comma(")?;
-            args(out, &[*first, *second])?;
-            out.write_str(")")
-        }
+        ExprData::Comma { first, second } => call(out, "comma", &[*first, *second]),
     }
 }
 
