@@ -67,23 +67,20 @@ impl fmt::Display for CompileError {
                 Ok(())
             }
             CompileError::Regalloc(e) => write!(f, "register allocation failed: {e}"),
-            CompileError::InvalidAllocation(errs) => {
-                write!(f, "the register allocation checker failed:")?;
-                for e in errs {
-                    write!(f, "\n  {e}")?;
-                }
-                Ok(())
-            }
+            CompileError::InvalidAllocation(errs) => write_list(f, "the register allocation checker failed:", errs),
             CompileError::Encode(e) => write!(f, "encoding failed: {e}"),
-            CompileError::UndefinedFlags(errs) => {
-                write!(f, "undefined flags read:")?;
-                for e in errs {
-                    write!(f, "\n  {e}")?;
-                }
-                Ok(())
-            }
+            CompileError::UndefinedFlags(errs) => write_list(f, "undefined flags read:", errs),
         }
     }
+}
+
+/// `header`, then each item on its own indented line.
+fn write_list<T: fmt::Display>(f: &mut fmt::Formatter<'_>, header: &str, items: &[T]) -> fmt::Result {
+    write!(f, "{header}")?;
+    for e in items {
+        write!(f, "\n  {e}")?;
+    }
+    Ok(())
 }
 
 impl std::error::Error for CompileError {}
