@@ -200,6 +200,66 @@ fn unknown_directive(line: &str) -> Option<&str> {
     (looks_like && !RUN_KEYS.contains(&word)).then_some(word)
 }
 
+/// Adds the directive `; key: value` (at line `ln`, column `col`; not `run`) to the run it
+/// follows: an input (`heap`, `cf`, `fuel`) before the run's `; expect:` line
+/// (`expecting`: it was seen), the expectation, or a part of the expected outcome.
+fn add_to_run(run: &mut Run, key: &str, value: &str, ln: u32, col: u32, expecting: &mut bool) -> Result<(), ParseError> {
+    let at = |c: u32, m: String| ParseError::new(ln, c, m);
+    fn outcome<'r>(run: &'r mut Run, key: &str, ln: u32, col: u32) -> Result<&'r mut ExpectedOutcome, ParseError> {
+        match &mut run.expect {
+            Some(Expected::Outcome(o)) => Ok(o),
+            _ => Err(ParseError::new(ln, col, format!("`; {key}:` must follow a `; expect:` line that returns or traps"))),
+        }
+    }
+    match key {
+        "heap" | "cf" | "fuel" if *expecting => {
+            return Err(at(col, format!("`; {key}:` is an input and must come before `; expect:`")));
+        }
+        "heap" => run.heap.push(parse_heap_row(value, ln, col)?),
+        "cf" => run.callframe.extend(parse_cf(value, ln, col)?),
+        "fuel" => {
+            run.fuel = Some(value.trim().parse().map_err(|_| at(col, format!("expected a fuel amount, found `{value}`")))?)
+        }
+        "expect" => {
+            if run.expect.is_some() {
+                return Err(at(col, "a run has one `; expect:` line".into()));
+            }
+            run.expect = Some(parse_expect(value, ln, col)?);
+            *expecting = true;
+        }
+        "trace" => {
+            let (name, args) = parse_call(value, ln, col)?;
+            let helper = HelperKind::from_name(&name)
+                .ok_or_else(|| at(col, format!("expected a helper name, found `@{name}`")))?;
+            outcome(run, key, ln, col)?.trace.push(Event { helper, args });
+        }
+        "heap-out" => {
+            let (addr, bytes) = parse_heap_row(value, ln, col)?;
+            let o = outcome(run, key, ln, col)?;
+            let off = (addr - HEAP_BASE) as usize;
+            o.heap[off..off + bytes.len()].copy_from_slice(&bytes);
+        }
+        _ => {
+            let cf = parse_cf(value, ln, col)?;
+            outcome(run, key, ln, col)?.callframe.extend(cf);
+        }
+    }
+    Ok(())
+}
+
+/// The error for a line that looks like a directive but names none.
+fn unknown_directive_error(line: &str, word: &str, ln: u32) -> ParseError {
+    let col = (line.len() - line.trim_start().len()) as u32 + 3;
+    ParseError::new(
+        ln,
+        col,
+        format!(
+            "unknown directive `; {word}:` (the directives are {}); a comment must not start with a lower-case word and a colon",
+            RUN_KEYS.map(|k| format!("`; {k}:`")).join(", ")
+        ),
+    )
+}
+
 impl CaseFile {
     /// Parses a case file.
     pub fn parse(src: &str) -> Result<CaseFile, CaseError> {
@@ -226,58 +286,11 @@ impl CaseFile {
                 if !in_run {
                     return Err(at(col, format!("`; {key}:` must follow a `; run:` line")));
                 }
-                let run = runs.last_mut().unwrap();
-                fn outcome<'r>(run: &'r mut Run, key: &str, ln: u32, col: u32) -> Result<&'r mut ExpectedOutcome, ParseError> {
-                    match &mut run.expect {
-                        Some(Expected::Outcome(o)) => Ok(o),
-                        _ => Err(ParseError::new(ln, col, format!("`; {key}:` must follow a `; expect:` line that returns or traps"))),
-                    }
-                }
-                match key {
-                    "heap" | "cf" | "fuel" if expecting => {
-                        return Err(at(col, format!("`; {key}:` is an input and must come before `; expect:`")));
-                    }
-                    "heap" => run.heap.push(parse_heap_row(value, ln, col)?),
-                    "cf" => run.callframe.extend(parse_cf(value, ln, col)?),
-                    "fuel" => {
-                        run.fuel = Some(value.trim().parse().map_err(|_| at(col, format!("expected a fuel amount, found `{value}`")))?)
-                    }
-                    "expect" => {
-                        if run.expect.is_some() {
-                            return Err(at(col, "a run has one `; expect:` line".into()));
-                        }
-                        run.expect = Some(parse_expect(value, ln, col)?);
-                        expecting = true;
-                    }
-                    "trace" => {
-                        let (name, args) = parse_call(value, ln, col)?;
-                        let helper = HelperKind::from_name(&name)
-                            .ok_or_else(|| at(col, format!("expected a helper name, found `@{name}`")))?;
-                        outcome(run, key, ln, col)?.trace.push(Event { helper, args });
-                    }
-                    "heap-out" => {
-                        let (addr, bytes) = parse_heap_row(value, ln, col)?;
-                        let o = outcome(run, key, ln, col)?;
-                        let off = (addr - HEAP_BASE) as usize;
-                        o.heap[off..off + bytes.len()].copy_from_slice(&bytes);
-                    }
-                    _ => {
-                        let cf = parse_cf(value, ln, col)?;
-                        outcome(run, key, ln, col)?.callframe.extend(cf);
-                    }
-                }
+                add_to_run(runs.last_mut().unwrap(), key, value, ln, col, &mut expecting)?;
                 continue;
             }
             if let Some(word) = unknown_directive(line) {
-                let col = (line.len() - line.trim_start().len()) as u32 + 3;
-                return Err(ParseError::new(
-                    ln,
-                    col,
-                    format!(
-                        "unknown directive `; {word}:` (the directives are {}); a comment must not start with a lower-case word and a colon",
-                        RUN_KEYS.map(|k| format!("`; {k}:`")).join(", ")
-                    ),
-                ));
+                return Err(unknown_directive_error(line, word, ln));
             }
             in_run = false;
             expecting = false;
