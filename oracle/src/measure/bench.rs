@@ -11,7 +11,7 @@
 use crate::judge::diff::{check, Verdict};
 use crate::exec::emu::{EmuError, Emulator};
 use crate::exec::interp::{RunInput, DEFAULT_FUEL};
-use crate::exec::outcome::Value;
+use crate::exec::outcome::{Invalid, Outcome, Value};
 use iced_x86::code_asm::*;
 use std::fmt;
 use std::time::Instant;
@@ -436,12 +436,11 @@ impl fmt::Display for StageProfile {
 pub fn stage_profile(start: u64, count: u64, emu: &mut Emulator) -> Result<StageProfile, BenchError> {
     use crate::exec::interp;
     use crate::gen::{self, Profile};
-    use crate::judge::{anticip, check::backend_input, diff, passcheck};
-    use tandem_core::passes::{PassManager, Pipeline};
+    use crate::judge::{check::backend_input, passcheck};
+    use tandem_core::passes::Pipeline;
     let cfg = Profile::Default.config();
     let bad = |seed: u64, what: String| BenchError::Disagreement(format!("seed {seed}: {what}"));
     let mut p = StageProfile { programs: count, stages: vec![] };
-    let pm = PassManager { verify: true };
     for seed in start..start + count {
         let t = Instant::now();
         let case = gen::generate(seed, &cfg).case;
@@ -465,60 +464,95 @@ pub fn stage_profile(start: u64, count: u64, emu: &mut Emulator) -> Result<Stage
         }
         let mut x86 = vec![unoptimized];
         for (prefix, pipeline) in pipelines {
-            let t = Instant::now();
-            let mut g = f.clone();
-            let mut prev = f.clone();
-            p.add("function snapshots (clone)", t.elapsed().as_secs_f64());
-            let mut mark = Instant::now();
-            let mut failed = None;
-            pm.run(&pipeline, &mut g, &mut |pass, ir, _| {
-                p.add(&format!("{prefix}{pass} (and IR verifier)"), mark.elapsed().as_secs_f64());
-                if pass == "ssapre" {
-                    let t = Instant::now();
-                    if !anticip::check(&prev, ir).is_empty() {
-                        failed = Some(format!("{pass} broke the trap rule of insertions"));
-                    }
-                    p.add("anticipability checker", t.elapsed().as_secs_f64());
-                }
-                let t = Instant::now();
-                prev = ir.clone();
-                p.add("function snapshots (clone)", t.elapsed().as_secs_f64());
-                let t = Instant::now();
-                for (input, (reference, _)) in inputs.iter().zip(&references) {
-                    let Ok(reference) = reference else { continue };
-                    let mut after = input.clone();
-                    after.fuel = input.fuel.saturating_mul(passcheck::FUEL_FACTOR);
-                    let same = matches!(interp::run(ir, &after), Ok(Ok(o)) if reference.diff(&o).is_empty());
-                    if !same && failed.is_none() {
-                        failed = Some(format!("outcome changed after pass `{pass}`"));
-                    }
-                }
-                p.add("interpreter after each pass", t.elapsed().as_secs_f64());
-                mark = Instant::now();
-            })
-            .map_err(|e| bad(seed, e.to_string()))?;
-            if let Some(what) = failed {
-                return Err(bad(seed, what));
-            }
+            let g = profile_pipeline(&mut p, f, &inputs, &references, prefix, &pipeline).map_err(|e| bad(seed, e))?;
             if prefix == "IR pass " {
                 x86.push(g);
             }
         }
         for g in &x86 {
-            let (code, times) = tandem_core::backend::compile_validated_timed(g).map_err(|e| bad(seed, e.to_string()))?;
-            for (step, t) in times {
-                p.add(&format!("backend: {step}"), t);
-            }
-            let t = Instant::now();
-            for (input, (reference, fuel_used)) in inputs.iter().zip(&references) {
-                let Ok(expected) = reference else { continue };
-                match diff::check_against(expected.clone(), *fuel_used, g, input, &code, emu).map_err(BenchError::Emulator)? {
-                    diff::Verdict::Agree(_) | diff::Verdict::Skipped(_) | diff::Verdict::Limit(_) => {}
-                    v => return Err(bad(seed, v.to_string())),
-                }
-            }
-            p.add("emulate and compare (every run)", t.elapsed().as_secs_f64());
+            profile_x86(&mut p, seed, g, &inputs, &references, emu)?;
         }
     }
     Ok(p)
+}
+
+/// The stages of one IR pipeline on `f` (its passes are named with `prefix`): each pass
+/// with the IR verifier, the anticipability checker after `ssapre`, the snapshots, and
+/// the interpreter after each pass on every input with a reference outcome. Returns the
+/// function after the passes, or what went wrong.
+fn profile_pipeline(
+    p: &mut StageProfile,
+    f: &Function,
+    inputs: &[RunInput],
+    references: &[(Result<Outcome, Invalid>, u64)],
+    prefix: &str,
+    pipeline: &tandem_core::passes::Pipeline,
+) -> Result<Function, String> {
+    use crate::exec::interp;
+    use crate::judge::{anticip, passcheck};
+    let pm = tandem_core::passes::PassManager { verify: true };
+    let t = Instant::now();
+    let mut g = f.clone();
+    let mut prev = f.clone();
+    p.add("function snapshots (clone)", t.elapsed().as_secs_f64());
+    let mut mark = Instant::now();
+    let mut failed = None;
+    pm.run(pipeline, &mut g, &mut |pass, ir, _| {
+        p.add(&format!("{prefix}{pass} (and IR verifier)"), mark.elapsed().as_secs_f64());
+        if pass == "ssapre" {
+            let t = Instant::now();
+            if !anticip::check(&prev, ir).is_empty() {
+                failed = Some(format!("{pass} broke the trap rule of insertions"));
+            }
+            p.add("anticipability checker", t.elapsed().as_secs_f64());
+        }
+        let t = Instant::now();
+        prev = ir.clone();
+        p.add("function snapshots (clone)", t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        for (input, (reference, _)) in inputs.iter().zip(references) {
+            let Ok(reference) = reference else { continue };
+            let mut after = input.clone();
+            after.fuel = input.fuel.saturating_mul(passcheck::FUEL_FACTOR);
+            let same = matches!(interp::run(ir, &after), Ok(Ok(o)) if reference.diff(&o).is_empty());
+            if !same && failed.is_none() {
+                failed = Some(format!("outcome changed after pass `{pass}`"));
+            }
+        }
+        p.add("interpreter after each pass", t.elapsed().as_secs_f64());
+        mark = Instant::now();
+    })
+    .map_err(|e| e.to_string())?;
+    match failed {
+        Some(what) => Err(what),
+        None => Ok(g),
+    }
+}
+
+/// The backend stages of `g` (each backend pass, the validators, emission), then every
+/// run with a reference outcome emulated and compared (`seed` names the case in errors).
+fn profile_x86(
+    p: &mut StageProfile,
+    seed: u64,
+    g: &Function,
+    inputs: &[RunInput],
+    references: &[(Result<Outcome, Invalid>, u64)],
+    emu: &mut Emulator,
+) -> Result<(), BenchError> {
+    use crate::judge::diff;
+    let bad = |what: String| BenchError::Disagreement(format!("seed {seed}: {what}"));
+    let (code, times) = tandem_core::backend::compile_validated_timed(g).map_err(|e| bad(e.to_string()))?;
+    for (step, t) in times {
+        p.add(&format!("backend: {step}"), t);
+    }
+    let t = Instant::now();
+    for (input, (reference, fuel_used)) in inputs.iter().zip(references) {
+        let Ok(expected) = reference else { continue };
+        match diff::check_against(expected.clone(), *fuel_used, g, input, &code, emu).map_err(BenchError::Emulator)? {
+            diff::Verdict::Agree(_) | diff::Verdict::Skipped(_) | diff::Verdict::Limit(_) => {}
+            v => return Err(bad(v.to_string())),
+        }
+    }
+    p.add("emulate and compare (every run)", t.elapsed().as_secs_f64());
+    Ok(())
 }
