@@ -757,16 +757,31 @@ fn unroll(f: &Function, bound: u32, limit: usize) -> Result<Unrolled, EncodeErro
         next.push(out);
         i += 1;
     }
-    // Kahn's algorithm, taking ready copies in the order they were found.
-    let mut indegree = vec![0usize; found.len()];
-    for out in &next {
+    let order = topological_order(&next);
+    assert_eq!(order.len(), found.len(), "the unrolled CFG is acyclic");
+    let mut position = vec![0; found.len()];
+    for (p, &n) in order.iter().enumerate() {
+        position[n] = p;
+    }
+    Ok(Unrolled {
+        copies: order.iter().map(|&n| found[n].clone()).collect(),
+        next: order.iter().map(|&n| next[n].iter().map(|(t, m)| (*t, m.map(|m| position[m]))).collect()).collect(),
+    })
+}
+
+/// The copies of an unrolled CFG (`next`: per copy, the copies its successors lead to) in
+/// a topological order: Kahn's algorithm, taking ready copies in the order they were
+/// found.
+fn topological_order(next: &[Vec<(Block, Option<usize>)>]) -> Vec<usize> {
+    let mut indegree = vec![0usize; next.len()];
+    for out in next {
         for (_, n) in out {
             if let Some(n) = n {
                 indegree[*n] += 1;
             }
         }
     }
-    let mut ready: std::collections::BTreeSet<usize> = (0..found.len()).filter(|&n| indegree[n] == 0).collect();
+    let mut ready: std::collections::BTreeSet<usize> = (0..next.len()).filter(|&n| indegree[n] == 0).collect();
     let mut order = vec![];
     while let Some(n) = ready.pop_first() {
         order.push(n);
@@ -779,15 +794,7 @@ fn unroll(f: &Function, bound: u32, limit: usize) -> Result<Unrolled, EncodeErro
             }
         }
     }
-    assert_eq!(order.len(), found.len(), "the unrolled CFG is acyclic");
-    let mut position = vec![0; found.len()];
-    for (p, &n) in order.iter().enumerate() {
-        position[n] = p;
-    }
-    Ok(Unrolled {
-        copies: order.iter().map(|&n| found[n].clone()).collect(),
-        next: order.iter().map(|&n| next[n].iter().map(|(t, m)| (*t, m.map(|m| position[m]))).collect()).collect(),
-    })
+    order
 }
 
 /// Encodes a whole run of `f` on `inputs`, each loop unrolled to `bound` iterations per
