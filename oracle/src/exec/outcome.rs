@@ -129,6 +129,21 @@ impl Outcome {
             .collect()
     }
 
+    /// The heap row at absolute address `addr` (a row's start); empty outside the heap.
+    pub fn heap_row(&self, addr: u32) -> &[u8] {
+        let start = addr.wrapping_sub(HEAP_BASE) as usize;
+        self.heap.get(start..start + HEAP_ROW).unwrap_or(&[])
+    }
+
+    /// The addresses of the heap rows that hold a non-zero byte in `self` or in `other`,
+    /// ascending, each once: the rows a side-by-side view of the two shows.
+    pub fn heap_rows_of_either(&self, other: &Outcome) -> Vec<u32> {
+        let mut addrs: Vec<u32> = self.heap_rows().into_iter().chain(other.heap_rows()).map(|(a, _)| a).collect();
+        addrs.sort_unstable();
+        addrs.dedup();
+        addrs
+    }
+
     /// Every difference between `self` (expected) and `other` (actual), one per line;
     /// empty when the outcomes agree.
     pub fn diff(&self, other: &Outcome) -> Vec<String> {

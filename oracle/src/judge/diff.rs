@@ -21,7 +21,7 @@
 use crate::exec::emu::{budget_for, EmuError, Finding, HarnessLimit};
 use crate::exec::x86::{Infidelity, X86Runner};
 use crate::exec::interp::{self, InputError, RunInput};
-use crate::exec::outcome::{Invalid, Outcome, HEAP_ROW};
+use crate::exec::outcome::{Invalid, Outcome};
 use std::fmt;
 use tandem_core::abi::MachineCode;
 use tandem_core::ir::Function;
@@ -163,14 +163,9 @@ pub fn side_by_side(left_title: &str, left: &Outcome, right_title: &str, right: 
         let cell = |o: &Outcome| o.trace.get(i).map_or(String::new(), |e| format!("trace {e}"));
         rows.push((cell(left), cell(right)));
     }
-    let mut addrs: Vec<u32> = left.heap_rows().into_iter().chain(right.heap_rows()).map(|(a, _)| a).collect();
-    addrs.sort_unstable();
-    addrs.dedup();
-    for a in addrs {
+    for a in left.heap_rows_of_either(right) {
         let cell = |o: &Outcome| {
-            let start = (a - tandem_core::ir::HEAP_BASE) as usize;
-            let row = o.heap.get(start..start + HEAP_ROW).unwrap_or(&[]);
-            let hex: Vec<String> = row.iter().map(|b| format!("{b:02x}")).collect();
+            let hex: Vec<String> = o.heap_row(a).iter().map(|b| format!("{b:02x}")).collect();
             format!("heap {a:#010x}: {}", hex.join(" "))
         };
         rows.push((cell(left), cell(right)));

@@ -21,7 +21,7 @@ use crate::campaign::replay::{self, BadInput};
 use crate::cases::casefile::CaseFile;
 use crate::exec::emu::{self, EmuError, Emulator};
 use crate::exec::interp::{self, RunInput};
-use crate::exec::outcome::{Invalid, Outcome, HEAP_ROW};
+use crate::exec::outcome::{Invalid, Outcome};
 use crate::judge::check::{self, Problem};
 use crate::judge::passcheck;
 use crate::smt;
@@ -460,14 +460,8 @@ fn outcome_rows(a: &Outcome, b: &Outcome, cf_names: &[String]) -> Vec<(String, S
         let cell = |o: &Outcome| o.trace.get(i).map_or("(none)".to_string(), |e| e.to_string());
         rows.push((format!("trace {i}"), cell(a), cell(b)));
     }
-    let mut addrs: Vec<u32> = a.heap_rows().into_iter().chain(b.heap_rows()).map(|(x, _)| x).collect();
-    addrs.sort_unstable();
-    addrs.dedup();
-    for x in addrs {
-        let cell = |o: &Outcome| {
-            let start = (x - tandem_core::ir::HEAP_BASE) as usize;
-            hex(o.heap.get(start..start + HEAP_ROW).unwrap_or(&[]))
-        };
+    for x in a.heap_rows_of_either(b) {
+        let cell = |o: &Outcome| hex(o.heap_row(x));
         rows.push((format!("heap {x:#010x}"), cell(a), cell(b)));
     }
     for k in 0..a.callframe.len().max(b.callframe.len()) {
