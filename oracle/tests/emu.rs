@@ -20,6 +20,12 @@ fn helper(h: HelperKind) -> u64 {
     RuntimeHelper::Ir(h).address() as u64
 }
 
+/// The function `RET0`, a fresh emulator and a run without arguments: what the tests of
+/// hand-written code that ignores its function start from.
+fn ret0() -> (Function, Emulator, RunInput) {
+    (func(RET0), Emulator::new().unwrap(), input(vec![]))
+}
+
 /// `call @log(arg, 7)` then `call @log(1, 2)`, cdecl: arguments pushed right to left,
 /// popped by the caller.
 fn log_twice(a: &mut CodeAssembler, arg: AsmRegister32) -> Result<(), IcedError> {
@@ -396,9 +402,7 @@ fn infinite_loops_time_out() {
 
 #[test]
 fn wild_jumps_and_bad_accesses_are_faults_with_disassembly() {
-    let f = func(RET0);
-    let mut emu = Emulator::new().unwrap();
-    let inp = input(vec![]);
+    let (f, mut emu, inp) = ret0();
 
     let jump = asm(|a| {
         a.mov(eax, 0x1234_5678)?;
@@ -481,9 +485,7 @@ fn wild_jumps_and_bad_accesses_are_faults_with_disassembly() {
 
 #[test]
 fn cdecl_violations_at_return_are_findings() {
-    let f = func(RET0);
-    let mut emu = Emulator::new().unwrap();
-    let inp = input(vec![]);
+    let (f, mut emu, inp) = ret0();
     let clobber_ebx = asm(|a| {
         a.mov(ebx, 1)?;
         a.xor(eax, eax)?;
@@ -532,9 +534,7 @@ fn cdecl_violations_at_return_are_findings() {
 
 #[test]
 fn reused_instance_runs_each_program_afresh() {
-    let f = func(RET0);
-    let mut emu = Emulator::new().unwrap();
-    let inp = input(vec![]);
+    let (f, mut emu, inp) = ret0();
     // A long program that leaves garbage on the stack and the heap.
     let long = asm(|a| {
         a.mov(dword_ptr(esp - 64), 0x1111_1111)?;
@@ -642,9 +642,7 @@ fn bench_runs_and_reports_every_measurement() {
 
 #[test]
 fn deep_stack_frames_work_and_are_poisoned_afresh() {
-    let f = func(RET0);
-    let mut emu = Emulator::new().unwrap();
-    let inp = input(vec![]);
+    let (f, mut emu, inp) = ret0();
     // A 64 KiB frame, below the per-run poisoned window: read its lowest slot (poison),
     // write it, read it back. The stack's bottom and the guard page below it too.
     let deep = |store: bool| {
