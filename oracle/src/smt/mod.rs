@@ -124,11 +124,16 @@ impl Budget {
     /// Checks `s` within what is left of the budget, and charges what the check used. An
     /// empty budget answers unknown without asking.
     pub fn check(&mut self, s: &Solver) -> SatResult {
+        self.check_within(s, u64::MAX)
+    }
+
+    /// [`Budget::check`], giving the query at most `cap` of what is left.
+    pub fn check_within(&mut self, s: &Solver, cap: u64) -> SatResult {
         if self.left == 0 {
             return SatResult::Unknown;
         }
         let mut p = z3::Params::new();
-        p.set_u32("rlimit", self.left.min(u32::MAX as u64) as u32);
+        p.set_u32("rlimit", self.left.min(cap).min(u32::MAX as u64) as u32);
         s.set_params(&p);
         let before = Self::count(s);
         let r = s.check();

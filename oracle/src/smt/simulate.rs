@@ -90,6 +90,13 @@ impl Val {
         }
     }
 
+    fn simplify(&self) -> Val {
+        match self {
+            Val::Bv(a) => Val::Bv(a.simplify()),
+            Val::Heap(a) => Val::Heap(a.simplify()),
+        }
+    }
+
     fn eq(&self, o: &Val) -> Bool {
         match (self, o) {
             (Val::Bv(a), Val::Bv(b)) => a.eq(b),
@@ -103,6 +110,12 @@ impl Val {
 /// assumption, four slots of the relation: measured at about what Z3 spends in the same
 /// time), so that encoding counts against the budget.
 pub const NODE_COST: u64 = 20;
+
+/// Work charged for simplifying or evaluating a term under concrete values.
+const SIMPLIFY_WORK: usize = 4;
+
+/// An inference query may use `1 / QUERY_SHARE` of the check's budget.
+const QUERY_SHARE: u64 = 20;
 
 /// Most slots: beyond this the relation is cut (the check may then fail, never pass
 /// wrongly).
@@ -522,6 +535,9 @@ pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: 
         charge(work, budget)?;
     }
     let mut rng: u64 = 0x9E37_79B9_7F4A_7C15;
+    // One inference query may take this share of the budget; past it, its goals are
+    // given up rather than the whole check.
+    let query_cap = (budget.left() / QUERY_SHARE).max(1);
     let valid = |st: &Step| st.x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not();
     // The worklist, in layout order: blocks whose relation at some successor is unchecked.
     let mut work_list: BTreeSet<usize> = (0..steps.len()).collect();
@@ -544,6 +560,7 @@ pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: 
                     if size[r] < 2 {
                         continue;
                     }
+                    work += 1;
                     let Some(v) = p.value(p.slots[m], &sx, &sy, limit) else {
                         dropped.push(m);
                         continue;
@@ -551,9 +568,16 @@ pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: 
                     match &first_val[r] {
                         None => first_val[r] = Some(v),
                         Some(f) if f.same_term(&v) => {}
+                        // Equal once Z3 has simplified them (constants folded, `and(x, 0)`
+                        // is 0): the goal holds on every state.
+                        Some(f) if {
+                            work += SIMPLIFY_WORK;
+                            f.simplify().same_term(&v.simplify())
+                        } => {}
                         Some(f) => goals.push((r, m, f.clone(), v)),
                     }
                 }
+                charge(work, budget)?;
                 if !dropped.is_empty() {
                     split(&mut class[j], &dropped);
                     changed.push(j);
@@ -565,7 +589,8 @@ pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: 
                 // Concrete entry states first: one that satisfies the relation and tells
                 // two members of a class apart splits it as a model would, for no solver
                 // call.
-                let sampled = sample_split(&p, &class[j], &goals, &sx, &sy, st, limit, &mut rng);
+                let sampled = sample_split(&p, &class[j], &goals, &sx, &sy, st, limit, &mut rng, &mut work);
+                charge(work, budget)?;
                 if let Some(moved) = sampled {
                     for ns in moved {
                         regroup(&mut class[j], &ns);
@@ -583,10 +608,16 @@ pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: 
                     s.assert(a);
                 }
                 s.assert(Bool::or(&refs));
-                let r = budget.check(&s);
-                match r {
+                match budget.check_within(&s, query_cap) {
                     SatResult::Unsat => break,
-                    SatResult::Unknown => return Err(Unknown::Budget),
+                    SatResult::Unknown if budget.left() == 0 => return Err(Unknown::Budget),
+                    // The query's share ran out: its goals are not shown, so their members
+                    // leave their classes (a weaker relation, never a wrong proof).
+                    SatResult::Unknown => {
+                        let all: Vec<usize> = goals.iter().map(|g| g.1).collect();
+                        split(&mut class[j], &all);
+                        changed.push(j);
+                    }
                     SatResult::Sat => {
                         let m = s.get_model().expect("a model after sat");
                         // Split every class with a goal by the model's values: members
@@ -709,16 +740,27 @@ fn relevant<'a>(st: &'a Step, goals: &[Bool]) -> Vec<&'a Bool> {
 }
 
 /// Concrete entry states tried per edge before the solver is asked.
-const SAMPLES: usize = 3;
+const SAMPLES: usize = 6;
 
 /// Tries [`SAMPLES`] concrete entry states for an edge whose relation the terms alone do
 /// not show: numerals for the symbols that the classes with goals (and the assumptions
-/// they depend on) mention, chosen by the deterministic generator `rng`. A state that
+/// they depend on) mention, chosen by the deterministic generator `rng`; the terms and
+/// symbols handled are added to `work`. A state that
 /// satisfies those assumptions and gives two members of a class different values is a
 /// model of the edge's query: returns the groups that leave their classes, as
 /// [`check_simulation`] does with a model. Heaps are not compared here (the solver does).
 #[allow(clippy::too_many_arguments)]
-fn sample_split(p: &Pair, class: &[usize], goals: &[(usize, usize, Val, Val)], sx: &State, sy: &State, st: &Step, limit: usize, rng: &mut u64) -> Option<Vec<Vec<usize>>> {
+fn sample_split(
+    p: &Pair,
+    class: &[usize],
+    goals: &[(usize, usize, Val, Val)],
+    sx: &State,
+    sy: &State,
+    st: &Step,
+    limit: usize,
+    rng: &mut u64,
+    work: &mut usize,
+) -> Option<Vec<Vec<usize>>> {
     let mut classes: Vec<usize> = goals.iter().map(|g| g.0).collect();
     classes.sort();
     classes.dedup();
@@ -754,12 +796,18 @@ fn sample_split(p: &Pair, class: &[usize], goals: &[(usize, usize, Val, Val)], s
         *rng
     };
     for round in 0..SAMPLES {
+        *work += SIMPLIFY_WORK * (syms.len() + terms.len());
         let values: Vec<Dynamic> = syms
             .iter()
             .map(|d| {
                 let r = next();
-                // Small values half of the time, so that equalities and ranges are hit.
-                let v = if round == 0 || r % 2 == 0 { r % 5 } else { r >> 1 };
+                // Small values, edge values (all ones, the sign bit) and any value, so
+                // that equalities, ranges and signs are hit.
+                let v = match (round, r % 4) {
+                    (0, _) | (_, 0) => r % 5,
+                    (_, 1) => [u64::MAX, 1 << 31, 1 << 63, (1 << 31) - 1][(r >> 8) as usize % 4],
+                    _ => r >> 1,
+                };
                 match d.as_bv() {
                     Some(b) => Dynamic::from_ast(&BV::from_u64(v, b.get_size())),
                     None => Dynamic::from_ast(&Array::const_array(&Sort::bitvector(32), &BV::from_u64(v & 0xff, 8))),
