@@ -112,7 +112,7 @@ impl Val {
 pub const NODE_COST: u64 = 20;
 
 /// Work charged for simplifying or evaluating a term under concrete values.
-const SIMPLIFY_WORK: usize = 4;
+const SIMPLIFY_WORK: usize = 1;
 
 /// An inference query may use `1 / QUERY_SHARE` of the check's budget.
 const QUERY_SHARE: u64 = 20;
@@ -560,7 +560,6 @@ pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: 
                     if size[r] < 2 {
                         continue;
                     }
-                    work += 1;
                     let Some(v) = p.value(p.slots[m], &sx, &sy, limit) else {
                         dropped.push(m);
                         continue;
@@ -796,7 +795,7 @@ fn sample_split(
         *rng
     };
     for round in 0..SAMPLES {
-        *work += SIMPLIFY_WORK * (syms.len() + terms.len());
+        *work += SIMPLIFY_WORK * terms.len() / 16;
         let values: Vec<Dynamic> = syms
             .iter()
             .map(|d| {
