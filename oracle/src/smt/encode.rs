@@ -150,6 +150,10 @@ pub struct SymOutcome {
     pub state: State,
     /// The run finished within the bound (always true for a block).
     pub in_bound: Bool,
+    /// For a step ([`encode_step`]): per block it may continue to, the state it enters
+    /// that block with on that edge alone (not merged with the other exits), and the
+    /// condition that it goes there. Empty for a whole run.
+    pub continues: Vec<(Block, Bool, State)>,
 }
 
 /// Why a function cannot be encoded.
@@ -613,7 +617,7 @@ fn outcome_of(exits: Vec<(Bool, Ending, State)>, fallback: State, in_bound: Bool
             state = State::merge(&g, &st, &state);
         }
     }
-    SymOutcome { kind, value, code, state, in_bound }
+    SymOutcome { kind, value, code, state, in_bound, continues: vec![] }
 }
 
 /// Trace argument slots needed for `f`: two, or one per callframe variable for
@@ -866,7 +870,22 @@ pub fn encode_step(f: &Function, b: Block, st: State, through: &dyn Fn(Block) ->
             }
         }
     }
-    Ok(outcome_of(exits, st, Bool::from_bool(true)))
+    // Per next block, its exits merged (usually one).
+    let mut continues: Vec<(Block, Bool, State)> = vec![];
+    for (g, ending, s) in &exits {
+        if let Ending::Continue(t) = ending {
+            match continues.iter_mut().find(|(b, _, _)| b == t) {
+                Some((_, h, st)) => {
+                    *st = State::merge(g, s, st);
+                    *h = Bool::or(&[&*h, g]);
+                }
+                None => continues.push((*t, g.clone(), s.clone())),
+            }
+        }
+    }
+    let mut out = outcome_of(exits, st, Bool::from_bool(true));
+    out.continues = continues;
+    Ok(out)
 }
 
 /// Whether the tree at `e` only computes a value: no store, callframe write, assignment,

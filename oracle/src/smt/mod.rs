@@ -7,10 +7,11 @@
 //!
 //! * **Simulation, unbounded** ([`simulate::check_simulation`]), for every pass: blocks
 //!   correspond by identity (blocks a pass adds on edges stutter), a relation between the
-//!   two states at each block entry is inferred Houdini-style from candidate equalities,
-//!   and each block must agree on its observable effects under it. It computes everything
-//!   it needs itself and trusts no analysis of `core`. All blocks proved:
-//!   [`Answer::Proved`], for every run whatever the iteration counts.
+//!   two states at each block entry (classes of equal locals, callframe variables, heaps
+//!   and definitions) is inferred by refining classes until they are inductive, and each
+//!   block must agree on its observable effects under it. It computes everything it needs
+//!   itself and trusts no analysis of `core`. All blocks proved: [`Answer::Proved`], for
+//!   every run whatever the iteration counts.
 //! * **Bounded, whole function** ([`check_bounded`]) when the simulation check fails (a
 //!   block's entry state may be unreachable, and only a whole run can be replayed): both
 //!   sides unrolled to `bound` iterations per loop (see [`encode`]); a run that goes
@@ -23,9 +24,10 @@
 //! through a fresh symbolic address and the traces through a fresh symbolic index, so the
 //! query has no quantifier. Budgets are deterministic, never wall-clock: each validation
 //! of a (function, pass) has [`Options::rlimit`] Z3 resource units ([`Budget`]; the
-//! simulation check may use half, the bounded check gets the rest) and a cap on the size
-//! of the encoding ([`Options::max_nodes`]), so the same query gets the same answer on
-//! every machine; an unknown is reported as such and never as a pass.
+//! simulation check may use half, the bounded check gets the rest; the simulation check
+//! also charges its encoding work to it, [`simulate::NODE_COST`] units per unit of work)
+//! and a cap on the size of the encoding ([`Options::max_nodes`]), so the same query gets
+//! the same answer on every machine; an unknown is reported as such and never as a pass.
 //!
 //! A model becomes a concrete [`RunInput`] (arguments, heap bytes, callframe values) and
 //! is run by the interpreter on both functions: only a replayed difference is an
@@ -112,14 +114,26 @@ impl Budget {
         }
     }
 
+    /// Charges `units` of work done outside the solver (building terms); false when the
+    /// budget is used up.
+    pub fn charge(&mut self, units: u64) -> bool {
+        self.left = self.left.saturating_sub(units);
+        self.left > 0
+    }
+
     /// Checks `s` within what is left of the budget, and charges what the check used. An
     /// empty budget answers unknown without asking.
     pub fn check(&mut self, s: &Solver) -> SatResult {
+        self.check_within(s, u64::MAX)
+    }
+
+    /// [`Budget::check`], giving the query at most `cap` of what is left.
+    pub fn check_within(&mut self, s: &Solver, cap: u64) -> SatResult {
         if self.left == 0 {
             return SatResult::Unknown;
         }
         let mut p = z3::Params::new();
-        p.set_u32("rlimit", self.left.min(u32::MAX as u64) as u32);
+        p.set_u32("rlimit", self.left.min(cap).min(u32::MAX as u64) as u32);
         s.set_params(&p);
         let before = Self::count(s);
         let r = s.check();

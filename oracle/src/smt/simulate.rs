@@ -11,16 +11,23 @@
 //! the check gives up (the bounded check then answers).
 //!
 //! **Relation.** At the entry of each pair of corresponding blocks (phis applied), a
-//! conjunction of candidate equalities ([`Candidate`]) between the two states: source and
-//! target locals of related names (`%i` and its SSA versions `%i.3`), the heaps, each
-//! callframe variable on both sides, a callframe variable and a target local (memopt's
-//! promoted variables), and each local with an expression that assigns it on its own side
-//! (SSAPRE's temporaries, hoisted loads, constants; a phi's destination with its
-//! arguments' expressions). **Houdini**: assume the relation at a block's entry, run the
-//! block on both sides ([`encode::encode_step`]), and drop every candidate at a successor
-//! that some model of the step falsifies; repeat until no block drops any. What remains
-//! is inductive. The entry block starts from the real initial state (arguments shared,
-//! locals 0), so the relation holds on every run.
+//! partition of *slots* into classes of equal values ([`Slot`]): every local, callframe
+//! variable and heap of both sides, and *definitions*, the value on one side of an
+//! expression that assigns a local there (SSAPRE's temporaries, hoisted loads, constants;
+//! a phi's destination with its arguments' expressions). The first partition joins the
+//! slots a pass is likely to keep equal: locals of related names (`%i` and its SSA
+//! versions `%i.3`), the two heaps, each callframe variable on both sides, a callframe
+//! variable and the locals the target added (memopt's promoted variables), a local and
+//! its definitions. This is signal correspondence (van Eijk), Houdini over partitions:
+//! the entry state of a block gives every class one fresh symbol (a definition in a
+//! class is assumed equal to it), so the two sides of a block compute the *same terms*
+//! wherever the pass left the computation alone, and most of the relation at a successor
+//! holds by term identity, without the solver. What remains is one query per edge; a
+//! model that breaks it splits the successor's classes by the model's values, and the
+//! successor is encoded again from its weaker relation. Splitting only weakens the
+//! relation, so the other edges into that block need no new look; when no edge breaks
+//! its successor's relation, it is inductive. The entry block starts from the real
+//! initial state (arguments shared, locals 0), so the relation holds on every run.
 //!
 //! **Observables.** With that relation assumed, every block must agree on how it ends
 //! (return value, trap kind and code, invalid where the source is valid, or the same next
@@ -28,36 +35,94 @@
 //! callframe. All blocks agree: [`Answer::Proved`](super::Answer::Proved) for every run.
 //! A block that does not is no counterexample (its entry state may be unreachable): the
 //! caller falls back to the bounded check.
+//!
+//! **Budget.** The solver's queries draw on the validation's [`Budget`], and so does the
+//! encoding: every expression node the steps evaluate costs [`NODE_COST`] resource units,
+//! so that the time an answer takes follows its budget whether it goes to Z3 or to
+//! building terms.
 
 use super::encode::{self, encode_step, eval_value, is_value_tree, State, SymOutcome, Trace};
 use super::{Budget, Options, Unknown};
 use cranelift_entity::EntityRef;
-use std::collections::HashSet;
-use tandem_core::ir::{Block, CfVar, Expr, ExprData, Function, Local, HEAP_BASE, HEAP_SIZE};
-use z3::ast::{Array, Bool, BV};
+use std::collections::{BTreeSet, HashSet};
+use tandem_core::ir::{Block, CfVar, Expr, ExprData, Function, Local, Type, HEAP_BASE, HEAP_SIZE};
+use z3::ast::{Array, Ast, Bool, Dynamic, BV};
 use z3::{SatResult, Sort};
 
-/// One candidate equality at a block entry, over the source state `s` and the target
-/// state `t`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Candidate {
-    /// `s.heap == t.heap`.
-    Heap,
-    /// `s.callframe[v] == t.callframe[v]`.
-    Cf(CfVar),
-    /// A source local equals a target local.
-    Locals(Local, Local),
-    /// A source callframe variable equals a target local.
-    CfLocal(CfVar, Local),
-    /// A target local equals the value of a target expression in the target state.
-    TargetDef(Local, Expr),
-    /// A source local equals the value of a source expression in the source state.
-    SourceDef(Local, Expr),
+/// Which function a slot belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Side {
+    Src,
+    Tgt,
 }
 
-/// Most candidates per block: beyond this the relation is cut (the check may then fail,
-/// never pass wrongly).
-const MAX_CANDIDATES: usize = 1500;
+/// One value of the two states at a block entry that the relation may equate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Slot {
+    Local(Side, Local),
+    Cf(Side, CfVar),
+    Heap(Side),
+    /// The value of a value tree of that side's function (of the local's type) in that
+    /// side's state: not part of the state, assumed equal to its class at an entry.
+    Def(Side, Local, Expr),
+}
+
+/// What can be equal: bit-vectors of one width, or heaps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Kind {
+    Bits(u32),
+    Heap,
+}
+
+/// A slot's value in a state.
+#[derive(Clone)]
+enum Val {
+    Bv(BV),
+    Heap(Array),
+}
+
+impl Val {
+    fn same_term(&self, o: &Val) -> bool {
+        match (self, o) {
+            (Val::Bv(a), Val::Bv(b)) => a.ast_eq(b),
+            (Val::Heap(a), Val::Heap(b)) => a.ast_eq(b),
+            _ => false,
+        }
+    }
+
+    fn simplify(&self) -> Val {
+        match self {
+            Val::Bv(a) => Val::Bv(a.simplify()),
+            Val::Heap(a) => Val::Heap(a.simplify()),
+        }
+    }
+
+    fn eq(&self, o: &Val) -> Bool {
+        match (self, o) {
+            (Val::Bv(a), Val::Bv(b)) => a.eq(b),
+            (Val::Heap(a), Val::Heap(b)) => a.eq(b),
+            _ => unreachable!("classes hold one kind"),
+        }
+    }
+}
+
+/// Resource units charged per unit of encoding work (a statement of either side, an
+/// assumption, four slots of the relation: measured at about what Z3 spends in the same
+/// time), so that encoding counts against the budget.
+pub const NODE_COST: u64 = 20;
+
+/// Work charged for simplifying or evaluating a term under concrete values.
+const SIMPLIFY_WORK: usize = 1;
+
+/// An inference query may use `1 / QUERY_SHARE` of the check's budget.
+const QUERY_SHARE: u64 = 20;
+
+/// Most slots: beyond this the relation is cut (the check may then fail, never pass
+/// wrongly).
+const MAX_SLOTS: usize = 1500;
+
+/// Most definitions per local.
+const MAX_DEFS: usize = 4;
 
 /// The name of a local without its version suffix (`%i.3` → `i`).
 fn base(name: &str) -> &str {
@@ -65,14 +130,14 @@ fn base(name: &str) -> &str {
 }
 
 /// Per local, the value trees assigned to it in `f` (phis: the trees of their arguments'
-/// assignments, one level deep), at most four each.
+/// assignments, one level deep), at most [`MAX_DEFS`] each.
 fn definitions(f: &Function) -> Vec<Vec<Expr>> {
     let mut defs: Vec<Vec<Expr>> = vec![vec![]; f.locals.len()];
     for &b in &f.layout {
         for &s in &f.blocks[b].stmts {
             if let ExprData::Assign { local, value } = &f.exprs[s] {
                 let d = &mut defs[local.index()];
-                if d.len() < 4 && is_value_tree(f, *value) && !d.iter().any(|&x| same_tree(f, x, *value)) {
+                if d.len() < MAX_DEFS && is_value_tree(f, *value) && !d.iter().any(|&x| same_tree(f, x, *value)) {
                     d.push(*value);
                 }
             }
@@ -84,7 +149,7 @@ fn definitions(f: &Function) -> Vec<Vec<Expr>> {
             for (_, a) in &phi.args {
                 for &e in &direct[a.index()] {
                     let d = &mut defs[phi.dest.index()];
-                    if d.len() < 4 && !d.iter().any(|&x| same_tree(f, x, e)) {
+                    if d.len() < MAX_DEFS && !d.iter().any(|&x| same_tree(f, x, e)) {
                         d.push(e);
                     }
                 }
@@ -112,84 +177,319 @@ fn same_tree(f: &Function, a: Expr, b: Expr) -> bool {
     shallow_x == shallow_y && xo.len() == yo.len() && xo.iter().zip(yo.iter()).all(|(&p, &q)| same_tree(f, p, q))
 }
 
-/// The candidates of every corresponding block (the same for each: which survive where is
-/// Houdini's business).
-fn candidates(src: &Function, tgt: &Function) -> Vec<Candidate> {
-    // The likeliest first, since the list is cut at MAX_CANDIDATES: locals of the same
-    // name, then each side's definitions, then SSA versions of one name, then promoted
-    // callframe variables.
-    let mut c = vec![Candidate::Heap];
-    c.extend(src.cfvars.keys().map(Candidate::Cf));
-    let pairs = |same: bool| {
-        let mut v = vec![];
+/// The two functions and the slots of their states.
+struct Pair<'a> {
+    src: &'a Function,
+    tgt: &'a Function,
+    slots: Vec<Slot>,
+    /// Each slot's index in `slots`.
+    index: std::collections::HashMap<Slot, usize>,
+}
+
+impl Pair<'_> {
+    fn side(&self, s: Side) -> &Function {
+        match s {
+            Side::Src => self.src,
+            Side::Tgt => self.tgt,
+        }
+    }
+
+    fn kind(&self, slot: Slot) -> Kind {
+        match slot {
+            Slot::Local(s, l) | Slot::Def(s, l, _) => Kind::Bits(self.side(s).locals[l].ty.bits()),
+            Slot::Cf(s, v) => Kind::Bits(self.side(s).cfvars[v].ty.bits()),
+            Slot::Heap(_) => Kind::Heap,
+        }
+    }
+
+    /// The slots a value tree of `side` reads (locals, callframe variables, the heap);
+    /// `None` when one of them is not a slot.
+    fn reads(&self, side: Side, e: Expr) -> Option<Vec<usize>> {
+        let f = self.side(side);
+        let mut out = vec![];
+        let mut ok = true;
+        f.visit_postorder(e, &mut |n| {
+            let slot = match f.exprs[n] {
+                ExprData::Local(l) => Slot::Local(side, l),
+                ExprData::CfRead(v) => Slot::Cf(side, v),
+                ExprData::Load { .. } => Slot::Heap(side),
+                _ => return,
+            };
+            match self.index.get(&slot) {
+                Some(&k) => out.push(k),
+                None => ok = false,
+            }
+        });
+        ok.then_some(out)
+    }
+
+    /// The entry state of `side` from the classes' values (a slot whose class has no
+    /// value yet, or that is no slot, gets a fresh symbol).
+    fn state(&self, side: Side, class: &[usize], val: &[Option<Val>], trace: usize) -> State {
+        let f = self.side(side);
+        let get = |slot: Slot| self.index.get(&slot).and_then(|&i| val[class[i]].clone());
+        let bv = |v: Option<Val>, w: u32| match v {
+            Some(Val::Bv(b)) => b,
+            _ => BV::fresh_const("v", w),
+        };
+        let locals = f.locals.iter().map(|(l, d)| bv(get(Slot::Local(side, l)), d.ty.bits())).collect();
+        let callframe = f.cfvars.iter().map(|(v, d)| bv(get(Slot::Cf(side, v)), d.ty.bits())).collect();
+        let heap = match get(Slot::Heap(side)) {
+            Some(Val::Heap(h)) => h,
+            _ => Array::fresh_const("heap", &Sort::bitvector(32), &Sort::bitvector(8)),
+        };
+        State { locals, heap, callframe, trace: Trace::empty(trace) }
+    }
+
+    /// The slot's value in the state of its side; `None` for a definition too large to
+    /// evaluate.
+    fn value(&self, slot: Slot, s: &State, t: &State, limit: usize) -> Option<Val> {
+        let st = |side| if side == Side::Src { s } else { t };
+        Some(match slot {
+            Slot::Local(side, l) => Val::Bv(st(side).locals[l.index()].clone()),
+            Slot::Cf(side, v) => Val::Bv(st(side).callframe[v.index()].clone()),
+            Slot::Heap(side) => Val::Heap(st(side).heap.clone()),
+            Slot::Def(side, l, e) => {
+                let f = self.side(side);
+                let ty: Type = f.locals[l].ty;
+                Val::Bv(eval_value(f, e, st(side), ty, limit).ok()?)
+            }
+        })
+    }
+}
+
+/// The slots of the two states, and the first partition: the class of each slot, as the
+/// index of the first slot of its class.
+fn first_partition(src: &Function, tgt: &Function) -> (Vec<Slot>, Vec<usize>) {
+    let mut slots = vec![Slot::Heap(Side::Src), Slot::Heap(Side::Tgt)];
+    slots.extend(src.cfvars.keys().map(|v| Slot::Cf(Side::Src, v)));
+    slots.extend(tgt.cfvars.keys().map(|v| Slot::Cf(Side::Tgt, v)));
+    slots.extend(src.locals.keys().map(|l| Slot::Local(Side::Src, l)));
+    slots.extend(tgt.locals.keys().map(|l| Slot::Local(Side::Tgt, l)));
+    // Definitions of the target's locals (a pass's temporaries, promoted variables,
+    // versions, and locals it now assigns earlier), and of the source's locals the target
+    // removed (by name); a source local the target still has is related to its namesake.
+    let names = |f: &Function| -> HashSet<String> { f.locals.values().map(|d| d.name.clone()).collect() };
+    let (src_names, tgt_names) = (names(src), names(tgt));
+    for (side, f, other) in [(Side::Src, src, Some(&tgt_names)), (Side::Tgt, tgt, None)] {
+        for (l, defs) in definitions(f).into_iter().enumerate() {
+            if other.is_some_and(|o| o.contains(&f.locals[Local::new(l)].name)) {
+                continue;
+            }
+            slots.extend(defs.into_iter().map(|e| Slot::Def(side, Local::new(l), e)));
+        }
+    }
+    slots.truncate(MAX_SLOTS);
+    let index = |x: Slot| slots.iter().position(|&y| y == x);
+    let mut uf: Vec<usize> = (0..slots.len()).collect();
+    fn find(uf: &mut [usize], mut i: usize) -> usize {
+        while uf[i] != i {
+            uf[i] = uf[uf[i]];
+            i = uf[i];
+        }
+        i
+    }
+    let join = |uf: &mut Vec<usize>, a: Option<usize>, b: Option<usize>| {
+        if let (Some(a), Some(b)) = (a, b) {
+            let (x, y) = (find(uf, a), find(uf, b));
+            uf[x.max(y)] = x.min(y);
+        }
+    };
+    join(&mut uf, Some(0), Some(1));
+    for v in src.cfvars.keys() {
+        join(&mut uf, index(Slot::Cf(Side::Src, v)), index(Slot::Cf(Side::Tgt, v)));
+    }
+    for (t, td) in tgt.locals.iter() {
+        // A local of both sides is related to its namesake; one the target added (or
+        // renamed) to the source's locals of the same base name (`%i` and `%i.3`).
+        let same = src.locals.iter().find(|(_, sd)| sd.name == td.name && sd.ty == td.ty).map(|(s, _)| s);
         for (s, sd) in src.locals.iter() {
-            for (t, td) in tgt.locals.iter() {
-                if sd.ty == td.ty && (sd.name == td.name) == same && base(&sd.name) == base(&td.name) {
-                    v.push(Candidate::Locals(s, t));
+            let related = match same {
+                Some(x) => x == s,
+                None => sd.ty == td.ty && base(&sd.name) == base(&td.name) && !tgt_names.contains(&sd.name),
+            };
+            if related {
+                join(&mut uf, index(Slot::Local(Side::Src, s)), index(Slot::Local(Side::Tgt, t)));
+            }
+        }
+        // A local the target added may hold a callframe variable (memopt promotes them
+        // into locals named after the variable, or `%mem`, `%val`, `%k`).
+        if !src_names.contains(&td.name) {
+            for (v, vd) in src.cfvars.iter() {
+                if vd.ty == td.ty && base(&td.name) == vd.name {
+                    join(&mut uf, index(Slot::Cf(Side::Src, v)), index(Slot::Local(Side::Tgt, t)));
                 }
             }
         }
-        v
-    };
-    c.extend(pairs(true));
-    for (t, defs) in definitions(tgt).into_iter().enumerate() {
-        c.extend(defs.into_iter().map(|e| Candidate::TargetDef(Local::new(t), e)));
     }
-    for (s, defs) in definitions(src).into_iter().enumerate() {
-        c.extend(defs.into_iter().map(|e| Candidate::SourceDef(Local::new(s), e)));
-    }
-    c.extend(pairs(false));
-    for (v, vd) in src.cfvars.iter() {
-        for (t, td) in tgt.locals.iter() {
-            if vd.ty == td.ty {
-                c.push(Candidate::CfLocal(v, t));
-            }
+    for (i, &slot) in slots.iter().enumerate() {
+        if let Slot::Def(side, l, _) = slot {
+            join(&mut uf, Some(i), index(Slot::Local(side, l)));
         }
     }
-    c.truncate(MAX_CANDIDATES);
-    c
+    let class = (0..slots.len()).map(|i| find(&mut uf, i)).collect();
+    (slots, class)
 }
 
-/// The candidate's truth in the source state `s` and the target state `t`; `None` when
-/// an expression is too large to evaluate.
-fn holds(c: Candidate, src: &Function, tgt: &Function, s: &State, t: &State, limit: usize) -> Option<Bool> {
-    Some(match c {
-        Candidate::Heap => s.heap.eq(&t.heap),
-        Candidate::Cf(v) => s.callframe[v.index()].eq(&t.callframe[v.index()]),
-        Candidate::Locals(a, b) => s.locals[a.index()].eq(&t.locals[b.index()]),
-        Candidate::CfLocal(v, b) => s.callframe[v.index()].eq(&t.locals[b.index()]),
-        Candidate::TargetDef(l, e) => t.locals[l.index()].eq(eval_value(tgt, e, t, tgt.locals[l].ty, limit).ok()?),
-        Candidate::SourceDef(l, e) => s.locals[l.index()].eq(eval_value(src, e, s, src.locals[l].ty, limit).ok()?),
-    })
-}
-
-/// A block's entry state: fresh symbols, or for the entry block the initial state of a
-/// run (arguments shared between the sides through `args`, every other local 0).
-fn entry_state(f: &Function, entry: bool, args: &[BV], heap: &Array, callframe: &[BV], slots: usize) -> State {
-    let locals = f
-        .locals
-        .iter()
-        .map(|(l, d)| match f.params.iter().position(|&p| p == l) {
-            Some(i) if entry => args[i].clone(),
-            _ if entry => BV::from_u64(0, d.ty.bits()),
-            _ => BV::fresh_const("l", d.ty.bits()),
-        })
-        .collect();
-    State { locals, heap: heap.clone(), callframe: callframe.to_vec(), trace: Trace::empty(slots) }
-}
-
-/// One corresponding pair of blocks, encoded once: the entry states and the step of each
-/// side.
+/// A block's encoded step: the entry states built from its partition, the assumptions
+/// the partition adds (definitions equal to their class), and each side's step.
 struct Step {
     block: Block,
     entry: bool,
-    s_in: State,
-    t_in: State,
+    assumed: Vec<Bool>,
+    /// The symbols each assumption mentions.
+    assumed_symbols: Vec<HashSet<Dynamic>>,
     x: SymOutcome,
     y: SymOutcome,
-    /// The source's successors (corresponding blocks), each with the condition that both
-    /// sides continue there.
-    succs: Vec<(Block, Bool)>,
+    /// The source's successors, each with the states both sides enter it with, if both
+    /// may go there (if one never does, the relation there is not in question: the
+    /// observables differ, or the edge is never taken).
+    succs: Vec<(Block, Option<(State, State)>)>,
+}
+
+/// The entry states of block `b` under `class` (or, for the entry block, the initial
+/// state of a run, arguments shared), with the assumptions about definitions.
+fn entry_states(p: &Pair, class: Option<&[usize]>, trace: usize, limit: usize) -> (State, State, Vec<Bool>) {
+    let (src, tgt) = (p.src, p.tgt);
+    let Some(class) = class else {
+        let args: Vec<BV> = src.params.iter().map(|&q| BV::fresh_const("arg", src.locals[q].ty.bits())).collect();
+        let heap = Array::fresh_const("heap", &Sort::bitvector(32), &Sort::bitvector(8));
+        let cf: Vec<BV> = src.cfvars.values().map(|d| BV::fresh_const("cf", d.ty.bits())).collect();
+        let init = |f: &Function| {
+            let locals = f
+                .locals
+                .iter()
+                .map(|(l, d)| match f.params.iter().position(|&q| q == l) {
+                    Some(i) => args[i].clone(),
+                    None => BV::from_u64(0, d.ty.bits()),
+                })
+                .collect();
+            State { locals, heap: heap.clone(), callframe: cf.clone(), trace: Trace::empty(trace) }
+        };
+        return (init(src), init(tgt), vec![]);
+    };
+    // Each class gets one value. A class with a state slot and a definition whose operands
+    // are in other classes takes the definition's value in the entry state (so that a
+    // local holding `add(%a, %b)` is that very term); the others get a fresh symbol.
+    // Definitions are chosen so that no class's value depends on itself.
+    let n = p.slots.len();
+    let size = sizes(class);
+    let mut chosen: Vec<Option<usize>> = vec![None; n];
+    let mut deps: Vec<Vec<usize>> = vec![vec![]; n];
+    for (i, &slot) in p.slots.iter().enumerate() {
+        let Slot::Def(side, _, e) = slot else { continue };
+        let r = class[i];
+        if size[r] < 2 || matches!(p.slots[r], Slot::Def(..)) || chosen[r].is_some() {
+            continue;
+        }
+        let Some(reads) = p.reads(side, e) else { continue };
+        let reads: Vec<usize> = reads.into_iter().map(|k| class[k]).collect();
+        // A path from a read class back to `r` through the chosen definitions is a cycle.
+        let mut stack = reads.clone();
+        let mut seen = HashSet::new();
+        let mut cycle = false;
+        while let Some(c) = stack.pop() {
+            if c == r {
+                cycle = true;
+                break;
+            }
+            if seen.insert(c) {
+                stack.extend(deps[c].iter().copied());
+            }
+        }
+        if !cycle {
+            chosen[r] = Some(i);
+            deps[r] = reads;
+        }
+    }
+    let fresh = |r: usize| match p.kind(p.slots[r]) {
+        Kind::Bits(w) => Val::Bv(BV::fresh_const("v", w)),
+        Kind::Heap => Val::Heap(Array::fresh_const("heap", &Sort::bitvector(32), &Sort::bitvector(8))),
+    };
+    let mut val: Vec<Option<Val>> = vec![None; n];
+    for r in 0..n {
+        if class[r] == r && chosen[r].is_none() {
+            val[r] = Some(fresh(r));
+        }
+    }
+    let mut members: Vec<Vec<usize>> = vec![vec![]; n];
+    for (i, &r) in class.iter().enumerate() {
+        members[r].push(i);
+    }
+    // The states so far (a class without its value yet reads as a placeholder, which the
+    // acyclic choice never lets a definition read); each resolved class is written in.
+    let (mut s, mut t) = (p.state(Side::Src, class, &val, trace), p.state(Side::Tgt, class, &val, trace));
+    let mut pending: Vec<usize> = (0..n).filter(|&r| chosen[r].is_some()).collect();
+    while !pending.is_empty() {
+        let before = pending.len();
+        let mut rest = vec![];
+        for r in pending {
+            if !deps[r].iter().all(|&c| val[c].is_some()) {
+                rest.push(r);
+                continue;
+            }
+            let i = chosen[r].expect("pending classes have a definition");
+            let v = match p.value(p.slots[i], &s, &t, limit) {
+                Some(v) => v,
+                None => {
+                    chosen[r] = None;
+                    fresh(r)
+                }
+            };
+            for &m in &members[r] {
+                let side = match p.slots[m] {
+                    Slot::Local(x, _) | Slot::Cf(x, _) | Slot::Heap(x) | Slot::Def(x, _, _) => x,
+                };
+                let st = if side == Side::Src { &mut s } else { &mut t };
+                match (p.slots[m], &v) {
+                    (Slot::Local(_, l), Val::Bv(b)) => st.locals[l.index()] = b.clone(),
+                    (Slot::Cf(_, c), Val::Bv(b)) => st.callframe[c.index()] = b.clone(),
+                    (Slot::Heap(_), Val::Heap(h)) => st.heap = h.clone(),
+                    _ => {}
+                }
+            }
+            val[r] = Some(v);
+        }
+        pending = rest;
+        assert!(pending.len() < before, "the chosen definitions are acyclic");
+    }
+    // The other definitions are assumed equal to their class.
+    let mut assumed = vec![];
+    for (i, &slot) in p.slots.iter().enumerate() {
+        let r = class[i];
+        if !matches!(slot, Slot::Def(..)) || size[r] < 2 || chosen[r] == Some(i) {
+            continue;
+        }
+        let o = val[r].clone().expect("every class has a value");
+        if let Some(v) = p.value(slot, &s, &t, limit) {
+            if !v.same_term(&o) {
+                assumed.push(v.eq(&o));
+            }
+        }
+    }
+    (s, t, assumed)
+}
+
+/// Encodes block `b`'s step under `class`; adds the nodes evaluated to `work`.
+fn encode_block(p: &Pair, b: Block, class: Option<&[usize]>, trace: usize, limit: usize, work: &mut usize) -> Result<Step, Unknown> {
+    let src_blocks: HashSet<Block> = p.src.layout.iter().copied().collect();
+    let fresh = |x: Block| !src_blocks.contains(&x);
+    let (s_in, t_in, assumed) = entry_states(p, class, trace, limit);
+    let left = limit.saturating_sub(*work);
+    let x = encode_step(p.src, b, s_in, &|_| false, left).map_err(|_| Unknown::TooLarge)?;
+    let y = encode_step(p.tgt, b, t_in, &fresh, left).map_err(|_| Unknown::TooLarge)?;
+    *work += p.src.blocks[b].stmts.len() + p.tgt.blocks[b].stmts.len() + 1 + assumed.len() + p.slots.len() / 4;
+    // Per successor, the two states entering it (on the edges to it alone).
+    let mut succs: Vec<(Block, Option<(State, State)>)> = vec![];
+    for t in p.src.blocks[b].term.successors() {
+        if succs.iter().any(|(u, _)| *u == t) {
+            continue;
+        }
+        let at = |o: &SymOutcome| o.continues.iter().find(|(u, _, _)| *u == t).map(|(_, _, s)| s.clone());
+        succs.push((t, at(&x).zip(at(&y))));
+    }
+    let assumed_symbols = assumed.iter().map(|a| symbols(&[Dynamic::from_ast(a)])).collect();
+    Ok(Step { block: b, entry: class.is_none(), assumed, assumed_symbols, x, y, succs })
 }
 
 /// The simulation check: `Ok(true)` when every block pair is proved under the inferred
@@ -197,8 +497,6 @@ struct Step {
 /// block is not proved, `Err` when the budget ran out or a block is too large.
 pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: &mut Budget) -> Result<bool, Unknown> {
     let entry = src.entry();
-    let src_blocks: HashSet<Block> = src.layout.iter().copied().collect();
-    let fresh = |b: Block| !src_blocks.contains(&b);
     let corresponds = tgt.entry() == entry
         && src.layout.iter().all(|b| tgt.layout.contains(b))
         && src.params.len() == tgt.params.len()
@@ -208,134 +506,385 @@ pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: 
     if !corresponds {
         return Ok(false);
     }
-    let slots = encode::trace_slots(src).max(encode::trace_slots(tgt));
-    let cands = candidates(src, tgt);
+    let trace = encode::trace_slots(src).max(encode::trace_slots(tgt));
+    let (slots, first) = first_partition(src, tgt);
+    let index = slots.iter().enumerate().map(|(i, &s)| (s, i)).collect();
+    let p = Pair { src, tgt, slots, index };
     let limit = opts.max_nodes;
-    // Houdini keeps a term per candidate at the entry and the exit of every block: on a
-    // long function with many candidates (a local assigned in each of 5,000 blocks has
-    // 5,000 definitions) that alone would take gigabytes. Past the encoding cap the
-    // check is too large, and the bounded check answers instead.
-    if src.layout.len().saturating_mul(cands.len().max(1)) > limit {
+    // Past the encoding cap the check is too large, and the bounded check answers.
+    if src.layout.len().saturating_mul(p.slots.len().max(1)) > limit {
         return Err(Unknown::TooLarge);
     }
+    let position = |b: Block| src.layout.iter().position(|&x| x == b).expect("a source block");
+    let mut class: Vec<Vec<usize>> = src.layout.iter().map(|_| first.clone()).collect();
     let mut work = 0usize;
-    let mut steps = vec![];
-    for &b in &src.layout {
-        let is_entry = b == entry;
-        let (args, heaps, cfs): (Vec<BV>, [Array; 2], [Vec<BV>; 2]) = {
-            let args = src.params.iter().map(|&p| BV::fresh_const("arg", src.locals[p].ty.bits())).collect();
-            let heap = || Array::fresh_const("heap", &Sort::bitvector(32), &Sort::bitvector(8));
-            let cf = || src.cfvars.values().map(|d| BV::fresh_const("cf", d.ty.bits())).collect::<Vec<BV>>();
-            if is_entry {
-                let (h, c) = (heap(), cf());
-                (args, [h.clone(), h], [c.clone(), c])
-            } else {
-                (args, [heap(), heap()], [cf(), cf()])
-            }
-        };
-        let s_in = entry_state(src, is_entry, &args, &heaps[0], &cfs[0], slots);
-        let t_in = entry_state(tgt, is_entry, &args, &heaps[1], &cfs[1], slots);
-        let left = limit.saturating_sub(work);
-        let x = encode_step(src, b, s_in.clone(), &|_| false, left).map_err(|_| Unknown::TooLarge)?;
-        let y = encode_step(tgt, b, t_in.clone(), &fresh, left).map_err(|_| Unknown::TooLarge)?;
-        work += src.blocks[b].stmts.len() + tgt.blocks[b].stmts.len() + 1;
-        let cont = |o: &SymOutcome, t: Block| {
-            Bool::and(&[o.kind.eq(BV::from_u64(encode::END_CONTINUE, 8)), o.value.eq(BV::from_u64(t.index() as u64, 64))])
-        };
-        let mut succs: Vec<(Block, Bool)> = vec![];
-        for t in src.blocks[b].term.successors() {
-            if !succs.iter().any(|(u, _)| *u == t) {
-                succs.push((t, Bool::and(&[cont(&x, t), cont(&y, t)])));
-            }
+    let mut charged = 0usize;
+    let mut charge = |work: usize, budget: &mut Budget| -> Result<(), Unknown> {
+        let ok = budget.charge((work - charged) as u64 * NODE_COST);
+        charged = work;
+        if ok {
+            Ok(())
+        } else {
+            Err(Unknown::Budget)
         }
-        steps.push(Step { block: b, entry: is_entry, s_in, t_in, x, y, succs });
-    }
-    let index = |b: Block| steps.iter().position(|s| s.block == b).expect("every successor is a source block");
-    // Houdini: alive[i][k] says whether candidate k is still assumed at step i's block.
-    let mut alive: Vec<Vec<bool>> = steps.iter().map(|s| vec![!s.entry; cands.len()]).collect();
-    // The candidates' terms at each step's entry, and at each successor after the step.
-    let mut at_entry: Vec<Vec<Option<Bool>>> = vec![];
-    for st in &steps {
-        at_entry.push(cands.iter().map(|&c| holds(c, src, tgt, &st.s_in, &st.t_in, limit)).collect());
-    }
-    let mut at_exit: Vec<Vec<Option<Bool>>> = vec![];
-    for st in &steps {
-        at_exit.push(cands.iter().map(|&c| holds(c, src, tgt, &st.x.state, &st.y.state, limit)).collect());
-    }
-    for (i, a) in alive.iter_mut().enumerate() {
-        for (k, v) in a.iter_mut().enumerate() {
-            *v &= at_entry[i][k].is_some() && at_exit[i][k].is_some();
-        }
-    }
-    let valid = |st: &Step| st.x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not();
-    let assumptions = |i: usize, alive: &[Vec<bool>]| -> Vec<Bool> {
-        (0..cands.len()).filter(|&k| alive[i][k]).filter_map(|k| at_entry[i][k].clone()).collect()
     };
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for (i, st) in steps.iter().enumerate() {
-            let assumed = assumptions(i, &alive);
-            let known: HashSet<Bool> = assumed.iter().cloned().collect();
-            // Goals: every live candidate at every successor, unless it is literally one
-            // of the assumptions (a local neither side touched).
-            let mut goals: Vec<(usize, usize, Bool)> = vec![];
-            for (t, both) in &st.succs {
-                let j = index(*t);
-                for k in 0..cands.len() {
-                    if !alive[j][k] {
+    let mut steps: Vec<Step> = vec![];
+    for (i, &b) in src.layout.iter().enumerate() {
+        let c = if b == entry { None } else { Some(&class[i][..]) };
+        steps.push(encode_block(&p, b, c, trace, limit, &mut work)?);
+        charge(work, budget)?;
+    }
+    let mut rng: u64 = 0x9E37_79B9_7F4A_7C15;
+    // One inference query may take this share of the budget; past it, its goals are
+    // given up rather than the whole check.
+    let query_cap = (budget.left() / QUERY_SHARE).max(1);
+    let valid = |st: &Step| st.x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not();
+    // The worklist, in layout order: blocks whose relation at some successor is unchecked.
+    let mut work_list: BTreeSet<usize> = (0..steps.len()).collect();
+    while let Some(i) = work_list.pop_first() {
+        let mut changed: Vec<usize> = vec![];
+        for k in 0..steps[i].succs.len() {
+            let (t, states) = steps[i].succs[k].clone();
+            let Some((sx, sy)) = states else { continue };
+            let j = position(t);
+            loop {
+                let st = &steps[i];
+                // Per class of the successor, its members' values after the step; the
+                // goals are the members whose term is not the first member's.
+                let mut goals: Vec<(usize, usize, Val, Val)> = vec![];
+                let mut dropped = vec![];
+                let mut first_val: Vec<Option<Val>> = vec![None; p.slots.len()];
+                let size = sizes(&class[j]);
+                for m in 0..p.slots.len() {
+                    let r = class[j][m];
+                    if size[r] < 2 {
                         continue;
                     }
-                    let c = at_exit[i][k].clone().expect("alive candidates have terms");
-                    if known.contains(&c) {
+                    let Some(v) = p.value(p.slots[m], &sx, &sy, limit) else {
+                        dropped.push(m);
                         continue;
+                    };
+                    match &first_val[r] {
+                        None => first_val[r] = Some(v),
+                        Some(f) if f.same_term(&v) => {}
+                        // Equal once Z3 has simplified them (constants folded, `and(x, 0)`
+                        // is 0): the goal holds on every state.
+                        Some(f) if {
+                            work += SIMPLIFY_WORK;
+                            f.simplify().same_term(&v.simplify())
+                        } => {}
+                        Some(f) => goals.push((r, m, f.clone(), v)),
                     }
-                    goals.push((j, k, Bool::or(&[both.not(), c])));
                 }
-            }
-            while !goals.is_empty() {
+                charge(work, budget)?;
+                if !dropped.is_empty() {
+                    split(&mut class[j], &dropped);
+                    changed.push(j);
+                    continue;
+                }
+                if goals.is_empty() {
+                    break;
+                }
+                // Concrete entry states first: one that satisfies the relation and tells
+                // two members of a class apart splits it as a model would, for no solver
+                // call.
+                let sampled = sample_split(&p, &class[j], &goals, &sx, &sy, st, limit, &mut rng, &mut work);
+                charge(work, budget)?;
+                if let Some(moved) = sampled {
+                    for ns in moved {
+                        regroup(&mut class[j], &ns);
+                    }
+                    changed.push(j);
+                    continue;
+                }
+                // Only the relation is assumed, not that the edge is taken or the source
+                // valid: a model may then split a class that the edge's condition would
+                // keep, which only weakens the relation (it never makes a proof wrong),
+                // and the query stays as small as the values it compares.
                 let s = super::solver();
-                s.assert(valid(st));
-                for a in &assumed {
+                let refs: Vec<Bool> = goals.iter().map(|(_, _, a, b)| a.eq(b).not()).collect();
+                for a in relevant(st, &refs) {
                     s.assert(a);
                 }
-                let refs: Vec<Bool> = goals.iter().map(|(_, _, g)| g.not()).collect();
                 s.assert(Bool::or(&refs));
-                match budget.check(&s) {
+                match budget.check_within(&s, query_cap) {
                     SatResult::Unsat => break,
-                    SatResult::Unknown => return Err(Unknown::Budget),
+                    SatResult::Unknown if budget.left() == 0 => return Err(Unknown::Budget),
+                    // The query's share ran out: its goals are not shown, so their members
+                    // leave their classes (a weaker relation, never a wrong proof).
+                    SatResult::Unknown => {
+                        let all: Vec<usize> = goals.iter().map(|g| g.1).collect();
+                        split(&mut class[j], &all);
+                        changed.push(j);
+                    }
                     SatResult::Sat => {
                         let m = s.get_model().expect("a model after sat");
-                        let before = goals.len();
-                        goals.retain(|(j, k, g)| {
-                            let ok = m.eval(g, true).and_then(|v| v.as_bool()).unwrap_or(false);
-                            if !ok {
-                                alive[*j][*k] = false;
+                        // Split every class with a goal by the model's values: members
+                        // equal to the first stay, the others form classes of their own
+                        // by value.
+                        let mut moved = vec![];
+                        let mut by_class: Vec<usize> = goals.iter().map(|g| g.0).collect();
+                        by_class.dedup();
+                        for r in by_class {
+                            let members: Vec<usize> = (0..p.slots.len()).filter(|&n| class[j][n] == r).collect();
+                            let vals: Vec<Val> = members
+                                .iter()
+                                .map(|&n| p.value(p.slots[n], &sx, &sy, limit).expect("evaluated above"))
+                                .collect();
+                            let mut groups: Vec<(Val, Vec<usize>)> = vec![];
+                            for (&n, v) in members.iter().zip(vals) {
+                                let g = groups.iter_mut().find(|(w, _)| {
+                                    w.same_term(&v) || m.eval(&w.eq(&v), true).and_then(|b| b.as_bool()).unwrap_or(false)
+                                });
+                                match g {
+                                    Some((_, ns)) => ns.push(n),
+                                    None => groups.push((v, vec![n])),
+                                }
                             }
-                            ok
-                        });
-                        assert!(goals.len() < before, "a model falsifies some goal");
-                        changed = true;
+                            for (_, ns) in groups.into_iter().skip(1) {
+                                moved.push(ns);
+                            }
+                        }
+                        if moved.is_empty() {
+                            // The model does not say which: give the goals up.
+                            let all: Vec<usize> = goals.iter().map(|g| g.1).collect();
+                            split(&mut class[j], &all);
+                        } else {
+                            for ns in moved {
+                                regroup(&mut class[j], &ns);
+                            }
+                        }
+                        changed.push(j);
                     }
                 }
             }
+        }
+        changed.sort();
+        changed.dedup();
+        for j in changed {
+            if steps[j].entry {
+                continue;
+            }
+            steps[j] = encode_block(&p, steps[j].block, Some(&class[j][..]), trace, limit, &mut work)?;
+            charge(work, budget)?;
+            work_list.insert(j);
         }
     }
     // The observables, under the inferred relation.
-    for (i, st) in steps.iter().enumerate() {
+    for st in &steps {
+        if same_step(&st.x, &st.y) {
+            continue;
+        }
         let s = super::solver();
-        s.assert(valid(st));
-        for a in assumptions(i, &alive) {
+        let goal = [valid(st), step_differs(&st.x, &st.y)];
+        for a in relevant(st, &goal) {
             s.assert(a);
         }
-        s.assert(step_differs(&st.x, &st.y));
+        for g in &goal {
+            s.assert(g);
+        }
         match budget.check(&s) {
             SatResult::Unsat => {}
-            SatResult::Sat => return Ok(false),
+            SatResult::Sat => {
+                return Ok(false);
+            }
             SatResult::Unknown => return Err(Unknown::Budget),
         }
     }
     Ok(true)
+}
+
+/// The uninterpreted constants (the entry state's symbols) that `terms` mention.
+fn symbols(terms: &[Dynamic]) -> HashSet<Dynamic> {
+    let mut seen: HashSet<Dynamic> = HashSet::new();
+    let mut out = HashSet::new();
+    let mut stack: Vec<Dynamic> = terms.to_vec();
+    while let Some(d) = stack.pop() {
+        if !seen.insert(d.clone()) {
+            continue;
+        }
+        if d.kind() != z3::AstKind::App {
+            continue;
+        }
+        let n = d.num_children();
+        if n == 0 {
+            if d.as_bool().is_none() {
+                out.insert(d);
+            }
+        } else {
+            stack.extend(d.children());
+        }
+    }
+    out
+}
+
+/// The assumptions of `st` that `goals` depend on: those that share a symbol with them,
+/// or with an assumption that does, and so on. The others constrain symbols the goals do
+/// not mention, so leaving them out changes no answer and spares the solver their terms.
+fn relevant<'a>(st: &'a Step, goals: &[Bool]) -> Vec<&'a Bool> {
+    let mut syms = symbols(&goals.iter().map(|g| Dynamic::from_ast(g)).collect::<Vec<_>>());
+    let mut taken = vec![false; st.assumed.len()];
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for (k, a) in st.assumed_symbols.iter().enumerate() {
+            if !taken[k] && !a.is_disjoint(&syms) {
+                taken[k] = true;
+                syms.extend(a.iter().cloned());
+                grew = true;
+            }
+        }
+    }
+    st.assumed.iter().zip(taken).filter(|(_, t)| *t).map(|(a, _)| a).collect()
+}
+
+/// Concrete entry states tried per edge before the solver is asked.
+const SAMPLES: usize = 6;
+
+/// Tries [`SAMPLES`] concrete entry states for an edge whose relation the terms alone do
+/// not show: numerals for the symbols that the classes with goals (and the assumptions
+/// they depend on) mention, chosen by the deterministic generator `rng`; the terms and
+/// symbols handled are added to `work`. A state that
+/// satisfies those assumptions and gives two members of a class different values is a
+/// model of the edge's query: returns the groups that leave their classes, as
+/// [`check_simulation`] does with a model. Heaps are not compared here (the solver does).
+#[allow(clippy::too_many_arguments)]
+fn sample_split(
+    p: &Pair,
+    class: &[usize],
+    goals: &[(usize, usize, Val, Val)],
+    sx: &State,
+    sy: &State,
+    st: &Step,
+    limit: usize,
+    rng: &mut u64,
+    work: &mut usize,
+) -> Option<Vec<Vec<usize>>> {
+    let mut classes: Vec<usize> = goals.iter().map(|g| g.0).collect();
+    classes.sort();
+    classes.dedup();
+    let mut members: Vec<Vec<(usize, BV)>> = vec![];
+    for &r in &classes {
+        let mut ms = vec![];
+        for n in (0..p.slots.len()).filter(|&n| class[n] == r) {
+            match p.value(p.slots[n], sx, sy, limit) {
+                Some(Val::Bv(b)) => ms.push((n, b)),
+                _ => {
+                    ms.clear();
+                    break;
+                }
+            }
+        }
+        if ms.len() > 1 {
+            members.push(ms);
+        }
+    }
+    if members.is_empty() {
+        return None;
+    }
+    let bools: Vec<Bool> = members.iter().flat_map(|ms| ms.iter().map(|(_, b)| b.eq(b))).collect();
+    let assumed: Vec<Bool> = relevant(st, &bools).into_iter().cloned().collect();
+    let mut terms: Vec<Dynamic> = members.iter().flat_map(|ms| ms.iter().map(|(_, b)| Dynamic::from_ast(b))).collect();
+    terms.extend(assumed.iter().map(|a| Dynamic::from_ast(a)));
+    let mut syms: Vec<Dynamic> = symbols(&terms).into_iter().collect();
+    syms.sort_by_cached_key(|d| d.decl().name());
+    let mut next = || {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        *rng
+    };
+    for round in 0..SAMPLES {
+        *work += SIMPLIFY_WORK * terms.len() / 16;
+        let values: Vec<Dynamic> = syms
+            .iter()
+            .map(|d| {
+                let r = next();
+                // Small values, edge values (all ones, the sign bit) and any value, so
+                // that equalities, ranges and signs are hit.
+                let v = match (round, r % 4) {
+                    (0, _) | (_, 0) => r % 5,
+                    (_, 1) => [u64::MAX, 1 << 31, 1 << 63, (1 << 31) - 1][(r >> 8) as usize % 4],
+                    _ => r >> 1,
+                };
+                match d.as_bv() {
+                    Some(b) => Dynamic::from_ast(&BV::from_u64(v, b.get_size())),
+                    None => Dynamic::from_ast(&Array::const_array(&Sort::bitvector(32), &BV::from_u64(v & 0xff, 8))),
+                }
+            })
+            .collect();
+        let pairs: Vec<(&Dynamic, &Dynamic)> = syms.iter().zip(&values).collect();
+        if !assumed.iter().all(|a| a.substitute(&pairs).simplify().as_bool() == Some(true)) {
+            continue;
+        }
+        let mut moved = vec![];
+        for ms in &members {
+            let mut groups: Vec<(u64, Vec<usize>)> = vec![];
+            let mut known = true;
+            for (n, b) in ms {
+                let Some(v) = b.substitute(&pairs).simplify().as_u64() else {
+                    known = false;
+                    break;
+                };
+                match groups.iter_mut().find(|(w, _)| *w == v) {
+                    Some((_, ns)) => ns.push(*n),
+                    None => groups.push((v, vec![*n])),
+                }
+            }
+            if known {
+                moved.extend(groups.into_iter().skip(1).map(|(_, ns)| ns));
+            }
+        }
+        if !moved.is_empty() {
+            return Some(moved);
+        }
+    }
+    None
+}
+
+/// The number of members of each class, by its first slot.
+fn sizes(class: &[usize]) -> Vec<usize> {
+    let mut n = vec![0; class.len()];
+    for &r in class {
+        n[r] += 1;
+    }
+    n
+}
+
+/// Makes each of `members` a class of its own.
+fn split(class: &mut [usize], members: &[usize]) {
+    for &n in members {
+        let r = class[n];
+        let rest: Vec<usize> = (0..class.len()).filter(|&k| k != n && class[k] == r).collect();
+        class[n] = n;
+        if r == n {
+            if let Some(&new) = rest.first() {
+                for k in rest {
+                    class[k] = new;
+                }
+            }
+        }
+    }
+}
+
+/// Moves `members` (all of one class, not its first) into a class of their own.
+fn regroup(class: &mut [usize], members: &[usize]) {
+    let r = members[0];
+    for &n in members {
+        class[n] = r;
+    }
+}
+
+/// Whether the two steps are the same terms in everything [`step_differs`] compares.
+fn same_step(a: &SymOutcome, b: &SymOutcome) -> bool {
+    a.kind.ast_eq(&b.kind)
+        && a.value.ast_eq(&b.value)
+        && a.code.ast_eq(&b.code)
+        && a.state.heap.ast_eq(&b.state.heap)
+        && a.state.trace.len.ast_eq(&b.state.trace.len)
+        && a.state.trace.kind.ast_eq(&b.state.trace.kind)
+        && a.state.trace.args.iter().zip(&b.state.trace.args).all(|(x, y)| x.ast_eq(y))
+        && a.state.callframe.iter().zip(&b.state.callframe).all(|(x, y)| x.ast_eq(y))
 }
 
 /// The two sides' steps differ observably: how they end (the next block included), the

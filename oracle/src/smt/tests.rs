@@ -275,11 +275,9 @@ fn the_encoding_agrees_with_the_interpreter_on_generated_cases() {
     }
 }
 
-/// The real passes on generated cases: no answer is a finding or unknown, and most are
-/// proved for every run. A bounded answer may be `vacuous` (seed 4's `memopt` at bound
-/// 2: no run of its loops lies within the bound), which is honest and not a proof. (Before issue 20's simulation check, `cprop` was
-/// proved without a bound on all eight seeds; the inferred relation proves it on six:
-/// see the note on issue 20.)
+/// The real passes on generated cases: no answer is a finding or unknown, and nearly all
+/// are proved for every run. A bounded answer may be `vacuous` (no run of the loops lies
+/// within the bound), which is honest and not a proof.
 #[test]
 fn the_check_pipeline_is_proved_on_generated_cases() {
     let cfg = crate::gen::Profile::Small.config();
@@ -295,9 +293,11 @@ fn the_check_pipeline_is_proved_on_generated_cases() {
             all += 1;
         }
     }
-    // A regression floor, not the goal (issue 20 asks for 99%): with the generator's reach
-    // shapes the inferred relation proves 34 of these 48 for every run.
-    assert!(proved * 3 >= all * 2, "{proved} of {all} proved for every run");
+    // A regression floor, not the goal (issue 20 asks for 99%): the inferred relation
+    // (classes of equal slots refined until inductive) proves 47 of these 48 for every
+    // run (the Houdini candidate list proved 34); budgets are deterministic, the floor
+    // leaves one for changes to the passes.
+    assert!(proved + 2 >= all, "{proved} of {all} proved for every run");
 }
 
 
