@@ -125,8 +125,16 @@ pub fn normalize_signature(s: &str) -> String {
 pub struct Finding {
     pub seed: u64,
     pub profile: String,
-    /// The signature of its first problem ([`signature`]).
+    /// The signature it is grouped under: the one its first problem showed
+    /// ([`signature`]), unless the reduced case of the first finding of that signature
+    /// showed another first (see `found_signature`).
     pub signature: String,
+    /// The signature its first problem showed when it was found, when it was re-signed:
+    /// the reduced case of the first finding with this signature failed first with
+    /// `signature` (an earlier guilty stage, or another way the same slip shows), so
+    /// every finding found with it is grouped there and counted once. `None`: not re-signed.
+    #[serde(default)]
+    pub found_signature: Option<String>,
     /// The stage of its first problem.
     pub stage: String,
     /// The first line of its first problem.

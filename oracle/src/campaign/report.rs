@@ -20,7 +20,7 @@ use std::time::Duration;
 /// `tandem fuzz --json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct FuzzReport {
-    /// `tandem-fuzz-summary/1`.
+    /// `tandem-fuzz-summary/2` (2: `findings[].found_signature`).
     pub format: &'static str,
     pub config: ConfigRecord,
     /// Whether the campaign reached its end (seed count or time bound); false when it
@@ -171,7 +171,7 @@ impl FuzzReport {
             })
             .collect();
         FuzzReport {
-            format: "tandem-fuzz-summary/1",
+            format: "tandem-fuzz-summary/2",
             config,
             complete,
             interrupted,
