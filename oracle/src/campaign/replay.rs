@@ -9,8 +9,8 @@
 //! counterexample or an encoder disagreement fails the file. Cases written by the
 //! generator (a `; tandem gen --seed N` line among their leading comments) are not
 //! validated unless [`ReplayOptions::verify_generated`] asks: the validator costs up to
-//! seconds per generated case (a 1,000-case folder took an hour), the differential check a
-//! few milliseconds, and campaigns and `tandem verify --generated` validate generated
+//! seconds per generated case (validating 1,000 generated cases had not finished after
+//! 66 minutes, 555 of them done, on 2 busy cores), the differential check milliseconds, and campaigns and `tandem verify --generated` validate generated
 //! programs already. Every report says how many files were validated ([`Validation`]).
 
 use crate::cases::casefile::{CaseFile, Run};
