@@ -92,7 +92,7 @@ fn a_time_bound_alone_ends_the_campaign_and_the_json_summary_has_its_fields() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(started.elapsed().as_secs() < 60);
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(v["format"], "tandem-fuzz-summary/1");
+    assert_eq!(v["format"], "tandem-fuzz-summary/2");
     assert_eq!(v["config"]["seconds"], 2);
     assert!(v["config"]["count"].is_null());
     let cases = v["counts"]["cases"].as_u64().unwrap();

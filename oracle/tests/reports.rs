@@ -16,7 +16,7 @@ mod common;
 use common::dce_flips_returns;
 use std::path::{Path, PathBuf};
 use tandem_core::ir::{ExprData, Function, MemWidth, Phi};
-use tandem_oracle::campaign::replay::{self, FileReport, ReplayOptions, RunReport, SmtReport};
+use tandem_oracle::campaign::replay::{self, FileReport, ReplayOptions, RunReport, SmtReport, Validation};
 use tandem_oracle::campaign::report::{self, Replayed, RunCounts};
 use tandem_oracle::exec::emu::Emulator;
 use tandem_oracle::exec::interp::RunInput;
@@ -142,6 +142,10 @@ fn assert_reports_agree(kind: &str, replayed: &[Replayed], bless: bool, want: Wa
     assert_eq!((statuses("passed"), statuses("failed"), statuses("limit")), (want.passed, want.failed, want.limited), "{kind}: JSON runs");
     let answers = |s: &str| j["answers"].as_array().unwrap().iter().filter(|r| r["status"] == s).count() as u64;
     assert_eq!((answers("failed"), answers("not proved")), (want.validator_failed, want.not_proved), "{kind}: JSON answers");
+    // One list of answers: every answer, once.
+    assert_eq!(j["answers"].as_array().unwrap().len() as u64, counts.validated, "{kind}: JSON answers");
+    assert!(j.get("z3").is_none(), "{kind}: the answers are listed once");
+    assert_eq!(j["format"], "tandem-run-report/3");
     assert_eq!(j["bad_inputs"].as_array().unwrap().len() as u64, want.bad_input);
     // The JUnit report: totals and elements.
     let x = report::run_junit(replayed, bless);
@@ -165,18 +169,23 @@ fn planted(dir: &Path, kind: &str, bug: PlantedBug, options: &ReplayOptions, wan
     assert_reports_agree(kind, &replayed, false, want);
     let j: serde_json::Value = serde_json::to_value(report::run_json(&replayed, false)).unwrap();
     let mut sigs: Vec<String> = j["runs"][0]["problems"].as_array().unwrap().iter().map(|p| p["signature"].as_str().unwrap().to_string()).collect();
-    sigs.extend(j["answers"].as_array().unwrap().iter().map(|a| a["signature"].as_str().unwrap().to_string()));
+    sigs.extend(j["answers"].as_array().unwrap().iter().filter(|a| a["status"] == "failed").map(|a| a["signature"].as_str().unwrap().to_string()));
     sigs
 }
 
-const NO_VERIFY: ReplayOptions = ReplayOptions { bless: false, verify: None };
+const NO_VERIFY: ReplayOptions = ReplayOptions { bless: false, verify: None, verify_generated: false };
 
 fn failed_run(validator_failed: u64) -> Want {
     Want { passed: 0, failed: 1, limited: 0, bad_input: 0, validator_failed, not_proved: 0, exit: 1 }
 }
 
+/// Held by the tests that replay in this process: a planted bug holds for the whole
+/// process, so they take turns.
+static PLANTED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn console_json_and_junit_agree_for_every_kind_of_problem() {
+    let _turn = PLANTED.lock().unwrap_or_else(|e| e.into_inner());
     let dir = std::env::temp_dir().join(format!("tandem-test-reports-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     // A difference: one failed run (counted once, though three stages disagree).
@@ -201,7 +210,7 @@ fn console_json_and_junit_agree_for_every_kind_of_problem() {
     assert_eq!(sigs.last().map(String::as_str), Some("pass dce: wrong outcome"), "{sigs:?}");
     // An unknown answer: an encoding cap too small for any function. The run passes;
     // every (function, pass) pair is listed as not proved, never as a pass (exit 3).
-    let tiny = ReplayOptions { bless: false, verify: Some(tandem_oracle::smt::Options { bound: 1, rlimit: 4_000_000, max_nodes: 1 }) };
+    let tiny = ReplayOptions { bless: false, verify: Some(tandem_oracle::smt::Options { bound: 1, rlimit: 4_000_000, max_nodes: 1 }), verify_generated: false };
     let p = write_case(&dir, "unknown.tir", ONE_RUN);
     let replayed = replay(&[p], &tiny);
     let pairs = RunCounts::of(&replayed, false).validated;
@@ -231,7 +240,7 @@ fn console_json_and_junit_agree_for_every_kind_of_problem() {
         SmtReport { function: "f".into(), pass: "dce".into(), answer: tandem_oracle::smt::Answer::Proved },
     ];
     let replayed = vec![Replayed::File {
-        report: FileReport { path: "built.tir".into(), runs: vec![run], blessed: false, smt },
+        report: FileReport { path: "built.tir".into(), runs: vec![run], blessed: false, smt, validation: Validation::Validated },
         elapsed: std::time::Duration::from_millis(1),
     }];
     assert_reports_agree("encoder disagreement", &replayed, false, Want { passed: 1, failed: 0, limited: 0, bad_input: 0, validator_failed: 1, not_proved: 0, exit: 1 });
@@ -254,6 +263,41 @@ fn console_json_and_junit_agree_for_every_kind_of_problem() {
     let refused = tandem_oracle::campaign::reduce::reduce(&case, Some("pass cprop: heap"), &mut emu, &mut |_| {});
     assert!(refused.is_err_and(|e| e.to_string().contains("its runs fail with: pass dce: wrong outcome")));
     check::plant_bug(None);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Cases the generator wrote are not validated unless asked, and every report says how
+/// many files were: the console's `z3:` line, the JSON's `validated_files` and
+/// `generated_not_validated`.
+#[test]
+fn generated_cases_are_validated_when_asked() {
+    let _turn = PLANTED.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("tandem-test-reports-gen-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let generated = write_case(&dir, "small-seed-1.tir", &format!("; tandem gen --seed 1 --profile small\n; swarm features If\n{ONE_RUN}"));
+    let written = write_case(&dir, "written.tir", ONE_RUN);
+    // A campaign's validator finding names the validator: replayed, it is validated.
+    let z3 = write_case(&dir, "z3.tir", &format!("; stage `z3 pass dce` disagrees with the reference interpreter (pass dce: wrong outcome):\n; tandem gen --seed 1 --profile small\n{ONE_RUN}"));
+    assert!(replay::generated(&std::fs::read_to_string(&generated).unwrap()));
+    assert!(!replay::generated(&std::fs::read_to_string(&written).unwrap()));
+    assert!(!replay::generated(&std::fs::read_to_string(&z3).unwrap()));
+    let files = [generated, written, z3];
+    let by_default = replay(&files, &ReplayOptions::default());
+    let validation: Vec<Validation> = by_default.iter().map(|r| match r {
+        Replayed::File { report, .. } => report.validation,
+        Replayed::Bad(b) => panic!("{b}"),
+    }).collect();
+    assert_eq!(validation, vec![Validation::Generated, Validation::Validated, Validation::Validated]);
+    let c = RunCounts::of(&by_default, false);
+    assert_eq!((c.validated_files, c.generated_not_validated, c.exit_status()), (2, 1, 0));
+    let console = c.console(Some(1));
+    assert!(console.contains("z3: 2 of 3 file(s) validated (1 generated case(s) not validated: --verify-generated validates them), "), "{console}");
+    let j: serde_json::Value = serde_json::to_value(report::run_json(&by_default, false)).unwrap();
+    assert_eq!((j["validated_files"].as_u64(), j["generated_not_validated"].as_u64()), (Some(2), Some(1)));
+    let all = replay(&files, &ReplayOptions { verify_generated: true, ..ReplayOptions::default() });
+    let c = RunCounts::of(&all, false);
+    assert_eq!((c.validated_files, c.generated_not_validated), (3, 0));
+    assert!(c.console(Some(1)).contains("z3: 3 of 3 file(s) validated, "), "{}", c.console(Some(1)));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -349,6 +349,16 @@ impl Summary {
         100.0 * n as f64 / self.cases.max(1) as f64
     }
 
+    /// The signature a finding whose first problem shows `found` is grouped under, when
+    /// the campaign has seen `found` before: where the first finding found with it went
+    /// (re-signed by its reduced case or not), or the group of that name another
+    /// finding was re-signed into (merged with it, not reduced again). `None`: new.
+    pub fn known_signature(&self, found: &str) -> Option<String> {
+        let first = self.findings.iter().find(|f| f.found_signature.as_deref().unwrap_or(&f.signature) == found);
+        let into = || self.findings.iter().find(|f| f.signature == found);
+        first.or_else(into).map(|f| f.signature.clone())
+    }
+
     /// The findings grouped by signature, most frequent first (then by first seed).
     pub fn signatures(&self) -> Vec<SignatureGroup> {
         let mut groups: Vec<SignatureGroup> = vec![];
@@ -802,12 +812,21 @@ impl Session {
         let mut finding = None;
         if let Some((_, first)) = o.problems.first() {
             let path = write_finding(&self.c.out_dir, o.seed, o.profile, &o.problems)?;
-            let sig = signature(first);
-            let new = !self.summary.findings.iter().any(|f| f.signature == sig);
-            let (reduced, reduce_left) = if new && self.c.reduce { reduce_finding(&path, &sig, self.c.x86, deadline)? } else { (None, false) };
+            let found = signature(first);
+            // A signature seen before: grouped where its first finding went (re-signed or
+            // not); a new one is reduced, and re-signed when the reduced case fails first
+            // with another signature.
+            let seen = self.summary.known_signature(&found);
+            let (mut sig, mut reduced, mut reduce_left) = (seen.clone().unwrap_or_else(|| found.clone()), None, false);
+            if seen.is_none() && self.c.reduce {
+                let (r, left, reduced_sig) = reduce_finding(&path, &found, self.c.x86, deadline)?;
+                (reduced, reduce_left) = (r, left);
+                sig = reduced_sig.unwrap_or(sig);
+            }
             finding = Some(Finding {
                 seed: o.seed,
                 profile: o.profile.name().to_string(),
+                found_signature: (sig != found).then_some(found),
                 signature: sig,
                 stage: first.stage.clone(),
                 message: first.lines.first().and_then(|l| l.lines().next()).unwrap_or("").trim().to_string(),
@@ -873,26 +892,28 @@ fn time_is_up(deadline: Option<Instant>) -> bool {
 
 /// Reduces the finding at `path` (of signature `sig`) and writes the reduced case beside
 /// it as `NAME.reduced.tir`: the path, or `None` when the reducer could not reproduce the
-/// signature; and whether the reduction was abandoned because the time bound passed or
-/// the campaign was interrupted (it is left for `tandem reduce`).
-fn reduce_finding(path: &Path, sig: &str, x86: Option<X86Mode>, deadline: Option<Instant>) -> Result<(Option<PathBuf>, bool), CampaignError> {
+/// signature; whether the reduction was abandoned because the time bound passed or
+/// the campaign was interrupted (it is left for `tandem reduce`); and the signature of
+/// the reduced case's first problem (`Reduced::first_signature`), which the finding is
+/// re-signed with.
+fn reduce_finding(path: &Path, sig: &str, x86: Option<X86Mode>, deadline: Option<Instant>) -> Result<(Option<PathBuf>, bool, Option<String>), CampaignError> {
     use crate::campaign::reduce::{reduce_until, ReduceError};
     let case = match crate::campaign::replay::load(path) {
         Ok(c) => c,
-        Err(_) => return Ok((None, false)),
+        Err(_) => return Ok((None, false, None)),
     };
     if time_is_up(deadline) {
-        return Ok((None, true));
+        return Ok((None, true, None));
     }
     let mut emu = X86::new(x86).map_err(|e| CampaignError::Check { seed: 0, error: CheckError::Emulator(e) })?;
     match reduce_until(&case, Some(sig), &|| time_is_up(deadline), &mut emu, &mut |_| {}) {
         Ok(r) => {
             let out = path.with_extension("reduced.tir");
             write_atomic(&out, r.text.as_bytes())?;
-            Ok((Some(out), false))
+            Ok((Some(out), false, Some(r.first_signature)))
         }
-        Err(ReduceError::OutOfTime) => Ok((None, true)),
-        Err(_) => Ok((None, false)),
+        Err(ReduceError::OutOfTime) => Ok((None, true, None)),
+        Err(_) => Ok((None, false, None)),
     }
 }
 
@@ -1167,6 +1188,36 @@ mod tests {
         let again = resume(&dir, 1, |_| {}).expect("resumes again");
         assert_eq!(again.validator_lines(), lines);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A finding re-signed by its reduced case takes every later finding of the signature
+    /// it was found with along, and a finding of the signature it was re-signed with
+    /// joins it: one group, counted once.
+    #[test]
+    fn re_signed_findings_merge() {
+        let finding = |seed, sig: &str, found: Option<&str>| Finding {
+            seed,
+            profile: "small".into(),
+            signature: sig.into(),
+            found_signature: found.map(str::to_string),
+            stage: "x86".into(),
+            message: String::new(),
+            path: PathBuf::from(format!("small-seed-{seed}.tir")),
+            reduced: None,
+            reduce_left: false,
+        };
+        let mut s = Summary::default();
+        assert_eq!(s.known_signature("x86: emulator fault"), None);
+        s.findings.push(finding(3, "x86: wrong outcome", Some("x86: emulator fault")));
+        assert_eq!(s.known_signature("x86: emulator fault").as_deref(), Some("x86: wrong outcome"));
+        assert_eq!(s.known_signature("x86: wrong outcome").as_deref(), Some("x86: wrong outcome"));
+        assert_eq!(s.known_signature("pass dce: wrong outcome"), None);
+        s.findings.push(finding(5, "x86: wrong outcome", None));
+        s.findings.push(finding(7, "x86: wrong outcome", Some("x86: emulator fault")));
+        s.findings.push(finding(9, "pass dce: wrong outcome", None));
+        let groups = s.signatures();
+        assert_eq!(groups.iter().map(|g| (g.signature.as_str(), g.count)).collect::<Vec<_>>(), vec![("x86: wrong outcome", 3), ("pass dce: wrong outcome", 1)]);
+        assert_eq!(groups[0].representative.seed, 3);
     }
 
     #[test]

@@ -18,7 +18,9 @@ use std::path::PathBuf;
 ///   passes all agree, the backend is guilty either way). The problem's stage keeps the
 ///   detail.
 /// * the kind is how the run first went wrong: an outcome that differs (`wrong outcome`,
-///   whichever of return value, trace, heap or callframe a program happens to expose first),
+///   whichever of return value, trace, heap or callframe a program happens to expose first,
+///   or the x86 code reading or writing unmapped memory next to the heap where the
+///   reference stayed in bounds: an out-of-bounds end, see [`heap_neighbour_fault`]),
 ///   or a failure of its own (`trap rule`: `ssapre` inserted a trapping computation the
 ///   input does not anticipate; `emulator fault`, `emulator timeout`, `calling convention`,
 ///   `verifier error`, `pass failure`, `backend checker error`, `encoder disagreement`).
@@ -63,7 +65,7 @@ fn raw_signature(p: &Problem) -> String {
         "pass failure"
     } else if first.starts_with("timeout") {
         "emulator timeout"
-    } else if first.starts_with("fault") {
+    } else if first.starts_with("fault") && !heap_neighbour_fault(first) {
         "emulator fault"
     } else if ["callee-saved", "esp wrong", "direction flag", "wrote callframe byte"].iter().any(|k| first.starts_with(k)) {
         "calling convention"
@@ -71,6 +73,26 @@ fn raw_signature(p: &Problem) -> String {
         "wrong outcome"
     };
     format!("{guilty}: {kind}")
+}
+
+/// How far from the heap an unmapped data access still counts as a heap access out of
+/// bounds: nothing else is mapped within 64 KiB of it (the callframe is 1 MiB above).
+const HEAP_NEIGHBOURHOOD: u32 = 0x1_0000;
+
+/// Whether an emulator fault is a read or write of unmapped memory next to the heap:
+/// the x86 form of the interpreter's `invalid out_of_bounds` end. The reference run of
+/// the same input stayed within the heap (a run it finds invalid is never compared), so
+/// the compiled code ended differently from the program: a wrong outcome, as a wrong
+/// address inside the heap is (one slip of an address computation shows as either,
+/// depending on where the address lands). Faults elsewhere (a wild jump, the stack's
+/// guard pages, a write to the code) are the backend breaking the machine's rules, which
+/// no program can do: `emulator fault`.
+fn heap_neighbour_fault(first: &str) -> bool {
+    use tandem_core::ir::{HEAP_BASE, HEAP_SIZE};
+    let data = first.contains("read of unmapped memory") || first.contains("write to unmapped memory");
+    let touched = first.split("touching ").nth(1).and_then(|t| t.split_whitespace().next()).and_then(|t| u32::from_str_radix(t.trim_start_matches("0x"), 16).ok());
+    let near = |a: u32| (HEAP_BASE.saturating_sub(HEAP_NEIGHBOURHOOD)..HEAP_BASE + HEAP_SIZE + HEAP_NEIGHBOURHOOD).contains(&a);
+    data && touched.is_some_and(near)
 }
 
 /// The kinds of outcome difference older signatures named one by one.
@@ -103,8 +125,16 @@ pub fn normalize_signature(s: &str) -> String {
 pub struct Finding {
     pub seed: u64,
     pub profile: String,
-    /// The signature of its first problem ([`signature`]).
+    /// The signature it is grouped under: the one its first problem showed
+    /// ([`signature`]), unless the reduced case of the first finding of that signature
+    /// showed another first (see `found_signature`).
     pub signature: String,
+    /// The signature its first problem showed when it was found, when it was re-signed:
+    /// the reduced case of the first finding with this signature failed first with
+    /// `signature` (an earlier guilty stage, or another way the same slip shows), so
+    /// every finding found with it is grouped there and counted once. `None`: not re-signed.
+    #[serde(default)]
+    pub found_signature: Option<String>,
     /// The stage of its first problem.
     pub stage: String,
     /// The first line of its first problem.
@@ -165,6 +195,11 @@ mod tests {
                 "pass ssapre: trap rule",
             ),
             (problem("x86", &["fault: unmapped read at pc 0x00400010\n  registers: eax=0\n  0x00400010 mov eax,[eax]"]), "x86: emulator fault"),
+            (problem("x86", &["fault: write to unmapped memory at pc 0x00400326 touching 0x000ff909\n  registers: eax=0"]), "x86: wrong outcome"),
+            (problem("x86 after ssa,dce", &["fault: read of unmapped memory at pc 0x0040173f touching 0x00101004"]), "x86: wrong outcome"),
+            (problem("x86", &["fault: read of unmapped memory at pc 0x0040173f touching 0x00000004"]), "x86: emulator fault"),
+            (problem("x86", &["fault: write to unmapped memory at pc 0x0040173f touching 0x007ffffc"]), "x86: emulator fault"),
+            (problem("x86", &["fault: execution of unmapped memory at pc 0x00100010"]), "x86: emulator fault"),
             (problem("x86", &["timeout: more than 100 instructions\n  registers: eax=0"]), "x86: emulator timeout"),
             (problem("x86", &["callee-saved ebx clobbered: expected 0x00000001, found 0x00000002"]), "x86: calling convention"),
             (

@@ -45,6 +45,10 @@ pub struct Reduced {
     /// expectations.
     pub text: String,
     pub signature: String,
+    /// The signature of the reduced case's own first problem (the first problem of its
+    /// first failing run). With an explicit target any problem may show it, so this may
+    /// name an earlier guilty stage: a campaign re-signs the finding with it.
+    pub first_signature: String,
     /// Statements (statement roots and phis) before and after.
     pub statements_before: usize,
     pub statements: usize,
@@ -633,6 +637,7 @@ fn finish(r: Reducer<'_>, target: String, statements_before: usize, started: Ins
         .map(|(run, c)| case.module.function(&run.entry).map(|f| Run::expectation_of(f, &c.reference)))
         .collect();
     case.bless(&actual);
+    let first_signature = checked.iter().find_map(|c| c.problems.first().map(signature)).unwrap_or_else(|| target.clone());
     let problems: Vec<(u32, Problem)> = r.problems.iter().map(|p| (0, p.clone())).collect();
     let statements = statement_count(&case.module);
     let text = format!(
@@ -644,6 +649,7 @@ fn finish(r: Reducer<'_>, target: String, statements_before: usize, started: Ins
         case,
         text,
         signature: target,
+        first_signature,
         statements_before,
         statements,
         candidates: r.candidates,

@@ -12,7 +12,7 @@
 //! reported without a change here, and is never a pass unless it is a proof.
 
 use crate::campaign::{signature, ConfigRecord, Finding, Summary};
-use crate::campaign::replay::{BadInput, FileReport, RunReport, SmtReport};
+use crate::campaign::replay::{BadInput, FileReport, RunReport, SmtReport, Validation};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -20,7 +20,7 @@ use std::time::Duration;
 /// `tandem fuzz --json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct FuzzReport {
-    /// `tandem-fuzz-summary/1`.
+    /// `tandem-fuzz-summary/2` (2: `findings[].found_signature`).
     pub format: &'static str,
     pub config: ConfigRecord,
     /// Whether the campaign reached its end (seed count or time bound); false when it
@@ -171,7 +171,7 @@ impl FuzzReport {
             })
             .collect();
         FuzzReport {
-            format: "tandem-fuzz-summary/1",
+            format: "tandem-fuzz-summary/2",
             config,
             complete,
             interrupted,
@@ -292,6 +292,11 @@ pub struct RunCounts {
     /// Runs on which Unicorn and the CPU disagree and no stage failed.
     pub infidelities: u64,
     pub bad_input: u64,
+    /// Files whose passes the validator checked.
+    pub validated_files: u64,
+    /// Files written by the generator that were not validated (the default; `tandem run
+    /// --verify-generated` validates them).
+    pub generated_not_validated: u64,
     /// Validator answers, (function, pass) pairs.
     pub validated: u64,
     /// Answers by kind ([`crate::smt::Answer::kind`]), in order of first appearance.
@@ -317,6 +322,11 @@ impl RunCounts {
                     RunStatus::Infidelity => c.infidelities += 1,
                     RunStatus::Limit => c.limited += 1,
                 }
+            }
+            match report.validation {
+                Validation::Validated => c.validated_files += 1,
+                Validation::Generated => c.generated_not_validated += 1,
+                Validation::Off => {}
             }
             for a in &report.smt {
                 c.add_answer(a);
@@ -385,7 +395,19 @@ impl RunCounts {
         );
         match bound {
             None => t += "z3: not run (--no-verify)\n",
-            Some(b) => t += &format!("z3: {} (function, pass) pair(s): {}\n", self.validated, self.answer_counts(b)),
+            Some(b) => {
+                let skipped = match self.generated_not_validated {
+                    0 => String::new(),
+                    n => format!(" ({n} generated case(s) not validated: --verify-generated validates them)"),
+                };
+                t += &format!(
+                    "z3: {} of {} file(s) validated{skipped}, {} (function, pass) pair(s): {}\n",
+                    self.validated_files,
+                    self.files - self.bad_input,
+                    self.validated,
+                    self.answer_counts(b)
+                )
+            }
         }
         if self.validator_failed > 0 {
             t += &format!("{} validator finding(s) (listed as FAIL above)\n", self.validator_failed);
@@ -489,7 +511,9 @@ fn failed_run_text(path: &str, run: &RunReport, bless: bool) -> String {
 /// `tandem run --json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunReportJson {
-    /// `tandem-run-report/2`.
+    /// `tandem-run-report/3` (3: one list of validator answers, `answers[]` with every
+    /// answer, where 2 had the answers that are not proofs there and every answer again in
+    /// `z3[]`; `validated_files` and `generated_not_validated`).
     pub format: &'static str,
     /// `passed`, `failed`, `limit`, `undecided` (a validator answer that is not a proof and
     /// nothing failed) or `bad input`: what the exit status says (0, 1, 3, 3, 2).
@@ -505,33 +529,21 @@ pub struct RunReportJson {
     /// emulator infidelities, not compiler findings (exit 1 all the same).
     pub infidelities: u64,
     pub bad_input: u64,
-    /// The validator: (function, pass) pairs, answers by kind, findings (each fails the
-    /// replay) and answers that are not proofs.
+    /// The validator: files validated, generated files not validated (by default),
+    /// (function, pass) pairs, answers by kind, findings (each fails the replay) and
+    /// answers that are not proofs.
+    pub validated_files: u64,
+    pub generated_not_validated: u64,
     pub validated: u64,
     pub validator: std::collections::BTreeMap<String, u64>,
     pub validator_failed: u64,
     pub validator_not_proved: u64,
     /// One entry per run, in file and line order.
     pub runs: Vec<RunJson>,
-    /// Every validator answer that is not a proof, in file order.
+    /// Every validator answer, one per (file, function, pass), in file order.
     pub answers: Vec<AnswerJson>,
     /// Files that are not valid case files: `file:line:col: message`.
     pub bad_inputs: Vec<BadInputJson>,
-    /// The Z3 validator's answers, one per (file, function, pass).
-    pub z3: Vec<Z3Json>,
-}
-
-/// One answer of the Z3 validator in a replay.
-#[derive(Clone, Debug, Serialize)]
-pub struct Z3Json {
-    pub file: PathBuf,
-    pub function: String,
-    pub pass: String,
-    /// `proved`, `bounded`, `vacuous`, `unknown` (neither of these two is a pass) or
-    /// `failed` (a counterexample or an encoder disagreement).
-    pub status: &'static str,
-    /// The answer as the console prints it.
-    pub answer: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -561,15 +573,17 @@ pub struct ProblemJson {
     pub lines: Vec<String>,
 }
 
-/// A validator answer that is not a proof.
+/// One answer of the validator in a replay.
 #[derive(Clone, Debug, Serialize)]
 pub struct AnswerJson {
     pub file: PathBuf,
     pub function: String,
     pub pass: String,
-    /// [`crate::smt::Answer::kind`]: `counterexample`, `disagreement`, `unknown`, ...
+    /// [`crate::smt::Answer::kind`]: `proved`, `bounded`, `vacuous`, `unknown`,
+    /// `counterexample`, `disagreement`, ...
     pub kind: String,
-    /// `failed` (a finding) or `not proved`.
+    /// Its verdict ([`verdict`]): `proved` (a proof, `proved` or `bounded`), `failed` (a
+    /// finding) or `not proved` (anything else: never a pass).
     pub status: &'static str,
     /// The signature of a finding (`pass P: wrong outcome`, `z3 pass P: encoder
     /// disagreement`), empty otherwise.
@@ -597,7 +611,7 @@ pub fn answer_signature(a: &SmtReport) -> String {
 pub fn run_json(replayed: &[Replayed], bless: bool) -> RunReportJson {
     let c = RunCounts::of(replayed, bless);
     let mut out = RunReportJson {
-        format: "tandem-run-report/2",
+        format: "tandem-run-report/3",
         verdict: c.verdict(),
         exit_status: c.exit_status(),
         files: c.files,
@@ -606,6 +620,8 @@ pub fn run_json(replayed: &[Replayed], bless: bool) -> RunReportJson {
         limited: c.limited,
         infidelities: c.infidelities,
         bad_input: c.bad_input,
+        validated_files: c.validated_files,
+        generated_not_validated: c.generated_not_validated,
         validated: c.validated,
         validator: c.validator.iter().cloned().collect(),
         validator_failed: c.validator_failed,
@@ -613,17 +629,13 @@ pub fn run_json(replayed: &[Replayed], bless: bool) -> RunReportJson {
         runs: vec![],
         answers: vec![],
         bad_inputs: vec![],
-        z3: vec![],
     };
     for r in replayed {
         match r {
             Replayed::Bad(b) => out.bad_inputs.push(BadInputJson { file: b.path.clone(), line: b.line, col: b.col, message: b.message.clone() }),
             Replayed::File { report, .. } => {
                 out.runs.extend(report.runs.iter().map(|run| run_entry(&report.path, run, bless)));
-                out.answers.extend(report.smt.iter().filter_map(|a| answer_entry(&report.path, a)));
-                for r in &report.smt {
-                    out.z3.push(Z3Json { file: report.path.clone(), function: r.function.clone(), pass: r.pass.clone(), status: r.status(), answer: r.answer.to_string() });
-                }
+                out.answers.extend(report.smt.iter().map(|a| answer_entry(&report.path, a)));
             }
         }
     }
@@ -643,13 +655,13 @@ fn run_entry(file: &std::path::Path, run: &RunReport, bless: bool) -> RunJson {
     }
 }
 
-fn answer_entry(file: &std::path::Path, a: &SmtReport) -> Option<AnswerJson> {
+fn answer_entry(file: &std::path::Path, a: &SmtReport) -> AnswerJson {
     let (status, signature) = match verdict(a) {
-        Verdict::Proof => return None,
+        Verdict::Proof => ("proved", String::new()),
         Verdict::Finding => ("failed", answer_signature(a)),
         Verdict::NotProved => ("not proved", String::new()),
     };
-    Some(AnswerJson {
+    AnswerJson {
         file: file.to_path_buf(),
         function: a.function.clone(),
         pass: a.pass.clone(),
@@ -657,7 +669,7 @@ fn answer_entry(file: &std::path::Path, a: &SmtReport) -> Option<AnswerJson> {
         status,
         signature,
         text: a.answer.to_string(),
-    })
+    }
 }
 
 /// Escapes text for XML attribute values and character data.
@@ -952,7 +964,7 @@ mod tests {
         };
         let replayed = vec![
             Replayed::File {
-                report: FileReport { path: "a.tir".into(), runs: vec![failing, passing, limited], blessed: false, smt: vec![] },
+                report: FileReport { path: "a.tir".into(), runs: vec![failing, passing, limited], blessed: false, smt: vec![], validation: Validation::Off },
                 elapsed: Duration::from_millis(10),
             },
             Replayed::Bad(BadInput { path: "b.tir".into(), line: 2, col: 5, message: "expected `}`".into() }),

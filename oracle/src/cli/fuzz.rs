@@ -44,7 +44,7 @@ pub struct Args {
     /// (bound 2, 300 ms per query); 0 turns it off.
     #[arg(long, conflicts_with = "resume", default_value_t = tandem_oracle::campaign::VERIFY_PERMILLE, value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub verify_permille: u32,
-    /// Write a JSON summary here (format `tandem-fuzz-summary/1`, see the README).
+    /// Write a JSON summary here (format `tandem-fuzz-summary/2`, see the README).
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// No progress output.
@@ -295,6 +295,14 @@ fn print_summary(out: &mut impl Write, s: &tandem_oracle::campaign::Summary, sta
             None => String::new(),
         };
         let _ = writeln!(out, "  [{}] {} finding(s), e.g. seed {}: {}{reduced}", g.signature, g.count, g.representative.seed, g.representative.path.display());
+        // Findings found with another signature and re-signed by a reduced case.
+        let mut found: Vec<&str> = s.findings.iter().filter(|f| f.signature == g.signature).filter_map(|f| f.found_signature.as_deref()).collect();
+        found.sort_unstable();
+        found.dedup();
+        for f in found {
+            let n = s.findings.iter().filter(|x| x.signature == g.signature && x.found_signature.as_deref() == Some(f)).count();
+            let _ = writeln!(out, "      {n} of them found as [{f}] and re-signed: the reduced case fails first with [{}]", g.signature);
+        }
     }
     for p in &s.infidelities {
         let _ = writeln!(out, "  emulator infidelity (Unicorn and the CPU disagree; not a compiler finding): {}", p.display());

@@ -22,12 +22,17 @@ pub struct Args {
     /// Write a JUnit XML report here (one test case per run and per validated pass).
     #[arg(long)]
     pub junit: Option<PathBuf>,
-    /// Write a JSON report here (format `tandem-run-report/2`, see the README).
+    /// Write a JSON report here (format `tandem-run-report/3`, see the README).
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Do not validate the passes with Z3 (only the differential check runs).
     #[arg(long, conflicts_with = "verify_bound")]
     pub no_verify: bool,
+    /// Validate cases written by the generator too (`tandem gen --out`, campaign finding
+    /// files: a `; tandem gen --seed` comment line at the top). By default they get the
+    /// differential check only: the validator costs up to seconds per generated case.
+    #[arg(long, conflicts_with = "no_verify")]
+    pub verify_generated: bool,
     /// Back-edge traversals the validator's bounded check unrolls (default 1).
     #[arg(long)]
     pub verify_bound: Option<u32>,
@@ -51,7 +56,7 @@ pub fn main(a: Args) -> ExitCode {
     if let Some(r) = a.verify_rlimit {
         smt.rlimit = r;
     }
-    let options = ReplayOptions { bless: a.bless, verify: (!a.no_verify).then_some(smt) };
+    let options = ReplayOptions { bless: a.bless, verify: (!a.no_verify).then_some(smt), verify_generated: a.verify_generated };
     run(&a.paths, &options, a.verbose, a.junit, a.json, a.x86)
 }
 
