@@ -618,7 +618,7 @@ impl<S: Source> Gen<'_, S> {
         // no node is left out of every tree when a shape does not fit).
         let mut place: Option<Expr> = None;
         let (can_load, can_store) = (self.on(Feature::Load), self.on(Feature::Store));
-        match self.below(5) {
+        match self.below(7) {
             0 if can_load => self.invariant_load_loop(width, signed, &mut place),
             1 if can_load => {
                 self.note("heap loop-invariant LOAD in the loop test");
@@ -649,6 +649,7 @@ impl<S: Source> Gen<'_, S> {
                 });
             }
             3 if can_store && self.blocks_left(4) && self.fits(200) => self.store_loop_after_store(width, &mut place),
+            4 | 5 if can_store && self.blocks_left(4) && self.fits(200) => self.fill_loop_then_store(width),
             _ if can_store && self.blocks_left(3) => self.dead_store_both_arms(width, &mut place),
             _ => {}
         }
@@ -712,6 +713,43 @@ impl<S: Source> Gen<'_, S> {
             let s = g.add(ExprData::Store { width, addr, value });
             g.push(s);
         });
+    }
+
+    /// A top-tested loop that stores to an address of its counter on every round, then
+    /// the same address after the loop: `while c < n { store(A(c), ..); c += 1 }
+    /// store(A(c), ..)`. In SSA both addresses read the header's phi of `c`, so they
+    /// print the same; the stores in the loop are overwritten only if dead-store
+    /// elimination forgets that the phi redefines `c` between two rounds.
+    fn fill_loop_then_store(&mut self, width: MemWidth) {
+        let ty = Type::I32;
+        self.note("heap fill loop, the same counter address stored after it");
+        let r = self.pick(&self.regions.clone());
+        let wb = width.bytes() as i64;
+        let mut place: Option<Expr> = None;
+        let mut cond = |g: &mut Self, c: Local, n: i64| {
+            let c = g.local(c);
+            let n = g.konst(Type::I32, n);
+            g.cmp(CmpOp::Slt, c, n)
+        };
+        let made = self.small_loop(Some(&mut cond), &mut |g: &mut Self, c| {
+            let x = g.local(c);
+            let k = g.konst(Type::I32, wb);
+            let off = g.bin(BinOp::Mul, x, k);
+            let m = g.konst(Type::I32, r.size as i64 - wb);
+            let off = g.bin(BinOp::And, off, m);
+            let b = g.konst(Type::I32, (HEAP_BASE + r.base) as i64);
+            let addr = g.bin(BinOp::Add, b, off);
+            place = Some(addr);
+            let value = g.counter_value(c, ty);
+            let s = g.add(ExprData::Store { width, addr, value });
+            g.push(s);
+        });
+        if made {
+            let addr = self.f.clone_tree(place.expect("the loop body ran"));
+            let value = self.constant(ty);
+            let s = self.add(ExprData::Store { width, addr, value });
+            self.push(s);
+        }
     }
 
     /// A store overwritten on both arms of a branch: dead.
