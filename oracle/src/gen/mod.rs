@@ -52,6 +52,15 @@ pub fn generate(seed: u64, cfg: &Config) -> Generated {
 
 /// Generates a case from any source of choices.
 pub fn generate_from<S: Source>(src: &mut S, cfg: &Config) -> Generated {
+    // A share of programs in SSA form (no draw where every program is, so that the ssa
+    // profile's programs stay as they were).
+    let in_ssa;
+    let cfg = if !cfg.ssa_form && cfg.ssa_form_permille > 0 && src.below(1000) < cfg.ssa_form_permille {
+        in_ssa = Config { ssa_form: true, ..cfg.clone() };
+        &in_ssa
+    } else {
+        cfg
+    };
     let mut g = build::Gen::new(src, cfg);
     g.function();
     let features = g.feats;
