@@ -348,7 +348,9 @@ fn draw_weights<S: Source>(src: &mut S, cfg: &Config, feats: &FeatureSet) -> Wei
     // Checks are where a signed test for an unsigned one shows (`build/reach.rs`): more
     // of them where they are on at all.
     bias(&mut stmts[8], 4);
-    let i64_permille = if on(Feature::I64) { 150 + src.below(500) } else { 0 };
+    // At least a quarter where i64 is on at all: each i64 operator's decomposition has
+    // its own slips (`build/reach.rs`), seen only where such operators are evaluated.
+    let i64_permille = if on(Feature::I64) { 250 + src.below(450) } else { 0 };
     let exit_permille = 100 + src.below(300);
     Weights { items, exprs, stmts, binops, i64_permille, exit_permille }
 }
@@ -721,7 +723,7 @@ impl<'a, S: Source> Gen<'a, S> {
     /// A branch condition.
     fn cond(&mut self, depth: u32) -> Expr {
         let ty = self.cmp_ty();
-        match self.below(6) {
+        match self.below(8) {
             0 => self.expr(Type::I32, depth),
             1 => {
                 let a = self.expr(Type::I32, depth);
@@ -732,7 +734,10 @@ impl<'a, S: Source> Gen<'a, S> {
                 let op = self.pick(&CmpOp::ALL);
                 let a = self.expr(ty, depth);
                 let b = if self.chance(reach::SIGN_EDGE_PERMILLE) {
-                    self.sign_edge(ty)
+                    // Against a sign edge, an equality tells nothing signedness decides.
+                    let op = self.ordering(op);
+                    let b = self.sign_edge(ty);
+                    return self.cmp(op, a, b);
                 } else if self.chance(500) {
                     let v = self.pick(&INTERESTING[..12]);
                     self.konst(ty, v)
@@ -1338,6 +1343,15 @@ impl<'a, S: Source> Gen<'a, S> {
                 let op = if self.chance(500) { ConvOp::Sext } else { ConvOp::Zext };
                 self.add(ExprData::Convert { op, arg: e })
             }
+            // An i64 local read as an i32 (the return value's leaves, above all) shows
+            // both words half of the time: `trunc(x ^ (x >> 32))`.
+            (Type::I64, Type::I32) if matches!(self.f.exprs[e], ExprData::Local(_)) && self.chance(500) => {
+                let x2 = self.f.clone_tree(e);
+                let k = self.konst(Type::I64, 32);
+                let high = self.bin(BinOp::Lshr, x2, k);
+                let both = self.bin(BinOp::Xor, e, high);
+                self.add(ExprData::Convert { op: ConvOp::Trunc, arg: both })
+            }
             (Type::I64, Type::I32) => self.add(ExprData::Convert { op: ConvOp::Trunc, arg: e }),
             _ => e,
         }
@@ -1413,7 +1427,12 @@ impl<'a, S: Source> Gen<'a, S> {
                 let t = self.cmp_ty();
                 let op = self.pick(&CmpOp::ALL);
                 let a = self.expr(t, d);
-                let b = if self.chance(reach::SIGN_EDGE_PERMILLE) { self.sign_edge(t) } else { self.expr(t, d) };
+                if self.chance(reach::SIGN_EDGE_PERMILLE) {
+                    let op = self.ordering(op);
+                    let b = self.sign_edge(t);
+                    return self.cmp(op, a, b);
+                }
+                let b = self.expr(t, d);
                 self.cmp(op, a, b)
             }
             ExprKind::Convert => {
@@ -1541,8 +1560,8 @@ impl<'a, S: Source> Gen<'a, S> {
                 let b = if self.on(Feature::VarShift) && self.chance(500) {
                     self.expr(ty, d)
                 } else {
-                    // A quarter of the counts lie just past the width (masked, a small count).
-                    let n = if self.chance(250) { ty.bits() + self.below(8) } else { self.below(ty.bits()) };
+                    // A third of the counts lie just past the width (masked, a small count).
+                    let n = if self.chance(350) { ty.bits() + self.below(8) } else { self.below(ty.bits()) };
                     self.konst(ty, n as i64)
                 };
                 self.bin(op, a, b)

@@ -244,7 +244,7 @@ impl Default for Config {
             loop_bias: 0,
             memory_bias: 0,
             ssa_form: false,
-            ssa_form_permille: 100,
+            ssa_form_permille: 200,
             anchor_permille: 800,
         }
     }

@@ -429,12 +429,21 @@ impl<S: Source> Gen<'_, S> {
         }
         let ty = self.ty();
         let widths: Vec<MemWidth> = MemWidth::ALL.into_iter().filter(|w| w.bits() <= ty.bits()).collect();
-        let width = self.pick(&widths);
+        // Half of the time the second access of a LOAD-LOAD or STORE-LOAD reads what the
+        // first one left as another type, width or extension: forwarding must convert.
+        let converted = self.chance(500);
+        let width = if converted && self.chance(700) {
+            MemWidth::from_bits(ty.bits()).expect("a full width")
+        } else {
+            self.pick(&widths)
+        };
         let addr = self.addr(width, 1);
         let signed = width.bits() < ty.bits() && self.chance(500);
+        let first_read = (ty, width, signed);
+        let second_read = if converted { self.converted_read(ty, width) } else { first_read };
         let mut first = true;
         let mut take = move |g: &mut Self| if std::mem::take(&mut first) { addr } else { g.f.clone_tree(addr) };
-        let load = |g: &mut Self, a: Expr| {
+        let load = |g: &mut Self, a: Expr, (ty, width, signed): (Type, MemWidth, bool)| {
             let t = g.new_temp(ty);
             let l = g.add(ExprData::Load { ty, width, signed, addr: a });
             let s = g.assign(t, l);
@@ -450,25 +459,37 @@ impl<S: Source> Gen<'_, S> {
         match self.below(4) {
             0 if can_load => {
                 self.note("heap LOAD-LOAD");
+                if converted {
+                    self.note("heap LOAD-LOAD converted");
+                }
                 let a = take(self);
-                load(self, a);
+                load(self, a, first_read);
                 self.between();
                 let a = take(self);
-                load(self, a);
+                load(self, a, second_read);
             }
             1 if can_load && can_store => {
                 self.note("heap STORE-LOAD");
                 let e = self.expr(ty, 2);
+                let e = if converted && self.chance(500) {
+                    // The sign bit set: a conversion that extends the wrong way shows.
+                    self.note("heap STORE-LOAD converted");
+                    let min = if ty == Type::I32 { i32::MIN as i64 } else { i64::MIN };
+                    let k = self.konst(ty, min);
+                    self.bin(BinOp::Or, e, k)
+                } else {
+                    e
+                };
                 let a = take(self);
                 store(self, a, e);
                 self.between();
                 let a = take(self);
-                load(self, a);
+                load(self, a, second_read);
             }
             2 if can_load && can_store => {
                 self.note("heap LOAD-STORE");
                 let a = take(self);
-                let t = load(self, a);
+                let t = load(self, a, first_read);
                 self.between();
                 let l = self.local(t);
                 let a = take(self);
@@ -486,9 +507,26 @@ impl<S: Source> Gen<'_, S> {
             }
             _ => {
                 let a = take(self);
-                load(self, a);
+                load(self, a, first_read);
             }
         }
+    }
+
+    /// How a second access reads a place that an access of `ty` and `width` wrote or
+    /// read, so that `memopt`'s forwarding must convert (`avail.rs`, `convert_load`):
+    /// the other type most of the time (truncated, or sign- or zero-extended from 32
+    /// bits), as wide or narrower, with either extension.
+    fn converted_read(&mut self, ty: Type, width: MemWidth) -> (Type, MemWidth, bool) {
+        let lty = if self.chance(600) {
+            if ty == Type::I32 { Type::I64 } else { Type::I32 }
+        } else {
+            ty
+        };
+        let fitting: Vec<MemWidth> =
+            MemWidth::ALL.into_iter().filter(|w| w.bits() <= width.bits() && w.bits() <= lty.bits()).collect();
+        let w = if self.chance(500) { *fitting.last().expect("8 bits fit") } else { self.pick(&fitting) };
+        let signed = w.bits() < lty.bits() && self.chance(500);
+        (lty, w, signed)
     }
 
     /// Whether one more loop may nest here (the rule the loop item follows).

@@ -30,7 +30,7 @@ pub(super) const BOUNDARY_CHECK_PERMILLE: u32 = 650;
 pub(super) const SIGN_EDGE_PERMILLE: u32 = 450;
 /// Per-mille of compares given i64 operands in programs that have i64 at all (on top
 /// of the program's own share).
-pub(super) const I64_COMPARE_PERMILLE: u32 = 350;
+pub(super) const I64_COMPARE_PERMILLE: u32 = 450;
 /// Per-mille of stores built by [`Gen::neighbour_store`].
 pub(super) const NEIGHBOUR_PERMILLE: u32 = 350;
 /// Per-mille of neighbour stores over a variable base preceded by
@@ -61,6 +61,15 @@ impl<S: Source> Gen<'_, S> {
     pub(super) fn sign_edge(&mut self, ty: Type) -> Expr {
         let v = self.pick(&SIGN_EDGES);
         self.konst(ty, v)
+    }
+
+    /// `op` itself if it orders its operands, else one of the eight operators that do
+    /// (an equality compares the same way signed or unsigned).
+    pub(super) fn ordering(&mut self, op: CmpOp) -> CmpOp {
+        match op {
+            CmpOp::Eq | CmpOp::Ne => self.pick(&CmpOp::ALL[2..]),
+            _ => op,
+        }
     }
 
     /// The condition of a range check that passes most of the time and whose signed and
@@ -165,11 +174,14 @@ impl<S: Source> Gen<'_, S> {
         let (o2, w2, w3, o3) = match self.below(8) {
             0 | 1 => {
                 self.note("neighbour load at the store's first byte");
-                (o3, self.pick(load_widths), w3, o3)
+                // Half of the time as wide as the store: forwarded whole, converted
+                // only when the types differ.
+                let w2 = if self.chance(500) && load_widths.contains(&w3) { w3 } else { self.pick(load_widths) };
+                (o3, w2, w3, o3)
             }
             2 | 3 => {
-                // The wider access at 0, 4 or 8; the narrower `d` bytes in, with
-                // narrower width <= d < wider width.
+                // The wider access at 0, 4 or 8; the narrower starts `d` bytes in, with
+                // narrower width <= d < wider width (both inside the 16 bytes).
                 let store_wide = self.chance(500);
                 let (wide_set, narrow_set) = if store_wide { (widths, load_widths) } else { (load_widths, widths) };
                 let wides: Vec<MemWidth> = wide_set.iter().copied().filter(|w| w.bytes() >= 2).collect();
@@ -181,7 +193,8 @@ impl<S: Source> Gen<'_, S> {
                     let narrows: Vec<MemWidth> = narrow_set.iter().copied().filter(|w| w.bytes() < wide.bytes()).collect();
                     let narrow = self.pick(&narrows);
                     let d = b(narrow) + self.below((b(wide) - b(narrow)) as u32) as i64;
-                    let ow = self.pick(&[0i64, 4, 8].into_iter().filter(|&o| fits(o, wide)).collect::<Vec<_>>());
+                    let ows: Vec<i64> = [0i64, 4, 8].into_iter().filter(|&o| fits(o, wide) && fits(o + d, narrow)).collect();
+                    let ow = self.pick(&ows);
                     if store_wide {
                         (ow + d, narrow, wide, ow)
                     } else {
