@@ -814,12 +814,19 @@ impl<'a, S: Source> Gen<'a, S> {
         while trips > 1 && !self.fits(60 * (trips as u64 + 1)) {
             trips /= 2;
         }
-        let cty = if self.chance(150) { self.ty() } else { Type::I32 };
+        let cty = if self.chance(250) { self.cmp_ty() } else { Type::I32 };
         let counter = self.f.new_local(&format!("i{}", self.loops.len()), cty);
-        let zero = self.konst(cty, 0);
-        let init = self.assign(counter, zero);
+        // Half of the loops count from -k to n - k: the same rounds, but the counter
+        // crosses the sign boundary, so that the test tells signed from unsigned.
+        let k = if self.chance(500) { self.pick(&[1i64, 2, 3, 8]) } else { 0 };
+        if k > 0 {
+            self.note("loop counter from below zero");
+        }
+        let start = self.konst(cty, -k);
+        let init = self.assign(counter, start);
         self.push(init);
         let bound = self.loop_bound(trips, cty);
+        let bound = self.shift_bound(bound, k, cty);
         let trips = trips as u64;
         let bottom = self.chance(400);
         self.note(if bottom { "loop bottom-tested" } else { "loop top-tested" });
@@ -837,10 +844,7 @@ impl<'a, S: Source> Gen<'a, S> {
         if invariants {
             self.freeze_invariants();
         }
-        let lt = |g: &mut Self, bound: Expr| {
-            let c = g.local(counter);
-            g.cmp(CmpOp::Slt, c, bound)
-        };
+        let lt = |g: &mut Self, bound: Expr| g.loop_test(counter, bound, cty);
         if let Some(header) = header {
             self.seal(Terminator::Jump(header));
             self.mult = outer_mult * (trips + 1);
@@ -886,6 +890,42 @@ impl<'a, S: Source> Gen<'a, S> {
         self.mult = outer_mult;
         self.readable.push(counter);
         self.enter(exit);
+    }
+
+    /// `bound - k` (folded when the bound is a constant).
+    fn shift_bound(&mut self, bound: Expr, k: i64, cty: Type) -> Expr {
+        if k == 0 {
+            return bound;
+        }
+        if let ExprData::Const { value, .. } = self.f.exprs[bound] {
+            self.f.exprs[bound] = ExprData::Const { ty: cty, value: value - k };
+            return bound;
+        }
+        let kk = self.konst(cty, k);
+        self.bin(BinOp::Sub, bound, kk)
+    }
+
+    /// `counter < bound` written with any of the four signed orderings (`slt(c, b)`,
+    /// `sle(c, b - 1)`, `sgt(b, c)`, `sge(b - 1, c)`): each is the signed member of one
+    /// signed/unsigned pair.
+    fn loop_test(&mut self, counter: Local, bound: Expr, cty: Type) -> Expr {
+        let c = self.local(counter);
+        let minus_one = |g: &mut Self, b: Expr| {
+            let one = g.konst(cty, 1);
+            g.bin(BinOp::Sub, b, one)
+        };
+        match self.below(4) {
+            0 => self.cmp(CmpOp::Slt, c, bound),
+            1 => {
+                let b = minus_one(self, bound);
+                self.cmp(CmpOp::Sle, c, b)
+            }
+            2 => self.cmp(CmpOp::Sgt, bound, c),
+            _ => {
+                let b = minus_one(self, bound);
+                self.cmp(CmpOp::Sge, b, c)
+            }
+        }
     }
 
     /// The bound of a loop of at most `trips` trips: a constant, or a value masked to
@@ -1344,8 +1384,8 @@ impl<'a, S: Source> Gen<'a, S> {
                 self.add(ExprData::Convert { op, arg: e })
             }
             // An i64 local read as an i32 (the return value's leaves, above all) shows
-            // both words half of the time: `trunc(x ^ (x >> 32))`.
-            (Type::I64, Type::I32) if matches!(self.f.exprs[e], ExprData::Local(_)) && self.chance(500) => {
+            // both words most of the time: `trunc(x ^ (x >> 32))`.
+            (Type::I64, Type::I32) if matches!(self.f.exprs[e], ExprData::Local(_)) && self.chance(700) => {
                 let x2 = self.f.clone_tree(e);
                 let k = self.konst(Type::I64, 32);
                 let high = self.bin(BinOp::Lshr, x2, k);
@@ -1560,8 +1600,8 @@ impl<'a, S: Source> Gen<'a, S> {
                 let b = if self.on(Feature::VarShift) && self.chance(500) {
                     self.expr(ty, d)
                 } else {
-                    // A third of the counts lie just past the width (masked, a small count).
-                    let n = if self.chance(350) { ty.bits() + self.below(8) } else { self.below(ty.bits()) };
+                    // Half of the counts lie just past the width (masked, a small count).
+                    let n = if self.chance(500) { ty.bits() + self.below(8) } else { self.below(ty.bits()) };
                     self.konst(ty, n as i64)
                 };
                 self.bin(op, a, b)

@@ -56,7 +56,8 @@ pub fn generate_from<S: Source>(src: &mut S, cfg: &Config) -> Generated {
     // profile's programs stay as they were).
     let in_ssa;
     let cfg = if !cfg.ssa_form && cfg.ssa_form_permille > 0 && src.below(1000) < cfg.ssa_form_permille {
-        in_ssa = Config { ssa_form: true, ..cfg.clone() };
+        // As in the ssa profile, loops (where the copies cross) weigh more.
+        in_ssa = Config { ssa_form: true, loop_bias: cfg.loop_bias.max(4), ..cfg.clone() };
         &in_ssa
     } else {
         cfg

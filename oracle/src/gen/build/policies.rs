@@ -456,7 +456,9 @@ impl<S: Source> Gen<'_, S> {
         };
         let can_load = self.on(Feature::Load);
         let can_store = self.on(Feature::Store);
-        match self.below(4) {
+        // A converted pair is a LOAD-LOAD or a STORE-LOAD: a store after either one
+        // forwards nothing.
+        match self.below(if converted { 2 } else { 4 }) {
             0 if can_load => {
                 self.note("heap LOAD-LOAD");
                 if converted {
@@ -471,7 +473,7 @@ impl<S: Source> Gen<'_, S> {
             1 if can_load && can_store => {
                 self.note("heap STORE-LOAD");
                 let e = self.expr(ty, 2);
-                let e = if converted && self.chance(500) {
+                let e = if converted {
                     // The sign bit set: a conversion that extends the wrong way shows.
                     self.note("heap STORE-LOAD converted");
                     let min = if ty == Type::I32 { i32::MIN as i64 } else { i64::MIN };

@@ -97,9 +97,15 @@ impl<S: Source> Gen<'_, S> {
         ];
         let usable: Vec<usize> = (0..rows.len()).filter(|&i| !rows[i].2 || ty == Type::I64).collect();
         let (op, k, zext) = rows[self.pick(&usable)];
+        // Half of the time a parameter: its runs' values are drawn apart, often on both
+        // sides of the sign boundary.
+        let params: Vec<Local> = self.f.params.iter().copied().filter(|&l| self.f.locals[l].ty == ty).collect();
         let x = if zext {
             let y = self.expr(Type::I32, depth.min(2));
             self.add(ExprData::Convert { op: ConvOp::Zext, arg: y })
+        } else if !params.is_empty() && self.chance(500) {
+            let p = self.pick(&params);
+            self.local(p)
         } else {
             self.expr(ty, depth.min(2))
         };
@@ -132,9 +138,9 @@ impl<S: Source> Gen<'_, S> {
         let inner = self.add(ExprData::Store { width: w3, addr: a3, value: v });
         let signed = w2.bits() < lty.bits() && self.chance(500);
         let load = self.add(ExprData::Load { ty: lty, width: w2, signed, addr: a2 });
-        // An i64 load read as an i32 keeps its high word in sight half of the time: a
+        // An i64 load read as an i32 keeps its high word in sight most of the time: a
         // forwarded value extended the wrong way differs only there.
-        let load = if lty == Type::I64 && ty == Type::I32 && self.chance(500) {
+        let load = if lty == Type::I64 && ty == Type::I32 && self.chance(700) {
             self.narrow_keeping_high(load)
         } else {
             self.convert_to(load, ty)
