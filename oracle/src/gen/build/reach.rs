@@ -16,7 +16,16 @@
 //!   forwarding and dead-store elimination have their range boundaries there; the
 //!   load's type is drawn on its own (an i32 stored, read back zero-extended as an i64);
 //!   and now and then a store to the same printed address before the base's variable is
-//!   redefined ([`Gen::store_then_redefine`]), which a dead-store pass must not delete.
+//!   redefined ([`Gen::store_then_redefine`]), which a dead-store pass must not delete,
+//!   or a store and a check that fires now and then ([`Gen::store_then_check`]): a trap
+//!   observes the heap. [`Gen::neighbour_layout`] places the load at the store's first
+//!   byte, inside or around it past the narrower width (where swapping the two widths in
+//!   an overlap test says "disjoint"), just before or after it, or anywhere, and the
+//!   outer store over the inner one half of the time;
+//! * [`Gen::ordering`]: a compare against a sign edge orders its operands (an equality
+//!   reads the same signed or unsigned). Loop counters that cross zero are the loop
+//!   builder's (`gen_loop`, `loop_test`), converted heap pairs and the fill loop the
+//!   policies' (`policies.rs`).
 //!
 //! Every address stays in its region (the variable part is masked to leave room for
 //! the largest offset plus the widest access); a check fires only on the values the
