@@ -429,9 +429,9 @@ impl<S: Source> Gen<'_, S> {
         }
         let ty = self.ty();
         let widths: Vec<MemWidth> = MemWidth::ALL.into_iter().filter(|w| w.bits() <= ty.bits()).collect();
-        // Half of the time the second access of a LOAD-LOAD or STORE-LOAD reads what the
+        // Most of the time the second access of a LOAD-LOAD or STORE-LOAD reads what the
         // first one left as another type, width or extension: forwarding must convert.
-        let converted = self.chance(500);
+        let converted = self.chance(700);
         let width = if converted && self.chance(700) {
             MemWidth::from_bits(ty.bits()).expect("a full width")
         } else {
@@ -456,9 +456,10 @@ impl<S: Source> Gen<'_, S> {
         };
         let can_load = self.on(Feature::Load);
         let can_store = self.on(Feature::Store);
-        // A converted pair is a LOAD-LOAD or a STORE-LOAD: a store after either one
-        // forwards nothing.
-        match self.below(if converted { 2 } else { 4 }) {
+        // Only a LOAD-LOAD or a STORE-LOAD converts (a store after a load forwards
+        // nothing); LOAD-STORE keeps its share, where the tree mover must not move the
+        // load past a store between.
+        match self.below(4) {
             0 if can_load => {
                 self.note("heap LOAD-LOAD");
                 if converted {
