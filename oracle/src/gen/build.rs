@@ -348,7 +348,9 @@ fn draw_weights<S: Source>(src: &mut S, cfg: &Config, feats: &FeatureSet) -> Wei
     // Checks are where a signed test for an unsigned one shows (`build/reach.rs`): more
     // of them where they are on at all.
     bias(&mut stmts[8], 4);
-    let i64_permille = if on(Feature::I64) { 150 + src.below(500) } else { 0 };
+    // At least a quarter where i64 is on at all: each i64 operator's decomposition has
+    // its own slips (`build/reach.rs`), seen only where such operators are evaluated.
+    let i64_permille = if on(Feature::I64) { 250 + src.below(450) } else { 0 };
     let exit_permille = 100 + src.below(300);
     Weights { items, exprs, stmts, binops, i64_permille, exit_permille }
 }
@@ -721,7 +723,7 @@ impl<'a, S: Source> Gen<'a, S> {
     /// A branch condition.
     fn cond(&mut self, depth: u32) -> Expr {
         let ty = self.cmp_ty();
-        match self.below(6) {
+        match self.below(8) {
             0 => self.expr(Type::I32, depth),
             1 => {
                 let a = self.expr(Type::I32, depth);
@@ -732,7 +734,10 @@ impl<'a, S: Source> Gen<'a, S> {
                 let op = self.pick(&CmpOp::ALL);
                 let a = self.expr(ty, depth);
                 let b = if self.chance(reach::SIGN_EDGE_PERMILLE) {
-                    self.sign_edge(ty)
+                    // Against a sign edge, an equality tells nothing signedness decides.
+                    let op = self.ordering(op);
+                    let b = self.sign_edge(ty);
+                    return self.cmp(op, a, b);
                 } else if self.chance(500) {
                     let v = self.pick(&INTERESTING[..12]);
                     self.konst(ty, v)
@@ -809,12 +814,19 @@ impl<'a, S: Source> Gen<'a, S> {
         while trips > 1 && !self.fits(60 * (trips as u64 + 1)) {
             trips /= 2;
         }
-        let cty = if self.chance(150) { self.ty() } else { Type::I32 };
+        let cty = if self.chance(250) { self.cmp_ty() } else { Type::I32 };
         let counter = self.f.new_local(&format!("i{}", self.loops.len()), cty);
-        let zero = self.konst(cty, 0);
-        let init = self.assign(counter, zero);
+        // Half of the loops count from -k to n - k: the same rounds, but the counter
+        // crosses the sign boundary, so that the test tells signed from unsigned.
+        let k = if self.chance(500) { self.pick(&[1i64, 2, 3, 8]) } else { 0 };
+        if k > 0 {
+            self.note("loop counter from below zero");
+        }
+        let start = self.konst(cty, -k);
+        let init = self.assign(counter, start);
         self.push(init);
         let bound = self.loop_bound(trips, cty);
+        let bound = self.shift_bound(bound, k, cty);
         let trips = trips as u64;
         let bottom = self.chance(400);
         self.note(if bottom { "loop bottom-tested" } else { "loop top-tested" });
@@ -832,10 +844,7 @@ impl<'a, S: Source> Gen<'a, S> {
         if invariants {
             self.freeze_invariants();
         }
-        let lt = |g: &mut Self, bound: Expr| {
-            let c = g.local(counter);
-            g.cmp(CmpOp::Slt, c, bound)
-        };
+        let lt = |g: &mut Self, bound: Expr| g.loop_test(counter, bound, cty);
         if let Some(header) = header {
             self.seal(Terminator::Jump(header));
             self.mult = outer_mult * (trips + 1);
@@ -881,6 +890,42 @@ impl<'a, S: Source> Gen<'a, S> {
         self.mult = outer_mult;
         self.readable.push(counter);
         self.enter(exit);
+    }
+
+    /// `bound - k` (folded when the bound is a constant).
+    fn shift_bound(&mut self, bound: Expr, k: i64, cty: Type) -> Expr {
+        if k == 0 {
+            return bound;
+        }
+        if let ExprData::Const { value, .. } = self.f.exprs[bound] {
+            self.f.exprs[bound] = ExprData::Const { ty: cty, value: value - k };
+            return bound;
+        }
+        let kk = self.konst(cty, k);
+        self.bin(BinOp::Sub, bound, kk)
+    }
+
+    /// `counter < bound` written with any of the four signed orderings (`slt(c, b)`,
+    /// `sle(c, b - 1)`, `sgt(b, c)`, `sge(b - 1, c)`): each is the signed member of one
+    /// signed/unsigned pair.
+    fn loop_test(&mut self, counter: Local, bound: Expr, cty: Type) -> Expr {
+        let c = self.local(counter);
+        let minus_one = |g: &mut Self, b: Expr| {
+            let one = g.konst(cty, 1);
+            g.bin(BinOp::Sub, b, one)
+        };
+        match self.below(4) {
+            0 => self.cmp(CmpOp::Slt, c, bound),
+            1 => {
+                let b = minus_one(self, bound);
+                self.cmp(CmpOp::Sle, c, b)
+            }
+            2 => self.cmp(CmpOp::Sgt, bound, c),
+            _ => {
+                let b = minus_one(self, bound);
+                self.cmp(CmpOp::Sge, b, c)
+            }
+        }
     }
 
     /// The bound of a loop of at most `trips` trips: a constant, or a value masked to
@@ -1338,6 +1383,15 @@ impl<'a, S: Source> Gen<'a, S> {
                 let op = if self.chance(500) { ConvOp::Sext } else { ConvOp::Zext };
                 self.add(ExprData::Convert { op, arg: e })
             }
+            // An i64 local read as an i32 (the return value's leaves, above all) shows
+            // both words most of the time: `trunc(x ^ (x >> 32))`.
+            (Type::I64, Type::I32) if matches!(self.f.exprs[e], ExprData::Local(_)) && self.chance(700) => {
+                let x2 = self.f.clone_tree(e);
+                let k = self.konst(Type::I64, 32);
+                let high = self.bin(BinOp::Lshr, x2, k);
+                let both = self.bin(BinOp::Xor, e, high);
+                self.add(ExprData::Convert { op: ConvOp::Trunc, arg: both })
+            }
             (Type::I64, Type::I32) => self.add(ExprData::Convert { op: ConvOp::Trunc, arg: e }),
             _ => e,
         }
@@ -1413,7 +1467,12 @@ impl<'a, S: Source> Gen<'a, S> {
                 let t = self.cmp_ty();
                 let op = self.pick(&CmpOp::ALL);
                 let a = self.expr(t, d);
-                let b = if self.chance(reach::SIGN_EDGE_PERMILLE) { self.sign_edge(t) } else { self.expr(t, d) };
+                if self.chance(reach::SIGN_EDGE_PERMILLE) {
+                    let op = self.ordering(op);
+                    let b = self.sign_edge(t);
+                    return self.cmp(op, a, b);
+                }
+                let b = self.expr(t, d);
                 self.cmp(op, a, b)
             }
             ExprKind::Convert => {
@@ -1541,8 +1600,8 @@ impl<'a, S: Source> Gen<'a, S> {
                 let b = if self.on(Feature::VarShift) && self.chance(500) {
                     self.expr(ty, d)
                 } else {
-                    // A quarter of the counts lie just past the width (masked, a small count).
-                    let n = if self.chance(250) { ty.bits() + self.below(8) } else { self.below(ty.bits()) };
+                    // Half of the counts lie just past the width (masked, a small count).
+                    let n = if self.chance(500) { ty.bits() + self.below(8) } else { self.below(ty.bits()) };
                     self.konst(ty, n as i64)
                 };
                 self.bin(op, a, b)

@@ -213,6 +213,10 @@ pub struct Config {
     /// Whether the function is written in SSA form with crossing phi arguments
     /// ([`super::ssa`]); loops, branches and the SSA-stress shapes are then always on.
     pub ssa_form: bool,
+    /// Otherwise, the share of programs written in that SSA form all the same: the only
+    /// programs whose phis form the chains and cycles (swaps, rotations) that
+    /// `ssa-destroy`'s copy sequentializer must order, which no pass makes from HIR.
+    pub ssa_form_permille: u32,
     /// The chance that a local leaf reads a local assigned and not read since, and that
     /// the return value reads each such local (liveness-driven generation).
     pub anchor_permille: u32,
@@ -240,6 +244,7 @@ impl Default for Config {
             loop_bias: 0,
             memory_bias: 0,
             ssa_form: false,
+            ssa_form_permille: 0,
             anchor_permille: 800,
         }
     }
@@ -282,7 +287,9 @@ impl Profile {
     pub fn config(self) -> Config {
         let d = Config::default();
         match self {
-            Profile::Default => d,
+            // A fifth of the default mix in SSA form: campaigns on the default profile
+            // then reach ssa-destroy's copy cycles.
+            Profile::Default => Config { ssa_form_permille: 200, ..d },
             Profile::Small => Config {
                 max_params: 2,
                 max_vars: 3,

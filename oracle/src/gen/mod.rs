@@ -52,6 +52,17 @@ pub fn generate(seed: u64, cfg: &Config) -> Generated {
 
 /// Generates a case from any source of choices.
 pub fn generate_from<S: Source>(src: &mut S, cfg: &Config) -> Generated {
+    // A share of programs in SSA form (drawn only where the profile has such a share, so
+    // that the other profiles' programs stay as they were; an exhausted byte source
+    // draws 0, which means HIR).
+    let in_ssa;
+    let cfg = if !cfg.ssa_form && cfg.ssa_form_permille > 0 && src.below(1000) >= 1000 - cfg.ssa_form_permille.min(1000) {
+        // As in the ssa profile, loops (where the copies cross) weigh more.
+        in_ssa = Config { ssa_form: true, loop_bias: cfg.loop_bias.max(4), ..cfg.clone() };
+        &in_ssa
+    } else {
+        cfg
+    };
     let mut g = build::Gen::new(src, cfg);
     g.function();
     let features = g.feats;

@@ -429,12 +429,21 @@ impl<S: Source> Gen<'_, S> {
         }
         let ty = self.ty();
         let widths: Vec<MemWidth> = MemWidth::ALL.into_iter().filter(|w| w.bits() <= ty.bits()).collect();
-        let width = self.pick(&widths);
+        // Most of the time the second access of a LOAD-LOAD or STORE-LOAD reads what the
+        // first one left as another type, width or extension: forwarding must convert.
+        let converted = self.chance(700);
+        let width = if converted && self.chance(700) {
+            MemWidth::from_bits(ty.bits()).expect("a full width")
+        } else {
+            self.pick(&widths)
+        };
         let addr = self.addr(width, 1);
         let signed = width.bits() < ty.bits() && self.chance(500);
+        let first_read = (ty, width, signed);
+        let second_read = if converted { self.converted_read(ty, width) } else { first_read };
         let mut first = true;
         let mut take = move |g: &mut Self| if std::mem::take(&mut first) { addr } else { g.f.clone_tree(addr) };
-        let load = |g: &mut Self, a: Expr| {
+        let load = |g: &mut Self, a: Expr, (ty, width, signed): (Type, MemWidth, bool)| {
             let t = g.new_temp(ty);
             let l = g.add(ExprData::Load { ty, width, signed, addr: a });
             let s = g.assign(t, l);
@@ -447,28 +456,43 @@ impl<S: Source> Gen<'_, S> {
         };
         let can_load = self.on(Feature::Load);
         let can_store = self.on(Feature::Store);
+        // Only a LOAD-LOAD or a STORE-LOAD converts (a store after a load forwards
+        // nothing); LOAD-STORE keeps its share, where the tree mover must not move the
+        // load past a store between.
         match self.below(4) {
             0 if can_load => {
                 self.note("heap LOAD-LOAD");
+                if converted {
+                    self.note("heap LOAD-LOAD converted");
+                }
                 let a = take(self);
-                load(self, a);
+                load(self, a, first_read);
                 self.between();
                 let a = take(self);
-                load(self, a);
+                load(self, a, second_read);
             }
             1 if can_load && can_store => {
                 self.note("heap STORE-LOAD");
                 let e = self.expr(ty, 2);
+                let e = if converted {
+                    // The sign bit set: a conversion that extends the wrong way shows.
+                    self.note("heap STORE-LOAD converted");
+                    let min = if ty == Type::I32 { i32::MIN as i64 } else { i64::MIN };
+                    let k = self.konst(ty, min);
+                    self.bin(BinOp::Or, e, k)
+                } else {
+                    e
+                };
                 let a = take(self);
                 store(self, a, e);
                 self.between();
                 let a = take(self);
-                load(self, a);
+                load(self, a, second_read);
             }
             2 if can_load && can_store => {
                 self.note("heap LOAD-STORE");
                 let a = take(self);
-                let t = load(self, a);
+                let t = load(self, a, first_read);
                 self.between();
                 let l = self.local(t);
                 let a = take(self);
@@ -486,9 +510,26 @@ impl<S: Source> Gen<'_, S> {
             }
             _ => {
                 let a = take(self);
-                load(self, a);
+                load(self, a, first_read);
             }
         }
+    }
+
+    /// How a second access reads a place that an access of `ty` and `width` wrote or
+    /// read, so that `memopt`'s forwarding must convert (`avail.rs`, `convert_load`):
+    /// the other type most of the time (truncated, or sign- or zero-extended from 32
+    /// bits), as wide or narrower, with either extension.
+    fn converted_read(&mut self, ty: Type, width: MemWidth) -> (Type, MemWidth, bool) {
+        let lty = if self.chance(600) {
+            if ty == Type::I32 { Type::I64 } else { Type::I32 }
+        } else {
+            ty
+        };
+        let fitting: Vec<MemWidth> =
+            MemWidth::ALL.into_iter().filter(|w| w.bits() <= width.bits() && w.bits() <= lty.bits()).collect();
+        let w = if self.chance(500) { *fitting.last().expect("8 bits fit") } else { self.pick(&fitting) };
+        let signed = w.bits() < lty.bits() && self.chance(500);
+        (lty, w, signed)
     }
 
     /// Whether one more loop may nest here (the rule the loop item follows).
@@ -618,7 +659,7 @@ impl<S: Source> Gen<'_, S> {
         // no node is left out of every tree when a shape does not fit).
         let mut place: Option<Expr> = None;
         let (can_load, can_store) = (self.on(Feature::Load), self.on(Feature::Store));
-        match self.below(5) {
+        match self.below(7) {
             0 if can_load => self.invariant_load_loop(width, signed, &mut place),
             1 if can_load => {
                 self.note("heap loop-invariant LOAD in the loop test");
@@ -649,6 +690,7 @@ impl<S: Source> Gen<'_, S> {
                 });
             }
             3 if can_store && self.blocks_left(4) && self.fits(200) => self.store_loop_after_store(width, &mut place),
+            4 | 5 if can_store && self.blocks_left(4) && self.fits(200) => self.fill_loop_then_store(width),
             _ if can_store && self.blocks_left(3) => self.dead_store_both_arms(width, &mut place),
             _ => {}
         }
@@ -712,6 +754,43 @@ impl<S: Source> Gen<'_, S> {
             let s = g.add(ExprData::Store { width, addr, value });
             g.push(s);
         });
+    }
+
+    /// A top-tested loop that stores to an address of its counter on every round, then
+    /// the same address after the loop: `while c < n { store(A(c), ..); c += 1 }
+    /// store(A(c), ..)`. In SSA both addresses read the header's phi of `c`, so they
+    /// print the same; the stores in the loop are overwritten only if dead-store
+    /// elimination forgets that the phi redefines `c` between two rounds.
+    fn fill_loop_then_store(&mut self, width: MemWidth) {
+        let ty = Type::I32;
+        self.note("heap fill loop, the same counter address stored after it");
+        let r = self.pick(&self.regions.clone());
+        let wb = width.bytes() as i64;
+        let mut place: Option<Expr> = None;
+        let mut cond = |g: &mut Self, c: Local, n: i64| {
+            let c = g.local(c);
+            let n = g.konst(Type::I32, n);
+            g.cmp(CmpOp::Slt, c, n)
+        };
+        let made = self.small_loop(Some(&mut cond), &mut |g: &mut Self, c| {
+            let x = g.local(c);
+            let k = g.konst(Type::I32, wb);
+            let off = g.bin(BinOp::Mul, x, k);
+            let m = g.konst(Type::I32, r.size as i64 - wb);
+            let off = g.bin(BinOp::And, off, m);
+            let b = g.konst(Type::I32, (HEAP_BASE + r.base) as i64);
+            let addr = g.bin(BinOp::Add, b, off);
+            place = Some(addr);
+            let value = g.counter_value(c, ty);
+            let s = g.add(ExprData::Store { width, addr, value });
+            g.push(s);
+        });
+        if made {
+            let addr = self.f.clone_tree(place.expect("the loop body ran"));
+            let value = self.constant(ty);
+            let s = self.add(ExprData::Store { width, addr, value });
+            self.push(s);
+        }
     }
 
     /// A store overwritten on both arms of a branch: dead.

@@ -16,7 +16,16 @@
 //!   forwarding and dead-store elimination have their range boundaries there; the
 //!   load's type is drawn on its own (an i32 stored, read back zero-extended as an i64);
 //!   and now and then a store to the same printed address before the base's variable is
-//!   redefined ([`Gen::store_then_redefine`]), which a dead-store pass must not delete.
+//!   redefined ([`Gen::store_then_redefine`]), which a dead-store pass must not delete,
+//!   or a store and a check that fires now and then ([`Gen::store_then_check`]): a trap
+//!   observes the heap. [`Gen::neighbour_layout`] places the load at the store's first
+//!   byte, inside or around it past the narrower width (where swapping the two widths in
+//!   an overlap test says "disjoint"), just before or after it, or anywhere, and the
+//!   outer store over the inner one half of the time;
+//! * [`Gen::ordering`]: a compare against a sign edge orders its operands (an equality
+//!   reads the same signed or unsigned). Loop counters that cross zero are the loop
+//!   builder's (`gen_loop`, `loop_test`), converted heap pairs and the fill loop the
+//!   policies' (`policies.rs`).
 //!
 //! Every address stays in its region (the variable part is masked to leave room for
 //! the largest offset plus the widest access); a check fires only on the values the
@@ -30,12 +39,14 @@ pub(super) const BOUNDARY_CHECK_PERMILLE: u32 = 650;
 pub(super) const SIGN_EDGE_PERMILLE: u32 = 450;
 /// Per-mille of compares given i64 operands in programs that have i64 at all (on top
 /// of the program's own share).
-pub(super) const I64_COMPARE_PERMILLE: u32 = 350;
+pub(super) const I64_COMPARE_PERMILLE: u32 = 450;
 /// Per-mille of stores built by [`Gen::neighbour_store`].
 pub(super) const NEIGHBOUR_PERMILLE: u32 = 350;
 /// Per-mille of neighbour stores over a variable base preceded by
 /// [`Gen::store_then_redefine`].
 const REDEFINED_BASE_PERMILLE: u32 = 300;
+/// Per-mille of the other neighbour stores preceded by [`Gen::store_then_check`].
+const CHECK_BETWEEN_PERMILLE: u32 = 150;
 
 /// Constants either side of the sign boundary of i32 and of i64, and the i64 values
 /// whose high word is 0 and low word's sign bit is set.
@@ -59,6 +70,15 @@ impl<S: Source> Gen<'_, S> {
     pub(super) fn sign_edge(&mut self, ty: Type) -> Expr {
         let v = self.pick(&SIGN_EDGES);
         self.konst(ty, v)
+    }
+
+    /// `op` itself if it orders its operands, else one of the eight operators that do
+    /// (an equality compares the same way signed or unsigned).
+    pub(super) fn ordering(&mut self, op: CmpOp) -> CmpOp {
+        match op {
+            CmpOp::Eq | CmpOp::Ne => self.pick(&CmpOp::ALL[2..]),
+            _ => op,
+        }
     }
 
     /// The condition of a range check that passes most of the time and whose signed and
@@ -86,9 +106,15 @@ impl<S: Source> Gen<'_, S> {
         ];
         let usable: Vec<usize> = (0..rows.len()).filter(|&i| !rows[i].2 || ty == Type::I64).collect();
         let (op, k, zext) = rows[self.pick(&usable)];
+        // Half of the time a parameter: its runs' values are drawn apart, often on both
+        // sides of the sign boundary.
+        let params: Vec<Local> = self.f.params.iter().copied().filter(|&l| self.f.locals[l].ty == ty).collect();
         let x = if zext {
             let y = self.expr(Type::I32, depth.min(2));
             self.add(ExprData::Convert { op: ConvOp::Zext, arg: y })
+        } else if !params.is_empty() && self.chance(500) {
+            let p = self.pick(&params);
+            self.local(p)
         } else {
             self.expr(ty, depth.min(2))
         };
@@ -97,11 +123,16 @@ impl<S: Source> Gen<'_, S> {
     }
 
     /// `store.w1(A + o1, op(comma(store.w3(A + o3, v), load.w2(A + o2)), y))`: three
-    /// accesses of mixed widths at constant offsets of one base `A`.
+    /// accesses of mixed widths at constant offsets of one base `A`, placed by
+    /// [`Gen::neighbour_layout`].
     pub(super) fn neighbour_store(&mut self, depth: u32) -> Expr {
-        const OFFSETS: [i64; 8] = [0, 0, 1, 2, 3, 4, 6, 8];
         let ty = self.ty();
         let widths: Vec<MemWidth> = MemWidth::ALL.into_iter().filter(|w| w.bits() <= ty.bits()).collect();
+        // The load's type is drawn on its own: an i32 stored and read back as an i64 (or
+        // the reverse) is what store-to-load forwarding converts.
+        let lty = self.ty();
+        let load_widths: Vec<MemWidth> = MemWidth::ALL.into_iter().filter(|w| w.bits() <= lty.bits()).collect();
+        let [(o3, w3), (o2, w2), (o1, w1)] = self.neighbour_layout(&widths, &load_widths);
         let (base, base_local) = self.neighbour_base();
         // The first address uses `base` itself, the others clones of it.
         let at = |g: &mut Self, off: i64, clone: bool| {
@@ -109,20 +140,20 @@ impl<S: Source> Gen<'_, S> {
             let o = g.konst(Type::I32, off);
             g.bin(BinOp::Add, b, o)
         };
-        let (w1, w2, w3) = (self.pick(&widths), self.pick(&widths), self.pick(&widths));
-        let (o1, o2, o3) = (self.pick(&OFFSETS), self.pick(&OFFSETS), self.pick(&OFFSETS));
         let a3 = at(self, o3, true);
         let a2 = at(self, o2, true);
         let a1 = at(self, o1, false);
         let v = self.expr(ty, depth.min(2));
         let inner = self.add(ExprData::Store { width: w3, addr: a3, value: v });
-        // The load's type is drawn on its own: an i32 stored and read back as an i64 (or
-        // the reverse) is what store-to-load forwarding converts.
-        let lty = self.ty();
-        let w2 = if w2.bits() > lty.bits() { MemWidth::W32 } else { w2 };
         let signed = w2.bits() < lty.bits() && self.chance(500);
         let load = self.add(ExprData::Load { ty: lty, width: w2, signed, addr: a2 });
-        let load = self.convert_to(load, ty);
+        // An i64 load read as an i32 keeps its high word in sight most of the time: a
+        // forwarded value extended the wrong way differs only there.
+        let load = if lty == Type::I64 && ty == Type::I32 && self.chance(700) {
+            self.narrow_keeping_high(load)
+        } else {
+            self.convert_to(load, ty)
+        };
         let value = self.add(ExprData::Comma { first: inner, second: load });
         let value = if self.chance(500) {
             let y = self.expr(ty, depth.min(1));
@@ -132,12 +163,122 @@ impl<S: Source> Gen<'_, S> {
             value
         };
         self.note("neighbour accesses of mixed widths");
-        if let Some(l) = base_local {
-            if self.cur.is_some() && self.chance(REDEFINED_BASE_PERMILLE) {
-                self.store_then_redefine(base, l, w1, o1, ty);
-            }
+        let redefine = base_local.filter(|_| self.cur.is_some() && self.chance(REDEFINED_BASE_PERMILLE));
+        if let Some(l) = redefine {
+            self.store_then_redefine(base, l, w1, o1, ty);
+        } else if self.cur.is_some() && self.chance(CHECK_BETWEEN_PERMILLE) {
+            self.store_then_check(base, w1, o1, ty);
         }
         self.add(ExprData::Store { width: w1, addr: a1, value })
+    }
+
+    /// Where the accesses of [`Gen::neighbour_store`] go: `[(o3, w3), (o2, w2), (o1, w1)]`
+    /// for the inner store, the load and the outer store, offsets in `0..16` with the
+    /// access inside. The load lies at the inner store's first byte (forwarding, with
+    /// a conversion when the widths or types differ), inside it or around it at a byte
+    /// offset of at least the narrower width (the ranges overlap although the narrower
+    /// one would end before the other starts if their widths were swapped), just after
+    /// or just before it, or anywhere; the outer store half of the time covers the
+    /// inner one (a dead store unless the load reads it).
+    fn neighbour_layout(&mut self, widths: &[MemWidth], load_widths: &[MemWidth]) -> [(i64, MemWidth); 3] {
+        const OFFSETS: [i64; 8] = [0, 0, 1, 2, 3, 4, 6, 8];
+        let w3 = self.pick(widths);
+        let o3 = self.pick(&OFFSETS);
+        let b = |w: MemWidth| w.bytes() as i64;
+        let fits = |o: i64, w: MemWidth| o >= 0 && o + b(w) <= 16;
+        let (o2, w2, w3, o3) = match self.below(8) {
+            0 | 1 => {
+                self.note("neighbour load at the store's first byte");
+                // Half of the time as wide as the store: forwarded whole, converted
+                // only when the types differ.
+                let w2 = if self.chance(500) && load_widths.contains(&w3) { w3 } else { self.pick(load_widths) };
+                (o3, w2, w3, o3)
+            }
+            2 | 3 => {
+                // The wider access at 0, 4 or 8; the narrower starts `d` bytes in, with
+                // narrower width <= d < wider width (both inside the 16 bytes).
+                let store_wide = self.chance(500);
+                let (wide_set, narrow_set) = if store_wide { (widths, load_widths) } else { (load_widths, widths) };
+                let wides: Vec<MemWidth> = wide_set.iter().copied().filter(|w| w.bytes() >= 2).collect();
+                if wides.is_empty() {
+                    (self.pick(&OFFSETS), self.pick(load_widths), w3, o3)
+                } else {
+                    self.note("neighbour accesses overlapping inside the wider one");
+                    let wide = self.pick(&wides);
+                    let narrows: Vec<MemWidth> = narrow_set.iter().copied().filter(|w| w.bytes() < wide.bytes()).collect();
+                    let narrow = self.pick(&narrows);
+                    let d = b(narrow) + self.below((b(wide) - b(narrow)) as u32) as i64;
+                    let ows: Vec<i64> = [0i64, 4, 8].into_iter().filter(|&o| fits(o, wide) && fits(o + d, narrow)).collect();
+                    let ow = self.pick(&ows);
+                    if store_wide {
+                        (ow + d, narrow, wide, ow)
+                    } else {
+                        (ow, wide, narrow, ow + d)
+                    }
+                }
+            }
+            4 | 5 => {
+                self.note("neighbour load adjacent to the store");
+                let w2 = self.pick(load_widths);
+                let after = o3 + b(w3);
+                if self.chance(500) && fits(after, w2) {
+                    (after, w2, w3, o3)
+                } else if o3 >= b(w2) {
+                    (o3 - b(w2), w2, w3, o3)
+                } else {
+                    (0, w2, w3, b(w2))
+                }
+            }
+            _ => (self.pick(&OFFSETS), self.pick(load_widths), w3, o3),
+        };
+        let (o1, w1) = if self.chance(500) {
+            self.note("neighbour store overwritten by the outer store");
+            let wider: Vec<MemWidth> = widths.iter().copied().filter(|w| w.bytes() >= w3.bytes() && fits(o3, *w)).collect();
+            let w1 = if self.chance(500) { w3 } else { self.pick(&wider) };
+            (o3, w1)
+        } else {
+            (self.pick(&OFFSETS), self.pick(widths))
+        };
+        debug_assert!(fits(o1, w1) && fits(o2, w2) && fits(o3, w3), "{o1} {o2} {o3}");
+        [(o3, w3), (o2, w2), (o1, w1)]
+    }
+
+    /// `trunc(lshr(x, 16))`: an i64 read as an i32 with bits 16..48 in sight, so that
+    /// both words show.
+    pub(super) fn narrow_keeping_high(&mut self, x: Expr) -> Expr {
+        self.note("i64 narrowed keeping its high word");
+        let k = self.konst(Type::I64, 16);
+        let sh = self.bin(BinOp::Lshr, x, k);
+        self.add(ExprData::Convert { op: ConvOp::Trunc, arg: sh })
+    }
+
+    /// Before the statement under construction: `store.w(A + o, v)` and a check that
+    /// fires now and then (one value in eight of a leaf's low bits), so that the
+    /// statement's store to the same address overwrites it only when the check passes.
+    /// Dead-store elimination must keep the first store: a trap observes the heap.
+    fn store_then_check(&mut self, base: Expr, width: MemWidth, off: i64, ty: Type) {
+        self.note("store, a check that fires now and then, the same address stored again");
+        let b = self.f.clone_tree(base);
+        let o = self.konst(Type::I32, off);
+        let addr = self.bin(BinOp::Add, b, o);
+        let value = self.expr(ty, 1);
+        let s = self.add(ExprData::Store { width, addr, value });
+        self.push(s);
+        let params: Vec<Local> = self.f.params.iter().copied().filter(|&l| self.f.locals[l].ty == Type::I32).collect();
+        let x = if !params.is_empty() && self.chance(700) {
+            let p = self.pick(&params);
+            self.local(p)
+        } else {
+            self.leaf(Type::I32)
+        };
+        let m = self.konst(Type::I32, 7);
+        let low = self.bin(BinOp::And, x, m);
+        let k = self.below(8) as i64;
+        let k = self.konst(Type::I32, k);
+        let cond = self.cmp(CmpOp::Eq, low, k);
+        let code = self.below(100);
+        let t = self.add(ExprData::TrapIf { cond, code });
+        self.push(t);
     }
 
     /// Before the statement under construction: `store.w(A + o, v)` and `%l = x`, where
