@@ -258,12 +258,7 @@ impl<S: Source> Gen<'_, S> {
     /// Dead-store elimination must keep the first store: a trap observes the heap.
     fn store_then_check(&mut self, base: Expr, width: MemWidth, off: i64, ty: Type) {
         self.note("store, a check that fires now and then, the same address stored again");
-        let b = self.f.clone_tree(base);
-        let o = self.konst(Type::I32, off);
-        let addr = self.bin(BinOp::Add, b, o);
-        let value = self.expr(ty, 1);
-        let s = self.add(ExprData::Store { width, addr, value });
-        self.push(s);
+        self.push_store_at(base, width, off, ty);
         let params: Vec<Local> = self.f.params.iter().copied().filter(|&l| self.f.locals[l].ty == Type::I32).collect();
         let x = if !params.is_empty() && self.chance(700) {
             let p = self.pick(&params);
@@ -281,17 +276,23 @@ impl<S: Source> Gen<'_, S> {
         self.push(t);
     }
 
-    /// Before the statement under construction: `store.w(A + o, v)` and `%l = x`, where
-    /// `A` reads `%l`, so that the statement's store to `A + o` (the same printed address)
-    /// is at another place. Dead-store elimination must see the redefinition.
-    fn store_then_redefine(&mut self, base: Expr, l: Local, width: MemWidth, off: i64, ty: Type) {
-        self.note("store, its base local redefined, the same address stored again");
+    /// Pushes `store.w(A + o, v)` before the statement under construction, `A` a copy of
+    /// `base` and `v` a fresh expression of type `ty`.
+    fn push_store_at(&mut self, base: Expr, width: MemWidth, off: i64, ty: Type) {
         let b = self.f.clone_tree(base);
         let o = self.konst(Type::I32, off);
         let addr = self.bin(BinOp::Add, b, o);
         let value = self.expr(ty, 1);
         let s = self.add(ExprData::Store { width, addr, value });
         self.push(s);
+    }
+
+    /// Before the statement under construction: `store.w(A + o, v)` and `%l = x`, where
+    /// `A` reads `%l`, so that the statement's store to `A + o` (the same printed address)
+    /// is at another place. Dead-store elimination must see the redefinition.
+    fn store_then_redefine(&mut self, base: Expr, l: Local, width: MemWidth, off: i64, ty: Type) {
+        self.note("store, its base local redefined, the same address stored again");
+        self.push_store_at(base, width, off, ty);
         let x = self.expr(Type::I32, 1);
         let a = self.assign(l, x);
         self.push(a);
