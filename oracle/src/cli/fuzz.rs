@@ -296,11 +296,13 @@ fn print_summary(out: &mut impl Write, s: &tandem_oracle::campaign::Summary, sta
         };
         let _ = writeln!(out, "  [{}] {} finding(s), e.g. seed {}: {}{reduced}", g.signature, g.count, g.representative.seed, g.representative.path.display());
         // Findings found with another signature and re-signed by a reduced case.
-        let mut found: Vec<&str> = s.findings.iter().filter(|f| f.signature == g.signature).filter_map(|f| f.found_signature.as_deref()).collect();
-        found.sort_unstable();
-        found.dedup();
-        for f in found {
-            let n = s.findings.iter().filter(|x| x.signature == g.signature && x.found_signature.as_deref() == Some(f)).count();
+        let mut found: std::collections::BTreeMap<&str, usize> = Default::default();
+        for f in s.findings.iter().filter(|f| f.signature == g.signature) {
+            if let Some(was) = f.found_signature.as_deref() {
+                *found.entry(was).or_default() += 1;
+            }
+        }
+        for (f, n) in found {
             let _ = writeln!(out, "      {n} of them found as [{f}] and re-signed: the reduced case fails first with [{}]", g.signature);
         }
     }
