@@ -814,19 +814,7 @@ impl<'a, S: Source> Gen<'a, S> {
         while trips > 1 && !self.fits(60 * (trips as u64 + 1)) {
             trips /= 2;
         }
-        let cty = if self.chance(250) { self.cmp_ty() } else { Type::I32 };
-        let counter = self.f.new_local(&format!("i{}", self.loops.len()), cty);
-        // Half of the loops count from -k to n - k: the same rounds, but the counter
-        // crosses the sign boundary, so that the test tells signed from unsigned.
-        let k = if self.chance(500) { self.pick(&[1i64, 2, 3, 8]) } else { 0 };
-        if k > 0 {
-            self.note("loop counter from below zero");
-        }
-        let start = self.konst(cty, -k);
-        let init = self.assign(counter, start);
-        self.push(init);
-        let bound = self.loop_bound(trips, cty);
-        let bound = self.shift_bound(bound, k, cty);
+        let (counter, cty, bound) = self.loop_counter(trips);
         let trips = trips as u64;
         let bottom = self.chance(400);
         self.note(if bottom { "loop bottom-tested" } else { "loop top-tested" });
@@ -872,6 +860,37 @@ impl<'a, S: Source> Gen<'a, S> {
         }
         self.loops.pop();
         self.enter(latch);
+        self.loop_latch(counter, cty, bound, header, body, exit);
+        self.frozen.truncate(frozen_before.0);
+        self.frozen_cf.truncate(frozen_before.1);
+        self.noread_cf.truncate(frozen_before.2);
+        self.mult = outer_mult;
+        self.readable.push(counter);
+        self.enter(exit);
+    }
+
+    /// The counter of a new loop of `trips` rounds, set to its start here, its type and
+    /// the bound its test compares it with.
+    fn loop_counter(&mut self, trips: u32) -> (Local, Type, Expr) {
+        let cty = if self.chance(250) { self.cmp_ty() } else { Type::I32 };
+        let counter = self.f.new_local(&format!("i{}", self.loops.len()), cty);
+        // Half of the loops count from -k to n - k: the same rounds, but the counter
+        // crosses the sign boundary, so that the test tells signed from unsigned.
+        let k = if self.chance(500) { self.pick(&[1i64, 2, 3, 8]) } else { 0 };
+        if k > 0 {
+            self.note("loop counter from below zero");
+        }
+        let start = self.konst(cty, -k);
+        let init = self.assign(counter, start);
+        self.push(init);
+        let bound = self.loop_bound(trips, cty);
+        let bound = self.shift_bound(bound, k, cty);
+        (counter, cty, bound)
+    }
+
+    /// The latch of a loop (the current block): the counter's increment, then the test
+    /// back to `body` of a bottom-tested loop or the jump to its `header`.
+    fn loop_latch(&mut self, counter: Local, cty: Type, bound: Expr, header: Option<Block>, body: Block, exit: Block) {
         let c = self.local(counter);
         let one = self.konst(cty, 1);
         let inc = self.bin(BinOp::Add, c, one);
@@ -879,17 +898,11 @@ impl<'a, S: Source> Gen<'a, S> {
         self.push(s);
         match header {
             None => {
-                let c = lt(self, bound);
+                let c = self.loop_test(counter, bound, cty);
                 self.seal(Terminator::Branch { cond: c, then_dest: body, else_dest: exit });
             }
             Some(h) => self.seal(Terminator::Jump(h)),
         }
-        self.frozen.truncate(frozen_before.0);
-        self.frozen_cf.truncate(frozen_before.1);
-        self.noread_cf.truncate(frozen_before.2);
-        self.mult = outer_mult;
-        self.readable.push(counter);
-        self.enter(exit);
     }
 
     /// `bound - k` (folded when the bound is a constant).

@@ -22,6 +22,9 @@ use super::*;
 /// The test of a top-tested loop made by a policy: given the counter and the trip count.
 type LoopTest<'a, G> = &'a mut dyn FnMut(&mut G, Local, i64) -> Expr;
 
+/// How an access reads a place: the type it produces, its width, whether it sign-extends.
+type Read = (Type, MemWidth, bool);
+
 impl<S: Source> Gen<'_, S> {
 
     /// The same pure expression on several paths: full and partial redundancy.
@@ -427,23 +430,10 @@ impl<S: Source> Gen<'_, S> {
             self.heap_loop_motion();
             return;
         }
-        let ty = self.ty();
-        let widths: Vec<MemWidth> = MemWidth::ALL.into_iter().filter(|w| w.bits() <= ty.bits()).collect();
-        // Most of the time the second access of a LOAD-LOAD or STORE-LOAD reads what the
-        // first one left as another type, width or extension: forwarding must convert.
-        let converted = self.chance(700);
-        let width = if converted && self.chance(700) {
-            MemWidth::from_bits(ty.bits()).expect("a full width")
-        } else {
-            self.pick(&widths)
-        };
-        let addr = self.addr(width, 1);
-        let signed = width.bits() < ty.bits() && self.chance(500);
-        let first_read = (ty, width, signed);
-        let second_read = if converted { self.converted_read(ty, width) } else { first_read };
+        let (ty, width, addr, converted, first_read, second_read) = self.heap_pair_place();
         let mut first = true;
         let mut take = move |g: &mut Self| if std::mem::take(&mut first) { addr } else { g.f.clone_tree(addr) };
-        let load = |g: &mut Self, a: Expr, (ty, width, signed): (Type, MemWidth, bool)| {
+        let load = |g: &mut Self, a: Expr, (ty, width, signed): Read| {
             let t = g.new_temp(ty);
             let l = g.add(ExprData::Load { ty, width, signed, addr: a });
             let s = g.assign(t, l);
@@ -515,11 +505,32 @@ impl<S: Source> Gen<'_, S> {
         }
     }
 
+    /// The place a pair of [`Gen::heap_motion`] accesses: the type and width, the address
+    /// (a pure tree, cloned for the second access), whether the second read converts, and
+    /// how the first and the second access read it.
+    fn heap_pair_place(&mut self) -> (Type, MemWidth, Expr, bool, Read, Read) {
+        let ty = self.ty();
+        let widths: Vec<MemWidth> = MemWidth::ALL.into_iter().filter(|w| w.bits() <= ty.bits()).collect();
+        // Most of the time the second access of a LOAD-LOAD or STORE-LOAD reads what the
+        // first one left as another type, width or extension: forwarding must convert.
+        let converted = self.chance(700);
+        let width = if converted && self.chance(700) {
+            MemWidth::from_bits(ty.bits()).expect("a full width")
+        } else {
+            self.pick(&widths)
+        };
+        let addr = self.addr(width, 1);
+        let signed = width.bits() < ty.bits() && self.chance(500);
+        let first_read = (ty, width, signed);
+        let second_read = if converted { self.converted_read(ty, width) } else { first_read };
+        (ty, width, addr, converted, first_read, second_read)
+    }
+
     /// How a second access reads a place that an access of `ty` and `width` wrote or
     /// read, so that `memopt`'s forwarding must convert (`avail.rs`, `convert_load`):
     /// the other type most of the time (truncated, or sign- or zero-extended from 32
     /// bits), as wide or narrower, with either extension.
-    fn converted_read(&mut self, ty: Type, width: MemWidth) -> (Type, MemWidth, bool) {
+    fn converted_read(&mut self, ty: Type, width: MemWidth) -> Read {
         let lty = if self.chance(600) {
             if ty == Type::I32 { Type::I64 } else { Type::I32 }
         } else {
