@@ -148,8 +148,8 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
 /// `base.2`, ...) without rescanning every local for each name: passes that create
 /// thousands of locals (SSA versions) use it.
 pub struct Namer {
-    taken: std::collections::HashSet<String>,
-    next: std::collections::HashMap<String, u32>,
+    taken: crate::hash::HashSet<String>,
+    next: crate::hash::HashMap<String, u32>,
 }
 
 impl Namer {
@@ -162,7 +162,10 @@ impl Namer {
     pub fn new_local(&mut self, f: &mut Function, base: &str, ty: crate::ir::Type) -> Local {
         let mut name = base.to_string();
         if self.taken.contains(&name) {
-            let n = self.next.entry(base.to_string()).or_insert(1);
+            if !self.next.contains_key(base) {
+                self.next.insert(base.to_string(), 1);
+            }
+            let n = self.next.get_mut(base).expect("inserted above");
             loop {
                 name = format!("{base}.{n}");
                 *n += 1;
