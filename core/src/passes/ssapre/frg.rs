@@ -128,7 +128,7 @@ struct Temps {
 impl Temps {
     /// A fresh local for the expression's value.
     fn fresh(&mut self, f: &mut Function) -> Local {
-        let namer = self.namer.get_or_insert_with(|| Namer::new(f));
+        let namer = self.namer.get_or_insert_with(|| Namer::for_base(f, &self.base));
         namer.new_local(f, &self.base, self.ty)
     }
 }
