@@ -33,7 +33,12 @@
 //!   ([`Finding::Timeout`]). A run that returns must also leave the callframe page
 //!   outside the variables' slots untouched.
 //! * A block hook remembers the last block of the code that ran, so a fault outside the
-//!   code names the instruction that left it.
+//!   code names the instruction that left it. The same hook counts the instruction
+//!   budget by translated blocks (an upper bound of Unicorn's count at every point),
+//!   since Unicorn's own count hooks every instruction and made translation most of a
+//!   run's cost; a run whose count by blocks would pass the budget is run again from its
+//!   start with Unicorn's exact count, so every verdict, and where a timeout stops, is
+//!   the exact count's ([`BlockBudget`]).
 //!
 //! This implements the "Emulator runner" of `DESIGN.md` ("The harness") and issue 4.
 
