@@ -277,12 +277,12 @@ impl Emulator {
         budget: u64,
     ) -> Result<Result<Outcome, Finding>, EmuError> {
         let initial = preflight(code, f, input)?;
+        let mut entry_esp = self.load(code, f, input, &initial)?;
         self.runs += 1;
         let start = (CODE_BASE + code.entry) as u64;
         // First counted by blocks, without Unicorn's count (a count of 0 means "no
         // limit" to it); if that count would pass the budget, the run again from its
         // start with Unicorn's exact count ([`BlockBudget`]).
-        let mut entry_esp = self.load(code, f, input, &initial)?;
         self.set_block_budget(Some(budget));
         let mut result = self.uc.emu_start(start, RETURN_SENTINEL as u64, 0, 0);
         if self.uc.get_data().budget.exceeded {
