@@ -618,6 +618,11 @@ impl Module {
     }
 }
 
+thread_local! {
+    /// The work stack of [`Function::visit_postorder`], kept between walks.
+    static POSTORDER_STACK: std::cell::Cell<Vec<(Expr, bool)>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 impl Function {
     /// An empty function with one block that returns zero.
     pub fn new(name: &str, ret: Type) -> Function {
@@ -688,8 +693,12 @@ impl Function {
     /// Visits the nodes of the tree rooted at `e` in evaluation (post-) order.
     /// Iterative: it is the walk the verifier's depth check and the passes rely on.
     pub fn visit_postorder(&self, e: Expr, f: &mut impl FnMut(Expr)) {
-        // Each entry is a node and whether its operands were pushed already.
-        let mut work = vec![(e, false)];
+        // Each entry is a node and whether its operands were pushed already. The stack is
+        // this thread's, reused from walk to walk (a walk started by `f` gets a new one),
+        // since the passes and the verifier walk every statement many times.
+        let mut work = POSTORDER_STACK.with(|s| s.take());
+        work.clear();
+        work.push((e, false));
         while let Some((n, expanded)) = work.pop() {
             if expanded {
                 f(n);
@@ -698,6 +707,7 @@ impl Function {
             work.push((n, true));
             work.extend(self.exprs[n].operands().into_iter().rev().map(|c| (c, false)));
         }
+        POSTORDER_STACK.with(|s| s.set(work));
     }
 
     /// Whether any node of the tree rooted at `e` has a side effect or may trap.

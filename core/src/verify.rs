@@ -330,15 +330,15 @@ impl Ctx<'_> {
     /// Local and callframe names are unique; parameters are locals.
     fn names(&mut self) {
         let f = self.f;
-        let mut names = HashSet::default();
+        let mut names: HashSet<&str> = HashSet::default();
         for (_, l) in f.locals.iter() {
-            if !names.insert(l.name.clone()) {
+            if !names.insert(l.name.as_str()) {
                 self.err(format!("local %{} is declared twice", l.name));
             }
         }
-        let mut cfnames = HashSet::default();
+        let mut cfnames: HashSet<&str> = HashSet::default();
         for (_, v) in f.cfvars.iter() {
-            if !cfnames.insert(v.name.clone()) {
+            if !cfnames.insert(v.name.as_str()) {
                 self.err(format!("callframe variable @{} is declared twice", v.name));
             }
         }

@@ -400,6 +400,60 @@ fn infinite_loops_time_out() {
     assert!(matches!(check(&f, &inp, &spin, &mut emu).unwrap(), Verdict::Skipped(_)));
 }
 
+/// The budget is Unicorn's exact instruction count, even though runs count it by
+/// translated blocks (`emu::BlockBudget`): at the boundary, where the count by blocks
+/// passes the budget and the run is done again with the exact count, a run of exactly the
+/// budget returns and one instruction more is a timeout stopped before that instruction.
+#[test]
+fn the_budget_is_exact_at_its_boundary() {
+    let f = func(RET0);
+    let mut emu = Emulator::new().unwrap();
+    // Straight line: `xor`, 40 `inc`, `ret` (the return to the sentinel ends the run):
+    // 42 instructions, in one translated block.
+    let k = 40;
+    let line = asm(|a| {
+        a.xor(eax, eax)?;
+        for _ in 0..k {
+            a.inc(eax)?;
+        }
+        a.ret()
+    });
+    // A loop: `xor`, `mov`, 25 times `inc; dec; jnz`, `ret`: 78 instructions in blocks
+    // entered again and again.
+    let n = 25;
+    let looping = asm(|a| {
+        let mut top = a.create_label();
+        a.xor(eax, eax)?;
+        a.mov(ecx, n)?;
+        a.set_label(&mut top)?;
+        a.inc(eax)?;
+        a.dec(ecx)?;
+        a.jnz(top)?;
+        a.ret()
+    });
+    for (code, total, result) in [(&line, k as u64 + 2, k), (&looping, 3 * n as u64 + 3, n)] {
+        for budget in [total, total + 1, total + 20, total + 1000] {
+            let r = emu.run_with_budget(code, &f, &input(vec![]), budget).unwrap();
+            assert_eq!(r.map(|o| o.end), Ok(End::Return(Value::I32(result))), "budget {budget} of {total}");
+        }
+        for budget in [total - 1, total - 2, total - 10] {
+            match emu.run_with_budget(code, &f, &input(vec![]), budget).unwrap() {
+                Err(Finding::Timeout { budget: b, .. }) => assert_eq!(b, budget),
+                r => panic!("budget {budget} of {total}: {r:?}"),
+            }
+        }
+    }
+    // Where a timeout stops: after exactly `budget` instructions of the straight line,
+    // the `xor` and `budget - 1` increments.
+    match emu.run_with_budget(&line, &f, &input(vec![]), 30).unwrap() {
+        Err(Finding::Timeout { registers, .. }) => assert_eq!(registers.eax, 29),
+        r => panic!("{r:?}"),
+    }
+    // And a run after the exact count counts by blocks again, with the same results.
+    let r = emu.run_with_budget(&looping, &f, &input(vec![]), 10_000).unwrap();
+    assert_eq!(r.map(|o| o.end), Ok(End::Return(Value::I32(n))));
+}
+
 #[test]
 fn wild_jumps_and_bad_accesses_are_faults_with_disassembly() {
     let (f, mut emu, inp) = ret0();

@@ -15,7 +15,6 @@
 
 use crate::abi::{MachineCode, CODE_BASE};
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Formatter, Instruction, IntelFormatter, Mnemonic, OpKind, RflagsBits};
-use std::collections::{BTreeMap, BTreeSet};
 
 /// The arithmetic flags the check follows.
 const STATUS: u32 = RflagsBits::OF | RflagsBits::SF | RflagsBits::ZF | RflagsBits::AF | RflagsBits::CF | RflagsBits::PF;
@@ -40,24 +39,34 @@ impl std::fmt::Display for UndefinedFlag {
 /// Checks `code`; one error per instruction that reads a possibly undefined flag.
 pub fn check(code: &MachineCode) -> Result<(), Vec<UndefinedFlag>> {
     let insns = decode(&code.bytes);
-    let index: BTreeMap<u64, usize> = insns.iter().enumerate().map(|(k, i)| (i.ip(), k)).collect();
-    // Undefined flags before each instruction (a may-analysis: the union over paths).
+    // The instructions are decoded in address order, so an address is found by binary
+    // search. Each instruction's transfer is `(undefined & keep) | make`, computed once.
+    let index = |ip: u64| insns.binary_search_by_key(&ip, |i| i.ip()).ok();
+    let transfers: Vec<(u32, u32)> = insns.iter().map(transfer_masks).collect();
     let mut before: Vec<Option<u32>> = vec![None; insns.len()];
     let entry = CODE_BASE as u64 + code.entry as u64;
-    let mut work: BTreeSet<usize> = BTreeSet::new();
-    if let Some(&k) = index.get(&entry) {
-        // At entry the flags are the caller's: reading them is reading garbage.
+    // The least fixpoint of a monotone transfer with union at joins does not depend on
+    // the order the worklist is taken in.
+    let mut work: Vec<usize> = vec![];
+    let mut queued = vec![false; insns.len()];
+    if let Some(k) = index(entry) {
         before[k] = Some(STATUS);
-        work.insert(k);
+        work.push(k);
+        queued[k] = true;
     }
-    while let Some(k) = work.pop_first() {
+    while let Some(k) = work.pop() {
+        queued[k] = false;
         let i = &insns[k];
-        let after = transfer(i, before[k].unwrap_or(0));
-        for next in successors(i, k, &insns, &index) {
+        let (keep, make) = transfers[k];
+        let after = (before[k].unwrap_or(0) & keep) | make;
+        for next in successors(i, k, insns.len(), index).into_iter().flatten() {
             let merged = before[next].unwrap_or(0) | after;
             if before[next] != Some(merged) {
                 before[next] = Some(merged);
-                work.insert(next);
+                if !queued[next] {
+                    queued[next] = true;
+                    work.push(next);
+                }
             }
         }
     }
@@ -88,24 +97,20 @@ fn decode(bytes: &[u8]) -> Vec<Instruction> {
     out
 }
 
-/// The undefined flags after `i` given those before it.
-fn transfer(i: &Instruction, undefined: u32) -> u32 {
+/// The undefined flags after `i` given those before it, as two masks: they are
+/// `(undefined & keep) | make`.
+fn transfer_masks(i: &Instruction) -> (u32, u32) {
     if i.flow_control() == FlowControl::Call {
-        // A runtime helper clobbers every flag (the emulator flips them all).
-        return STATUS;
+        return (0, STATUS);
     }
     let written = i.rflags_written() | i.rflags_set() | i.rflags_cleared();
-    let mut out = (undefined & !written) | i.rflags_undefined();
+    let mut make = i.rflags_undefined();
     if count_may_be_zero(i) {
-        // With a count of 0 a shift or rotate leaves every flag as it was; with another
-        // count it writes them: which one happens depends on the count.
-        out |= i.rflags_modified() & STATUS;
+        make |= i.rflags_modified() & STATUS;
     }
-    out & STATUS
+    (!written & STATUS, make & STATUS)
 }
 
-/// Whether `i` is a shift or rotate whose masked count may be 0: a count in `cl`, or an
-/// immediate that masks to 0.
 fn count_may_be_zero(i: &Instruction) -> bool {
     use Mnemonic::*;
     if !matches!(i.mnemonic(), Shl | Sal | Shr | Sar | Rol | Ror | Rcl | Rcr | Shld | Shrd) {
@@ -120,14 +125,14 @@ fn count_may_be_zero(i: &Instruction) -> bool {
 }
 
 /// The instructions that may run after instruction `k`.
-fn successors(i: &Instruction, k: usize, insns: &[Instruction], index: &BTreeMap<u64, usize>) -> Vec<usize> {
-    let target = || index.get(&i.near_branch_target()).copied();
-    let next = (k + 1 < insns.len()).then_some(k + 1);
+fn successors(i: &Instruction, k: usize, len: usize, index: impl Fn(u64) -> Option<usize>) -> [Option<usize>; 2] {
+    let target = || index(i.near_branch_target());
+    let next = (k + 1 < len).then_some(k + 1);
     match i.flow_control() {
-        FlowControl::UnconditionalBranch => target().into_iter().collect(),
-        FlowControl::ConditionalBranch => target().into_iter().chain(next).collect(),
-        FlowControl::Return | FlowControl::Interrupt | FlowControl::Exception | FlowControl::IndirectBranch => vec![],
-        _ => next.into_iter().collect(),
+        FlowControl::UnconditionalBranch => [target(), None],
+        FlowControl::ConditionalBranch => [target(), next],
+        FlowControl::Return | FlowControl::Interrupt | FlowControl::Exception | FlowControl::IndirectBranch => [None, None],
+        _ => [next, None],
     }
 }
 

@@ -16,8 +16,8 @@
 //! temp is singly used, every def occurs before its use, and every used def is present
 //! (in the linear order or as a contained node of its one user).
 
-use cranelift_entity::{entity_impl, PrimaryMap, SecondaryMap};
-use crate::hash::{HashMap, HashSet};
+use cranelift_entity::{entity_impl, EntityRef, PrimaryMap, SecondaryMap};
+use crate::hash::HashMap;
 use std::fmt;
 
 use crate::abi::RuntimeHelper;
@@ -260,19 +260,27 @@ impl fmt::Display for LirError {
 /// Returns every violation found.
 pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
     let mut errs = vec![];
-    let mut seen_anywhere: HashSet<Node> = HashSet::default();
-    let mut uses: HashMap<Use, Node> = HashMap::default();
-    for &b in &f.layout {
+    // Sets and maps over nodes as vectors indexed by node (the validator runs after
+    // every backend pass): seen in any block; the user of each result (results 0 and 1
+    // here, a result the node does not have in a map); defined earlier in the block being
+    // checked (the block's ordinal plus one).
+    let count = f.nodes.len();
+    let mut seen_anywhere = vec![false; count];
+    let mut users: Vec<[Option<Node>; 2]> = vec![[None; 2]; count];
+    let mut other_users: HashMap<Use, Node> = HashMap::default();
+    let mut defined_in = vec![0u32; count];
+    let mut stack = vec![];
+    for (ordinal, &b) in f.layout.iter().enumerate() {
         let mut err = |node: Option<Node>, message: String| errs.push(LirError { block: b, node, message });
         let nodes = &f.blocks[b].nodes;
+        let mark = ordinal as u32 + 1;
         // Property 1: the linear threading is loop-free (no node appears twice, in this
         // block or in any other).
-        let mut defined: HashSet<Node> = HashSet::default();
         for (i, &n) in nodes.iter().enumerate() {
-            if !seen_anywhere.insert(n) {
+            let data = &f.nodes[n];
+            if std::mem::replace(&mut seen_anywhere[n.index()], true) {
                 err(Some(n), "appears twice in the linear order (the threading has a loop)".into());
             }
-            let data = &f.nodes[n];
             if data.contained {
                 err(Some(n), "is contained but present in the linear order".into());
             }
@@ -288,21 +296,26 @@ pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
                 }
             }
             // Properties 2-4 on every argument, looking through contained nodes.
-            let mut stack = vec![n];
+            stack.clear();
+            stack.push(n);
             while let Some(user) = stack.pop() {
                 for &u in &f.nodes[user].args {
                     if u.result >= f.nodes[u.node].results {
                         err(Some(user), format!("uses {u}, which has no such result"));
                     }
-                    if let Some(prev) = uses.insert(u, user) {
+                    let prev = match users[u.node.index()].get_mut(u.result as usize) {
+                        Some(slot) => slot.replace(user),
+                        None => other_users.insert(u, user),
+                    };
+                    if let Some(prev) = prev {
                         err(Some(user), format!("uses {u}, already used by {prev} (temps must be singly used)"));
                     }
                     if f.nodes[u.node].contained {
-                        if !seen_anywhere.insert(u.node) {
+                        if std::mem::replace(&mut seen_anywhere[u.node.index()], true) {
                             err(Some(user), format!("contains {}, which is also elsewhere", u.node));
                         }
                         stack.push(u.node);
-                    } else if !defined.contains(&u.node) {
+                    } else if defined_in[u.node.index()] != mark {
                         if nodes.contains(&u.node) {
                             err(Some(user), format!("uses {u} before its def"));
                         } else {
@@ -311,7 +324,7 @@ pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
                     }
                 }
             }
-            defined.insert(n);
+            defined_in[n.index()] = mark;
         }
         if nodes.is_empty() {
             err(None, "empty block".into());

@@ -286,24 +286,33 @@ pub struct Constraints {
 /// arguments, in argument order.
 pub fn register_operands(f: &LirFunction, n: Node) -> Vec<Use> {
     let mut v = vec![];
+    each_register_operand(f, n, &mut |u| v.push(u));
+    v
+}
+
+/// Calls `visit` on each register operand of `n`, in the order of [`register_operands`].
+fn each_register_operand(f: &LirFunction, n: Node, visit: &mut impl FnMut(Use)) {
     for &a in &f.nodes[n].args {
         if f.nodes[a.node].contained {
-            v.extend(register_operands(f, a.node));
+            each_register_operand(f, a.node, visit);
         } else {
-            v.push(a);
+            visit(a);
         }
     }
-    v
 }
 
 /// The constraints of lowered node `n` (see [`Constraints`]).
 pub fn constraints(f: &LirFunction, n: Node) -> Constraints {
     let d = &f.nodes[n];
-    let ops = register_operands(f, n);
-    let (mut masks, clobbers, results) = fixed_registers(f, n);
-    masks.resize(ops.len(), RegSet::ALL);
-    let read_only: Vec<bool> = (0..ops.len()).map(|i| read_only(&d.op, i)).collect();
-    Constraints { operands: ops.into_iter().zip(masks).collect(), read_only, clobbers, results }
+    let mut operands: Vec<(Use, RegSet)> = vec![];
+    each_register_operand(f, n, &mut |u| operands.push((u, RegSet::ALL)));
+    let (masks, clobbers, results) = fixed_registers(f, n);
+    // The first operands take the fixed masks; a mask without an operand is dropped.
+    for ((_, mask), m) in operands.iter_mut().zip(masks) {
+        *mask = m;
+    }
+    let read_only: Vec<bool> = (0..operands.len()).map(|i| read_only(&d.op, i)).collect();
+    Constraints { operands, read_only, clobbers, results }
 }
 
 /// What the instruction of `n` fixes: the masks of its first register operands (in
@@ -369,7 +378,8 @@ fn fixed_registers(f: &LirFunction, n: Node) -> (Vec<RegSet>, RegSet, Vec<Result
         }
         Op::Store { width: MemWidth::W8 } => {
             // The address mode's registers come first, then the value.
-            let naddr = register_operands(f, d.args[0].node).len();
+            let mut naddr = 0;
+            each_register_operand(f, d.args[0].node, &mut |_| naddr += 1);
             masks.extend(std::iter::repeat_n(any, naddr));
             masks.push(RegSet::BYTE);
         }

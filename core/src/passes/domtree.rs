@@ -166,7 +166,7 @@ impl DominanceFrontiers {
     pub fn iterated(&self, blocks: &[Block]) -> Vec<Block> {
         let mut out: Vec<Block> = vec![];
         // Membership by hash: a chain of blocks has a frontier as long as the chain.
-        let mut seen: std::collections::HashSet<Block> = std::collections::HashSet::new();
+        let mut seen: crate::hash::HashSet<Block> = crate::hash::HashSet::default();
         let mut work: Vec<Block> = blocks.to_vec();
         while let Some(b) = work.pop() {
             for &d in &self.frontier[b] {

@@ -400,11 +400,11 @@ pub fn check_form_located(f: &Function, form: Form) -> Vec<FormError> {
                     def(phi.dest, b, None, &mut errs);
                 }
                 for s in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
-                    for n in util::postorder(f, s) {
+                    f.visit_postorder(s, &mut |n| {
                         if let ExprData::Assign { local, .. } = &f.exprs[n] {
                             def(*local, b, Some(n), &mut errs);
                         }
-                    }
+                    });
                 }
             }
             if errs.is_empty() {
@@ -430,17 +430,19 @@ fn check_strict(f: &Function) -> Vec<FormError> {
     for &p in &f.params {
         site[p] = Some((f.entry(), 0, 0));
     }
-    let roots = |b: Block| -> Vec<Expr> { f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()).collect() };
+    let roots = |b: Block| f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr());
     for &b in &f.layout {
         for phi in &f.blocks[b].phis {
             site[phi.dest] = Some((b, 0, 0));
         }
-        for (i, s) in roots(b).into_iter().enumerate() {
-            for (k, n) in util::postorder(f, s).into_iter().enumerate() {
+        for (i, s) in roots(b).enumerate() {
+            let mut k = 0;
+            f.visit_postorder(s, &mut |n| {
                 if let ExprData::Assign { local, .. } = f.exprs[n] {
                     site[local] = Some((b, i + 1, k));
                 }
-            }
+                k += 1;
+            });
         }
     }
     let mut errs = vec![];
@@ -460,12 +462,14 @@ fn check_strict(f: &Function) -> Vec<FormError> {
                 check(*a, *p, (usize::MAX, usize::MAX), None, "phi argument");
             }
         }
-        for (i, s) in roots(b).into_iter().enumerate() {
-            for (k, n) in util::postorder(f, s).into_iter().enumerate() {
+        for (i, s) in roots(b).enumerate() {
+            let mut k = 0;
+            f.visit_postorder(s, &mut |n| {
                 if let ExprData::Local(l) = f.exprs[n] {
                     check(l, b, (i + 1, k), Some(n), "use");
                 }
-            }
+                k += 1;
+            });
         }
     }
     errs

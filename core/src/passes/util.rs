@@ -148,21 +148,35 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
 /// `base.2`, ...) without rescanning every local for each name: passes that create
 /// thousands of locals (SSA versions) use it.
 pub struct Namer {
-    taken: std::collections::HashSet<String>,
-    next: std::collections::HashMap<String, u32>,
+    taken: crate::hash::HashSet<String>,
+    next: crate::hash::HashMap<String, u32>,
+    /// The one base a namer made by [`Namer::for_base`] names after.
+    only: Option<String>,
 }
 
 impl Namer {
     /// A namer that knows the names of `f`'s locals.
     pub fn new(f: &Function) -> Namer {
-        Namer { taken: f.locals.values().map(|d| d.name.clone()).collect(), next: Default::default() }
+        Namer { taken: f.locals.values().map(|d| d.name.clone()).collect(), next: Default::default(), only: None }
+    }
+
+    /// A namer for locals named after `base` alone: it knows only the names of `f`'s
+    /// locals that start with `base`, the only ones `base` or `base.N` can be, so it
+    /// names exactly as [`Namer::new`] would without copying every name.
+    pub fn for_base(f: &Function, base: &str) -> Namer {
+        let taken = f.locals.values().filter(|d| d.name.starts_with(base)).map(|d| d.name.clone()).collect();
+        Namer { taken, next: Default::default(), only: Some(base.to_string()) }
     }
 
     /// Adds a local named after `base` to `f`.
     pub fn new_local(&mut self, f: &mut Function, base: &str, ty: crate::ir::Type) -> Local {
+        assert!(self.only.as_deref().is_none_or(|b| b == base), "a namer for one base asked for another");
         let mut name = base.to_string();
         if self.taken.contains(&name) {
-            let n = self.next.entry(base.to_string()).or_insert(1);
+            if !self.next.contains_key(base) {
+                self.next.insert(base.to_string(), 1);
+            }
+            let n = self.next.get_mut(base).expect("inserted above");
             loop {
                 name = format!("{base}.{n}");
                 *n += 1;

@@ -75,8 +75,11 @@ fn bench(runs: u64, seed: u64, seeds: u64, scaling: bool) -> ExitCode {
         Ok(measurements) => {
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "fixed program: {runs} runs; generated programs: seeds {seed}..{} (default profile)", seed + seeds);
-            for m in measurements {
+            for m in &measurements {
                 let _ = writeln!(out, "{m}");
+            }
+            if let Some(line) = tandem_oracle::measure::bench::full_check_ratio(&measurements) {
+                let _ = writeln!(out, "{line}");
             }
             ExitCode::SUCCESS
         }

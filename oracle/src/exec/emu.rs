@@ -33,7 +33,12 @@
 //!   ([`Finding::Timeout`]). A run that returns must also leave the callframe page
 //!   outside the variables' slots untouched.
 //! * A block hook remembers the last block of the code that ran, so a fault outside the
-//!   code names the instruction that left it.
+//!   code names the instruction that left it. The same hook counts the instruction
+//!   budget by translated blocks (an upper bound of Unicorn's count at every point),
+//!   since Unicorn's own count hooks every instruction and made translation most of a
+//!   run's cost; a run whose count by blocks would pass the budget is run again from its
+//!   start with Unicorn's exact count, so every verdict, and where a timeout stops, is
+//!   the exact count's ([`BlockBudget`]).
 //!
 //! This implements the "Emulator runner" of `DESIGN.md` ("The harness") and issue 4.
 
@@ -84,6 +89,79 @@ struct Hooked {
     /// On a stepping instance ([`Emulator::stepping`]): the registers before each
     /// instruction of the code executed, up to [`STEP_LIMIT`].
     steps: Vec<Registers>,
+    /// The budget counted by blocks (see [`BlockBudget`]).
+    budget: BlockBudget,
+}
+
+/// The instruction budget counted by the block hook, so that a run does not pay for
+/// Unicorn's own instruction count: that count is a code hook on every instruction,
+/// which makes TCG sync the flags and the program counter and call out before every
+/// instruction, and made translating a program's blocks most of the cost of a run.
+///
+/// The block hook adds, on entry to each translated block of the code, the number of
+/// instructions the block holds (an upper bound of what the entry executes: a block
+/// cut short by a trap counts whole); helper calls add [`HELPER_CALL_INSNS`] each. The
+/// count is an upper bound of Unicorn's count of the same run at every point, so while
+/// it stays within the budget (with [`BUDGET_MARGIN`] to spare), Unicorn's count would
+/// not have stopped the run either and the run is exactly the run with Unicorn's count.
+/// When it would pass the budget, the hook stops the run before the block executes and
+/// the run is done again from its start with Unicorn's exact count
+/// ([`Emulator::run_with_budget`]), so a timeout stops where it always stopped.
+#[derive(Default)]
+struct BlockBudget {
+    /// Whether the run counts by blocks (false: Unicorn's exact count is on).
+    on: bool,
+    /// The instructions the run may execute.
+    limit: u64,
+    /// The upper bound of the instructions executed so far.
+    counted: u64,
+    /// Set when the count would pass `limit`: the run was stopped and is not a result.
+    exceeded: bool,
+    /// For each offset of the loaded code: the number of the instruction starting there
+    /// in its linear decoding, or `u32::MAX` if no instruction starts there; one more
+    /// entry for the end.
+    index: Vec<u32>,
+}
+
+/// What one helper call may count in Unicorn's instruction count (the stub's `hlt`,
+/// with room to spare).
+const HELPER_CALL_INSNS: u64 = 2;
+/// Instructions a run may execute outside the code without ending otherwise than by a
+/// fault (the sentinel's `int3`), with room to spare.
+const BUDGET_MARGIN: u64 = 16;
+
+impl BlockBudget {
+    /// Indexes the instructions of `bytes` (the code just loaded).
+    fn index(&mut self, bytes: &[u8]) {
+        self.index.clear();
+        self.index.resize(bytes.len() + 1, u32::MAX);
+        let mut decoder = iced_x86::Decoder::with_ip(32, bytes, CODE_BASE as u64, iced_x86::DecoderOptions::NONE);
+        let mut ins = iced_x86::Instruction::default();
+        let mut k = 0u32;
+        while decoder.can_decode() {
+            let at = decoder.position();
+            decoder.decode_out(&mut ins);
+            self.index[at] = k;
+            k += 1;
+        }
+        // The last instruction may run past the end; the end is an instruction boundary
+        // only when decoding stopped exactly there.
+        if decoder.position() == bytes.len() {
+            self.index[bytes.len()] = k;
+        }
+    }
+
+    /// An upper bound of the instructions of the block at `addr` of `size` bytes: their
+    /// number when both ends are instruction boundaries of the linear decoding, else the
+    /// bytes (no instruction is shorter than one); a block of no bytes as one.
+    fn block_insns(&self, addr: u32, size: u32) -> u64 {
+        let start = addr.wrapping_sub(CODE_BASE) as usize;
+        let end = start + size as usize;
+        match (self.index.get(start), self.index.get(end)) {
+            (Some(&a), Some(&b)) if a != u32::MAX && b != u32::MAX && b >= a && size > 0 => (b - a) as u64,
+            _ => (size as u64).max(1),
+        }
+    }
 }
 
 /// The most instructions a stepping run records.
@@ -199,17 +277,38 @@ impl Emulator {
         budget: u64,
     ) -> Result<Result<Outcome, Finding>, EmuError> {
         let initial = preflight(code, f, input)?;
-        let entry_esp = self.load(code, f, input, &initial)?;
+        let mut entry_esp = self.load(code, f, input, &initial)?;
         self.runs += 1;
         let start = (CODE_BASE + code.entry) as u64;
-        // A count of 0 would mean "no limit" to Unicorn.
-        let count = budget.clamp(1, usize::MAX as u64) as usize;
-        let result = self.uc.emu_start(start, RETURN_SENTINEL as u64, 0, count);
+        // First counted by blocks, without Unicorn's count (a count of 0 means "no
+        // limit" to it); if that count would pass the budget, the run again from its
+        // start with Unicorn's exact count ([`BlockBudget`]).
+        self.set_block_budget(Some(budget));
+        let mut result = self.uc.emu_start(start, RETURN_SENTINEL as u64, 0, 0);
+        if self.uc.get_data().budget.exceeded {
+            entry_esp = self.load(code, f, input, &initial)?;
+            self.set_block_budget(None);
+            // Blocks translated without Unicorn's count would not count: translate anew
+            // with it. (Turning it off again, the next run, flushes too.)
+            self.uc.ctl_flush_tb().map_err(uc_err("dropping translated code"))?;
+            let count = budget.clamp(1, usize::MAX as u64) as usize;
+            result = self.uc.emu_start(start, RETURN_SENTINEL as u64, 0, count);
+        }
         let end = match self.how_it_ended(result, code, budget, entry_esp, f) {
             Ok(end) => end,
             Err(finding) => return Ok(Err(finding)),
         };
         self.read_outcome(end, f)
+    }
+
+    /// Counts the next run by blocks within `limit`, or (None) leaves it to Unicorn's
+    /// exact count.
+    fn set_block_budget(&mut self, limit: Option<u64>) {
+        let b = &mut self.uc.get_data_mut().budget;
+        b.on = limit.is_some();
+        b.limit = limit.unwrap_or(u64::MAX);
+        b.counted = 0;
+        b.exceeded = false;
     }
 
     /// Loads the code, the memory, the stack and the registers of a run and resets the
@@ -307,6 +406,7 @@ impl Emulator {
         // worker over the first minutes of a campaign); a flush starts the buffer over,
         // so it holds one program's translations and its resident pages stop growing.
         self.uc.ctl_flush_tb().map_err(uc_err("dropping translated code"))?;
+        self.uc.get_data_mut().budget.index(bytes);
         self.code_high_water = len;
         self.loaded.clear();
         self.loaded.extend_from_slice(bytes);
@@ -416,8 +516,18 @@ fn install_hooks(uc: &mut Uc<'static>) -> Result<(), EmuError> {
     uc.add_code_hook(HELPER_BASE as u64, (HELPER_BASE + PAGE - 1) as u64, helper_hook)
         .map_err(uc_err("hooking the helper stubs"))?;
     // Remember the last block entered in the code, to show where a wild jump came from.
+    // The same hook counts the budget by blocks ([`BlockBudget`]).
     uc.add_block_hook(CODE_BASE as u64, (CODE_BASE + CODE_SIZE_MAX - 1) as u64, |uc: &mut Uc<'_>, addr: u64, size: u32| {
-        uc.get_data_mut().last_block = Some((addr as u32, size));
+        let data = uc.get_data_mut();
+        data.last_block = Some((addr as u32, size));
+        let b = &mut data.budget;
+        if b.on {
+            b.counted += b.block_insns(addr as u32, size);
+            if b.counted + data.helper_calls * HELPER_CALL_INSNS + BUDGET_MARGIN > b.limit {
+                b.exceeded = true;
+                let _ = uc.emu_stop();
+            }
+        }
     })
     .map_err(uc_err("hooking code blocks"))?;
     uc.add_intr_hook(interrupt_hook).map_err(uc_err("hooking interrupts"))?;

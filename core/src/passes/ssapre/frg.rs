@@ -116,7 +116,10 @@ struct Frg<'a> {
 /// The temporaries of CodeMotion: named `pre1`, `pre2`, ... per expression that changed
 /// code, and the temporary holding each definition of the FRG.
 struct Temps {
-    namer: Namer,
+    /// Made at the first fresh local: until then the function's locals are the ones it
+    /// had when CodeMotion started (every local CodeMotion adds is a fresh one), and a
+    /// motion that only saves in locals of the function and reloads needs no namer.
+    namer: Option<Namer>,
     base: String,
     ty: Type,
     of: HashMap<Def, Local>,
@@ -125,7 +128,8 @@ struct Temps {
 impl Temps {
     /// A fresh local for the expression's value.
     fn fresh(&mut self, f: &mut Function) -> Local {
-        self.namer.new_local(f, &self.base, self.ty)
+        let namer = self.namer.get_or_insert_with(|| Namer::for_base(f, &self.base));
+        namer.new_local(f, &self.base, self.ty)
     }
 }
 
@@ -521,7 +525,7 @@ impl<'a> Frg<'a> {
         let base = format!("pre{}", temps.len() + 1);
         temps.push((base.clone(), round));
         let ty = f.expr_type(self.e.occs[0].node).expect("a candidate yields a value");
-        let mut t = Temps { namer: Namer::new(f), base, ty, of: HashMap::default() };
+        let mut t = Temps { namer: None, base, ty, of: HashMap::default() };
         for i in 0..self.e.occs.len() {
             if self.real[i].save {
                 let h = self.save(f, i, &mut t);

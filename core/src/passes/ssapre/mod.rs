@@ -334,21 +334,18 @@ impl Initialization {
         }
         let mut pos = 0u32;
         let data = &f.blocks[b];
-        let roots: Vec<(Expr, Parent)> = data
-            .stmts
-            .iter()
-            .map(|&s| (s, Parent::Stmt(b)))
-            .chain(data.term.expr().map(|e| (e, Parent::Term(b))))
-            .collect();
+        let roots = data.stmts.iter().map(|&s| (s, Parent::Stmt(b))).chain(data.term.expr().map(|e| (e, Parent::Term(b))));
+        let mut nodes = vec![];
         for (root, p) in roots {
             init.parent[root] = Some(p);
-            let nodes = super::util::postorder(f, root);
+            nodes.clear();
+            f.visit_postorder(root, &mut |n| nodes.push(n));
             for &n in &nodes {
                 for c in f.exprs[n].operands() {
                     init.parent[c] = Some(Parent::Node(n));
                 }
             }
-            for n in nodes {
+            for &n in &nodes {
                 pos += 1;
                 let d = &f.exprs[n];
                 if let ExprData::Assign { local, .. } = d {
@@ -381,10 +378,16 @@ impl Initialization {
                 let composite = operands.iter().any(|o| made(o).is_some());
                 let fresh = operands.iter().any(|o| made(o) == Some(round.wrapping_sub(1)));
                 let key = Key { op, operands };
-                let k = *index.entry(key.clone()).or_insert_with(|| {
-                    init.worklist.push(Expression { key, occs: vec![], composite, fresh });
-                    init.worklist.len() - 1
-                });
+                // Looked up before it is inserted, so that the key is cloned only for a new
+                // expression.
+                let k = match index.get(&key) {
+                    Some(&k) => k,
+                    None => {
+                        index.insert(key.clone(), init.worklist.len());
+                        init.worklist.push(Expression { key, occs: vec![], composite, fresh });
+                        init.worklist.len() - 1
+                    }
+                };
                 let parent = init.parent[n].expect("every node has a parent");
                 init.worklist[k].occs.push(RealOcc { node: n, block: b, pos, versions, parent });
             }
