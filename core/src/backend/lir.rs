@@ -259,92 +259,137 @@ impl fmt::Display for LirError {
 /// immediately followed by their consumer, and after decomposition every value is `i32`.
 /// Returns every violation found.
 pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
-    let mut errs = vec![];
-    // Sets and maps over nodes as vectors indexed by node (the validator runs after
-    // every backend pass): seen in any block; the user of each result (results 0 and 1
-    // here, a result the node does not have in a map); defined earlier in the block being
-    // checked (the block's ordinal plus one).
-    let count = f.nodes.len();
-    let mut seen_anywhere = vec![false; count];
-    let mut users: Vec<[Option<Node>; 2]> = vec![[None; 2]; count];
-    let mut other_users: HashMap<Use, Node> = HashMap::default();
-    let mut defined_in = vec![0u32; count];
-    let mut stack = vec![];
+    let mut v = Validator::new(f);
     for (ordinal, &b) in f.layout.iter().enumerate() {
-        let mut err = |node: Option<Node>, message: String| errs.push(LirError { block: b, node, message });
         let nodes = &f.blocks[b].nodes;
         let mark = ordinal as u32 + 1;
-        // Property 1: the linear threading is loop-free (no node appears twice, in this
-        // block or in any other).
         for (i, &n) in nodes.iter().enumerate() {
-            let data = &f.nodes[n];
-            if std::mem::replace(&mut seen_anywhere[n.index()], true) {
-                err(Some(n), "appears twice in the linear order (the threading has a loop)".into());
-            }
-            if data.contained {
-                err(Some(n), "is contained but present in the linear order".into());
-            }
-            let is_last = i + 1 == nodes.len();
-            if data.op.is_terminator() != is_last {
-                err(Some(n), if is_last { "the block does not end in a terminator".into() } else { "terminator before the end of the block".into() });
-            }
-            if matches!(data.op, Op::AddLo | Op::SubLo) {
-                let next = nodes.get(i + 1).map(|&m| &f.nodes[m].op);
-                let want = if data.op == Op::AddLo { Op::AddHi } else { Op::SubHi };
-                if next != Some(&want) {
-                    err(Some(n), format!("{:?} is not immediately followed by its {:?}", data.op, want));
-                }
-            }
-            // Properties 2-4 on every argument, looking through contained nodes.
-            stack.clear();
-            stack.push(n);
-            while let Some(user) = stack.pop() {
-                for &u in &f.nodes[user].args {
-                    if u.result >= f.nodes[u.node].results {
-                        err(Some(user), format!("uses {u}, which has no such result"));
-                    }
-                    let prev = match users[u.node.index()].get_mut(u.result as usize) {
-                        Some(slot) => slot.replace(user),
-                        None => other_users.insert(u, user),
-                    };
-                    if let Some(prev) = prev {
-                        err(Some(user), format!("uses {u}, already used by {prev} (temps must be singly used)"));
-                    }
-                    if f.nodes[u.node].contained {
-                        if std::mem::replace(&mut seen_anywhere[u.node.index()], true) {
-                            err(Some(user), format!("contains {}, which is also elsewhere", u.node));
-                        }
-                        stack.push(u.node);
-                    } else if defined_in[u.node.index()] != mark {
-                        if nodes.contains(&u.node) {
-                            err(Some(user), format!("uses {u} before its def"));
-                        } else {
-                            err(Some(user), format!("uses {u}, whose def is not in this block's linear order"));
-                        }
-                    }
-                }
-            }
-            defined_in[n.index()] = mark;
+            v.placement(b, nodes, i);
+            v.arguments(b, nodes, n, mark);
+            v.defined_in[n.index()] = mark;
         }
         if nodes.is_empty() {
-            err(None, "empty block".into());
+            v.err(b, None, "empty block".into());
         }
         if f.decomposed {
-            for &n in nodes {
-                let d = &f.nodes[n];
-                if d.results > 0 && d.ty != Type::I32 {
-                    err(Some(n), "an i64 value after decomposition".into());
-                }
-                if matches!(d.op, Op::Convert(_) | Op::Cmp { ty: Type::I64, .. }) {
-                    err(Some(n), "a 64-bit operation after decomposition".into());
-                }
+            v.decomposed(b, nodes);
+        }
+    }
+    if v.errs.is_empty() {
+        Ok(())
+    } else {
+        Err(v.errs)
+    }
+}
+
+/// The state of one [`validate`] call. Sets and maps over nodes are vectors indexed by
+/// node (the validator runs after every backend pass): seen in any block; the user of
+/// each result (results 0 and 1 here, a result the node does not have in a map); defined
+/// earlier in the block being checked (the block's ordinal plus one).
+struct Validator<'f> {
+    f: &'f LirFunction,
+    errs: Vec<LirError>,
+    seen_anywhere: Vec<bool>,
+    users: Vec<[Option<Node>; 2]>,
+    other_users: HashMap<Use, Node>,
+    defined_in: Vec<u32>,
+    stack: Vec<Node>,
+}
+
+impl<'f> Validator<'f> {
+    fn new(f: &'f LirFunction) -> Validator<'f> {
+        let count = f.nodes.len();
+        Validator {
+            f,
+            errs: vec![],
+            seen_anywhere: vec![false; count],
+            users: vec![[None; 2]; count],
+            other_users: HashMap::default(),
+            defined_in: vec![0u32; count],
+            stack: vec![],
+        }
+    }
+
+    fn err(&mut self, block: Block, node: Option<Node>, message: String) {
+        self.errs.push(LirError { block, node, message });
+    }
+
+    /// Property 1 (the linear threading is loop-free: no node appears twice, in this
+    /// block or in any other) and the shape rules for the `i`-th node of block `b`: not
+    /// contained, a terminator exactly at the end, a flag producer right before its
+    /// consumer.
+    fn placement(&mut self, b: Block, nodes: &[Node], i: usize) {
+        let f = self.f;
+        let n = nodes[i];
+        let data = &f.nodes[n];
+        if std::mem::replace(&mut self.seen_anywhere[n.index()], true) {
+            self.err(b, Some(n), "appears twice in the linear order (the threading has a loop)".into());
+        }
+        if data.contained {
+            self.err(b, Some(n), "is contained but present in the linear order".into());
+        }
+        let is_last = i + 1 == nodes.len();
+        if data.op.is_terminator() != is_last {
+            let m = if is_last { "the block does not end in a terminator" } else { "terminator before the end of the block" };
+            self.err(b, Some(n), m.into());
+        }
+        if matches!(data.op, Op::AddLo | Op::SubLo) {
+            let next = nodes.get(i + 1).map(|&m| &f.nodes[m].op);
+            let want = if data.op == Op::AddLo { Op::AddHi } else { Op::SubHi };
+            if next != Some(&want) {
+                self.err(b, Some(n), format!("{:?} is not immediately followed by its {:?}", data.op, want));
             }
         }
     }
-    if errs.is_empty() {
-        Ok(())
-    } else {
-        Err(errs)
+
+    /// Properties 2-4 on every argument of `n`, looking through contained nodes: the
+    /// result exists, each temp is used once, and a non-contained argument is defined
+    /// earlier in this block (`mark`).
+    fn arguments(&mut self, b: Block, nodes: &[Node], n: Node, mark: u32) {
+        let f = self.f;
+        let mut stack = std::mem::take(&mut self.stack);
+        stack.clear();
+        stack.push(n);
+        while let Some(user) = stack.pop() {
+            for &u in &f.nodes[user].args {
+                if u.result >= f.nodes[u.node].results {
+                    self.err(b, Some(user), format!("uses {u}, which has no such result"));
+                }
+                let prev = match self.users[u.node.index()].get_mut(u.result as usize) {
+                    Some(slot) => slot.replace(user),
+                    None => self.other_users.insert(u, user),
+                };
+                if let Some(prev) = prev {
+                    self.err(b, Some(user), format!("uses {u}, already used by {prev} (temps must be singly used)"));
+                }
+                if f.nodes[u.node].contained {
+                    if std::mem::replace(&mut self.seen_anywhere[u.node.index()], true) {
+                        self.err(b, Some(user), format!("contains {}, which is also elsewhere", u.node));
+                    }
+                    stack.push(u.node);
+                } else if self.defined_in[u.node.index()] != mark {
+                    if nodes.contains(&u.node) {
+                        self.err(b, Some(user), format!("uses {u} before its def"));
+                    } else {
+                        self.err(b, Some(user), format!("uses {u}, whose def is not in this block's linear order"));
+                    }
+                }
+            }
+        }
+        self.stack = stack;
+    }
+
+    /// After decomposition every value is `i32` and no 64-bit operation is left.
+    fn decomposed(&mut self, b: Block, nodes: &[Node]) {
+        for &n in nodes {
+            let d = &self.f.nodes[n];
+            if d.results > 0 && d.ty != Type::I32 {
+                self.err(b, Some(n), "an i64 value after decomposition".into());
+            }
+            if matches!(d.op, Op::Convert(_) | Op::Cmp { ty: Type::I64, .. }) {
+                self.err(b, Some(n), "a 64-bit operation after decomposition".into());
+            }
+        }
     }
 }
 
