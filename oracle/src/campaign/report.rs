@@ -28,6 +28,12 @@ pub struct FuzzReport {
     pub complete: bool,
     /// The signal that interrupted it (`SIGINT`, `SIGTERM`), if one did.
     pub interrupted: Option<String>,
+    /// What stopped it besides a signal: a seed past the watchdog (a `hang` finding when
+    /// it was stuck in the compiler, a harness bug otherwise).
+    pub stopped: Vec<String>,
+    /// The seeds under way it gave up on when it stopped (not completed; `--resume`
+    /// tests them).
+    pub abandoned: Vec<String>,
     pub counts: FuzzCounts,
     /// Testing time over every session of a resumed campaign.
     pub elapsed_seconds: f64,
@@ -175,6 +181,8 @@ impl FuzzReport {
             config,
             complete,
             interrupted,
+            stopped: s.stopped.clone(),
+            abandoned: s.abandoned.clone(),
             counts: FuzzCounts {
                 cases: s.cases,
                 runs: s.runs,
