@@ -725,8 +725,9 @@ pub fn junit_case(classname: &str, name: &str, time: f64, case: &JunitCase) -> S
 /// The JUnit XML report of a replay: one `<testsuite>` per file, one `<testcase>` per
 /// run (`name` is `line N: %f(args)`) and per validator answer (`z3 %f pass P`), a
 /// `<failure>` for a run that failed or a validator finding, `<skipped>` for a run beyond
-/// a harness limit or an answer that is not a proof, an `<error>` test case for a file
-/// that is not a valid case file. The totals are [`RunCounts`]'.
+/// a harness limit, an answer that is not a proof or a generated file that was not
+/// validated (`z3 not validated`), an `<error>` test case for a file that is not a valid
+/// case file. The totals are [`RunCounts`]'.
 pub fn run_junit(replayed: &[Replayed], bless: bool) -> String {
     let c = RunCounts::of(replayed, bless);
     let total_time: f64 = replayed
@@ -739,10 +740,10 @@ pub fn run_junit(replayed: &[Replayed], bless: bool) -> String {
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     x += &format!(
         "<testsuites name=\"tandem run\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{total_time:.3}\">\n",
-        c.passed + c.failed + c.infidelities + c.limited + c.validated + c.bad_input,
+        c.passed + c.failed + c.infidelities + c.limited + c.validated + c.generated_not_validated + c.bad_input,
         c.failed + c.infidelities + c.validator_failed,
         c.bad_input,
-        c.limited + c.validator_not_proved,
+        c.limited + c.validator_not_proved + c.generated_not_validated,
     );
     for r in replayed {
         let (name, cases, time) = match r {
@@ -811,6 +812,12 @@ fn file_cases(report: &FileReport, bless: bool) -> Vec<(String, JunitCase)> {
             Verdict::NotProved => JunitCase::Skipped { message: format!("z3 {} (not proved)", a.answer) },
         };
         out.push((name, case));
+    }
+    // The console's "N generated case(s) not validated": a skipped test case per file, so
+    // that a dashboard counts what the console counts.
+    if report.validation == Validation::Generated {
+        let message = "z3: not validated (a generated case; --verify-generated validates it)".to_string();
+        out.push(("z3 not validated".to_string(), JunitCase::Skipped { message }));
     }
     out
 }
