@@ -255,7 +255,8 @@ impl Native {
         let end = run.execute();
         self.arm(0, 0)?;
         if let Err(Finding::CpuTimeout { .. }) = &end {
-            if !stepping && budget_scale == 1 {
+            // A run stopped by its count of helper calls would stop the same way again.
+            if !stepping && budget_scale == 1 && run.helper_calls <= budget {
                 // CPU time in a virtual machine also runs while the host has the vCPU
                 // descheduled: a timeout is confirmed by a second run with ten times the
                 // time before it is a verdict, so that a busy host never makes one.
