@@ -295,6 +295,13 @@ pub struct Summary {
     pub interrupted: Option<i32>,
     /// Distinguishing-value coverage of the cases (`gen::distinguish`).
     pub distinguish: gen::distinguish::Coverage,
+    /// Why this session stopped before its bounds besides a signal: a seed whose check ran
+    /// past the watchdog ([`seed_watchdog`]), whose thread cannot be stopped. Empty when none did.
+    pub stopped: Vec<String>,
+    /// The seeds under way that this session gave up on when it stopped (after a signal's
+    /// grace, [`INTERRUPT_GRACE`], or the watchdog): not completed, so `--resume` tests
+    /// them again; one line each, with the stage they were in.
+    pub abandoned: Vec<String>,
 }
 
 impl Summary {
@@ -353,9 +360,13 @@ impl Summary {
     /// the campaign has seen `found` before: where the first finding found with it went
     /// (re-signed by its reduced case or not), or the group of that name another
     /// finding was re-signed into (merged with it, not reduced again). `None`: new.
-    pub fn known_signature(&self, found: &str) -> Option<String> {
-        let first = self.findings.iter().find(|f| f.found_signature.as_deref().unwrap_or(&f.signature) == found);
-        let into = || self.findings.iter().find(|f| f.signature == found);
+    ///
+    /// Only findings of seeds below `below` count: a campaign triages its findings in seed
+    /// order ([`Session::triage`]), so the decision never depends on which worker finished first.
+    pub fn known_signature(&self, found: &str, below: u64) -> Option<String> {
+        let earlier = || self.findings.iter().take_while(|f| f.seed < below);
+        let first = earlier().find(|f| f.found_signature.as_deref().unwrap_or(&f.signature) == found);
+        let into = || earlier().find(|f| f.signature == found);
         first.or_else(into).map(|f| f.signature.clone())
     }
 
@@ -493,6 +504,11 @@ struct StateFile {
     /// Absent from state files written before the coverage existed.
     #[serde(default)]
     distinguish: gen::distinguish::Coverage,
+    /// Every finding at a position below it is triaged (signature decided, the first of
+    /// its signature reduced); absent from older state files, whose findings were triaged
+    /// when they completed (then the watermark).
+    #[serde(default)]
+    triaged: Option<u64>,
 }
 
 pub const STATE_FILE: &str = "state.json";
@@ -619,7 +635,10 @@ pub fn resume(dir: &Path, jobs: usize, progress: impl FnMut(&Summary)) -> Result
         infidelities: state.infidelities,
         interrupted: None,
         distinguish: state.distinguish,
+        stopped: vec![],
+        abandoned: vec![],
     };
+    let triaged = state.triaged.unwrap_or(state.watermark);
     for a in &state.validator {
         summary.validator.add(&a.pass, &a.kind, a.micros);
     }
@@ -640,6 +659,7 @@ pub fn resume(dir: &Path, jobs: usize, progress: impl FnMut(&Summary)) -> Result
     }
     summary.elapsed = Duration::from_secs_f64(elapsed);
     let mut session = Session::new(c, jobs, summary, done, whole as u64);
+    session.triaged = triaged;
     // A snapshot that covers the whole journal before anything is appended to it.
     session.save_state(false)?;
     session.run(progress)
@@ -665,6 +685,8 @@ struct Session {
     state_cost: Duration,
     /// The length of the journal.
     journal_len: u64,
+    /// Every finding at a position below it is triaged ([`Session::triage`]).
+    triaged: u64,
 }
 
 impl Session {
@@ -679,6 +701,7 @@ impl Session {
             last_state: Instant::now(),
             state_cost: Duration::ZERO,
             journal_len,
+            triaged: 0,
         }
     }
 
@@ -705,6 +728,7 @@ impl Session {
             samples: s.samples.clone(),
             infidelities: s.infidelities.clone(),
             distinguish: s.distinguish.clone(),
+            triaged: Some(self.triaged),
         };
         let started = Instant::now();
         let text = serde_json::to_string_pretty(&state).expect("a state serializes");
@@ -715,74 +739,82 @@ impl Session {
     }
 
     /// Tests the positions not completed until the seed range or the time is used up.
+    ///
+    /// The workers are threads of their own, not joined: a seed whose check never ends
+    /// (a pass that loops, a stage without a bound) cannot hold the campaign. The
+    /// watchdog ([`seed_watchdog`]) stops the campaign when a seed runs past it: a seed
+    /// stuck in a pass or the backend is a finding (`hang`, a compiler bug), one stuck in
+    /// the harness is abandoned and named (a harness bug, never a finding). After a signal
+    /// the seeds under way have [`INTERRUPT_GRACE`] to finish, then they are abandoned:
+    /// not completed, so `--resume` tests them. The summary, state and reports are written
+    /// either way; the process's exit ends a stuck thread.
     fn run(mut self, mut progress: impl FnMut(&Summary)) -> Result<Summary, CampaignError> {
         use std::sync::atomic::{AtomicBool, Ordering};
-        use std::sync::mpsc;
+        use std::sync::{mpsc, Arc};
         let started = Instant::now();
         let remaining = self.c.seconds.map(|s| Duration::from_secs(s).saturating_sub(self.before));
         let deadline = remaining.map(|r| started + r);
-        let dispatch = Mutex::new(Dispatch::new(&self.done));
-        let stop = AtomicBool::new(false);
+        let dispatch = Arc::new(Mutex::new(Dispatch::new(&self.done)));
+        let stop = Arc::new(AtomicBool::new(false));
         let journal_path = self.c.out_dir.join(JOURNAL_FILE);
         let mut journal = std::fs::OpenOptions::new()
             .append(true)
             .create(true)
             .open(&journal_path)
             .map_err(|error| CampaignError::Write { path: journal_path.clone(), error })?;
+        install_panic_hook();
         let (tx, rx) = mpsc::channel::<Result<SeedOutcome, CampaignError>>();
-        let campaign = self.c.clone();
-        let c = &campaign;
-        let result = std::thread::scope(|scope| {
-            for _ in 0..self.jobs {
-                let tx = tx.clone();
-                let (dispatch, stop) = (&dispatch, &stop);
-                scope.spawn(move || {
-                    let mut emu = match X86::new(c.x86) {
-                        Ok(e) => e,
-                        Err(e) => {
-                            let error = CheckError::Emulator(e);
-                            let _ = tx.send(Err(CampaignError::Check { seed: c.start, error }));
-                            return;
-                        }
-                    };
-                    loop {
-                        if stop.load(Ordering::Relaxed) || time_is_up(deadline) {
-                            break;
-                        }
-                        let (pos, seed) = {
-                            let mut d = dispatch.lock().unwrap_or_else(|e| e.into_inner());
-                            if d.stopped {
-                                break;
-                            }
-                            let pos = d.take();
-                            match c.seed_at(pos) {
-                                Some(seed) => (pos, seed),
-                                None => {
-                                    d.stopped = true;
-                                    break;
-                                }
-                            }
-                        };
-                        let profile = c.profile.for_seed(seed);
-                        let verify = verified_seed(seed, c.verify_permille);
-                        if tx.send(check_seed(pos, seed, profile, verify.then_some(deadline), &mut emu)).is_err() {
-                            break;
-                        }
+        let campaign = Arc::new(self.c.clone());
+        let slots: Vec<WorkerSlot> = (0..self.jobs).map(|_| Arc::new(Mutex::new(None))).collect();
+        for slot in &slots {
+            let (tx, dispatch, stop, c, slot) = (tx.clone(), dispatch.clone(), stop.clone(), campaign.clone(), slot.clone());
+            std::thread::spawn(move || worker(&c, &dispatch, &stop, deadline, &slot, &tx));
+        }
+        drop(tx);
+        // When the campaign began to stop (a signal, the time bound, the watchdog), and how
+        // long the seeds under way may still take.
+        let mut stopping: Option<(Instant, Duration)> = None;
+        loop {
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(outcome) => {
+                    // A seed the watchdog already recorded (its thread finished after all).
+                    if outcome.as_ref().is_ok_and(|o| self.done.contains(o.pos)) {
+                        continue;
                     }
-                });
-            }
-            drop(tx);
-            for outcome in rx {
-                let recorded = outcome.and_then(|o| self.record(o, started, deadline, &mut journal));
-                if let Err(e) = recorded {
-                    stop.store(true, Ordering::Relaxed);
-                    return Err(e);
+                    let recorded = outcome.and_then(|o| self.record(o, started, deadline, &mut journal));
+                    if let Err(e) = recorded {
+                        stop.store(true, Ordering::Relaxed);
+                        return Err(e);
+                    }
+                    progress(&self.summary);
                 }
-                progress(&self.summary);
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
-            Ok(())
-        });
-        result?;
+            if stopping.is_none() {
+                if super::interrupt::requested().is_some() {
+                    stopping = Some((Instant::now(), INTERRUPT_GRACE));
+                } else if time_is_up(deadline) {
+                    stopping = Some((Instant::now(), seed_watchdog()));
+                }
+            }
+            if let Some(hung) = self.watch(&slots, started, &mut journal)? {
+                stop.store(true, Ordering::Relaxed);
+                self.summary.stopped.push(hung);
+                progress(&self.summary);
+                // The other seeds under way get the grace a signal gives them.
+                stopping = Some((Instant::now(), INTERRUPT_GRACE));
+            }
+            if let Some((since, grace)) = stopping {
+                if since.elapsed() >= grace {
+                    // A thread the watchdog gave up on never ends its channel: the session
+                    // ends here, whatever is still under way abandoned.
+                    stop.store(true, Ordering::Relaxed);
+                    self.summary.abandoned = self.abandon(&slots);
+                    break;
+                }
+            }
+        }
         self.summary.elapsed = self.before + started.elapsed();
         // The last point of the throughput chart: the end of the session.
         let end = (self.summary.elapsed.as_secs_f64(), self.summary.cases);
@@ -790,10 +822,58 @@ impl Session {
             self.summary.samples.push(end);
         }
         self.summary.sort_stats();
-        // An interrupted campaign is not finished: `--resume` continues it.
+        // An interrupted campaign is not finished: `--resume` continues it; nor is one
+        // that stopped on a hung seed or abandoned seeds under way.
         self.summary.interrupted = super::interrupt::requested();
-        self.save_state(self.summary.interrupted.is_none())?;
+        let finished = self.summary.interrupted.is_none() && self.summary.stopped.is_empty() && self.summary.abandoned.is_empty();
+        self.save_state(finished)?;
         Ok(self.summary)
+    }
+
+    /// The watchdog: a seed under way for longer than [`seed_watchdog`] stops the
+    /// campaign. Stuck in a pass or the backend (the compiler under test never finishing is
+    /// its bug), the seed is completed as a `hang` finding; stuck in the harness, it is left
+    /// to [`Session::abandon`]. Returns what stopped the campaign, if anything did.
+    fn watch(&mut self, slots: &[WorkerSlot], started: Instant, journal: &mut std::fs::File) -> Result<Option<String>, CampaignError> {
+        let limit = seed_watchdog();
+        for slot in slots {
+            let Some(w) = lock(slot).clone() else { continue };
+            let ran = w.started.elapsed();
+            if ran < limit || self.done.contains(w.pos) {
+                continue;
+            }
+            let stage = lock(&w.stage).clone();
+            let what = format!("seed {} (profile {}) ran for {:.0} s in stage `{stage}`", w.seed, w.profile.name(), ran.as_secs_f64());
+            if !crate::judge::check::is_compiler_stage(&stage) {
+                return Ok(Some(format!("{what}: a harness stage without a bound (a harness bug, not a finding); the campaign stopped")));
+            }
+            let line = format!("hang: {what}, past the watchdog's {} s (the compiler under test did not finish)", limit.as_secs());
+            let problem = Problem { stage: compiler_stage_name(&stage), lines: vec![line], side_by_side: None };
+            let o = SeedOutcome::failed(w.pos, w.seed, w.profile, problem);
+            self.record(o, started, None, journal)?;
+            *lock(slot) = None;
+            return Ok(Some(format!("{what}: recorded as a finding; its thread cannot be stopped, so the campaign stopped")));
+        }
+        Ok(None)
+    }
+
+    /// The seeds still under way, given up: one line each (seed, profile, stage, time).
+    fn abandon(&self, slots: &[WorkerSlot]) -> Vec<String> {
+        let mut out = vec![];
+        for slot in slots {
+            let Some(w) = lock(slot).clone() else { continue };
+            if self.done.contains(w.pos) {
+                continue;
+            }
+            let stage = lock(&w.stage).clone();
+            out.push(format!(
+                "seed {} (profile {}): abandoned after {:.1} s in stage `{stage}`",
+                w.seed,
+                w.profile.name(),
+                w.started.elapsed().as_secs_f64()
+            ));
+        }
+        out
     }
 
     /// Writes a seed's finding files, then its journal line, then adds it to the summary.
@@ -812,27 +892,18 @@ impl Session {
         let mut finding = None;
         if let Some((_, first)) = o.problems.first() {
             let path = write_finding(&self.c.out_dir, o.seed, o.profile, &o.problems)?;
-            let found = signature(first);
-            // A signature seen before: grouped where its first finding went (re-signed or
-            // not); a new one is reduced, and re-signed when the reduced case fails first
-            // with another signature.
-            let seen = self.summary.known_signature(&found);
-            let (mut sig, mut reduced, mut reduce_left) = (seen.clone().unwrap_or_else(|| found.clone()), None, false);
-            if seen.is_none() && self.c.reduce {
-                let (r, left, reduced_sig) = reduce_finding(&path, &found, self.c.x86, deadline)?;
-                (reduced, reduce_left) = (r, left);
-                sig = reduced_sig.unwrap_or(sig);
-            }
+            // Grouped and reduced by [`Session::triage`], in seed order, once every lower
+            // position is completed.
             finding = Some(Finding {
                 seed: o.seed,
                 profile: o.profile.name().to_string(),
-                found_signature: (sig != found).then_some(found),
-                signature: sig,
+                found_signature: None,
+                signature: signature(first),
                 stage: first.stage.clone(),
                 message: first.lines.first().and_then(|l| l.lines().next()).unwrap_or("").trim().to_string(),
                 path,
-                reduced,
-                reduce_left,
+                reduced: None,
+                reduce_left: false,
             });
         }
         let infidelity = match o.infidelities.is_empty() {
@@ -869,6 +940,7 @@ impl Session {
         self.journal_len += line.len() as u64;
         self.done.insert(o.pos);
         self.summary.add(&r);
+        self.triage(deadline)?;
         self.summary.elapsed = self.before + started.elapsed();
         if self.journal_len > self.c.journal_limit {
             // A snapshot that covers the whole journal, then the journal emptied: a kill
@@ -882,6 +954,218 @@ impl Session {
             self.save_state(false)?;
         }
         Ok(())
+    }
+}
+
+impl Session {
+    /// The position of `seed` within this campaign's shard.
+    fn position(&self, seed: u64) -> u64 {
+        (seed - self.c.start) / self.c.shard.count
+    }
+
+    /// Groups the findings whose every lower position is completed, in seed order: a
+    /// finding whose signature a lower seed already showed joins that seed's group (where
+    /// its reduction re-signed it); the lowest seed of a new signature is reduced, and
+    /// re-signed when its reduced case fails first with another signature. So which seed
+    /// is reduced, and how findings are grouped, depend on the seeds alone: not on which
+    /// worker finished first, nor on where a campaign was killed and resumed. A `hang` or
+    /// `crash` is not reduced (each candidate could hang or crash again).
+    fn triage(&mut self, deadline: Option<Instant>) -> Result<(), CampaignError> {
+        let settled = self.done.watermark;
+        if self.triaged >= settled {
+            return Ok(());
+        }
+        let todo: Vec<usize> = (0..self.summary.findings.len())
+            .filter(|&i| (self.triaged..settled).contains(&self.position(self.summary.findings[i].seed)))
+            .collect();
+        for i in todo {
+            let (seed, found, path) = {
+                let f = &self.summary.findings[i];
+                (f.seed, f.found_signature.clone().unwrap_or_else(|| f.signature.clone()), f.path.clone())
+            };
+            let seen = self.summary.known_signature(&found, seed);
+            let (mut sig, mut reduced, mut reduce_left) = (seen.clone().unwrap_or_else(|| found.clone()), None, false);
+            let reducible = !found.ends_with(": hang") && !found.ends_with(": crash");
+            if seen.is_none() && self.c.reduce && reducible {
+                let (r, left, reduced_sig) = reduce_finding(&path, &found, self.c.x86, deadline)?;
+                (reduced, reduce_left) = (r, left);
+                sig = reduced_sig.unwrap_or(sig);
+            }
+            let f = &mut self.summary.findings[i];
+            f.found_signature = (sig != found).then_some(found);
+            f.signature = sig;
+            f.reduced = reduced;
+            f.reduce_left = reduce_left;
+        }
+        self.triaged = settled;
+        Ok(())
+    }
+}
+
+/// How long one seed's check may run before the watchdog stops the campaign
+/// ([`set_seed_watchdog`]; 300 s by default, far above what a validated seed of the largest
+/// profile takes).
+pub fn seed_watchdog() -> Duration {
+    Duration::from_millis(WATCHDOG_MS.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+static WATCHDOG_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(300_000);
+
+/// Sets [`seed_watchdog`] for every later campaign of this process (tests use seconds).
+pub fn set_seed_watchdog(limit: Duration) {
+    WATCHDOG_MS.store(limit.as_millis().max(1) as u64, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How long the seeds under way may still take after SIGINT or SIGTERM before they are
+/// abandoned (not completed: `--resume` tests them).
+pub const INTERRUPT_GRACE: Duration = Duration::from_secs(3);
+
+/// A worker's seed under way, for the watchdog.
+#[derive(Clone)]
+struct InFlight {
+    pos: u64,
+    seed: u64,
+    profile: Profile,
+    started: Instant,
+    /// The stage its check is in (`judge::check::enter_stage`).
+    stage: crate::judge::check::StageSlot,
+}
+
+type WorkerSlot = std::sync::Arc<Mutex<Option<InFlight>>>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One worker thread: takes positions in increasing order and checks their seeds until
+/// the range or the time is used up or the campaign stops. A panic while checking a seed
+/// is that seed's `crash` finding ([`crash_problem`]); the worker goes on with a fresh
+/// emulator.
+fn worker(
+    c: &Campaign,
+    dispatch: &Mutex<Dispatch>,
+    stop: &std::sync::atomic::AtomicBool,
+    deadline: Option<Instant>,
+    slot: &WorkerSlot,
+    tx: &std::sync::mpsc::Sender<Result<SeedOutcome, CampaignError>>,
+) {
+    use std::sync::atomic::Ordering;
+    let new_emulator = || X86::new(c.x86).map_err(|e| CampaignError::Check { seed: c.start, error: CheckError::Emulator(e) });
+    let mut emu = match new_emulator() {
+        Ok(e) => e,
+        Err(e) => {
+            let _ = tx.send(Err(e));
+            return;
+        }
+    };
+    let stage: crate::judge::check::StageSlot = std::sync::Arc::new(Mutex::new(String::new()));
+    crate::judge::check::watch_stages(Some(stage.clone()));
+    loop {
+        if stop.load(Ordering::Relaxed) || time_is_up(deadline) {
+            break;
+        }
+        let (pos, seed) = {
+            let mut d = lock(dispatch);
+            if d.stopped {
+                break;
+            }
+            let pos = d.take();
+            match c.seed_at(pos) {
+                Some(seed) => (pos, seed),
+                None => {
+                    d.stopped = true;
+                    break;
+                }
+            }
+        };
+        let profile = c.profile.for_seed(seed);
+        let verify = verified_seed(seed, c.verify_permille);
+        *lock(&stage) = "generator".into();
+        *lock(slot) = Some(InFlight { pos, seed, profile, started: Instant::now(), stage: stage.clone() });
+        let outcome = match catch_panic(|| check_seed(pos, seed, profile, verify.then_some(deadline), &mut emu)) {
+            Ok(o) => o,
+            Err((message, at)) => {
+                let problem = crash_problem(&lock(&stage), &message, at.as_deref());
+                // The machines may be mid-run: a fresh set for the next seed.
+                match new_emulator() {
+                    Ok(e) => emu = e,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                }
+                Ok(SeedOutcome::failed(pos, seed, profile, problem))
+            }
+        };
+        *lock(slot) = None;
+        if tx.send(outcome).is_err() {
+            break;
+        }
+    }
+}
+
+thread_local! {
+    /// Where this thread's last panic happened (`file:line`), noted by [`install_panic_hook`].
+    static PANIC_AT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Chains a panic hook (once per process) that notes each panic's location for
+/// [`catch_panic`], then reports it as before.
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let before = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let at = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
+            PANIC_AT.with(|p| *p.borrow_mut() = at);
+            before(info);
+        }));
+    });
+}
+
+/// Runs `f`, turning a panic into its message and location.
+fn catch_panic<T>(f: impl FnOnce() -> T) -> Result<T, (String, Option<String>)> {
+    PANIC_AT.with(|p| *p.borrow_mut() = None);
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        (message, PANIC_AT.with(|p| p.borrow_mut().take()))
+    })
+}
+
+/// Whether a panic at `at` (`file:line`) is in the compiler under test (`tandem-core`).
+fn in_core(at: &str) -> bool {
+    at.starts_with("core/") || at.contains("/core/src/")
+}
+
+/// The problem of a seed whose check panicked outside the stages that catch their own
+/// panics: a `crash` of the compiler when the panic is in `core` (its stage named as a
+/// pass or `x86`), else a `crash` of the harness stage it happened in (a harness bug).
+fn crash_problem(stage: &str, message: &str, at: Option<&str>) -> Problem {
+    let compiler = at.map_or_else(|| crate::judge::check::is_compiler_stage(stage), in_core);
+    let place = at.map_or_else(String::new, |a| format!(" at {a}"));
+    let whose = if compiler {
+        "a compiler bug: the panic is in the compiler under test"
+    } else {
+        "a harness bug: the panic is in the harness, not the compiler under test"
+    };
+    let line = format!("crash: the check panicked in stage `{stage}`{place}: {message} ({whose})");
+    let stage = if compiler {
+        compiler_stage_name(stage)
+    } else {
+        format!("harness ({})", stage.strip_prefix("harness: ").unwrap_or(stage))
+    };
+    Problem { stage, lines: vec![line], side_by_side: None }
+}
+
+/// The guilty component a compiler stage names: `pass NAME`, or `x86` for the backend.
+fn compiler_stage_name(stage: &str) -> String {
+    match stage.strip_prefix("pass ") {
+        Some(rest) => format!("pass {}", rest.split(' ').next().unwrap_or(rest)),
+        None => "x86".into(),
     }
 }
 
@@ -950,6 +1234,28 @@ struct SeedOutcome {
     pairs: gen::distinguish::ProgramPairs,
 }
 
+impl SeedOutcome {
+    /// A seed whose check did not complete (it panicked, or the watchdog stopped it):
+    /// `problem` is its only result.
+    fn failed(pos: u64, seed: u64, profile: Profile, problem: Problem) -> SeedOutcome {
+        SeedOutcome {
+            pos,
+            seed,
+            profile,
+            runs: 0,
+            invalid: 0,
+            agreed: 0,
+            limited: 0,
+            problems: vec![(0, problem)],
+            pass_stats: vec![],
+            validator: vec![],
+            validator_findings: vec![],
+            infidelities: vec![],
+            pairs: gen::distinguish::ProgramPairs::default(),
+        }
+    }
+}
+
 /// Generates the case of `seed` and checks every run through every stage; with `verify`
 /// (the campaign's deadline, if any), the validator also checks every pass of the check
 /// pipeline on each function, each query bounded by the time left. The validator's
@@ -989,6 +1295,7 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: Option<Option<Insta
         for f in &g.case.module.functions {
             let Some(pipeline) = crate::judge::passcheck::replay_pipeline(f) else { continue };
             let Some(opts) = validator_options_until(deadline) else { break };
+            crate::judge::check::enter_stage(|| format!("z3 validator on %{}", f.name));
             // A pipeline that fails is the per-pass check's finding, not the validator's.
             // A pass that panics is the stage checks' finding too.
             let Ok(Ok(answers)) = crate::judge::check::caught(|| crate::smt::validate_pipeline(f, &pipeline, &opts)) else { continue };
@@ -1011,6 +1318,7 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: Option<Option<Insta
         // The encoder's self-check on the seed's own inputs (cheap: the inputs are fixed),
         // unless the time is up.
         if validator_options_until(deadline).is_some() {
+            crate::judge::check::enter_stage(|| ENCODER_SELF_CHECK.to_string());
             let clean = o.problems.is_empty();
             o.problems.extend(encoder_self_check(seed, profile, clean));
         }
@@ -1051,7 +1359,11 @@ pub const ENCODER_SELF_CHECK: &str = "z3 encoder self-check";
 /// returns the path.
 fn write_finding(dir: &Path, seed: u64, profile: Profile, problems: &[(u32, Problem)]) -> Result<PathBuf, CampaignError> {
     let path = dir.join(format!("{}-seed-{seed}.tir", profile.name()));
-    let text = problem_comments(problems) + &gen::render(seed, profile);
+    // A seed whose generator panicked cannot be rendered: the file says how to make it.
+    let case = crate::judge::check::caught(|| gen::render(seed, profile)).unwrap_or_else(|why| {
+        format!("; the case cannot be rendered (the generator panicked: {why}); `tandem generate --seed {seed} --profile {}` makes it\n", profile.name())
+    });
+    let text = problem_comments(problems) + &case;
     write_atomic(&path, text.as_bytes())?;
     Ok(path)
 }
@@ -1207,17 +1519,33 @@ mod tests {
             reduce_left: false,
         };
         let mut s = Summary::default();
-        assert_eq!(s.known_signature("x86: emulator fault"), None);
+        assert_eq!(s.known_signature("x86: emulator fault", u64::MAX), None);
         s.findings.push(finding(3, "x86: wrong outcome", Some("x86: emulator fault")));
-        assert_eq!(s.known_signature("x86: emulator fault").as_deref(), Some("x86: wrong outcome"));
-        assert_eq!(s.known_signature("x86: wrong outcome").as_deref(), Some("x86: wrong outcome"));
-        assert_eq!(s.known_signature("pass dce: wrong outcome"), None);
+        assert_eq!(s.known_signature("x86: emulator fault", u64::MAX).as_deref(), Some("x86: wrong outcome"));
+        assert_eq!(s.known_signature("x86: wrong outcome", u64::MAX).as_deref(), Some("x86: wrong outcome"));
+        assert_eq!(s.known_signature("pass dce: wrong outcome", u64::MAX), None);
         s.findings.push(finding(5, "x86: wrong outcome", None));
         s.findings.push(finding(7, "x86: wrong outcome", Some("x86: emulator fault")));
         s.findings.push(finding(9, "pass dce: wrong outcome", None));
         let groups = s.signatures();
         assert_eq!(groups.iter().map(|g| (g.signature.as_str(), g.count)).collect::<Vec<_>>(), vec![("x86: wrong outcome", 3), ("pass dce: wrong outcome", 1)]);
         assert_eq!(groups[0].representative.seed, 3);
+    }
+
+    /// A panic in `core` is the compiler's crash, named by its pass (or `x86` for the
+    /// backend); a panic elsewhere is the harness's, named by the stage it happened in.
+    #[test]
+    fn a_crash_says_whose_bug_it_is() {
+        let core = crash_problem("pass dce", "index out of bounds", Some("core/src/passes/dce.rs:12"));
+        assert_eq!(signature(&core), "pass dce: crash");
+        assert!(core.lines[0].contains("a compiler bug") && core.lines[0].contains("core/src/passes/dce.rs:12"), "{core:?}");
+        let backend = crash_problem("backend compiling for x86", "oops", Some("core/src/backend/emit.rs:3"));
+        assert_eq!(signature(&backend), "x86: crash");
+        let harness = crash_problem("x86 machine running x86", "oops", Some("oracle/src/exec/emu.rs:40"));
+        assert_eq!(signature(&harness), "harness (x86 machine running x86): crash");
+        assert!(harness.lines[0].contains("a harness bug"), "{harness:?}");
+        let generator = crash_problem("generator", "oops", None);
+        assert_eq!(signature(&generator), "harness (generator): crash");
     }
 
     #[test]

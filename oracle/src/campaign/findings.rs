@@ -51,7 +51,13 @@ fn raw_signature(p: &Problem) -> String {
     } else {
         p.stage.clone()
     };
-    let kind = if text.iter().any(|l| l.contains("fails verification")) {
+    let kind = if first.starts_with("crash:") {
+        // A panic no stage caught as its own (`campaign::driver`'s workers).
+        "crash"
+    } else if first.starts_with("hang:") {
+        // A seed the campaign's watchdog stopped in a pass or the backend.
+        "hang"
+    } else if text.iter().any(|l| l.contains("fails verification")) {
         "verifier error"
     } else if text.iter().any(|l| l.contains("broke the trap rule")) {
         "trap rule"
@@ -208,6 +214,8 @@ mod tests {
             ),
             (problem("x86 after ssa,dce,ssa-destroy,cprop", &["the backend failed: register allocation checker: v3 not live"]), "x86: backend checker error"),
             (problem("x86 after ssa,dce", &["the IR passes failed: function %f is not in HIR form"]), "x86: pass failure"),
+            (problem("pass dce", &["hang: seed 3 (profile small) ran for 300 s in stage `pass dce`, past the watchdog's 300 s"]), "pass dce: hang"),
+            (problem("harness (generator)", &["crash: the check panicked in stage `generator`: oops (a harness bug: ...)"]), "harness (generator): crash"),
         ];
         for (p, want) in cases {
             assert_eq!(signature(&p), want, "{p:?}");

@@ -28,6 +28,12 @@ pub struct FuzzReport {
     pub complete: bool,
     /// The signal that interrupted it (`SIGINT`, `SIGTERM`), if one did.
     pub interrupted: Option<String>,
+    /// What stopped it besides a signal: a seed past the watchdog (a `hang` finding when
+    /// it was stuck in the compiler, a harness bug otherwise).
+    pub stopped: Vec<String>,
+    /// The seeds under way it gave up on when it stopped (not completed; `--resume`
+    /// tests them).
+    pub abandoned: Vec<String>,
     pub counts: FuzzCounts,
     /// Testing time over every session of a resumed campaign.
     pub elapsed_seconds: f64,
@@ -175,6 +181,8 @@ impl FuzzReport {
             config,
             complete,
             interrupted,
+            stopped: s.stopped.clone(),
+            abandoned: s.abandoned.clone(),
             counts: FuzzCounts {
                 cases: s.cases,
                 runs: s.runs,
@@ -717,8 +725,9 @@ pub fn junit_case(classname: &str, name: &str, time: f64, case: &JunitCase) -> S
 /// The JUnit XML report of a replay: one `<testsuite>` per file, one `<testcase>` per
 /// run (`name` is `line N: %f(args)`) and per validator answer (`z3 %f pass P`), a
 /// `<failure>` for a run that failed or a validator finding, `<skipped>` for a run beyond
-/// a harness limit or an answer that is not a proof, an `<error>` test case for a file
-/// that is not a valid case file. The totals are [`RunCounts`]'.
+/// a harness limit, an answer that is not a proof or a generated file that was not
+/// validated (`z3 not validated`), an `<error>` test case for a file that is not a valid
+/// case file. The totals are [`RunCounts`]'.
 pub fn run_junit(replayed: &[Replayed], bless: bool) -> String {
     let c = RunCounts::of(replayed, bless);
     let total_time: f64 = replayed
@@ -731,10 +740,10 @@ pub fn run_junit(replayed: &[Replayed], bless: bool) -> String {
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     x += &format!(
         "<testsuites name=\"tandem run\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{total_time:.3}\">\n",
-        c.passed + c.failed + c.infidelities + c.limited + c.validated + c.bad_input,
+        c.passed + c.failed + c.infidelities + c.limited + c.validated + c.generated_not_validated + c.bad_input,
         c.failed + c.infidelities + c.validator_failed,
         c.bad_input,
-        c.limited + c.validator_not_proved,
+        c.limited + c.validator_not_proved + c.generated_not_validated,
     );
     for r in replayed {
         let (name, cases, time) = match r {
@@ -803,6 +812,12 @@ fn file_cases(report: &FileReport, bless: bool) -> Vec<(String, JunitCase)> {
             Verdict::NotProved => JunitCase::Skipped { message: format!("z3 {} (not proved)", a.answer) },
         };
         out.push((name, case));
+    }
+    // The console's "N generated case(s) not validated": a skipped test case per file, so
+    // that a dashboard counts what the console counts.
+    if report.validation == Validation::Generated {
+        let message = "z3: not validated (a generated case; --verify-generated validates it)".to_string();
+        out.push(("z3 not validated".to_string(), JunitCase::Skipped { message }));
     }
     out
 }

@@ -127,7 +127,8 @@ fn fuzz(
         Err(_) => {}
     }
     if let Some(path) = json {
-        let report = campaign::report::FuzzReport::new(state, &s, s.interrupted.is_none());
+        let complete = s.interrupted.is_none() && s.stopped.is_empty() && s.abandoned.is_empty();
+        let report = campaign::report::FuzzReport::new(state, &s, complete);
         let text = serde_json::to_string_pretty(&report).expect("a report serializes") + "\n";
         if let Err(code) = write_report(&path, &text) {
             return code;
@@ -136,11 +137,16 @@ fn fuzz(
     if let Some(signal) = s.interrupted {
         let _ = writeln!(
             out,
-            "interrupted by {}: the seeds under way were finished and the state written; `tandem fuzz --resume {}` continues",
+            "interrupted by {}: the seeds under way were finished (or abandoned after {} s) and the state written; `tandem fuzz --resume {}` continues",
             campaign::interrupt::name(signal),
+            campaign::INTERRUPT_GRACE.as_secs(),
             config.display()
         );
         ExitCode::from(campaign::interrupt::exit_status(signal))
+    } else if !s.stopped.is_empty() && s.findings.is_empty() {
+        // A seed stuck in the harness: no verdict on it, never a pass.
+        let _ = writeln!(out, "the campaign stopped before its bounds; `tandem fuzz --resume {}` continues", config.display());
+        ExitCode::from(2)
     } else if s.findings.is_empty() && s.infidelities.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -308,5 +314,11 @@ fn print_summary(out: &mut impl Write, s: &tandem_oracle::campaign::Summary, sta
     }
     for p in &s.infidelities {
         let _ = writeln!(out, "  emulator infidelity (Unicorn and the CPU disagree; not a compiler finding): {}", p.display());
+    }
+    for l in &s.stopped {
+        let _ = writeln!(out, "stopped by the watchdog: {l}");
+    }
+    for l in &s.abandoned {
+        let _ = writeln!(out, "{l} (not completed: `--resume` tests it again)");
     }
 }

@@ -255,7 +255,8 @@ impl Native {
         let end = run.execute();
         self.arm(0, 0)?;
         if let Err(Finding::CpuTimeout { .. }) = &end {
-            if !stepping && budget_scale == 1 {
+            // A run stopped by its count of helper calls would stop the same way again.
+            if !stepping && budget_scale == 1 && run.helper_calls <= budget {
                 // CPU time in a virtual machine also runs while the host has the vCPU
                 // descheduled: a timeout is confirmed by a second run with ten times the
                 // time before it is a verdict, so that a busy host never makes one.
@@ -421,18 +422,25 @@ impl Run<'_> {
     }
 
     /// A timeout finding when the run has used up its CPU time: the timer fired more
-    /// often than the allowance (which grows with every helper call) explains.
+    /// often than the allowance (which grows with every helper call) explains, or the run
+    /// made more helper calls than its budget has instructions. Every call is at least one
+    /// instruction (Unicorn counts it), so such a run is past the budget on any machine;
+    /// without this bound a loop that calls a helper on every iteration never times out
+    /// (each call adds [`US_PER_HELPER`], far more than it takes) and its trace grows
+    /// without end (a planted `dce` slip made one grow to 15.6 GB).
     fn check_time(&mut self) -> Option<Finding> {
         // SAFETY: the machine's lock is held; the handler only increments the counter.
         let ticks = unsafe { std::ptr::read_volatile(&(*control()).ticks) } as u64;
-        if ticks == 0 {
-            return None;
-        }
-        let used_us = self.armed_us + (ticks - 1) * TICK_US;
         let allowed_us =
             self.scale * (BASE_LIMIT_US + self.budget.saturating_mul(NS_PER_INSN) / 1000 + self.helper_calls * US_PER_HELPER);
-        if used_us < allowed_us {
-            return None;
+        if self.helper_calls <= self.budget {
+            if ticks == 0 {
+                return None;
+            }
+            let used_us = self.armed_us + (ticks - 1) * TICK_US;
+            if used_us < allowed_us {
+                return None;
+            }
         }
         let disassembly = crate::exec::machine::disassemble_around(&self.code.bytes, self.regs.eip, None);
         Some(Finding::CpuTimeout { budget: self.budget, limit_us: allowed_us, registers: self.regs, disassembly })

@@ -47,6 +47,36 @@ fn planted() -> Option<PlantedBug> {
     *PLANTED.read().unwrap_or_else(|e| e.into_inner())
 }
 
+thread_local! {
+    /// Where this thread reports the stage it is in, if a watchdog asked ([`watch_stages`]).
+    static STAGE: std::cell::RefCell<Option<StageSlot>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The stage a thread's check is in, readable by another thread: a campaign's watchdog
+/// names the stage of a seed that runs too long, and the stage of a panic.
+pub type StageSlot = std::sync::Arc<std::sync::Mutex<String>>;
+
+/// Makes this thread's checks report every stage they enter into `slot` (`None`: stop).
+pub fn watch_stages(slot: Option<StageSlot>) {
+    STAGE.with(|s| *s.borrow_mut() = slot);
+}
+
+/// Notes that this thread's check enters `stage`: `pass NAME` and `backend ...` are the
+/// compiler under test ([`is_compiler_stage`]); anything else is the harness.
+pub fn enter_stage(stage: impl FnOnce() -> String) {
+    STAGE.with(|s| {
+        if let Some(slot) = &*s.borrow() {
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = stage();
+        }
+    });
+}
+
+/// Whether a stage [`enter_stage`] names is the compiler under test (a pass, or the
+/// backend compiling), not the harness (generator, interpreter, x86 machines, validator).
+pub fn is_compiler_stage(stage: &str) -> bool {
+    stage.starts_with("pass ") || stage.starts_with("backend")
+}
+
 /// Runs `pipeline` over `g` as the pass manager does; with a planted bug, pass by pass,
 /// the bug applied after each pass and the IR verified again (a planted bug that breaks
 /// the IR is a verifier error of that pass, as a real one would be). The validator and
@@ -58,7 +88,20 @@ pub fn drive(
     g: &mut Function,
     hook: &mut passcheck::Hook<'_>,
 ) -> Result<Vec<(&'static str, Stats)>, PassError> {
-    let Some(bug) = planted() else { return pm.run(pipeline, g, hook) };
+    let names: Vec<&'static str> = pipeline.passes.iter().map(|p| p.name).collect();
+    let names = &names;
+    let pass_stage = move |i: usize| move || names.get(i).map_or_else(|| "harness after the passes".to_string(), |n| format!("pass {n}"));
+    enter_stage(pass_stage(0));
+    let Some(bug) = planted() else {
+        let mut done = 0;
+        let mut staged = |name: &str, g: &Function, stats: &Stats| {
+            enter_stage(|| format!("interpreter after pass {name}"));
+            hook(name, g, stats);
+            done += 1;
+            enter_stage(pass_stage(done));
+        };
+        return pm.run(pipeline, g, &mut staged);
+    };
     let mut out = vec![];
     let mut form = pipeline.start;
     for p in &pipeline.passes {
@@ -74,8 +117,10 @@ pub fn drive(
         if !errors.is_empty() {
             return Err(PassError::Verify { pass: name, function: g.name.clone(), errors });
         }
+        enter_stage(|| format!("interpreter after pass {name}"));
         hook(name, g, &stats);
         out.push((name, stats));
+        enter_stage(pass_stage(out.len()));
     }
     Ok(out)
 }
@@ -144,7 +189,9 @@ pub fn backend_input(f: &Function) -> Result<Function, String> {
 /// What stage 3 compiles: [`backend_input`] (a panic caught as its message), with the
 /// planted bug of a test applied.
 pub fn unoptimized_input(f: &Function) -> Result<Function, String> {
+    enter_stage(|| "pass ssa-destroy (the backend's input)".to_string());
     let mut unoptimized = caught(|| backend_input(f)).map_err(|msg| format!("ssa-destroy panicked: {msg}")).and_then(|r| r);
+    enter_stage(|| "harness: the backend's input".to_string());
     if let (Some(bug), Ok(g)) = (planted(), &mut unoptimized) {
         bug("x86", g);
     }
@@ -169,6 +216,7 @@ pub(crate) fn caught<T>(f: impl FnOnce() -> T) -> Result<T, String> {
 /// carries the same pass statistics).
 pub fn check_runs(f: &Function, inputs: &[RunInput], emu: &mut dyn X86Runner) -> Result<Vec<RunCheck>, CheckError> {
     // 1. The reference interpreter.
+    enter_stage(|| "reference interpreter".to_string());
     let mut references = vec![];
     for input in inputs {
         references.push(interp::run_measured(f, input).map_err(CheckError::Input)?);
@@ -280,6 +328,7 @@ fn check_x86_stage(
     emu: &mut dyn X86Runner,
     found: &mut Collected,
 ) -> Result<(), CheckError> {
+    enter_stage(|| format!("backend compiling for {stage}"));
     let compiled = g.map_err(|e| format!("the IR passes failed: {e}")).and_then(|g| match caught(|| backend::compile_validated(&g)) {
         Ok(Ok(c)) => Ok((g, c)),
         Ok(Err(e)) => Err(format!("the backend failed: {e}")),
@@ -294,6 +343,7 @@ fn check_x86_stage(
                 continue;
             }
         };
+        enter_stage(|| format!("x86 machine running {stage}"));
         // The instruction budget follows the fuel the reference used (`diff::budget_for`).
         let mut v = diff::check_against(expected.clone(), *fuel_used, g, input, code, emu).map_err(CheckError::Emulator)?;
         if let diff::Verdict::Infidelity { infidelity, cpu } = v {
