@@ -321,17 +321,8 @@ impl Initialization {
         round: usize,
         index: &mut HashMap<Key, usize>,
     ) {
+        self.scan_phis(f, b);
         let init = self;
-        for (i, phi) in f.blocks[b].phis.iter().enumerate() {
-            init.phi_def[phi.dest] = Some((b, i));
-            let o = init.orig[phi.dest] as usize;
-            if init.phi_blocks[o].last() != Some(&b) {
-                init.phi_blocks[o].push(b);
-            }
-            if init.def_blocks[o].last() != Some(&b) {
-                init.def_blocks[o].push(b);
-            }
-        }
         let mut pos = 0u32;
         let data = &f.blocks[b];
         let roots = data.stmts.iter().map(|&s| (s, Parent::Stmt(b))).chain(data.term.expr().map(|e| (e, Parent::Term(b))));
@@ -393,6 +384,21 @@ impl Initialization {
             }
         }
         init.exits[b] = matches!(data.term, crate::ir::Terminator::Return(_));
+    }
+
+    /// The phis of block `b`: each one's place, and `b` as a phi block and a definition
+    /// block of its original.
+    fn scan_phis(&mut self, f: &Function, b: Block) {
+        for (i, phi) in f.blocks[b].phis.iter().enumerate() {
+            self.phi_def[phi.dest] = Some((b, i));
+            let o = self.orig[phi.dest] as usize;
+            if self.phi_blocks[o].last() != Some(&b) {
+                self.phi_blocks[o].push(b);
+            }
+            if self.def_blocks[o].last() != Some(&b) {
+                self.def_blocks[o].push(b);
+            }
+        }
     }
 
     /// The versions current at each block entry: a walk of the dominator tree with one
