@@ -1238,6 +1238,11 @@ impl SeedOutcome {
     /// A seed whose check did not complete (it panicked, or the watchdog stopped it):
     /// `problem` is its only result.
     fn failed(pos: u64, seed: u64, profile: Profile, problem: Problem) -> SeedOutcome {
+        SeedOutcome { problems: vec![(0, problem)], ..SeedOutcome::empty(pos, seed, profile) }
+    }
+
+    /// The outcome of `seed` before anything is known of it.
+    fn empty(pos: u64, seed: u64, profile: Profile) -> SeedOutcome {
         SeedOutcome {
             pos,
             seed,
@@ -1246,7 +1251,7 @@ impl SeedOutcome {
             invalid: 0,
             agreed: 0,
             limited: 0,
-            problems: vec![(0, problem)],
+            problems: vec![],
             pass_stats: vec![],
             validator: vec![],
             validator_findings: vec![],
@@ -1263,21 +1268,7 @@ impl SeedOutcome {
 fn check_seed(pos: u64, seed: u64, profile: Profile, verify: Option<Option<Instant>>, emu: &mut X86) -> Result<SeedOutcome, CampaignError> {
     let g = gen::generate(seed, &profile.config());
     let checked = check_case(&g.case, emu).map_err(|e| CampaignError::Case { seed, error: e })?;
-    let mut o = SeedOutcome {
-        pos,
-        seed,
-        profile,
-        runs: 0,
-        invalid: 0,
-        agreed: 0,
-        limited: 0,
-        problems: vec![],
-        pass_stats: vec![],
-        validator: vec![],
-        validator_findings: vec![],
-        infidelities: vec![],
-        pairs: gen::distinguish::observe_case(&g.case),
-    };
+    let mut o = SeedOutcome { pairs: gen::distinguish::observe_case(&g.case), ..SeedOutcome::empty(pos, seed, profile) };
     for (r, c) in g.case.runs.iter().zip(checked) {
         o.runs += 1;
         o.infidelities.extend(c.infidelities.into_iter().map(|(stage, i)| (r.line, stage, i)));
