@@ -991,7 +991,9 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: Option<Option<Insta
             let Some(opts) = validator_options_until(deadline) else { break };
             // A pipeline that fails is the per-pass check's finding, not the validator's.
             // A pass that panics is the stage checks' finding too.
-            let Ok(Ok(answers)) = crate::judge::check::caught(|| crate::smt::validate_pipeline(f, &pipeline, &opts)) else { continue };
+            // In a child with hard memory and time limits (`smt::isolate`), stopped at the deadline.
+            let stop = || validator_options_until(deadline).is_none();
+            let Ok(Ok(answers)) = crate::judge::check::caught(|| crate::smt::isolate::validate_pipeline_bounded(f, &pipeline, &opts, &stop)) else { continue };
             for (pass, answer, time) in answers {
                 o.validator.push(ValidatorAnswer { pass: pass.clone(), kind: answer.kind().to_string(), micros: time.as_micros() as u64 });
                 if matches!(answer, crate::smt::Answer::Counterexample(_) | crate::smt::Answer::EncoderDisagreement(_)) {

@@ -36,6 +36,7 @@
 //! either as a case file `tandem run` replays.
 
 pub mod encode;
+pub mod isolate;
 pub mod run;
 pub mod selfcheck;
 pub mod simulate;
@@ -86,6 +87,12 @@ pub enum Unknown {
     /// The two functions do not have the same parameters or callframe variables, so they
     /// are not two versions of one function.
     Mismatch,
+    /// The validation in a child process went past its memory cap and was killed
+    /// ([`isolate::Limits::memory`]): a harness limit, never a pass.
+    MemoryLimit,
+    /// The validation in a child process went past its wall-clock limit and was killed
+    /// ([`isolate::Limits::time`]): a harness limit, never a pass.
+    TimeLimit,
 }
 
 /// The resource budget of one validation: what is left of [`Options::rlimit`]. Z3 counts
@@ -217,6 +224,8 @@ impl fmt::Display for Answer {
             Answer::Unknown(Unknown::Budget) => f.write_str("unknown (resource budget used up)"),
             Answer::Unknown(Unknown::TooLarge) => f.write_str("unknown (too large)"),
             Answer::Unknown(Unknown::Mismatch) => f.write_str("unknown (not two versions of one function)"),
+            Answer::Unknown(Unknown::MemoryLimit) => f.write_str("unknown (memory limit)"),
+            Answer::Unknown(Unknown::TimeLimit) => f.write_str("unknown (time limit)"),
         }
     }
 }
