@@ -432,6 +432,12 @@ fn run_child(
         }
     }
     if ended.is_some() || bad_line.is_some() {
+        // The whole process group: anything the child started holds its pipes too.
+        #[cfg(unix)]
+        // SAFETY: `kill` on the child's own process group, which it leads (set above).
+        unsafe {
+            libc::kill(-(pid as i32), libc::SIGKILL);
+        }
         let _ = child.kill();
     }
     let status = child.wait().expect("waiting for the validator child");
@@ -458,4 +464,150 @@ fn resident_of(pid: u32) -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with("VmRSS:"))?;
     let kb: u64 = line["VmRSS:".len()..].split_whitespace().next()?.parse().ok()?;
     Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tandem_core::ir::HEAP_BASE;
+
+    fn function(src: &str) -> Function {
+        tandem_core::text::parse_module(src).expect("parses").0.functions.remove(0)
+    }
+
+    const BEFORE: &str = "function %f(i32 %a, i64 %b) -> i32 {
+    callframe i32 @x
+b0:
+    cfwrite(@x, add(cfread(@x), load.i32(1048576)))
+    ret add(%a, 1)
+}
+";
+
+    /// A counterexample crosses the pipe as its model's inputs (both value types, heap
+    /// rows, callframe values) and comes back as the parent's own replay of them.
+    #[test]
+    fn a_finding_crosses_the_pipe_as_its_inputs_and_is_replayed() {
+        let before = function(BEFORE);
+        let after = function(&BEFORE.replace("add(%a, 1)", "add(%a, 2)"));
+        let input = RunInput {
+            args: vec![Value::I32(-5), Value::I64(i64::MIN)],
+            heap: vec![(HEAP_BASE, vec![1, 2, 3, 255])],
+            callframe: vec![(CfVar::new(0), Value::I32(7))],
+            fuel: 1000,
+        };
+        let found = super::super::replay(&before, &after, input);
+        assert_eq!(found.kind(), "counterexample");
+        let line = answer_json(3, &found, Duration::from_micros(42)).to_string();
+        let v: Json = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["index"], 3);
+        assert_eq!(v["micros"], 42);
+        let back = answer_of_json(&v, &before, &after).expect("an answer");
+        assert_eq!(back.to_string(), found.to_string());
+        // The same inputs on a pass that changed nothing replay as no difference: the
+        // parent does not take the child's word for a finding.
+        let same = answer_of_json(&v, &before, &before).expect("an answer");
+        assert_eq!(same.kind(), "disagreement");
+    }
+
+    #[test]
+    fn every_other_answer_crosses_the_pipe() {
+        let f = function(BEFORE);
+        let answers = [
+            Answer::Proved,
+            Answer::ProvedBounded(2),
+            Answer::Vacuous(1),
+            Answer::Unknown(Unknown::Budget),
+            Answer::Unknown(Unknown::TooLarge),
+            Answer::Unknown(Unknown::Mismatch),
+            Answer::Unknown(Unknown::MemoryLimit),
+            Answer::Unknown(Unknown::TimeLimit),
+        ];
+        for a in answers {
+            let v = answer_json(0, &a, Duration::ZERO);
+            assert_eq!(answer_of_json(&v, &f, &f).map(|b| b.to_string()), Some(a.to_string()));
+        }
+        assert!(answer_of_json(&json!({ "index": 0, "kind": "proved-ish" }), &f, &f).is_none());
+    }
+
+    #[test]
+    fn a_request_reads_back() {
+        let opts = Options { bound: 3, rlimit: 1234, max_nodes: 99 };
+        let r = Request { text: BEFORE.into(), start: Form::Ssa, passes: vec!["memopt".into(), "dce".into()], from: 1, opts };
+        let back = Request::from_json(&r.to_json()).unwrap();
+        assert_eq!((back.text.as_str(), back.start, back.passes.clone(), back.from), (BEFORE, Form::Ssa, r.passes.clone(), 1));
+        assert_eq!((back.opts.bound, back.opts.rlimit, back.opts.max_nodes), (3, 1234, 99));
+        assert!(Request::from_json("{\"start\": \"lir\"}").is_err());
+    }
+
+    /// A stand-in child: a shell script that ignores its request and does `body`.
+    fn fake_child(name: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("tandem-isolate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    fn pipeline() -> Pipeline {
+        Pipeline::parse_from(Form::Hir, "ssa,dce").unwrap()
+    }
+
+    /// A child that never answers is killed at the time limit, pass after pass: every
+    /// answer is `unknown (time limit)`, none a pass.
+    #[test]
+    fn a_child_past_its_time_is_killed_and_the_pass_is_unknown() {
+        let child = fake_child("sleeps", "sleep 20");
+        let limits = Limits { memory: 1 << 40, time: Duration::from_millis(150) };
+        let t = Instant::now();
+        let out = validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), &|| false).unwrap();
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        let got: Vec<(String, String)> = out.iter().map(|(p, a, _, _)| (p.clone(), a.to_string())).collect();
+        let want = ["ssa", "dce"].map(|p| (p.to_string(), "unknown (time limit)".to_string()));
+        assert_eq!(got, want);
+        assert!(out.iter().all(|(_, _, t, _)| *t >= limits.time));
+    }
+
+    /// A child whose resident set passes the cap is killed at once: `unknown (memory
+    /// limit)`. (`tail` keeps the endless line of /dev/zero in memory.)
+    #[test]
+    fn a_child_past_its_memory_is_killed_and_the_pass_is_unknown() {
+        let child = fake_child("grows", "exec tail /dev/zero");
+        let limits = Limits { memory: 64 << 20, time: Duration::from_secs(60) };
+        let t = Instant::now();
+        let out = validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), &|| false).unwrap();
+        assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+        let got: Vec<String> = out.iter().map(|(_, a, _, _)| a.to_string()).collect();
+        assert_eq!(got, ["unknown (memory limit)", "unknown (memory limit)"]);
+    }
+
+    /// Stopping kills the child and leaves the pass under way without an answer.
+    #[test]
+    fn stopping_leaves_the_rest_unanswered() {
+        let child = fake_child("sleeps-too", "sleep 20");
+        let limits = Limits { memory: 1 << 40, time: Duration::from_secs(60) };
+        let t = Instant::now();
+        let out = validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), &|| t.elapsed() > Duration::from_millis(100)).unwrap();
+        assert!(out.is_empty());
+        assert!(t.elapsed() < Duration::from_secs(10));
+    }
+
+    /// A child that fails is a panic of the validation, with what it said, never an
+    /// answer; so is one that writes something other than an answer.
+    #[test]
+    fn a_failing_child_is_a_panic_with_its_reason() {
+        for (name, body, says) in [
+            ("fails", "echo 'it broke' >&2; exit 3", "it broke"),
+            ("babbles", "echo hello", "hello"),
+            ("out-of-turn", "echo '{\"index\": 1, \"kind\": \"proved\"}'", "out of turn"),
+        ] {
+            let child = fake_child(name, body);
+            let limits = Limits { memory: 1 << 40, time: Duration::from_secs(60) };
+            let r = std::panic::catch_unwind(|| validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), &|| false));
+            let why = r.expect_err("a panic");
+            let why = why.downcast_ref::<String>().cloned().unwrap_or_default();
+            assert!(why.contains(says), "{name}: {why}");
+        }
+    }
 }
