@@ -28,3 +28,15 @@ fn the_child_answers_as_the_validator_in_process() {
     // The comparison covered more than one kind of answer.
     assert!(kinds.len() >= 2, "{kinds:?}");
 }
+
+/// The encoder self-check in a child counts what it counts in-process.
+#[test]
+fn the_child_self_checks_as_the_self_check_in_process() {
+    isolate::use_child_program(env!("CARGO_BIN_EXE_tandem").into(), isolate::LIMITS);
+    for seed in [1, 2] {
+        let here = smt::selfcheck::self_check(seed, 1, Profile::Small, 2);
+        let there = isolate::self_check_bounded(seed, Profile::Small, 2, &|| false);
+        assert_eq!(format!("{there:?}"), format!("{here:?}"), "seed {seed}");
+        assert!(here.compared > 0, "seed {seed}: {here:?}");
+    }
+}

@@ -1029,7 +1029,9 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: Option<Option<Insta
 /// finding (already made), so a panic is the self-check's own only when the seed has no
 /// other problem (`clean`).
 fn encoder_self_check(seed: u64, profile: Profile, clean: bool) -> Vec<(u32, Problem)> {
-    let s = match crate::judge::check::caught(|| crate::smt::selfcheck::self_check(seed, 1, profile, VALIDATOR_OPTIONS.bound)) {
+    // In a child with hard limits too (`smt::isolate`); a child killed at a limit compared nothing.
+    let stop = || validator_options_until(None).is_none();
+    let s = match crate::judge::check::caught(|| crate::smt::isolate::self_check_bounded(seed, profile, VALIDATOR_OPTIONS.bound, &stop)) {
         Ok(s) => s,
         Err(why) if clean => {
             let lines = vec![format!("the encoder self-check panicked: {why}")];

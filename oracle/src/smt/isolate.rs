@@ -185,9 +185,65 @@ fn pass_pairs(f: &Function, pipeline: &Pipeline) -> Result<Vec<(String, Function
     Ok(out)
 }
 
+/// The encoder's self-check of one generated seed ([`super::selfcheck::self_check`]) under
+/// the same limits as a validation: in a child where [`child_program`] is set (and no
+/// bug is planted), else in-process. A child killed at a limit, or stopped, compared
+/// nothing: the summary is empty (no difference found, and nothing counted as compared).
+pub fn self_check_bounded(seed: u64, profile: crate::gen::Profile, bound: u32, stop: &dyn Fn() -> bool) -> super::selfcheck::Summary {
+    let Some((program, limits)) = child_program().filter(|_| !crate::judge::check::bug_planted()) else {
+        return super::selfcheck::self_check(seed, 1, profile, bound);
+    };
+    let request = json!({ "self_check": { "seed": seed, "profile": profile.name(), "bound": bound } }).to_string();
+    let mut summary = None;
+    let ended = run_child(program, *limits, &request, stop, &mut |line, _| {
+        let v: Json = serde_json::from_str(line).map_err(|e| format!("the self-check child wrote `{line}`: {e}"))?;
+        summary = Some(summary_of_json(&v).ok_or_else(|| format!("the self-check child wrote `{line}`"))?);
+        Ok(())
+    });
+    match (ended, summary) {
+        (Ended::Done, Some(s)) => s,
+        (Ended::Done, None) => panic!("the self-check child ended without its summary"),
+        _ => super::selfcheck::Summary::default(),
+    }
+}
+
+fn summary_json(s: &super::selfcheck::Summary) -> Json {
+    json!({
+        "compared": s.compared,
+        "beyond_bound": s.beyond_bound,
+        "fuel_exhausted": s.fuel_exhausted,
+        "differences": s.differences.iter().map(|(seed, form, run, why)| json!([seed, form, run, why])).collect::<Vec<_>>(),
+    })
+}
+
+fn summary_of_json(v: &Json) -> Option<super::selfcheck::Summary> {
+    let differences = v["differences"]
+        .as_array()?
+        .iter()
+        .map(|d| Some((d[0].as_u64()?, d[1].as_str()?.to_string(), d[2].as_u64()? as usize, d[3].as_str()?.to_string())))
+        .collect::<Option<Vec<_>>>()?;
+    Some(super::selfcheck::Summary {
+        compared: v["compared"].as_u64()?,
+        beyond_bound: v["beyond_bound"].as_u64()?,
+        fuel_exhausted: v["fuel_exhausted"].as_u64()?,
+        differences,
+    })
+}
+
 /// The child side: answers `request` pass by pass, one JSON line each on `out`, flushed
-/// at once so that the parent has every answer before a limit kills the child.
+/// at once so that the parent has every answer before a limit kills the child; or, for a
+/// self-check request, its summary as one line.
 pub fn serve(request: &str, out: &mut impl Write) -> Result<(), String> {
+    if let Ok(v) = serde_json::from_str::<Json>(request) {
+        let c = &v["self_check"];
+        if c.is_object() {
+            let seed = c["seed"].as_u64().ok_or("the self-check lacks `seed`")?;
+            let profile = c["profile"].as_str().and_then(crate::gen::Profile::from_name).ok_or("the self-check lacks `profile`")?;
+            let bound = c["bound"].as_u64().ok_or("the self-check lacks `bound`")? as u32;
+            let s = super::selfcheck::self_check(seed, 1, profile, bound);
+            return writeln!(out, "{}", summary_json(&s)).and_then(|_| out.flush()).map_err(|e| format!("cannot write the summary: {e}"));
+        }
+    }
     let r = Request::from_json(request)?;
     let (m, _) = tandem_core::text::parse_module(&r.text).map_err(|e| format!("{}:{}: {}", e.line, e.col, e.message))?;
     let f = m.functions.into_iter().next().ok_or("the request holds no function")?;
@@ -527,6 +583,13 @@ b0:
             assert_eq!(answer_of_json(&v, &f, &f).map(|b| b.to_string()), Some(a.to_string()));
         }
         assert!(answer_of_json(&json!({ "index": 0, "kind": "proved-ish" }), &f, &f).is_none());
+    }
+
+    #[test]
+    fn a_self_check_summary_crosses_the_pipe() {
+        let s = super::super::selfcheck::Summary { compared: 5, beyond_bound: 2, fuel_exhausted: 1, differences: vec![(7, "after dce".into(), 1, "end kind".into())] };
+        let back = summary_of_json(&summary_json(&s)).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{s:?}"));
     }
 
     #[test]
