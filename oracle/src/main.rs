@@ -56,9 +56,18 @@ enum Command {
     /// listing of a backend finding with the instruction where the emulator stopped, and
     /// the commands that replay, reduce and compile it.
     Explain(cli::explain::Args),
+    /// The validator's child process (`smt::isolate`): one request on stdin, the answers
+    /// as JSON lines on stdout. Not for people.
+    #[command(name = "validate-child", hide = true)]
+    ValidateChild,
 }
 
 fn main() -> ExitCode {
+    // Campaigns and `tandem run` validate in a child process of this same binary, under a
+    // hard memory cap and wall-clock limit (issue 23). `/proc/self/exe` is this process's
+    // own program even when the file was rebuilt under it.
+    let me = if cfg!(target_os = "linux") { std::path::PathBuf::from("/proc/self/exe") } else { std::env::current_exe().unwrap_or_default() };
+    tandem_oracle::smt::isolate::use_child_program(me, tandem_oracle::smt::isolate::LIMITS);
     match Cli::parse().command {
         Command::Run(a) => cli::run::main(a),
         Command::Compile(a) => cli::compile::main(a),
@@ -68,5 +77,6 @@ fn main() -> ExitCode {
         Command::Bench(a) => cli::bench::main(a),
         Command::Verify(a) => cli::verify::main(a),
         Command::Explain(a) => cli::explain::main(a),
+        Command::ValidateChild => cli::child::main(),
     }
 }

@@ -1289,7 +1289,9 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: Option<Option<Insta
             crate::judge::check::enter_stage(|| format!("z3 validator on %{}", f.name));
             // A pipeline that fails is the per-pass check's finding, not the validator's.
             // A pass that panics is the stage checks' finding too.
-            let Ok(Ok(answers)) = crate::judge::check::caught(|| crate::smt::validate_pipeline(f, &pipeline, &opts)) else { continue };
+            // In a child with hard memory and time limits (`smt::isolate`), stopped at the deadline.
+            let stop = || validator_options_until(deadline).is_none();
+            let Ok(Ok(answers)) = crate::judge::check::caught(|| crate::smt::isolate::validate_pipeline_bounded(f, &pipeline, &opts, &stop)) else { continue };
             for (pass, answer, time) in answers {
                 o.validator.push(ValidatorAnswer { pass: pass.clone(), kind: answer.kind().to_string(), micros: time.as_micros() as u64 });
                 if matches!(answer, crate::smt::Answer::Counterexample(_) | crate::smt::Answer::EncoderDisagreement(_)) {
@@ -1326,7 +1328,9 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: Option<Option<Insta
 /// finding (already made), so a panic is the self-check's own only when the seed has no
 /// other problem (`clean`).
 fn encoder_self_check(seed: u64, profile: Profile, clean: bool) -> Vec<(u32, Problem)> {
-    let s = match crate::judge::check::caught(|| crate::smt::selfcheck::self_check(seed, 1, profile, VALIDATOR_OPTIONS.bound)) {
+    // In a child with hard limits too (`smt::isolate`); a child killed at a limit compared nothing.
+    let stop = || validator_options_until(None).is_none();
+    let s = match crate::judge::check::caught(|| crate::smt::isolate::self_check_bounded(seed, profile, VALIDATOR_OPTIONS.bound, &stop)) {
         Ok(s) => s,
         Err(why) if clean => {
             let lines = vec![format!("the encoder self-check panicked: {why}")];

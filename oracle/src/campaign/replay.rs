@@ -186,7 +186,8 @@ fn validate_case(case: &CaseFile, opts: &crate::smt::Options) -> Vec<SmtReport> 
         let Some(pipeline) = crate::judge::passcheck::replay_pipeline(f) else { continue };
         // A pass the verifier rejects, or one that panics, is reported by the stage checks
         // already.
-        let Ok(Ok(answers)) = crate::judge::check::caught(|| crate::smt::validate_pipeline(f, &pipeline, opts)) else { continue };
+        // In a child with hard memory and time limits (`smt::isolate`).
+        let Ok(Ok(answers)) = crate::judge::check::caught(|| crate::smt::isolate::validate_pipeline_bounded(f, &pipeline, opts, &|| false)) else { continue };
         for (pass, answer, _) in answers {
             out.push(SmtReport { function: f.name.clone(), pass, answer });
         }

@@ -13,6 +13,7 @@ pub mod reduce;
 pub mod bench;
 pub mod verify;
 pub mod explain;
+pub mod child;
 
 /// Reads a generator profile name for clap, which reports a bad one with exit status 2.
 pub fn parse_profile(name: &str) -> Result<gen::Profile, String> {

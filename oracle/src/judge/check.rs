@@ -43,6 +43,11 @@ pub fn plant_bug(bug: Option<PlantedBug>) {
     *PLANTED.write().unwrap_or_else(|e| e.into_inner()) = bug;
 }
 
+/// Whether a test planted a bug in this process (which a child process would not see).
+pub fn bug_planted() -> bool {
+    planted().is_some()
+}
+
 fn planted() -> Option<PlantedBug> {
     *PLANTED.read().unwrap_or_else(|e| e.into_inner())
 }

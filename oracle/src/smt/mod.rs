@@ -36,6 +36,7 @@
 //! either as a case file `tandem run` replays.
 
 pub mod encode;
+pub mod isolate;
 pub mod run;
 pub mod selfcheck;
 pub mod simulate;
@@ -86,6 +87,12 @@ pub enum Unknown {
     /// The two functions do not have the same parameters or callframe variables, so they
     /// are not two versions of one function.
     Mismatch,
+    /// The validation in a child process went past its memory cap and was killed
+    /// ([`isolate::Limits::memory`]): a harness limit, never a pass.
+    MemoryLimit,
+    /// The validation in a child process went past its wall-clock limit and was killed
+    /// ([`isolate::Limits::time`]): a harness limit, never a pass.
+    TimeLimit,
 }
 
 /// The resource budget of one validation: what is left of [`Options::rlimit`]. Z3 counts
@@ -217,6 +224,8 @@ impl fmt::Display for Answer {
             Answer::Unknown(Unknown::Budget) => f.write_str("unknown (resource budget used up)"),
             Answer::Unknown(Unknown::TooLarge) => f.write_str("unknown (too large)"),
             Answer::Unknown(Unknown::Mismatch) => f.write_str("unknown (not two versions of one function)"),
+            Answer::Unknown(Unknown::MemoryLimit) => f.write_str("unknown (memory limit)"),
+            Answer::Unknown(Unknown::TimeLimit) => f.write_str("unknown (time limit)"),
         }
     }
 }
@@ -288,14 +297,18 @@ pub fn validate_pipeline(f: &Function, pipeline: &Pipeline, opts: &Options) -> R
 /// [`validate_pipeline`], with whether each pass changed the function; in a fresh Z3
 /// context (see [`validate_pipeline`]).
 pub fn validate_passes(f: &Function, pipeline: &Pipeline, opts: &Options) -> Result<Vec<(String, Answer, Duration, bool)>, PassError> {
-    let run = || {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| validate_passes_in_context(f, pipeline, opts)))
-            .map_err(std::sync::Mutex::new)
-    };
+    in_fresh_context(|| validate_passes_in_context(f, pipeline, opts))
+}
+
+/// Runs `work` in a Z3 context of its own, dropped at the end with its memory given back
+/// to the system (see [`validate_pipeline`]). A panic inside is carried out of the context
+/// and resumed, so the thread's default context is restored either way.
+pub fn in_fresh_context<T: Send + Sync>(work: impl Fn() -> T + Send + Sync) -> T {
+    let run = || std::panic::catch_unwind(std::panic::AssertUnwindSafe(&work)).map_err(std::sync::Mutex::new);
     let result = z3::with_z3_config(&z3::Config::new(), run);
     release_freed_memory();
     match result {
-        Ok(answers) => answers,
+        Ok(answer) => answer,
         Err(panic) => std::panic::resume_unwind(panic.into_inner().unwrap_or_else(|e| e.into_inner())),
     }
 }

@@ -173,27 +173,40 @@ pub struct Summary {
 }
 
 /// Self-checks the encoder on `count` generated cases from `seed`: every run, on the
-/// function as generated and after each pass of the check pipeline.
+/// function as generated and after each pass of the check pipeline. Each case is checked
+/// in a Z3 context of its own (issue 23: in the thread's implicit context, every term a
+/// campaign's self-checks built stayed alive for the life of the worker).
 pub fn self_check(seed: u64, count: u64, profile: Profile, bound: u32) -> Summary {
-    let cfg = profile.config();
     let mut s = Summary::default();
     for sd in seed..seed.saturating_add(count) {
-        let g = gen::generate(sd, &cfg);
-        let Some(f) = g.case.module.functions.first() else { continue };
-        let mut forms = vec![("input".to_string(), f.clone())];
-        let mut h = f.clone();
-        let _ = PassManager { verify: true }.run(&check_pipeline(), &mut h, &mut |pass, after, _| {
-            forms.push((format!("after {pass}"), after.clone()));
-        });
-        let inputs: Vec<RunInput> = g.case.runs.iter().filter_map(|r| r.input(f).ok()).collect();
-        for (ri, input) in inputs.iter().enumerate() {
-            for (form, func) in &forms {
-                match compare(func, input, bound) {
-                    Verdict::Agree => s.compared += 1,
-                    Verdict::BeyondBound => s.beyond_bound += 1,
-                    Verdict::FuelExhausted => s.fuel_exhausted += 1,
-                    Verdict::Differ(why) => s.differences.push((sd, form.clone(), ri, why)),
-                }
+        let one = super::in_fresh_context(|| self_check_seed(sd, profile, bound));
+        s.compared += one.compared;
+        s.beyond_bound += one.beyond_bound;
+        s.fuel_exhausted += one.fuel_exhausted;
+        s.differences.extend(one.differences);
+    }
+    s
+}
+
+/// [`self_check`] of one seed, in the current Z3 context.
+fn self_check_seed(sd: u64, profile: Profile, bound: u32) -> Summary {
+    let cfg = profile.config();
+    let mut s = Summary::default();
+    let g = gen::generate(sd, &cfg);
+    let Some(f) = g.case.module.functions.first() else { return s };
+    let mut forms = vec![("input".to_string(), f.clone())];
+    let mut h = f.clone();
+    let _ = PassManager { verify: true }.run(&check_pipeline(), &mut h, &mut |pass, after, _| {
+        forms.push((format!("after {pass}"), after.clone()));
+    });
+    let inputs: Vec<RunInput> = g.case.runs.iter().filter_map(|r| r.input(f).ok()).collect();
+    for (ri, input) in inputs.iter().enumerate() {
+        for (form, func) in &forms {
+            match compare(func, input, bound) {
+                Verdict::Agree => s.compared += 1,
+                Verdict::BeyondBound => s.beyond_bound += 1,
+                Verdict::FuelExhausted => s.fuel_exhausted += 1,
+                Verdict::Differ(why) => s.differences.push((sd, form.clone(), ri, why)),
             }
         }
     }

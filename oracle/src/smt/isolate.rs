@@ -1,0 +1,676 @@
+//! Validation in a child process with a hard memory cap and a hard wall-clock limit
+//! (issue 23). One validation of a (function, pass) inside Z3 can take gigabytes and
+//! minutes whatever its resource budget (`rlimit` counts the solver's work, not its memory
+//! or the time spent outside it: default seed 419 took 45 s and 3.3 GB in one
+//! `Z3_solver_check`), and a process gives little of that memory back. So a campaign and
+//! `tandem run` validate each function in a child: the same `tandem` binary, run as
+//! `tandem validate-child` (a hidden subcommand), reads a [`Request`] as JSON on stdin and
+//! writes one answer per pass as a JSON line on stdout, as soon as it has it. The parent
+//! watches the child's resident set (`VmRSS` in `/proc/PID/status`) and the time since
+//! its last answer, and kills it at [`Limits::memory`] or [`Limits::time`]: that pass's
+//! answer is [`Unknown::MemoryLimit`] or [`Unknown::TimeLimit`] (an unknown, never a pass
+//! and never a finding), and a new child validates the passes after it. All the child's
+//! memory goes back to the system when it exits, so the campaign's own resident set does
+//! not depend on what the validator did.
+//!
+//! Invariants:
+//! * One semantics, one validator: the child calls [`super::validate`] as the in-process
+//!   path does; the two paths differ only in the limits.
+//! * The parent trusts nothing of the child but its verdict words: it runs the pipeline
+//!   itself (on the function parsed back from the text it sends, so both sides drive the
+//!   same function), and a counterexample or encoder disagreement is the parent's own
+//!   replay in the interpreter of the model's inputs the child found ([`super::replay`]),
+//!   so a finding is reported only when the parent's interpreter shows it.
+//! * A child that panics is a panic of the validation in the parent too (a pass or a
+//!   validator bug, as in-process, which the callers' `caught` handles); a child killed by
+//!   something other than its limits is a panic with the reason, never an answer.
+//! * The child runs in its own process group (a terminal's Ctrl-C reaches only the
+//!   parent, which stops the child through `stop`) and dies with the parent thread that
+//!   started it (`PR_SET_PDEATHSIG`).
+//!
+//! Which path runs: [`validate_passes_bounded`] uses a child when the process has named
+//! the program to run ([`use_child_program`]: `tandem`'s `main` does, with its own path)
+//! and no harness test planted a bug (a planted bug is a function pointer in this
+//! process, which a child cannot see); otherwise it validates in-process. Library users
+//! and unit tests are in-process unless they ask.
+
+use super::{Answer, Options, Unknown};
+use crate::exec::interp::RunInput;
+use crate::exec::outcome::Value;
+use cranelift_entity::EntityRef;
+use serde_json::{json, Value as Json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{mpsc, OnceLock};
+use std::time::{Duration, Instant};
+use tandem_core::ir::{CfVar, Function};
+use tandem_core::passes::{Form, PassError, PassManager, Pipeline};
+use tandem_core::types::Type;
+
+/// The hidden subcommand a child runs.
+pub const CHILD_COMMAND: &str = "validate-child";
+
+/// The hard limits of one validation in a child.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Most resident bytes the child may hold (`VmRSS`, sampled every [`POLL`]).
+    pub memory: u64,
+    /// Most wall-clock time one (function, pass) may take, encoding included.
+    pub time: Duration,
+}
+
+/// The limits campaigns and `tandem run` use. Generous against what the validator
+/// usually needs (most answers take milliseconds and tens of megabytes), tight against
+/// what it can take: two workers cannot take more than two gigabytes between them.
+pub const LIMITS: Limits = Limits { memory: 1_000_000_000, time: Duration::from_secs(30) };
+
+/// How often the parent samples the child's resident set and clock.
+pub const POLL: Duration = Duration::from_millis(10);
+
+static CHILD_PROGRAM: OnceLock<(PathBuf, Limits)> = OnceLock::new();
+
+/// Makes [`validate_passes_bounded`] validate in a child running `program` (the `tandem`
+/// binary, which has the [`CHILD_COMMAND`] subcommand) under `limits`, for the rest of the
+/// process. Only the first call counts.
+pub fn use_child_program(program: PathBuf, limits: Limits) {
+    let _ = CHILD_PROGRAM.set((program, limits));
+}
+
+/// The program and limits [`use_child_program`] set, if any.
+pub fn child_program() -> Option<&'static (PathBuf, Limits)> {
+    CHILD_PROGRAM.get()
+}
+
+/// [`super::validate_passes`] with hard limits where the process allows it (see the
+/// module docs): in a child under [`child_program`]'s limits, else in-process. `stop` is
+/// asked between samples; when it says so the child is killed and the answers so far are
+/// returned (the pass under way and those after it are not validated: no answer, which
+/// is not a pass either).
+pub fn validate_passes_bounded(
+    f: &Function,
+    pipeline: &Pipeline,
+    opts: &Options,
+    stop: &dyn Fn() -> bool,
+) -> Result<Vec<(String, Answer, Duration, bool)>, PassError> {
+    match child_program() {
+        Some((program, limits)) if !crate::judge::check::bug_planted() => validate_in_child(program, *limits, f, pipeline, opts, stop),
+        _ => super::validate_passes(f, pipeline, opts),
+    }
+}
+
+/// [`validate_passes_bounded`] without whether each pass changed the function, as
+/// [`super::validate_pipeline`] returns it.
+pub fn validate_pipeline_bounded(
+    f: &Function,
+    pipeline: &Pipeline,
+    opts: &Options,
+    stop: &dyn Fn() -> bool,
+) -> Result<Vec<(String, Answer, Duration)>, PassError> {
+    Ok(validate_passes_bounded(f, pipeline, opts, stop)?.into_iter().map(|(p, a, t, _)| (p, a, t)).collect())
+}
+
+/// What the parent sends: the function as text, the pipeline, the first pass to validate
+/// (the passes before it are run but not validated) and the options.
+pub struct Request {
+    pub text: String,
+    pub start: Form,
+    pub passes: Vec<String>,
+    pub from: usize,
+    pub opts: Options,
+}
+
+impl Request {
+    fn to_json(&self) -> String {
+        let start = match self.start {
+            Form::Hir => "hir",
+            Form::Ssa => "ssa",
+        };
+        json!({
+            "text": self.text,
+            "start": start,
+            "passes": self.passes,
+            "from": self.from,
+            "bound": self.opts.bound,
+            "rlimit": self.opts.rlimit,
+            "max_nodes": self.opts.max_nodes,
+        })
+        .to_string()
+    }
+
+    fn from_json(s: &str) -> Result<Request, String> {
+        let v: Json = serde_json::from_str(s).map_err(|e| format!("the request is not JSON: {e}"))?;
+        let str_of = |k: &str| v[k].as_str().ok_or_else(|| format!("the request lacks `{k}`"));
+        let num_of = |k: &str| v[k].as_u64().ok_or_else(|| format!("the request lacks `{k}`"));
+        let start = match str_of("start")? {
+            "hir" => Form::Hir,
+            "ssa" => Form::Ssa,
+            other => return Err(format!("unknown form `{other}`")),
+        };
+        let passes = v["passes"]
+            .as_array()
+            .ok_or("the request lacks `passes`")?
+            .iter()
+            .map(|p| p.as_str().map(str::to_string).ok_or_else(|| "a pass name is not a string".to_string()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Request {
+            text: str_of("text")?.to_string(),
+            start,
+            passes,
+            from: num_of("from")? as usize,
+            opts: Options { bound: num_of("bound")? as u32, rlimit: num_of("rlimit")? as u32, max_nodes: num_of("max_nodes")? as usize },
+        })
+    }
+}
+
+/// The function as both sides drive it: `f` printed and parsed back, so that the child
+/// and the parent run the passes on the same arenas.
+fn round_trip(f: &Function) -> (String, Function) {
+    let mut text = String::new();
+    tandem_core::text::printer::write_module(&mut text, &super::module_of(f)).expect("printing to a string");
+    let (m, _) = tandem_core::text::parse_module(&text).expect("a printed module parses back");
+    let g = m.functions.into_iter().next().expect("one function");
+    (text, g)
+}
+
+/// Each pass's name and the function before and after it, as the checks' driver runs it.
+fn pass_pairs(f: &Function, pipeline: &Pipeline) -> Result<Vec<(String, Function, Function)>, PassError> {
+    let mut g = f.clone();
+    let mut before = f.clone();
+    let mut out = vec![];
+    crate::judge::check::drive(&PassManager { verify: true }, pipeline, &mut g, &mut |pass, after, _| {
+        out.push((pass.to_string(), before.clone(), after.clone()));
+        before = after.clone();
+    })?;
+    Ok(out)
+}
+
+/// The encoder's self-check of one generated seed ([`super::selfcheck::self_check`]) under
+/// the same limits as a validation: in a child where [`child_program`] is set (and no
+/// bug is planted), else in-process. A child killed at a limit, or stopped, compared
+/// nothing: the summary is empty (no difference found, and nothing counted as compared).
+pub fn self_check_bounded(seed: u64, profile: crate::gen::Profile, bound: u32, stop: &dyn Fn() -> bool) -> super::selfcheck::Summary {
+    let Some((program, limits)) = child_program().filter(|_| !crate::judge::check::bug_planted()) else {
+        return super::selfcheck::self_check(seed, 1, profile, bound);
+    };
+    let request = json!({ "self_check": { "seed": seed, "profile": profile.name(), "bound": bound } }).to_string();
+    let mut summary = None;
+    let ended = run_child(program, *limits, &request, stop, &mut |line, _| {
+        let v: Json = serde_json::from_str(line).map_err(|e| format!("the self-check child wrote `{line}`: {e}"))?;
+        summary = Some(summary_of_json(&v).ok_or_else(|| format!("the self-check child wrote `{line}`"))?);
+        Ok(())
+    });
+    match (ended, summary) {
+        (Ended::Done, Some(s)) => s,
+        (Ended::Done, None) => panic!("the self-check child ended without its summary"),
+        _ => super::selfcheck::Summary::default(),
+    }
+}
+
+fn summary_json(s: &super::selfcheck::Summary) -> Json {
+    json!({
+        "compared": s.compared,
+        "beyond_bound": s.beyond_bound,
+        "fuel_exhausted": s.fuel_exhausted,
+        "differences": s.differences.iter().map(|(seed, form, run, why)| json!([seed, form, run, why])).collect::<Vec<_>>(),
+    })
+}
+
+fn summary_of_json(v: &Json) -> Option<super::selfcheck::Summary> {
+    let differences = v["differences"]
+        .as_array()?
+        .iter()
+        .map(|d| Some((d[0].as_u64()?, d[1].as_str()?.to_string(), d[2].as_u64()? as usize, d[3].as_str()?.to_string())))
+        .collect::<Option<Vec<_>>>()?;
+    Some(super::selfcheck::Summary {
+        compared: v["compared"].as_u64()?,
+        beyond_bound: v["beyond_bound"].as_u64()?,
+        fuel_exhausted: v["fuel_exhausted"].as_u64()?,
+        differences,
+    })
+}
+
+/// The child side: answers `request` pass by pass, one JSON line each on `out`, flushed
+/// at once so that the parent has every answer before a limit kills the child; or, for a
+/// self-check request, its summary as one line.
+pub fn serve(request: &str, out: &mut impl Write) -> Result<(), String> {
+    if let Ok(v) = serde_json::from_str::<Json>(request) {
+        let c = &v["self_check"];
+        if c.is_object() {
+            let seed = c["seed"].as_u64().ok_or("the self-check lacks `seed`")?;
+            let profile = c["profile"].as_str().and_then(crate::gen::Profile::from_name).ok_or("the self-check lacks `profile`")?;
+            let bound = c["bound"].as_u64().ok_or("the self-check lacks `bound`")? as u32;
+            let s = super::selfcheck::self_check(seed, 1, profile, bound);
+            return writeln!(out, "{}", summary_json(&s)).and_then(|_| out.flush()).map_err(|e| format!("cannot write the summary: {e}"));
+        }
+    }
+    let r = Request::from_json(request)?;
+    let (m, _) = tandem_core::text::parse_module(&r.text).map_err(|e| format!("{}:{}: {}", e.line, e.col, e.message))?;
+    let f = m.functions.into_iter().next().ok_or("the request holds no function")?;
+    let names: Vec<&str> = r.passes.iter().map(String::as_str).collect();
+    let pipeline = Pipeline::new_from(r.start, &names).map_err(|e| e.to_string())?;
+    let mut g = f.clone();
+    let mut before = f;
+    let mut index = 0;
+    let mut written = Ok(());
+    let driven = crate::judge::check::drive(&PassManager { verify: true }, &pipeline, &mut g, &mut |pass, after, _| {
+        if index >= r.from && written.is_ok() {
+            let t = Instant::now();
+            let a = super::validate(&before, after, pass, &r.opts);
+            let line = answer_json(index, &a, t.elapsed());
+            written = writeln!(out, "{line}").and_then(|_| out.flush());
+        }
+        index += 1;
+        before = after.clone();
+    });
+    written.map_err(|e| format!("cannot write an answer: {e}"))?;
+    driven.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// One answer as a JSON line: its kind and what the parent needs to rebuild it.
+fn answer_json(index: usize, a: &Answer, time: Duration) -> Json {
+    let mut v = json!({ "index": index, "kind": a.kind(), "micros": time.as_micros() as u64 });
+    match a {
+        Answer::ProvedBounded(k) | Answer::Vacuous(k) => v["bound"] = json!(k),
+        Answer::Counterexample(c) => v["input"] = input_json(&c.input),
+        Answer::EncoderDisagreement(d) => v["input"] = input_json(&d.input),
+        Answer::Unknown(u) => v["why"] = json!(unknown_word(*u)),
+        Answer::Proved => {}
+    }
+    v
+}
+
+fn unknown_word(u: Unknown) -> &'static str {
+    match u {
+        Unknown::Budget => "budget",
+        Unknown::TooLarge => "too-large",
+        Unknown::Mismatch => "mismatch",
+        Unknown::MemoryLimit => "memory-limit",
+        Unknown::TimeLimit => "time-limit",
+    }
+}
+
+fn unknown_of_word(w: &str) -> Option<Unknown> {
+    [Unknown::Budget, Unknown::TooLarge, Unknown::Mismatch, Unknown::MemoryLimit, Unknown::TimeLimit]
+        .into_iter()
+        .find(|&u| unknown_word(u) == w)
+}
+
+fn value_json(v: Value) -> Json {
+    match v {
+        Value::I32(x) => json!(["i32", x]),
+        Value::I64(x) => json!(["i64", x]),
+    }
+}
+
+fn value_of_json(v: &Json) -> Option<Value> {
+    let x = v[1].as_i64()?;
+    match v[0].as_str()? {
+        "i32" => Some(Value::new(Type::I32, x)),
+        "i64" => Some(Value::new(Type::I64, x)),
+        _ => None,
+    }
+}
+
+fn input_json(i: &RunInput) -> Json {
+    json!({
+        "args": i.args.iter().map(|&a| value_json(a)).collect::<Vec<_>>(),
+        "heap": i.heap.iter().map(|(a, b)| json!([a, b])).collect::<Vec<_>>(),
+        "callframe": i.callframe.iter().map(|&(v, x)| json!([v.index(), value_json(x)])).collect::<Vec<_>>(),
+        "fuel": i.fuel,
+    })
+}
+
+fn input_of_json(v: &Json) -> Option<RunInput> {
+    let args = v["args"].as_array()?.iter().map(value_of_json).collect::<Option<Vec<_>>>()?;
+    let heap = v["heap"]
+        .as_array()?
+        .iter()
+        .map(|row| {
+            let bytes = row[1].as_array()?.iter().map(|b| b.as_u64().map(|b| b as u8)).collect::<Option<Vec<_>>>()?;
+            Some((row[0].as_u64()? as u32, bytes))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let callframe = v["callframe"]
+        .as_array()?
+        .iter()
+        .map(|c| Some((CfVar::new(c[0].as_u64()? as usize), value_of_json(&c[1])?)))
+        .collect::<Option<Vec<_>>>()?;
+    Some(RunInput { args, heap, callframe, fuel: v["fuel"].as_u64()? })
+}
+
+/// The parent's answer from a child's line, for the pass from `before` to `after`; a
+/// finding is the parent's own replay of the child's inputs. `None` for a line that does
+/// not say an answer.
+fn answer_of_json(v: &Json, before: &Function, after: &Function) -> Option<Answer> {
+    let bound = || v["bound"].as_u64().map(|k| k as u32);
+    Some(match v["kind"].as_str()? {
+        "proved" => Answer::Proved,
+        "bounded" => Answer::ProvedBounded(bound()?),
+        "vacuous" => Answer::Vacuous(bound()?),
+        "unknown" => Answer::Unknown(unknown_of_word(v["why"].as_str()?)?),
+        "counterexample" | "disagreement" => super::replay(before, after, input_of_json(&v["input"])?),
+        _ => return None,
+    })
+}
+
+/// How a child ended, seen from the parent.
+enum Ended {
+    /// It answered every pass it was asked.
+    Done,
+    /// The parent killed it at a limit, after this long on the pass under way.
+    Limit(Unknown, Duration),
+    /// The parent killed it because `stop` said so.
+    Stopped,
+}
+
+/// The parent side: children validate the passes of `f` from the first one not yet
+/// answered, until every pass has an answer (or `stop` says to stop).
+fn validate_in_child(
+    program: &std::path::Path,
+    limits: Limits,
+    f: &Function,
+    pipeline: &Pipeline,
+    opts: &Options,
+    stop: &dyn Fn() -> bool,
+) -> Result<Vec<(String, Answer, Duration, bool)>, PassError> {
+    let (text, g) = round_trip(f);
+    let pairs = pass_pairs(&g, pipeline)?;
+    let passes: Vec<String> = pipeline.passes.iter().map(|p| p.name.to_string()).collect();
+    let mut out: Vec<(String, Answer, Duration, bool)> = vec![];
+    while out.len() < pairs.len() && !stop() {
+        let request = Request { text: text.clone(), start: pipeline.start, passes: passes.clone(), from: out.len(), opts: opts.clone() };
+        let first = out.len();
+        let ended = run_child(program, limits, &request.to_json(), stop, &mut |line, time| {
+            let v: Json = serde_json::from_str(line).map_err(|e| format!("the validator child wrote `{line}`: {e}"))?;
+            let i = v["index"].as_u64().map(|i| i as usize);
+            if i != Some(out.len()) || out.len() >= pairs.len() {
+                return Err(format!("the validator child answered out of turn: `{line}`"));
+            }
+            let (pass, before, after) = &pairs[out.len()];
+            let a = answer_of_json(&v, before, after).ok_or_else(|| format!("the validator child wrote `{line}`"))?;
+            let micros = v["micros"].as_u64().map_or(time, Duration::from_micros);
+            out.push((pass.clone(), a, micros, before != after));
+            Ok(())
+        });
+        match ended {
+            Ended::Done if out.len() == pairs.len() => {}
+            Ended::Done => panic!("the validator child ended after {} of {} answers", out.len() - first, pairs.len() - first),
+            Ended::Limit(why, spent) => {
+                let (pass, before, after) = &pairs[out.len()];
+                out.push((pass.clone(), Answer::Unknown(why), spent, before != after));
+            }
+            Ended::Stopped => break,
+        }
+    }
+    Ok(out)
+}
+
+/// Runs one child on `request`, handing each line it writes to `answer` (with the time
+/// since the previous one), and kills it at a limit or when `stop` says so. A child that
+/// fails or dies otherwise is a panic here, with its reason.
+fn run_child(
+    program: &std::path::Path,
+    limits: Limits,
+    request: &str,
+    stop: &dyn Fn() -> bool,
+    answer: &mut dyn FnMut(&str, Duration) -> Result<(), String>,
+) -> Ended {
+    let mut cmd = Command::new(program);
+    cmd.arg(CHILD_COMMAND).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+        #[cfg(target_os = "linux")]
+        // SAFETY: `prctl` is async-signal-safe; between fork and exec the child only asks
+        // to be killed when the thread that started it dies.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+    }
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start the validator child {}: {e}", program.display()));
+    let pid = child.id();
+    // The request is written by a thread of its own, and the answers are read by one, so
+    // that neither pipe can fill up while this thread watches the limits.
+    let mut stdin = child.stdin.take().expect("piped");
+    let request = request.to_string();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(request.as_bytes());
+    });
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stderr = child.stderr.take().expect("piped");
+    let errors = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut last = Instant::now();
+    let mut ended = None;
+    let mut bad_line = None;
+    loop {
+        match rx.recv_timeout(POLL) {
+            Ok(line) => {
+                if let Err(e) = answer(&line, last.elapsed()) {
+                    bad_line = Some(e);
+                    break;
+                }
+                last = Instant::now();
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if stop() {
+            ended = Some(Ended::Stopped);
+            break;
+        }
+        if last.elapsed() > limits.time {
+            ended = Some(Ended::Limit(Unknown::TimeLimit, last.elapsed()));
+            break;
+        }
+        if resident_of(pid).is_some_and(|r| r > limits.memory) {
+            ended = Some(Ended::Limit(Unknown::MemoryLimit, last.elapsed()));
+            break;
+        }
+    }
+    if ended.is_some() || bad_line.is_some() {
+        // The whole process group: anything the child started holds its pipes too.
+        #[cfg(unix)]
+        // SAFETY: `kill` on the child's own process group, which it leads (set above).
+        unsafe {
+            libc::kill(-(pid as i32), libc::SIGKILL);
+        }
+        let _ = child.kill();
+    }
+    let status = child.wait().expect("waiting for the validator child");
+    let _ = writer.join();
+    let _ = reader.join();
+    let stderr = errors.join().unwrap_or_default();
+    if let Some(e) = bad_line {
+        panic!("{e}");
+    }
+    if let Some(e) = ended {
+        return e;
+    }
+    if !status.success() {
+        let why = stderr.trim();
+        panic!("the validator child failed ({status}){}{why}", if why.is_empty() { "" } else { ": " });
+    }
+    Ended::Done
+}
+
+/// The resident bytes of process `pid` (`VmRSS`, in kB in `/proc/PID/status`), or `None`
+/// when it has gone.
+fn resident_of(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = text.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line["VmRSS:".len()..].split_whitespace().next()?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tandem_core::ir::HEAP_BASE;
+
+    fn function(src: &str) -> Function {
+        tandem_core::text::parse_module(src).expect("parses").0.functions.remove(0)
+    }
+
+    const BEFORE: &str = "function %f(i32 %a, i64 %b) -> i32 {
+    callframe i32 @x
+b0:
+    cfwrite(@x, add(cfread(@x), load.i32(1048576)))
+    ret add(%a, 1)
+}
+";
+
+    /// A counterexample crosses the pipe as its model's inputs (both value types, heap
+    /// rows, callframe values) and comes back as the parent's own replay of them.
+    #[test]
+    fn a_finding_crosses_the_pipe_as_its_inputs_and_is_replayed() {
+        let before = function(BEFORE);
+        let after = function(&BEFORE.replace("add(%a, 1)", "add(%a, 2)"));
+        let input = RunInput {
+            args: vec![Value::I32(-5), Value::I64(i64::MIN)],
+            heap: vec![(HEAP_BASE, vec![1, 2, 3, 255])],
+            callframe: vec![(CfVar::new(0), Value::I32(7))],
+            fuel: 1000,
+        };
+        let found = super::super::replay(&before, &after, input);
+        assert_eq!(found.kind(), "counterexample");
+        let line = answer_json(3, &found, Duration::from_micros(42)).to_string();
+        let v: Json = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["index"], 3);
+        assert_eq!(v["micros"], 42);
+        let back = answer_of_json(&v, &before, &after).expect("an answer");
+        assert_eq!(back.to_string(), found.to_string());
+        // The same inputs on a pass that changed nothing replay as no difference: the
+        // parent does not take the child's word for a finding.
+        let same = answer_of_json(&v, &before, &before).expect("an answer");
+        assert_eq!(same.kind(), "disagreement");
+    }
+
+    #[test]
+    fn every_other_answer_crosses_the_pipe() {
+        let f = function(BEFORE);
+        let answers = [
+            Answer::Proved,
+            Answer::ProvedBounded(2),
+            Answer::Vacuous(1),
+            Answer::Unknown(Unknown::Budget),
+            Answer::Unknown(Unknown::TooLarge),
+            Answer::Unknown(Unknown::Mismatch),
+            Answer::Unknown(Unknown::MemoryLimit),
+            Answer::Unknown(Unknown::TimeLimit),
+        ];
+        for a in answers {
+            let v = answer_json(0, &a, Duration::ZERO);
+            assert_eq!(answer_of_json(&v, &f, &f).map(|b| b.to_string()), Some(a.to_string()));
+        }
+        assert!(answer_of_json(&json!({ "index": 0, "kind": "proved-ish" }), &f, &f).is_none());
+    }
+
+    #[test]
+    fn a_self_check_summary_crosses_the_pipe() {
+        let s = super::super::selfcheck::Summary { compared: 5, beyond_bound: 2, fuel_exhausted: 1, differences: vec![(7, "after dce".into(), 1, "end kind".into())] };
+        let back = summary_of_json(&summary_json(&s)).unwrap();
+        assert_eq!(format!("{back:?}"), format!("{s:?}"));
+    }
+
+    #[test]
+    fn a_request_reads_back() {
+        let opts = Options { bound: 3, rlimit: 1234, max_nodes: 99 };
+        let r = Request { text: BEFORE.into(), start: Form::Ssa, passes: vec!["memopt".into(), "dce".into()], from: 1, opts };
+        let back = Request::from_json(&r.to_json()).unwrap();
+        assert_eq!((back.text.as_str(), back.start, back.passes.clone(), back.from), (BEFORE, Form::Ssa, r.passes.clone(), 1));
+        assert_eq!((back.opts.bound, back.opts.rlimit, back.opts.max_nodes), (3, 1234, 99));
+        assert!(Request::from_json("{\"start\": \"lir\"}").is_err());
+    }
+
+    /// A stand-in child: a shell script that ignores its request and does `body`.
+    fn fake_child(name: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("tandem-isolate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    fn pipeline() -> Pipeline {
+        Pipeline::parse_from(Form::Hir, "ssa,dce").unwrap()
+    }
+
+    /// A child that never answers is killed at the time limit, pass after pass: every
+    /// answer is `unknown (time limit)`, none a pass.
+    #[test]
+    fn a_child_past_its_time_is_killed_and_the_pass_is_unknown() {
+        let child = fake_child("sleeps", "sleep 20");
+        let limits = Limits { memory: 1 << 40, time: Duration::from_millis(150) };
+        let t = Instant::now();
+        let out = validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), &|| false).unwrap();
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        let got: Vec<(String, String)> = out.iter().map(|(p, a, _, _)| (p.clone(), a.to_string())).collect();
+        let want = ["ssa", "dce"].map(|p| (p.to_string(), "unknown (time limit)".to_string()));
+        assert_eq!(got, want);
+        assert!(out.iter().all(|(_, _, t, _)| *t >= limits.time));
+    }
+
+    /// A child whose resident set passes the cap is killed at once: `unknown (memory
+    /// limit)`. (`tail` keeps the endless line of /dev/zero in memory.)
+    #[test]
+    fn a_child_past_its_memory_is_killed_and_the_pass_is_unknown() {
+        let child = fake_child("grows", "exec tail /dev/zero");
+        let limits = Limits { memory: 64 << 20, time: Duration::from_secs(60) };
+        let t = Instant::now();
+        let out = validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), &|| false).unwrap();
+        assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+        let got: Vec<String> = out.iter().map(|(_, a, _, _)| a.to_string()).collect();
+        assert_eq!(got, ["unknown (memory limit)", "unknown (memory limit)"]);
+    }
+
+    /// Stopping kills the child and leaves the pass under way without an answer.
+    #[test]
+    fn stopping_leaves_the_rest_unanswered() {
+        let child = fake_child("sleeps-too", "sleep 20");
+        let limits = Limits { memory: 1 << 40, time: Duration::from_secs(60) };
+        let t = Instant::now();
+        let out = validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), &|| t.elapsed() > Duration::from_millis(100)).unwrap();
+        assert!(out.is_empty());
+        assert!(t.elapsed() < Duration::from_secs(10));
+    }
+
+    /// A child that fails is a panic of the validation, with what it said, never an
+    /// answer; so is one that writes something other than an answer.
+    #[test]
+    fn a_failing_child_is_a_panic_with_its_reason() {
+        for (name, body, says) in [
+            ("fails", "echo 'it broke' >&2; exit 3", "it broke"),
+            ("babbles", "echo hello", "hello"),
+            ("out-of-turn", "echo '{\"index\": 1, \"kind\": \"proved\"}'", "out of turn"),
+        ] {
+            let child = fake_child(name, body);
+            let limits = Limits { memory: 1 << 40, time: Duration::from_secs(60) };
+            let r = std::panic::catch_unwind(|| validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), &|| false));
+            let why = r.expect_err("a panic");
+            let why = why.downcast_ref::<String>().cloned().unwrap_or_default();
+            assert!(why.contains(says), "{name}: {why}");
+        }
+    }
+}
