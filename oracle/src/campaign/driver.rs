@@ -742,7 +742,7 @@ impl Session {
     ///
     /// The workers are threads of their own, not joined: a seed whose check never ends
     /// (a pass that loops, a stage without a bound) cannot hold the campaign. The
-    /// watchdog ([`seed_watchdog`]) stops the campaign when a seed runs past it: a seed
+    /// watchdog ([`seed_watchdog`]) stops the campaign when a seed stays in one stage past it: a seed
     /// stuck in a pass or the backend is a finding (`hang`, a compiler bug), one stuck in
     /// the harness is abandoned and named (a harness bug, never a finding). After a signal
     /// the seeds under way have [`INTERRUPT_GRACE`] to finish, then they are abandoned:
@@ -830,7 +830,7 @@ impl Session {
         Ok(self.summary)
     }
 
-    /// The watchdog: a seed under way for longer than [`seed_watchdog`] stops the
+    /// The watchdog: a seed in one stage for longer than [`seed_watchdog`] stops the
     /// campaign. Stuck in a pass or the backend (the compiler under test never finishing is
     /// its bug), the seed is completed as a `hang` finding; stuck in the harness, it is left
     /// to [`Session::abandon`]. Returns what stopped the campaign, if anything did.
@@ -838,11 +838,16 @@ impl Session {
         let limit = seed_watchdog();
         for slot in slots {
             let Some(w) = lock(slot).clone() else { continue };
-            let ran = w.started.elapsed();
+            // Time in the current stage: every stage is bounded on its own (fuel, the
+            // instruction budget, the validator child's limits per pass), so a seed that
+            // goes through many of them is slow, not stuck.
+            let (stage, ran) = {
+                let s = lock(&w.stage);
+                (s.name.clone(), s.since.elapsed())
+            };
             if ran < limit || self.done.contains(w.pos) {
                 continue;
             }
-            let stage = lock(&w.stage).clone();
             let what = format!("seed {} (profile {}) ran for {:.0} s in stage `{stage}`", w.seed, w.profile.name(), ran.as_secs_f64());
             if !crate::judge::check::is_compiler_stage(&stage) {
                 return Ok(Some(format!("{what}: a harness stage without a bound (a harness bug, not a finding); the campaign stopped")));
@@ -865,7 +870,7 @@ impl Session {
             if self.done.contains(w.pos) {
                 continue;
             }
-            let stage = lock(&w.stage).clone();
+            let stage = lock(&w.stage).name.clone();
             out.push(format!(
                 "seed {} (profile {}): abandoned after {:.1} s in stage `{stage}`",
                 w.seed,
@@ -1002,9 +1007,9 @@ impl Session {
     }
 }
 
-/// How long one seed's check may run before the watchdog stops the campaign
-/// ([`set_seed_watchdog`]; 300 s by default, far above what a validated seed of the largest
-/// profile takes).
+/// How long one seed's check may stay in one stage before the watchdog stops the
+/// campaign ([`set_seed_watchdog`]; 300 s by default, far above what any bounded stage
+/// takes: the validator's child is stopped at 30 s per pass).
 pub fn seed_watchdog() -> Duration {
     Duration::from_millis(WATCHDOG_MS.load(std::sync::atomic::Ordering::Relaxed))
 }
@@ -1058,7 +1063,7 @@ fn worker(
             return;
         }
     };
-    let stage: crate::judge::check::StageSlot = std::sync::Arc::new(Mutex::new(String::new()));
+    let stage: crate::judge::check::StageSlot = std::sync::Arc::new(Mutex::new(crate::judge::check::Stage::new("")));
     crate::judge::check::watch_stages(Some(stage.clone()));
     loop {
         if stop.load(Ordering::Relaxed) || time_is_up(deadline) {
@@ -1080,12 +1085,12 @@ fn worker(
         };
         let profile = c.profile.for_seed(seed);
         let verify = verified_seed(seed, c.verify_permille);
-        *lock(&stage) = "generator".into();
+        *lock(&stage) = crate::judge::check::Stage::new("generator");
         *lock(slot) = Some(InFlight { pos, seed, profile, started: Instant::now(), stage: stage.clone() });
         let outcome = match catch_panic(|| check_seed(pos, seed, profile, verify.then_some(deadline), &mut emu)) {
             Ok(o) => o,
             Err((message, at)) => {
-                let problem = crash_problem(&lock(&stage), &message, at.as_deref());
+                let problem = crash_problem(&lock(&stage).name, &message, at.as_deref());
                 // The machines may be mid-run: a fresh set for the next seed.
                 match new_emulator() {
                     Ok(e) => emu = e,

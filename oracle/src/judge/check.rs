@@ -58,8 +58,21 @@ thread_local! {
 }
 
 /// The stage a thread's check is in, readable by another thread: a campaign's watchdog
-/// names the stage of a seed that runs too long, and the stage of a panic.
-pub type StageSlot = std::sync::Arc<std::sync::Mutex<String>>;
+/// names the stage of a seed that stays too long in one stage, and the stage of a panic.
+pub type StageSlot = std::sync::Arc<std::sync::Mutex<Stage>>;
+
+/// A stage a check entered, and when.
+#[derive(Clone, Debug)]
+pub struct Stage {
+    pub name: String,
+    pub since: std::time::Instant,
+}
+
+impl Stage {
+    pub fn new(name: impl Into<String>) -> Stage {
+        Stage { name: name.into(), since: std::time::Instant::now() }
+    }
+}
 
 /// Makes this thread's checks report every stage they enter into `slot` (`None`: stop).
 pub fn watch_stages(slot: Option<StageSlot>) {
@@ -71,7 +84,7 @@ pub fn watch_stages(slot: Option<StageSlot>) {
 pub fn enter_stage(stage: impl FnOnce() -> String) {
     STAGE.with(|s| {
         if let Some(slot) = &*s.borrow() {
-            *slot.lock().unwrap_or_else(|e| e.into_inner()) = stage();
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Stage::new(stage());
         }
     });
 }
