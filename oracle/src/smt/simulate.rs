@@ -18,7 +18,12 @@
 //! slots a pass is likely to keep equal: locals of related names (`%i` and its SSA
 //! versions `%i.3`), the two heaps, each callframe variable on both sides, a callframe
 //! variable and the locals the target added (memopt's promoted variables), a local and
-//! its definitions. This is signal correspondence (van Eijk), Houdini over partitions:
+//! its definitions. When that relation fails, a second try adds candidates read off the
+//! code ([`aligned_reads`]): the statements of each block aligned, a local the target reads
+//! where the source reads a callframe variable or a load ([`Slot::Read`]: a heap cell),
+//! or keeps on the way (`comma((%val = x), %val)`, the value a callframe write stores),
+//! joins that variable or load (memopt's promoted variables, hoisted and forwarded loads,
+//! locals it reuses). This is signal correspondence (van Eijk), Houdini over partitions:
 //! the entry state of a block gives every class one fresh symbol (a definition in a
 //! class is assumed equal to it), so the two sides of a block compute the *same terms*
 //! wherever the pass left the computation alone, and most of the relation at a successor
@@ -65,6 +70,10 @@ enum Slot {
     /// The value of a value tree of that side's function (of the local's type) in that
     /// side's state: not part of the state, assumed equal to its class at an entry.
     Def(Side, Local, Expr),
+    /// The value of a load of that side's function (of the given type) in that side's
+    /// state: a heap cell, which a pass may now keep in a local (memopt's LOAD-LOAD,
+    /// STORE-LOAD and hoisted loads).
+    Read(Side, Type, Expr),
 }
 
 /// What can be equal: bit-vectors of one width, or heaps.
@@ -197,8 +206,19 @@ impl Pair<'_> {
     fn kind(&self, slot: Slot) -> Kind {
         match slot {
             Slot::Local(s, l) | Slot::Def(s, l, _) => Kind::Bits(self.side(s).locals[l].ty.bits()),
+            Slot::Read(_, ty, _) => Kind::Bits(ty.bits()),
             Slot::Cf(s, v) => Kind::Bits(self.side(s).cfvars[v].ty.bits()),
             Slot::Heap(_) => Kind::Heap,
+        }
+    }
+
+    /// A slot that is the value of a tree (a definition or a load): its side, type and
+    /// tree; `None` for a slot of the state.
+    fn tree(&self, slot: Slot) -> Option<(Side, Type, Expr)> {
+        match slot {
+            Slot::Def(side, l, e) => Some((side, self.side(side).locals[l].ty, e)),
+            Slot::Read(side, ty, e) => Some((side, ty, e)),
+            Slot::Local(..) | Slot::Cf(..) | Slot::Heap(_) => None,
         }
     }
 
@@ -249,38 +269,24 @@ impl Pair<'_> {
             Slot::Local(side, l) => Val::Bv(st(side).locals[l.index()].clone()),
             Slot::Cf(side, v) => Val::Bv(st(side).callframe[v.index()].clone()),
             Slot::Heap(side) => Val::Heap(st(side).heap.clone()),
-            Slot::Def(side, l, e) => {
-                let f = self.side(side);
-                let ty: Type = f.locals[l].ty;
-                Val::Bv(eval_value(f, e, st(side), ty, limit).ok()?)
+            Slot::Def(..) | Slot::Read(..) => {
+                let (side, ty, e) = self.tree(slot).expect("a tree slot");
+                Val::Bv(eval_value(self.side(side), e, st(side), ty, limit).ok()?)
             }
         })
     }
 }
 
 /// The slots of the two states, and the first partition: the class of each slot, as the
-/// index of the first slot of its class.
-fn first_partition(src: &Function, tgt: &Function) -> (Vec<Slot>, Vec<usize>) {
-    let mut slots = vec![Slot::Heap(Side::Src), Slot::Heap(Side::Tgt)];
-    slots.extend(src.cfvars.keys().map(|v| Slot::Cf(Side::Src, v)));
-    slots.extend(tgt.cfvars.keys().map(|v| Slot::Cf(Side::Tgt, v)));
-    slots.extend(src.locals.keys().map(|l| Slot::Local(Side::Src, l)));
-    slots.extend(tgt.locals.keys().map(|l| Slot::Local(Side::Tgt, l)));
-    // Definitions of the target's locals (a pass's temporaries, promoted variables,
-    // versions, and locals it now assigns earlier), and of the source's locals the target
-    // removed (by name); a source local the target still has is related to its namesake.
-    let names = |f: &Function| -> HashSet<String> { f.locals.values().map(|d| d.name.clone()).collect() };
-    let (src_names, tgt_names) = (names(src), names(tgt));
-    for (side, f, other) in [(Side::Src, src, Some(&tgt_names)), (Side::Tgt, tgt, None)] {
-        for (l, defs) in definitions(f).into_iter().enumerate() {
-            if other.is_some_and(|o| o.contains(&f.locals[Local::new(l)].name)) {
-                continue;
-            }
-            slots.extend(defs.into_iter().map(|e| Slot::Def(side, Local::new(l), e)));
-        }
-    }
-    slots.truncate(MAX_SLOTS);
-    let index = |x: Slot| slots.iter().position(|&y| y == x);
+/// index of the first slot of its class. Joined are the [`named_pairs`], each definition
+/// with its local, and the candidates `aligned` read off the code ([`aligned_reads`]).
+fn first_partition(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)]) -> (Vec<Slot>, Vec<usize>) {
+    let slots = partition_slots(src, tgt, aligned);
+    let index = |x: Slot| match x {
+        // A load is the slot of the first load of the same tree.
+        Slot::Read(_, _, e) => slots.iter().position(|&y| matches!(y, Slot::Read(_, _, x) if same_tree(src, x, e))),
+        _ => slots.iter().position(|&y| y == x),
+    };
     let mut uf: Vec<usize> = (0..slots.len()).collect();
     fn find(uf: &mut [usize], mut i: usize) -> usize {
         while uf[i] != i {
@@ -289,19 +295,64 @@ fn first_partition(src: &Function, tgt: &Function) -> (Vec<Slot>, Vec<usize>) {
         }
         i
     }
-    let join = |uf: &mut Vec<usize>, a: Option<usize>, b: Option<usize>| {
-        if let (Some(a), Some(b)) = (a, b) {
-            let (x, y) = (find(uf, a), find(uf, b));
+    let mut pairs = named_pairs(src, tgt);
+    // A definition is its local's.
+    pairs.extend(slots.iter().filter_map(|&slot| match slot {
+        Slot::Def(side, l, _) => Some((slot, Slot::Local(side, l))),
+        _ => None,
+    }));
+    pairs.extend(aligned.iter().copied());
+    for (a, b) in pairs {
+        if let (Some(a), Some(b)) = (index(a), index(b)) {
+            let (x, y) = (find(&mut uf, a), find(&mut uf, b));
             uf[x.max(y)] = x.min(y);
         }
-    };
-    join(&mut uf, Some(0), Some(1));
-    for v in src.cfvars.keys() {
-        join(&mut uf, index(Slot::Cf(Side::Src, v)), index(Slot::Cf(Side::Tgt, v)));
     }
+    let class = (0..slots.len()).map(|i| find(&mut uf, i)).collect();
+    (slots, class)
+}
+
+/// The slots of the two states (heaps, callframe variables, locals), the definitions of
+/// the target's locals (a pass's temporaries, promoted variables, versions, and locals it
+/// now assigns earlier) and of the source's locals the target removed (by name), and the
+/// loads of `aligned` (one per tree), cut at [`MAX_SLOTS`].
+fn partition_slots(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)]) -> Vec<Slot> {
+    let mut slots = vec![Slot::Heap(Side::Src), Slot::Heap(Side::Tgt)];
+    slots.extend(src.cfvars.keys().map(|v| Slot::Cf(Side::Src, v)));
+    slots.extend(tgt.cfvars.keys().map(|v| Slot::Cf(Side::Tgt, v)));
+    slots.extend(src.locals.keys().map(|l| Slot::Local(Side::Src, l)));
+    slots.extend(tgt.locals.keys().map(|l| Slot::Local(Side::Tgt, l)));
+    let tgt_names: HashSet<&str> = tgt.locals.values().map(|d| d.name.as_str()).collect();
+    for (side, f, other) in [(Side::Src, src, Some(&tgt_names)), (Side::Tgt, tgt, None)] {
+        for (l, defs) in definitions(f).into_iter().enumerate() {
+            if other.is_some_and(|o| o.contains(f.locals[Local::new(l)].name.as_str())) {
+                continue;
+            }
+            slots.extend(defs.into_iter().map(|e| Slot::Def(side, Local::new(l), e)));
+        }
+    }
+    for &(a, _) in aligned {
+        if let Slot::Read(_, _, e) = a {
+            if !slots.iter().any(|&y| matches!(y, Slot::Read(_, _, x) if same_tree(src, x, e))) {
+                slots.push(a);
+            }
+        }
+    }
+    slots.truncate(MAX_SLOTS);
+    slots
+}
+
+/// The pairs of slots a pass is likely to keep equal, by name: the two heaps, each
+/// callframe variable on both sides, a local of both sides and its namesake, a local the
+/// target added (or renamed) and the source's locals of the same base name (`%i` and
+/// `%i.3`), and one the target added and the callframe variable it is named after
+/// (memopt promotes them into locals named after the variable).
+fn named_pairs(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
+    let mut out = vec![(Slot::Heap(Side::Src), Slot::Heap(Side::Tgt))];
+    out.extend(src.cfvars.keys().map(|v| (Slot::Cf(Side::Src, v), Slot::Cf(Side::Tgt, v))));
+    let names = |f: &Function| -> HashSet<String> { f.locals.values().map(|d| d.name.clone()).collect() };
+    let (src_names, tgt_names) = (names(src), names(tgt));
     for (t, td) in tgt.locals.iter() {
-        // A local of both sides is related to its namesake; one the target added (or
-        // renamed) to the source's locals of the same base name (`%i` and `%i.3`).
         let same = src.locals.iter().find(|(_, sd)| sd.name == td.name && sd.ty == td.ty).map(|(s, _)| s);
         for (s, sd) in src.locals.iter() {
             let related = match same {
@@ -309,26 +360,111 @@ fn first_partition(src: &Function, tgt: &Function) -> (Vec<Slot>, Vec<usize>) {
                 None => sd.ty == td.ty && base(&sd.name) == base(&td.name) && !tgt_names.contains(&sd.name),
             };
             if related {
-                join(&mut uf, index(Slot::Local(Side::Src, s)), index(Slot::Local(Side::Tgt, t)));
+                out.push((Slot::Local(Side::Src, s), Slot::Local(Side::Tgt, t)));
             }
         }
-        // A local the target added may hold a callframe variable (memopt promotes them
-        // into locals named after the variable, or `%mem`, `%val`, `%k`).
         if !src_names.contains(&td.name) {
             for (v, vd) in src.cfvars.iter() {
                 if vd.ty == td.ty && base(&td.name) == vd.name {
-                    join(&mut uf, index(Slot::Cf(Side::Src, v)), index(Slot::Local(Side::Tgt, t)));
+                    out.push((Slot::Cf(Side::Src, v), Slot::Local(Side::Tgt, t)));
                 }
             }
         }
     }
-    for (i, &slot) in slots.iter().enumerate() {
-        if let Slot::Def(side, l, _) = slot {
-            join(&mut uf, Some(i), index(Slot::Local(side, l)));
+    out
+}
+
+/// Most source statements looked ahead for the one a target statement corresponds to.
+const ALIGN_AHEAD: usize = 8;
+
+/// Candidates read off the code: the two functions' statements of each block aligned
+/// (in order, a target statement with the next source statement of the same shape), and
+/// their trees walked side by side. Where the source reads memory (a callframe variable, a
+/// load) and the target reads a local instead, or keeps the value in a
+/// local on the way (`comma((%val = x), %val)`, and the value a callframe write stores),
+/// that local may hold it across blocks too: each pair is a source slot (a callframe
+/// variable or a [`Slot::Read`] load) and the target's local. (Candidates between locals
+/// of other names cost more splits than they prove.) Only candidates:
+/// the inference keeps those that are inductive.
+fn aligned_reads(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
+    let mut out = vec![];
+    for &b in &src.layout {
+        let (ss, ts) = (&src.blocks[b].stmts, &tgt.blocks[b].stmts);
+        let mut i = 0;
+        for &t in ts {
+            let ahead = ss.len().min(i + ALIGN_AHEAD);
+            if let Some(k) = (i..ahead).find(|&k| same_root(src, ss[k], tgt, t)) {
+                walk_aligned(src, ss[k], tgt, t, &mut out);
+                i = k + 1;
+            }
+        }
+        let roots = |f: &Function| match &f.blocks[b].term {
+            tandem_core::ir::Terminator::Branch { cond, .. } => Some(*cond),
+            tandem_core::ir::Terminator::Return(e) => Some(*e),
+            tandem_core::ir::Terminator::Switch { value, .. } => Some(*value),
+            tandem_core::ir::Terminator::Jump(_) => None,
+        };
+        if let (Some(x), Some(y)) = (roots(src), roots(tgt)) {
+            walk_aligned(src, x, tgt, y, &mut out);
         }
     }
-    let class = (0..slots.len()).map(|i| find(&mut uf, i)).collect();
-    (slots, class)
+    out
+}
+
+/// Whether two statements may correspond: the same operator, and the same local,
+/// callframe variable or width where they have one.
+fn same_root(src: &Function, s: Expr, tgt: &Function, t: Expr) -> bool {
+    match (&src.exprs[s], &tgt.exprs[t]) {
+        (ExprData::Assign { local: a, .. }, ExprData::Assign { local: b, .. }) => src.locals[*a].name == tgt.locals[*b].name,
+        (ExprData::CfWrite { var: a, .. }, ExprData::CfWrite { var: b, .. }) => a == b,
+        (ExprData::Store { width: a, .. }, ExprData::Store { width: b, .. }) => a == b,
+        (x, y) => std::mem::discriminant(x) == std::mem::discriminant(y),
+    }
+}
+
+/// Walks the trees `s` (source) and `t` (target) side by side (see [`aligned_reads`]),
+/// adding the candidates found to `out`.
+fn walk_aligned(src: &Function, s: Expr, tgt: &Function, t: Expr, out: &mut Vec<(Slot, Slot)>) {
+    // The source's slot a target local that holds the value of source node `s` may equal.
+    let held = |s: Expr, m: Local| -> Option<Slot> {
+        match src.exprs[s] {
+            ExprData::CfRead(v) => Some(Slot::Cf(Side::Src, v)),
+            ExprData::Load { ty, .. } => Some(Slot::Read(Side::Src, ty, s)),
+            _ => None,
+        }
+        .filter(|_| src.expr_type(s) == Some(tgt.locals[m].ty))
+    };
+    // Each pair with the callframe variable the source node's value is written to.
+    let mut stack = vec![(s, t, None::<CfVar>)];
+    while let Some((s, mut t, written)) = stack.pop() {
+        // `comma((%m = x), %m)`: the target keeps the value in `%m` on the way.
+        while let ExprData::Comma { first, second } = tgt.exprs[t] {
+            match (&tgt.exprs[first], &tgt.exprs[second]) {
+                (ExprData::Assign { local, value }, ExprData::Local(m)) if local == m => {
+                    if let Some(v) = written.filter(|&v| src.cfvars[v].ty == tgt.locals[*m].ty) {
+                        out.push((Slot::Cf(Side::Src, v), Slot::Local(Side::Tgt, *m)));
+                    }
+                    out.extend(held(s, *m).map(|a| (a, Slot::Local(Side::Tgt, *m))));
+                    t = *value;
+                }
+                _ => break,
+            }
+        }
+        if let ExprData::Local(m) = tgt.exprs[t] {
+            out.extend(held(s, m).map(|a| (a, Slot::Local(Side::Tgt, m))));
+            continue;
+        }
+        let (x, y) = (&src.exprs[s], &tgt.exprs[t]);
+        let (xo, yo) = (x.operands(), y.operands());
+        if std::mem::discriminant(x) != std::mem::discriminant(y) || xo.len() != yo.len() {
+            continue;
+        }
+        let w = match x {
+            ExprData::CfWrite { var, .. } => Some(*var),
+            _ => None,
+        };
+        stack.extend(xo.iter().zip(yo.iter()).map(|(&a, &b)| (a, b, w)));
+    }
 }
 
 /// A block's encoded step: the entry states built from its partition, the assumptions
@@ -349,37 +485,64 @@ struct Step {
 
 /// The entry states of block `b` under `class` (or, for the entry block, the initial
 /// state of a run, arguments shared), with the assumptions about definitions.
+///
+/// Each class gets one value. A class with a state slot and a definition whose operands
+/// are in other classes takes the definition's value in the entry state (so that a local
+/// holding `add(%a, %b)` is that very term); the others get a fresh symbol. The other
+/// definitions are assumed equal to their class.
 fn entry_states(p: &Pair, class: Option<&[usize]>, trace: usize, limit: usize) -> (State, State, Vec<Bool>) {
-    let (src, tgt) = (p.src, p.tgt);
     let Some(class) = class else {
-        let args: Vec<BV> = src.params.iter().map(|&q| BV::fresh_const("arg", src.locals[q].ty.bits())).collect();
-        let heap = Array::fresh_const("heap", &Sort::bitvector(32), &Sort::bitvector(8));
-        let cf: Vec<BV> = src.cfvars.values().map(|d| BV::fresh_const("cf", d.ty.bits())).collect();
-        let init = |f: &Function| {
-            let locals = f
-                .locals
-                .iter()
-                .map(|(l, d)| match f.params.iter().position(|&q| q == l) {
-                    Some(i) => args[i].clone(),
-                    None => BV::from_u64(0, d.ty.bits()),
-                })
-                .collect();
-            State { locals, heap: heap.clone(), callframe: cf.clone(), trace: Trace::empty(trace) }
-        };
-        return (init(src), init(tgt), vec![]);
+        return initial_states(p, trace);
     };
-    // Each class gets one value. A class with a state slot and a definition whose operands
-    // are in other classes takes the definition's value in the entry state (so that a
-    // local holding `add(%a, %b)` is that very term); the others get a fresh symbol.
-    // Definitions are chosen so that no class's value depends on itself.
+    let mut chosen = choose_definitions(p, class);
+    let (s, t, val) = class_values(p, class, &mut chosen, trace, limit);
+    let size = sizes(class);
+    let mut assumed = vec![];
+    for (i, &slot) in p.slots.iter().enumerate() {
+        let r = class[i];
+        if p.tree(slot).is_none() || size[r] < 2 || chosen[r].as_ref().map(|c| c.0) == Some(i) {
+            continue;
+        }
+        let o = val[r].clone().expect("every class has a value");
+        if let Some(v) = p.value(slot, &s, &t, limit) {
+            if !v.same_term(&o) {
+                assumed.push(v.eq(&o));
+            }
+        }
+    }
+    (s, t, assumed)
+}
+
+/// The initial states of a run: arguments, heap and callframe shared, locals 0.
+fn initial_states(p: &Pair, trace: usize) -> (State, State, Vec<Bool>) {
+    let src = p.src;
+    let args: Vec<BV> = src.params.iter().map(|&q| BV::fresh_const("arg", src.locals[q].ty.bits())).collect();
+    let heap = Array::fresh_const("heap", &Sort::bitvector(32), &Sort::bitvector(8));
+    let cf: Vec<BV> = src.cfvars.values().map(|d| BV::fresh_const("cf", d.ty.bits())).collect();
+    let init = |f: &Function| {
+        let locals = f
+            .locals
+            .iter()
+            .map(|(l, d)| match f.params.iter().position(|&q| q == l) {
+                Some(i) => args[i].clone(),
+                None => BV::from_u64(0, d.ty.bits()),
+            })
+            .collect();
+        State { locals, heap: heap.clone(), callframe: cf.clone(), trace: Trace::empty(trace) }
+    };
+    (init(p.src), init(p.tgt), vec![])
+}
+
+/// Per class (by its first slot), the definition whose value it takes, with the classes
+/// that definition reads; chosen so that no class's value depends on itself.
+fn choose_definitions(p: &Pair, class: &[usize]) -> Vec<Option<(usize, Vec<usize>)>> {
     let n = p.slots.len();
     let size = sizes(class);
-    let mut chosen: Vec<Option<usize>> = vec![None; n];
-    let mut deps: Vec<Vec<usize>> = vec![vec![]; n];
+    let mut chosen: Vec<Option<(usize, Vec<usize>)>> = vec![None; n];
     for (i, &slot) in p.slots.iter().enumerate() {
-        let Slot::Def(side, _, e) = slot else { continue };
+        let Some((side, _, e)) = p.tree(slot) else { continue };
         let r = class[i];
-        if size[r] < 2 || matches!(p.slots[r], Slot::Def(..)) || chosen[r].is_some() {
+        if size[r] < 2 || p.tree(p.slots[r]).is_some() || chosen[r].is_some() {
             continue;
         }
         let Some(reads) = p.reads(side, e) else { continue };
@@ -394,14 +557,21 @@ fn entry_states(p: &Pair, class: Option<&[usize]>, trace: usize, limit: usize) -
                 break;
             }
             if seen.insert(c) {
-                stack.extend(deps[c].iter().copied());
+                stack.extend(chosen[c].iter().flat_map(|(_, d)| d.iter().copied()));
             }
         }
         if !cycle {
-            chosen[r] = Some(i);
-            deps[r] = reads;
+            chosen[r] = Some((i, reads));
         }
     }
+    chosen
+}
+
+/// The value of every class and the two entry states holding them: fresh symbols for the
+/// classes without a chosen definition, then the definitions in dependency order (a
+/// definition too large to evaluate is dropped from `chosen` and its class gets a symbol).
+fn class_values(p: &Pair, class: &[usize], chosen: &mut [Option<(usize, Vec<usize>)>], trace: usize, limit: usize) -> (State, State, Vec<Option<Val>>) {
+    let n = p.slots.len();
     let fresh = |r: usize| match p.kind(p.slots[r]) {
         Kind::Bits(w) => Val::Bv(BV::fresh_const("v", w)),
         Kind::Heap => Val::Heap(Array::fresh_const("heap", &Sort::bitvector(32), &Sort::bitvector(8))),
@@ -424,50 +594,38 @@ fn entry_states(p: &Pair, class: Option<&[usize]>, trace: usize, limit: usize) -
         let before = pending.len();
         let mut rest = vec![];
         for r in pending {
-            if !deps[r].iter().all(|&c| val[c].is_some()) {
+            let (i, deps) = chosen[r].clone().expect("pending classes have a definition");
+            if !deps.iter().all(|&c| val[c].is_some()) {
                 rest.push(r);
                 continue;
             }
-            let i = chosen[r].expect("pending classes have a definition");
-            let v = match p.value(p.slots[i], &s, &t, limit) {
-                Some(v) => v,
-                None => {
-                    chosen[r] = None;
-                    fresh(r)
-                }
-            };
+            let v = p.value(p.slots[i], &s, &t, limit).unwrap_or_else(|| {
+                chosen[r] = None;
+                fresh(r)
+            });
             for &m in &members[r] {
-                let side = match p.slots[m] {
-                    Slot::Local(x, _) | Slot::Cf(x, _) | Slot::Heap(x) | Slot::Def(x, _, _) => x,
-                };
-                let st = if side == Side::Src { &mut s } else { &mut t };
-                match (p.slots[m], &v) {
-                    (Slot::Local(_, l), Val::Bv(b)) => st.locals[l.index()] = b.clone(),
-                    (Slot::Cf(_, c), Val::Bv(b)) => st.callframe[c.index()] = b.clone(),
-                    (Slot::Heap(_), Val::Heap(h)) => st.heap = h.clone(),
-                    _ => {}
-                }
+                write_slot(p.slots[m], &v, &mut s, &mut t);
             }
             val[r] = Some(v);
         }
         pending = rest;
         assert!(pending.len() < before, "the chosen definitions are acyclic");
     }
-    // The other definitions are assumed equal to their class.
-    let mut assumed = vec![];
-    for (i, &slot) in p.slots.iter().enumerate() {
-        let r = class[i];
-        if !matches!(slot, Slot::Def(..)) || size[r] < 2 || chosen[r] == Some(i) {
-            continue;
-        }
-        let o = val[r].clone().expect("every class has a value");
-        if let Some(v) = p.value(slot, &s, &t, limit) {
-            if !v.same_term(&o) {
-                assumed.push(v.eq(&o));
-            }
-        }
+    (s, t, val)
+}
+
+/// Writes `v` into the state slot `slot` of its side's state (a tree slot holds nothing).
+fn write_slot(slot: Slot, v: &Val, s: &mut State, t: &mut State) {
+    let side = match slot {
+        Slot::Local(x, _) | Slot::Cf(x, _) | Slot::Heap(x) | Slot::Def(x, _, _) | Slot::Read(x, _, _) => x,
+    };
+    let st = if side == Side::Src { s } else { t };
+    match (slot, v) {
+        (Slot::Local(_, l), Val::Bv(b)) => st.locals[l.index()] = b.clone(),
+        (Slot::Cf(_, c), Val::Bv(b)) => st.callframe[c.index()] = b.clone(),
+        (Slot::Heap(_), Val::Heap(h)) => st.heap = h.clone(),
+        _ => {}
     }
-    (s, t, assumed)
 }
 
 /// Encodes block `b`'s step under `class`; adds the nodes evaluated to `work`.
@@ -492,22 +650,66 @@ fn encode_block(p: &Pair, b: Block, class: Option<&[usize]>, trace: usize, limit
     Ok(Step { block: b, entry: class.is_none(), assumed, assumed_symbols, x, y, succs })
 }
 
-/// The simulation check: `Ok(true)` when every block pair is proved under the inferred
-/// relation (every run agrees), `Ok(false)` when the blocks do not correspond or some
-/// block is not proved, `Err` when the budget ran out or a block is too large.
-pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: &mut Budget) -> Result<bool, Unknown> {
+/// Whether the blocks of the two functions correspond (see the module docs): the same
+/// entry, every source block kept, the same parameter types and callframe variables, and
+/// no jump to the entry.
+fn corresponds(src: &Function, tgt: &Function) -> bool {
     let entry = src.entry();
-    let corresponds = tgt.entry() == entry
+    tgt.entry() == entry
         && src.layout.iter().all(|b| tgt.layout.contains(b))
         && src.params.len() == tgt.params.len()
         && src.params.iter().zip(&tgt.params).all(|(&p, &q)| src.locals[p].ty == tgt.locals[q].ty)
         && src.cfvars == tgt.cfvars
-        && ![src, tgt].iter().any(|f| f.layout.iter().any(|&b| f.blocks[b].term.successors().contains(&entry)));
-    if !corresponds {
+        && ![src, tgt].iter().any(|f| f.layout.iter().any(|&b| f.blocks[b].term.successors().contains(&entry)))
+}
+
+/// The simulation check: `Ok(true)` when every block pair is proved under the inferred
+/// relation (every run agrees), `Ok(false)` when the blocks do not correspond or some
+/// block is not proved, `Err` when the budget ran out or a block is too large.
+///
+/// The relation is inferred from the first partition by name and definitions; if that
+/// fails and the code shows locals that may hold memory ([`aligned_reads`]), once more
+/// with those candidates joined too. More candidates can cost more splits than they
+/// prove (a split by an arbitrary model may part what a later edge needed together), so
+/// they are the second try, on what is left of the budget.
+pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: &mut Budget) -> Result<bool, Unknown> {
+    if !corresponds(src, tgt) {
         return Ok(false);
     }
+    let aligned = aligned_reads(src, tgt);
+    if prove_from(src, tgt, first_partition(src, tgt, &[]), opts, budget)? {
+        return Ok(true);
+    }
+    if aligned.is_empty() {
+        return Ok(false);
+    }
+    prove_from(src, tgt, first_partition(src, tgt, &aligned), opts, budget)
+}
+
+/// Encoding work done and charged to the budget so far.
+#[derive(Default)]
+struct Meter {
+    work: usize,
+    charged: usize,
+}
+
+impl Meter {
+    /// Charges the work done since the last charge, [`NODE_COST`] units each.
+    fn charge(&mut self, budget: &mut Budget) -> Result<(), Unknown> {
+        let ok = budget.charge((self.work - self.charged) as u64 * NODE_COST);
+        self.charged = self.work;
+        if ok {
+            Ok(())
+        } else {
+            Err(Unknown::Budget)
+        }
+    }
+}
+
+/// The check from one first partition: encode every block, refine the relation until it
+/// is inductive ([`infer`]), then prove each block's observables under it.
+fn prove_from(src: &Function, tgt: &Function, (slots, first): (Vec<Slot>, Vec<usize>), opts: &Options, budget: &mut Budget) -> Result<bool, Unknown> {
     let trace = encode::trace_slots(src).max(encode::trace_slots(tgt));
-    let (slots, first) = first_partition(src, tgt);
     let index = slots.iter().enumerate().map(|(i, &s)| (s, i)).collect();
     let p = Pair { src, tgt, slots, index };
     let limit = opts.max_nodes;
@@ -515,31 +717,27 @@ pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: 
     if src.layout.len().saturating_mul(p.slots.len().max(1)) > limit {
         return Err(Unknown::TooLarge);
     }
-    let position = |b: Block| src.layout.iter().position(|&x| x == b).expect("a source block");
     let mut class: Vec<Vec<usize>> = src.layout.iter().map(|_| first.clone()).collect();
-    let mut work = 0usize;
-    let mut charged = 0usize;
-    let mut charge = |work: usize, budget: &mut Budget| -> Result<(), Unknown> {
-        let ok = budget.charge((work - charged) as u64 * NODE_COST);
-        charged = work;
-        if ok {
-            Ok(())
-        } else {
-            Err(Unknown::Budget)
-        }
-    };
+    let mut meter = Meter::default();
     let mut steps: Vec<Step> = vec![];
     for (i, &b) in src.layout.iter().enumerate() {
-        let c = if b == entry { None } else { Some(&class[i][..]) };
-        steps.push(encode_block(&p, b, c, trace, limit, &mut work)?);
-        charge(work, budget)?;
+        let c = if b == src.entry() { None } else { Some(&class[i][..]) };
+        steps.push(encode_block(&p, b, c, trace, limit, &mut meter.work)?);
+        meter.charge(budget)?;
     }
+    infer(&p, &mut steps, &mut class, trace, limit, &mut meter, budget)?;
+    observables_agree(&steps, budget)
+}
+
+/// Refines the classes of every block until the relation is inductive: a worklist of
+/// blocks (in layout order) whose relation at some successor is unchecked; a block whose
+/// classes split is encoded again and its predecessors' edges looked at anew.
+fn infer(p: &Pair, steps: &mut [Step], class: &mut [Vec<usize>], trace: usize, limit: usize, meter: &mut Meter, budget: &mut Budget) -> Result<(), Unknown> {
+    let position = |b: Block| p.src.layout.iter().position(|&x| x == b).expect("a source block");
     let mut rng: u64 = 0x9E37_79B9_7F4A_7C15;
     // One inference query may take this share of the budget; past it, its goals are
     // given up rather than the whole check.
     let query_cap = (budget.left() / QUERY_SHARE).max(1);
-    let valid = |st: &Step| st.x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not();
-    // The worklist, in layout order: blocks whose relation at some successor is unchecked.
     let mut work_list: BTreeSet<usize> = (0..steps.len()).collect();
     while let Some(i) = work_list.pop_first() {
         let mut changed: Vec<usize> = vec![];
@@ -547,116 +745,9 @@ pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: 
             let (t, states) = steps[i].succs[k].clone();
             let Some((sx, sy)) = states else { continue };
             let j = position(t);
-            loop {
-                let st = &steps[i];
-                // Per class of the successor, its members' values after the step; the
-                // goals are the members whose term is not the first member's.
-                let mut goals: Vec<(usize, usize, Val, Val)> = vec![];
-                let mut dropped = vec![];
-                let mut first_val: Vec<Option<Val>> = vec![None; p.slots.len()];
-                let size = sizes(&class[j]);
-                for m in 0..p.slots.len() {
-                    let r = class[j][m];
-                    if size[r] < 2 {
-                        continue;
-                    }
-                    let Some(v) = p.value(p.slots[m], &sx, &sy, limit) else {
-                        dropped.push(m);
-                        continue;
-                    };
-                    match &first_val[r] {
-                        None => first_val[r] = Some(v),
-                        Some(f) if f.same_term(&v) => {}
-                        // Equal once Z3 has simplified them (constants folded, `and(x, 0)`
-                        // is 0): the goal holds on every state.
-                        Some(f) if {
-                            work += SIMPLIFY_WORK;
-                            f.simplify().same_term(&v.simplify())
-                        } => {}
-                        Some(f) => goals.push((r, m, f.clone(), v)),
-                    }
-                }
-                charge(work, budget)?;
-                if !dropped.is_empty() {
-                    split(&mut class[j], &dropped);
-                    changed.push(j);
-                    continue;
-                }
-                if goals.is_empty() {
-                    break;
-                }
-                // Concrete entry states first: one that satisfies the relation and tells
-                // two members of a class apart splits it as a model would, for no solver
-                // call.
-                let sampled = sample_split(&p, &class[j], &goals, &sx, &sy, st, limit, &mut rng, &mut work);
-                charge(work, budget)?;
-                if let Some(moved) = sampled {
-                    for ns in moved {
-                        regroup(&mut class[j], &ns);
-                    }
-                    changed.push(j);
-                    continue;
-                }
-                // Only the relation is assumed, not that the edge is taken or the source
-                // valid: a model may then split a class that the edge's condition would
-                // keep, which only weakens the relation (it never makes a proof wrong),
-                // and the query stays as small as the values it compares.
-                let s = super::solver();
-                let refs: Vec<Bool> = goals.iter().map(|(_, _, a, b)| a.eq(b).not()).collect();
-                for a in relevant(st, &refs) {
-                    s.assert(a);
-                }
-                s.assert(Bool::or(&refs));
-                match budget.check_within(&s, query_cap) {
-                    SatResult::Unsat => break,
-                    SatResult::Unknown if budget.left() == 0 => return Err(Unknown::Budget),
-                    // The query's share ran out: its goals are not shown, so their members
-                    // leave their classes (a weaker relation, never a wrong proof).
-                    SatResult::Unknown => {
-                        let all: Vec<usize> = goals.iter().map(|g| g.1).collect();
-                        split(&mut class[j], &all);
-                        changed.push(j);
-                    }
-                    SatResult::Sat => {
-                        let m = s.get_model().expect("a model after sat");
-                        // Split every class with a goal by the model's values: members
-                        // equal to the first stay, the others form classes of their own
-                        // by value.
-                        let mut moved = vec![];
-                        let mut by_class: Vec<usize> = goals.iter().map(|g| g.0).collect();
-                        by_class.dedup();
-                        for r in by_class {
-                            let members: Vec<usize> = (0..p.slots.len()).filter(|&n| class[j][n] == r).collect();
-                            let vals: Vec<Val> = members
-                                .iter()
-                                .map(|&n| p.value(p.slots[n], &sx, &sy, limit).expect("evaluated above"))
-                                .collect();
-                            let mut groups: Vec<(Val, Vec<usize>)> = vec![];
-                            for (&n, v) in members.iter().zip(vals) {
-                                let g = groups.iter_mut().find(|(w, _)| {
-                                    w.same_term(&v) || m.eval(&w.eq(&v), true).and_then(|b| b.as_bool()).unwrap_or(false)
-                                });
-                                match g {
-                                    Some((_, ns)) => ns.push(n),
-                                    None => groups.push((v, vec![n])),
-                                }
-                            }
-                            for (_, ns) in groups.into_iter().skip(1) {
-                                moved.push(ns);
-                            }
-                        }
-                        if moved.is_empty() {
-                            // The model does not say which: give the goals up.
-                            let all: Vec<usize> = goals.iter().map(|g| g.1).collect();
-                            split(&mut class[j], &all);
-                        } else {
-                            for ns in moved {
-                                regroup(&mut class[j], &ns);
-                            }
-                        }
-                        changed.push(j);
-                    }
-                }
+            let edge = Edge { step: &steps[i], sx: &sx, sy: &sy, query_cap };
+            if refine_edge(p, &edge, &mut class[j], limit, &mut rng, meter, budget)? {
+                changed.push(j);
             }
         }
         changed.sort();
@@ -665,13 +756,162 @@ pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: 
             if steps[j].entry {
                 continue;
             }
-            steps[j] = encode_block(&p, steps[j].block, Some(&class[j][..]), trace, limit, &mut work)?;
-            charge(work, budget)?;
+            steps[j] = encode_block(p, steps[j].block, Some(&class[j][..]), trace, limit, &mut meter.work)?;
+            meter.charge(budget)?;
             work_list.insert(j);
         }
     }
-    // The observables, under the inferred relation.
-    for st in &steps {
+    Ok(())
+}
+
+/// One edge of the inference: the step it leaves, the states both sides enter the
+/// successor with, and the share of the budget one query may take.
+struct Edge<'a> {
+    step: &'a Step,
+    sx: &'a State,
+    sy: &'a State,
+    query_cap: u64,
+}
+
+/// Splits the successor's classes `class` until the relation holds on `edge`: by terms,
+/// by concrete samples, by the solver's models. Returns whether any class split.
+fn refine_edge(p: &Pair, edge: &Edge, class: &mut [usize], limit: usize, rng: &mut u64, meter: &mut Meter, budget: &mut Budget) -> Result<bool, Unknown> {
+    let mut changed = false;
+    loop {
+        let (goals, dropped) = edge_goals(p, class, edge, limit, &mut meter.work);
+        meter.charge(budget)?;
+        if !dropped.is_empty() {
+            split(class, &dropped);
+            changed = true;
+            continue;
+        }
+        if goals.is_empty() {
+            return Ok(changed);
+        }
+        // Concrete entry states first: one that satisfies the relation and tells two
+        // members of a class apart splits it as a model would, for no solver call.
+        let sampled = sample_split(p, class, &goals, edge, limit, rng, &mut meter.work);
+        meter.charge(budget)?;
+        if let Some(moved) = sampled {
+            for ns in moved {
+                regroup(class, &ns);
+            }
+            changed = true;
+            continue;
+        }
+        if !query_split(p, class, &goals, edge, limit, budget)? {
+            return Ok(changed);
+        }
+        changed = true;
+    }
+}
+
+/// A member of a successor's class whose value after the step is not, as a term, its
+/// class's first member's: (the class, the member, the first's value, the member's).
+type Goal = (usize, usize, Val, Val);
+
+/// The goals of an edge, and the members whose value is too large to evaluate (they
+/// leave their classes).
+fn edge_goals(p: &Pair, class: &[usize], edge: &Edge, limit: usize, work: &mut usize) -> (Vec<Goal>, Vec<usize>) {
+    let mut goals: Vec<Goal> = vec![];
+    let mut dropped = vec![];
+    let mut first_val: Vec<Option<Val>> = vec![None; p.slots.len()];
+    let size = sizes(class);
+    for m in 0..p.slots.len() {
+        let r = class[m];
+        if size[r] < 2 {
+            continue;
+        }
+        let Some(v) = p.value(p.slots[m], edge.sx, edge.sy, limit) else {
+            dropped.push(m);
+            continue;
+        };
+        match &first_val[r] {
+            None => first_val[r] = Some(v),
+            Some(f) if f.same_term(&v) => {}
+            // Equal once Z3 has simplified them (constants folded, `and(x, 0)` is 0):
+            // the goal holds on every state.
+            Some(f) if {
+                *work += SIMPLIFY_WORK;
+                f.simplify().same_term(&v.simplify())
+            } => {}
+            Some(f) => goals.push((r, m, f.clone(), v)),
+        }
+    }
+    (goals, dropped)
+}
+
+/// Asks the solver whether the goals hold after the step under the relation; returns
+/// whether a class split (false: they hold).
+///
+/// Only the relation is assumed, not that the edge is taken or the source valid: a model
+/// may then split a class that the edge's condition would keep, which only weakens the
+/// relation (it never makes a proof wrong), and the query stays as small as the values
+/// it compares.
+fn query_split(p: &Pair, class: &mut [usize], goals: &[Goal], edge: &Edge, limit: usize, budget: &mut Budget) -> Result<bool, Unknown> {
+    let s = super::solver();
+    let refs: Vec<Bool> = goals.iter().map(|(_, _, a, b)| a.eq(b).not()).collect();
+    for a in relevant(edge.step, &refs) {
+        s.assert(a);
+    }
+    s.assert(Bool::or(&refs));
+    let give_up = |class: &mut [usize]| {
+        let all: Vec<usize> = goals.iter().map(|g| g.1).collect();
+        split(class, &all);
+    };
+    match budget.check_within(&s, edge.query_cap) {
+        SatResult::Unsat => Ok(false),
+        SatResult::Unknown if budget.left() == 0 => Err(Unknown::Budget),
+        // The query's share ran out: its goals are not shown, so their members leave
+        // their classes (a weaker relation, never a wrong proof).
+        SatResult::Unknown => {
+            give_up(class);
+            Ok(true)
+        }
+        SatResult::Sat => {
+            let m = s.get_model().expect("a model after sat");
+            let moved = model_groups(p, class, goals, edge, limit, &m);
+            if moved.is_empty() {
+                // The model does not say which: give the goals up.
+                give_up(class);
+            } else {
+                for ns in moved {
+                    regroup(class, &ns);
+                }
+            }
+            Ok(true)
+        }
+    }
+}
+
+/// Every class with a goal, split by the model's values: members equal to the first stay,
+/// the others form groups by value; returns the groups that leave.
+fn model_groups(p: &Pair, class: &[usize], goals: &[Goal], edge: &Edge, limit: usize, m: &z3::Model) -> Vec<Vec<usize>> {
+    let mut moved = vec![];
+    let mut by_class: Vec<usize> = goals.iter().map(|g| g.0).collect();
+    by_class.dedup();
+    for r in by_class {
+        let mut groups: Vec<(Val, Vec<usize>)> = vec![];
+        for n in (0..p.slots.len()).filter(|&n| class[n] == r) {
+            let v = p.value(p.slots[n], edge.sx, edge.sy, limit).expect("evaluated above");
+            let g = groups
+                .iter_mut()
+                .find(|(w, _)| w.same_term(&v) || m.eval(&w.eq(&v), true).and_then(|b| b.as_bool()).unwrap_or(false));
+            match g {
+                Some((_, ns)) => ns.push(n),
+                None => groups.push((v, vec![n])),
+            }
+        }
+        moved.extend(groups.into_iter().skip(1).map(|(_, ns)| ns));
+    }
+    moved
+}
+
+/// The observables, under the inferred relation: every block's two steps must agree
+/// wherever the source is valid.
+fn observables_agree(steps: &[Step], budget: &mut Budget) -> Result<bool, Unknown> {
+    let valid = |st: &Step| st.x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not();
+    for st in steps {
         if same_step(&st.x, &st.y) {
             continue;
         }
@@ -685,9 +925,7 @@ pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: 
         }
         match budget.check(&s) {
             SatResult::Unsat => {}
-            SatResult::Sat => {
-                return Ok(false);
-            }
+            SatResult::Sat => return Ok(false),
             SatResult::Unknown => return Err(Unknown::Budget),
         }
     }
@@ -747,27 +985,44 @@ const SAMPLES: usize = 6;
 /// symbols handled are added to `work`. A state that
 /// satisfies those assumptions and gives two members of a class different values is a
 /// model of the edge's query: returns the groups that leave their classes, as
-/// [`check_simulation`] does with a model. Heaps are not compared here (the solver does).
-#[allow(clippy::too_many_arguments)]
-fn sample_split(
-    p: &Pair,
-    class: &[usize],
-    goals: &[(usize, usize, Val, Val)],
-    sx: &State,
-    sy: &State,
-    st: &Step,
-    limit: usize,
-    rng: &mut u64,
-    work: &mut usize,
-) -> Option<Vec<Vec<usize>>> {
+/// [`query_split`] does with a model. Heaps are not compared here (the solver does).
+fn sample_split(p: &Pair, class: &[usize], goals: &[Goal], edge: &Edge, limit: usize, rng: &mut u64, work: &mut usize) -> Option<Vec<Vec<usize>>> {
+    let members = sampled_members(p, class, goals, edge, limit);
+    if members.is_empty() {
+        return None;
+    }
+    let bools: Vec<Bool> = members.iter().flat_map(|ms| ms.iter().map(|(_, b)| b.eq(b))).collect();
+    let assumed: Vec<Bool> = relevant(edge.step, &bools).into_iter().cloned().collect();
+    let mut terms: Vec<Dynamic> = members.iter().flat_map(|ms| ms.iter().map(|(_, b)| Dynamic::from_ast(b))).collect();
+    terms.extend(assumed.iter().map(|a| Dynamic::from_ast(a)));
+    let mut syms: Vec<Dynamic> = symbols(&terms).into_iter().collect();
+    syms.sort_by_cached_key(|d| d.decl().name());
+    for round in 0..SAMPLES {
+        *work += SIMPLIFY_WORK * terms.len() / 16;
+        let values: Vec<Dynamic> = syms.iter().map(|d| sample_value(d, round, rng)).collect();
+        let pairs: Vec<(&Dynamic, &Dynamic)> = syms.iter().zip(&values).collect();
+        if !assumed.iter().all(|a| a.substitute(&pairs).simplify().as_bool() == Some(true)) {
+            continue;
+        }
+        let moved: Vec<Vec<usize>> = members.iter().flat_map(|ms| groups_under(ms, &pairs)).collect();
+        if !moved.is_empty() {
+            return Some(moved);
+        }
+    }
+    None
+}
+
+/// Per class with a goal, its members and their values after the step, when all of them
+/// are bit-vectors and there are two or more.
+fn sampled_members(p: &Pair, class: &[usize], goals: &[Goal], edge: &Edge, limit: usize) -> Vec<Vec<(usize, BV)>> {
     let mut classes: Vec<usize> = goals.iter().map(|g| g.0).collect();
     classes.sort();
     classes.dedup();
-    let mut members: Vec<Vec<(usize, BV)>> = vec![];
+    let mut members = vec![];
     for &r in &classes {
         let mut ms = vec![];
         for n in (0..p.slots.len()).filter(|&n| class[n] == r) {
-            match p.value(p.slots[n], sx, sy, limit) {
+            match p.value(p.slots[n], edge.sx, edge.sy, limit) {
                 Some(Val::Bv(b)) => ms.push((n, b)),
                 _ => {
                     ms.clear();
@@ -779,67 +1034,43 @@ fn sample_split(
             members.push(ms);
         }
     }
-    if members.is_empty() {
-        return None;
-    }
-    let bools: Vec<Bool> = members.iter().flat_map(|ms| ms.iter().map(|(_, b)| b.eq(b))).collect();
-    let assumed: Vec<Bool> = relevant(st, &bools).into_iter().cloned().collect();
-    let mut terms: Vec<Dynamic> = members.iter().flat_map(|ms| ms.iter().map(|(_, b)| Dynamic::from_ast(b))).collect();
-    terms.extend(assumed.iter().map(|a| Dynamic::from_ast(a)));
-    let mut syms: Vec<Dynamic> = symbols(&terms).into_iter().collect();
-    syms.sort_by_cached_key(|d| d.decl().name());
-    let mut next = || {
-        *rng ^= *rng << 13;
-        *rng ^= *rng >> 7;
-        *rng ^= *rng << 17;
-        *rng
+    members
+}
+
+/// A numeral for symbol `d` in sample `round`: small values, edge values (all ones, the
+/// sign bit) and any value, so that equalities, ranges and signs are hit; a heap symbol
+/// gets a constant array.
+fn sample_value(d: &Dynamic, round: usize, rng: &mut u64) -> Dynamic {
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    let r = *rng;
+    let v = match (round, r % 4) {
+        (0, _) | (_, 0) => r % 5,
+        (_, 1) => [u64::MAX, 1 << 31, 1 << 63, (1 << 31) - 1][(r >> 8) as usize % 4],
+        _ => r >> 1,
     };
-    for round in 0..SAMPLES {
-        *work += SIMPLIFY_WORK * terms.len() / 16;
-        let values: Vec<Dynamic> = syms
-            .iter()
-            .map(|d| {
-                let r = next();
-                // Small values, edge values (all ones, the sign bit) and any value, so
-                // that equalities, ranges and signs are hit.
-                let v = match (round, r % 4) {
-                    (0, _) | (_, 0) => r % 5,
-                    (_, 1) => [u64::MAX, 1 << 31, 1 << 63, (1 << 31) - 1][(r >> 8) as usize % 4],
-                    _ => r >> 1,
-                };
-                match d.as_bv() {
-                    Some(b) => Dynamic::from_ast(&BV::from_u64(v, b.get_size())),
-                    None => Dynamic::from_ast(&Array::const_array(&Sort::bitvector(32), &BV::from_u64(v & 0xff, 8))),
-                }
-            })
-            .collect();
-        let pairs: Vec<(&Dynamic, &Dynamic)> = syms.iter().zip(&values).collect();
-        if !assumed.iter().all(|a| a.substitute(&pairs).simplify().as_bool() == Some(true)) {
-            continue;
-        }
-        let mut moved = vec![];
-        for ms in &members {
-            let mut groups: Vec<(u64, Vec<usize>)> = vec![];
-            let mut known = true;
-            for (n, b) in ms {
-                let Some(v) = b.substitute(&pairs).simplify().as_u64() else {
-                    known = false;
-                    break;
-                };
-                match groups.iter_mut().find(|(w, _)| *w == v) {
-                    Some((_, ns)) => ns.push(*n),
-                    None => groups.push((v, vec![*n])),
-                }
-            }
-            if known {
-                moved.extend(groups.into_iter().skip(1).map(|(_, ns)| ns));
-            }
-        }
-        if !moved.is_empty() {
-            return Some(moved);
+    match d.as_bv() {
+        Some(b) => Dynamic::from_ast(&BV::from_u64(v, b.get_size())),
+        None => Dynamic::from_ast(&Array::const_array(&Sort::bitvector(32), &BV::from_u64(v & 0xff, 8))),
+    }
+}
+
+/// The members of one class grouped by their values under the substitution `pairs`,
+/// without the first group (the members that stay); nothing when some value is not a
+/// numeral.
+fn groups_under(ms: &[(usize, BV)], pairs: &[(&Dynamic, &Dynamic)]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(u64, Vec<usize>)> = vec![];
+    for (n, b) in ms {
+        let Some(v) = b.substitute(pairs).simplify().as_u64() else {
+            return vec![];
+        };
+        match groups.iter_mut().find(|(w, _)| *w == v) {
+            Some((_, ns)) => ns.push(*n),
+            None => groups.push((v, vec![*n])),
         }
     }
-    None
+    groups.into_iter().skip(1).map(|(_, ns)| ns).collect()
 }
 
 /// The number of members of each class, by its first slot.

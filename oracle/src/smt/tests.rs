@@ -388,3 +388,33 @@ fn a_cprop_bug_hidden_by_a_liveness_bug_is_not_proved() {
     let ok = src("    %x = add(5, %i)\n");
     assert!(matches!(validate(&before, &ok, "cprop", &o), Answer::Proved));
 }
+
+/// A loop that logs `arg` each trip, after `write` (if any); the callframe variable `@c`
+/// is read into `%t` before the loop, by a tree that is not a value (a comma), so that
+/// only the code says what `%t` holds.
+fn callframe_loop(arg: &str, write: &str) -> Function {
+    func(&format!(
+        "{LOG}function %f(i32 %n) -> i32 {{\n    callframe i32 @c\n    local i32 %i\n    local i32 %t\nb0:\n    %t = comma(call @log(1, 2), cfread(@c))\n    jump b1\nb1:\n    call @log({arg}, %i)\n{write}    %i = add(%i, 1)\n    br slt(%i, %n), b1, b2\nb2:\n    ret %t\n}}\n"
+    ))
+}
+
+/// memopt's loop-invariant LOAD: the read of `@c` in the loop is replaced by `%t`, which
+/// has held `@c` since the preheader. The relation "`%t` holds `@c`" at the loop's head
+/// is read off the code (the source reads `@c` where the target reads `%t`) and proved
+/// inductive: proved for every run. When the loop writes `@c` after the log, the same
+/// replacement is wrong from the second trip on (it logs the stale value): not proved,
+/// and the bounded check replays the second trip.
+#[test]
+fn a_callframe_variable_kept_in_a_local_across_a_loop_is_proved() {
+    let o = Options { bound: 1, ..opts() };
+    let before = callframe_loop("cfread(@c)", "");
+    let after = callframe_loop("%t", "");
+    let a = validate(&before, &after, "memopt", &o);
+    assert!(matches!(a, Answer::Proved), "{a}");
+    let write = "    cfwrite(@c, add(%i, 7))\n";
+    let before = callframe_loop("cfread(@c)", write);
+    let bad = callframe_loop("%t", write);
+    let c = counterexample(validate(&before, &bad, "memopt", &o));
+    assert!(c.input.args[0].as_i64() >= 2, "{:?}", c.input.args);
+    assert!(c.diff.iter().any(|d| d.starts_with("trace event 2")), "{:?}", c.diff);
+}
