@@ -417,23 +417,7 @@ fn run_child(
     stop: &dyn Fn() -> bool,
     answer: &mut dyn FnMut(&str, Duration) -> Result<(), String>,
 ) -> Ended {
-    let mut cmd = Command::new(program);
-    cmd.arg(CHILD_COMMAND).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        cmd.process_group(0);
-        #[cfg(target_os = "linux")]
-        // SAFETY: `prctl` is async-signal-safe; between fork and exec the child only asks
-        // to be killed when the thread that started it dies.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-    }
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start the validator child {}: {e}", program.display()));
+    let mut child = spawn_child(program);
     let pid = child.id();
     // The request is written by a thread of its own, and the answers are read by one, so
     // that neither pipe can fill up while this thread watches the limits.
@@ -458,6 +442,65 @@ fn run_child(
         let _ = stderr.read_to_string(&mut s);
         s
     });
+    let (ended, bad_line) = watch_child(pid, limits, &rx, stop, answer);
+    if ended.is_some() || bad_line.is_some() {
+        // The whole process group: anything the child started holds its pipes too.
+        #[cfg(unix)]
+        // SAFETY: `kill` on the child's own process group, which it leads (set above).
+        unsafe {
+            libc::kill(-(pid as i32), libc::SIGKILL);
+        }
+        let _ = child.kill();
+    }
+    let status = child.wait().expect("waiting for the validator child");
+    let _ = writer.join();
+    let _ = reader.join();
+    let stderr = errors.join().unwrap_or_default();
+    if let Some(e) = bad_line {
+        panic!("{e}");
+    }
+    if let Some(e) = ended {
+        return e;
+    }
+    if !status.success() {
+        let why = stderr.trim();
+        panic!("the validator child failed ({status}){}{why}", if why.is_empty() { "" } else { ": " });
+    }
+    Ended::Done
+}
+
+/// Starts `program` as a validator child in a process group of its own, with its three
+/// pipes, killed when the thread that started it dies.
+fn spawn_child(program: &std::path::Path) -> std::process::Child {
+    let mut cmd = Command::new(program);
+    cmd.arg(CHILD_COMMAND).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+        #[cfg(target_os = "linux")]
+        // SAFETY: `prctl` is async-signal-safe; between fork and exec the child only asks
+        // to be killed when the thread that started it dies.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+    }
+    cmd.spawn().unwrap_or_else(|e| panic!("cannot start the validator child {}: {e}", program.display()))
+}
+
+/// Passes the child's answer lines to `answer` until the child ends them, `stop` asks, or
+/// a limit is past (time since the last answer, resident set): what ended the child
+/// early, if anything, and a line `answer` refused.
+fn watch_child(
+    pid: u32,
+    limits: Limits,
+    rx: &mpsc::Receiver<String>,
+    stop: &dyn Fn() -> bool,
+    answer: &mut dyn FnMut(&str, Duration) -> Result<(), String>,
+) -> (Option<Ended>, Option<String>) {
     let mut last = Instant::now();
     let mut ended = None;
     let mut bad_line = None;
@@ -487,30 +530,7 @@ fn run_child(
             break;
         }
     }
-    if ended.is_some() || bad_line.is_some() {
-        // The whole process group: anything the child started holds its pipes too.
-        #[cfg(unix)]
-        // SAFETY: `kill` on the child's own process group, which it leads (set above).
-        unsafe {
-            libc::kill(-(pid as i32), libc::SIGKILL);
-        }
-        let _ = child.kill();
-    }
-    let status = child.wait().expect("waiting for the validator child");
-    let _ = writer.join();
-    let _ = reader.join();
-    let stderr = errors.join().unwrap_or_default();
-    if let Some(e) = bad_line {
-        panic!("{e}");
-    }
-    if let Some(e) = ended {
-        return e;
-    }
-    if !status.success() {
-        let why = stderr.trim();
-        panic!("the validator child failed ({status}){}{why}", if why.is_empty() { "" } else { ": " });
-    }
-    Ended::Done
+    (ended, bad_line)
 }
 
 /// The resident bytes of process `pid` (`VmRSS`, in kB in `/proc/PID/status`), or `None`
