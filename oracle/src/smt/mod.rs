@@ -359,6 +359,15 @@ pub fn solver() -> Solver {
 /// `a` and `b` (source and target) differ observably, for a source that is valid. Uses
 /// fresh symbols for the heap address and trace index compared.
 fn differ(a: &SymOutcome, b: &SymOutcome) -> Bool {
+    outcomes_differ(a, b, false)
+}
+
+/// Whether two outcomes differ observably: how they end, the value returned, the check's
+/// code, a heap byte (at a fresh address), a trace event (at a fresh index), a callframe
+/// variable. For one simulation `step` (`simulate.rs`), a step that continues also
+/// differs by its next block, and the heap and the callframe count only where the run
+/// stops.
+pub(super) fn outcomes_differ(a: &SymOutcome, b: &SymOutcome, step: bool) -> Bool {
     let kind = |k: u64| BV::from_u64(k, 8);
     let addr = BV::fresh_const("addr", 32);
     let in_heap = Bool::and(&[
@@ -366,15 +375,23 @@ fn differ(a: &SymOutcome, b: &SymOutcome) -> Bool {
         addr.bvult(BV::from_u64((HEAP_BASE + HEAP_SIZE) as u64, 32)),
     ]);
     let sel = |h: &Array| h.select(&addr).as_bv().expect("bytes");
-    let mut d = vec![
-        a.kind.eq(&b.kind).not(),
-        Bool::and(&[a.kind.eq(kind(encode::END_RETURN)), a.value.eq(&b.value).not()]),
-        Bool::and(&[a.kind.eq(kind(encode::END_CHECK)), a.code.eq(&b.code).not()]),
-        Bool::and(&[in_heap, sel(&a.state.heap).eq(sel(&b.state.heap)).not()]),
-        trace_differs(&a.state.trace, &b.state.trace),
-    ];
+    let stops = step.then(|| a.kind.eq(kind(encode::END_CONTINUE)).not());
+    let heap = sel(&a.state.heap).eq(sel(&b.state.heap)).not();
+    let mut d = vec![a.kind.eq(&b.kind).not(), Bool::and(&[a.kind.eq(kind(encode::END_RETURN)), a.value.eq(&b.value).not()])];
+    if step {
+        d.push(Bool::and(&[a.kind.eq(kind(encode::END_CONTINUE)), a.value.eq(&b.value).not()]));
+    }
+    d.push(Bool::and(&[a.kind.eq(kind(encode::END_CHECK)), a.code.eq(&b.code).not()]));
+    d.push(match &stops {
+        Some(stops) => Bool::and(&[stops, &in_heap, &heap]),
+        None => Bool::and(&[in_heap, heap]),
+    });
+    d.push(trace_differs(&a.state.trace, &b.state.trace));
     for (x, y) in a.state.callframe.iter().zip(&b.state.callframe) {
-        d.push(x.eq(y).not());
+        d.push(match &stops {
+            Some(stops) => Bool::and(&[stops, &x.eq(y).not()]),
+            None => x.eq(y).not(),
+        });
     }
     Bool::or(&d)
 }

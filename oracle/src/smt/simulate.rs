@@ -50,7 +50,7 @@ use super::encode::{self, encode_step, eval_value, is_value_tree, State, SymOutc
 use super::{Budget, Options, Unknown};
 use cranelift_entity::EntityRef;
 use std::collections::{BTreeSet, HashSet};
-use tandem_core::ir::{Block, CfVar, Expr, ExprData, Function, Local, Type, HEAP_BASE, HEAP_SIZE};
+use tandem_core::ir::{Block, CfVar, Expr, ExprData, Function, Local, Type};
 use z3::ast::{Array, Ast, Bool, Dynamic, BV};
 use z3::{SatResult, Sort};
 
@@ -1121,24 +1121,5 @@ fn same_step(a: &SymOutcome, b: &SymOutcome) -> bool {
 /// The two sides' steps differ observably: how they end (the next block included), the
 /// trace events they append, and, where the run stops, the heap and the callframe.
 fn step_differs(a: &SymOutcome, b: &SymOutcome) -> Bool {
-    let kind = |k: u64| BV::from_u64(k, 8);
-    let addr = BV::fresh_const("addr", 32);
-    let in_heap = Bool::and(&[
-        addr.bvuge(BV::from_u64(HEAP_BASE as u64, 32)),
-        addr.bvult(BV::from_u64((HEAP_BASE + HEAP_SIZE) as u64, 32)),
-    ]);
-    let sel = |h: &Array| h.select(&addr).as_bv().expect("bytes");
-    let stops = a.kind.eq(kind(encode::END_CONTINUE)).not();
-    let mut d = vec![
-        a.kind.eq(&b.kind).not(),
-        Bool::and(&[a.kind.eq(kind(encode::END_RETURN)), a.value.eq(&b.value).not()]),
-        Bool::and(&[a.kind.eq(kind(encode::END_CONTINUE)), a.value.eq(&b.value).not()]),
-        Bool::and(&[a.kind.eq(kind(encode::END_CHECK)), a.code.eq(&b.code).not()]),
-        Bool::and(&[&stops, &in_heap, &sel(&a.state.heap).eq(sel(&b.state.heap)).not()]),
-        super::trace_differs(&a.state.trace, &b.state.trace),
-    ];
-    for (x, y) in a.state.callframe.iter().zip(&b.state.callframe) {
-        d.push(Bool::and(&[&stops, &x.eq(y).not()]));
-    }
-    Bool::or(&d)
+    super::outcomes_differ(a, b, true)
 }
