@@ -815,6 +815,12 @@ impl Session {
                 }
             }
         }
+        self.finish(started)
+    }
+
+    /// The end of a session that began at `started`: the summary's last throughput point
+    /// and sorted statistics, and the state file (finished or not).
+    fn finish(mut self, started: Instant) -> Result<Summary, CampaignError> {
         self.summary.elapsed = self.before + started.elapsed();
         // The last point of the throughput chart: the end of the session.
         let end = (self.summary.elapsed.as_secs_f64(), self.summary.cases);
