@@ -3,9 +3,9 @@
 //! the stage and whose bug it is, and the campaign goes on: it used to end with "a scoped
 //! thread panicked" and no seed. The planted bug holds for this whole test binary.
 
+mod common;
 use tandem_core::ir::Function;
-use tandem_oracle::campaign::{self, Campaign, ProfileChoice, Shard};
-use tandem_oracle::gen::Profile;
+use tandem_oracle::campaign;
 use tandem_oracle::judge::check;
 
 /// Panics where the harness hands the backend its unoptimized input (outside every
@@ -19,20 +19,8 @@ fn backend_input_panics(stage: &str, _f: &mut Function) {
 #[test]
 fn a_panic_in_a_worker_is_a_crash_finding_of_its_seed_and_the_campaign_goes_on() {
     check::plant_bug(Some(backend_input_panics));
-    let out_dir = std::env::temp_dir().join(format!("tandem-test-crash-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out_dir);
-    let c = Campaign {
-        start: 40,
-        count: Some(4),
-        seconds: None,
-        profile: ProfileChoice::One(Profile::Small),
-        shard: Shard::ALL,
-        out_dir: out_dir.clone(),
-        reduce: true,
-        journal_limit: campaign::JOURNAL_LIMIT,
-        verify_permille: 0,
-        x86: None,
-    };
+    let c = common::small_campaign("crash", 40, 4);
+    let out_dir = c.out_dir.clone();
     let s = campaign::run(&c, 2, |_| {}).expect("the campaign ends normally");
     assert_eq!(s.cases, 4, "every seed is completed");
     assert_eq!(s.findings.iter().map(|f| f.seed).collect::<Vec<_>>(), vec![40, 41, 42, 43]);

@@ -6,10 +6,9 @@
 mod common;
 use common::dce_flips_returns;
 use tandem_core::ir::{ExprData, Function, MemWidth, Phi};
-use tandem_oracle::campaign::{self, Campaign, ProfileChoice, Shard, Summary};
+use tandem_oracle::campaign::{self, Campaign, Summary};
 use tandem_oracle::judge::check::{self, PlantedBug};
 use tandem_oracle::exec::emu::Emulator;
-use tandem_oracle::gen::Profile;
 use tandem_oracle::campaign::reduce::statement_count;
 use tandem_oracle::campaign::replay;
 
@@ -38,20 +37,7 @@ fn backend_stores_to_null(stage: &str, f: &mut Function) {
 
 fn campaign_with(bug: PlantedBug, name: &str, count: u64) -> (Campaign, Summary) {
     check::plant_bug(Some(bug));
-    let out_dir = std::env::temp_dir().join(format!("tandem-test-planted-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out_dir);
-    let c = Campaign {
-        start: 0,
-        count: Some(count),
-        seconds: None,
-        profile: ProfileChoice::One(Profile::Small),
-        shard: Shard::ALL,
-        out_dir,
-        reduce: true,
-        journal_limit: campaign::JOURNAL_LIMIT,
-        verify_permille: 0,
-        x86: None,
-    };
+    let c = common::small_campaign(&format!("planted-{name}"), 0, count);
     let s = campaign::run(&c, 2, |_| {}).unwrap();
     (c, s)
 }

@@ -8,7 +8,7 @@ mod common;
 use common::dce_flips_returns;
 use std::sync::OnceLock;
 use tandem_core::ir::Function;
-use tandem_oracle::campaign::{self, Campaign, ProfileChoice, Shard};
+use tandem_oracle::campaign;
 use tandem_oracle::gen::{self, Profile};
 use tandem_oracle::judge::check;
 
@@ -36,20 +36,8 @@ fn the_lowest_seed_of_each_signature_is_reduced_whatever_finishes_first() {
     let g = gen::generate(START, &Profile::Small.config());
     FIRST.set(g.case.module.functions.iter().map(print).collect()).unwrap();
     check::plant_bug(Some(first_seed_slow));
-    let out_dir = std::env::temp_dir().join(format!("tandem-test-order-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out_dir);
-    let c = Campaign {
-        start: START,
-        count: Some(8),
-        seconds: None,
-        profile: ProfileChoice::One(Profile::Small),
-        shard: Shard::ALL,
-        out_dir: out_dir.clone(),
-        reduce: true,
-        journal_limit: campaign::JOURNAL_LIMIT,
-        verify_permille: 0,
-        x86: None,
-    };
+    let c = common::small_campaign("order", START, 8);
+    let out_dir = c.out_dir.clone();
     let s = campaign::run(&c, 2, |_| {}).unwrap();
     let groups = s.signatures();
     assert!(!groups.is_empty(), "the planted bug makes findings");

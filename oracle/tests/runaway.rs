@@ -6,6 +6,7 @@
 //! summary and state. The planted bug (a `dce` that never returns) holds for this whole
 //! test binary, so only these tests live here.
 
+mod common;
 mod machine;
 
 use machine::{func, input};
@@ -14,11 +15,10 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tandem_core::ir::Function;
-use tandem_oracle::campaign::{self, Campaign, ProfileChoice, Shard};
+use tandem_oracle::campaign::{self, Campaign};
 use tandem_oracle::exec::emu::Finding;
 use tandem_oracle::exec::outcome::Value;
 use tandem_oracle::exec::x86::X86;
-use tandem_oracle::gen::Profile;
 use tandem_oracle::judge::check;
 
 /// `dce` never returns: the compiler under test hangs.
@@ -31,20 +31,7 @@ fn dce_hangs(stage: &str, _f: &mut Function) {
 }
 
 fn config(name: &str) -> Campaign {
-    let out_dir = std::env::temp_dir().join(format!("tandem-test-runaway-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out_dir);
-    Campaign {
-        start: 0,
-        count: Some(20),
-        seconds: None,
-        profile: ProfileChoice::One(Profile::Small),
-        shard: Shard::ALL,
-        out_dir,
-        reduce: true,
-        journal_limit: campaign::JOURNAL_LIMIT,
-        verify_permille: 0,
-        x86: None,
-    }
+    common::small_campaign(&format!("runaway-{name}"), 0, 20)
 }
 
 /// An endless loop that calls an observable helper: both machines stop it at the budget
