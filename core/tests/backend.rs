@@ -395,7 +395,7 @@ fn global_allocator_prefers_loop_variables() {
 
 #[test]
 fn allocation_checker_accepts_the_allocator_and_catches_broken_allocations() {
-    use tandem_core::backend::regalloc::MInst;
+    use tandem_core::backend::regalloc::{MInst, Operand};
     use tandem_core::backend::regalloc_check::check_allocation;
     let src = "helper @heap_rmw(i32, i32) -> i32 effects(reads_heap, writes_heap)\n\
                function %f() -> i32 {\n    local i32 %local1\nb0:\n    \
@@ -410,10 +410,30 @@ fn allocation_checker_accepts_the_allocator_and_catches_broken_allocations() {
     assert!(errs.iter().any(|e| e.to_string().contains("copies no live value")), "{errs:#?}");
     // Without the move of the call's result into ecx, the shift count is not in ecx.
     let mut broken = a.clone();
-    let mv = broken.code[b0].iter().position(|i| matches!(i, MInst::Move { src: tandem_core::backend::regalloc::Operand::Reg(_), .. })).unwrap();
+    let mv = broken.code[b0].iter().position(|i| matches!(i, MInst::Move { src: Operand::Reg(_), .. })).unwrap();
     broken.code[b0].remove(mv);
     let errs = check_allocation(&l, &broken).unwrap_err();
     assert!(errs.iter().any(|e| e.to_string().contains("expected in ecx")), "{errs:#?}");
+    // The spill and its reload moved together to a word that is no spill slot: the
+    // replay alone would accept them (the value comes back), the frame does not.
+    let home = match a.home[l.vars.keys().next().unwrap()] {
+        Some(Operand::Mem(m)) => m.disp,
+        other => panic!("%local1 lives in memory, not {other:?}"),
+    };
+    for (disp, is) in [(home, "a variable's home"), (8, "outside the frame's locals"), (-6, "not word-aligned")] {
+        let mut moved = a.clone();
+        for i in moved.code[b0].iter_mut() {
+            match i {
+                MInst::Spill { slot, .. } => *slot = disp,
+                MInst::Move { src: Operand::Mem(m), .. } => m.disp = disp,
+                _ => {}
+            }
+        }
+        let errs = check_allocation(&l, &moved).unwrap_err();
+        assert!(errs.iter().any(|e| e.to_string().contains(&format!("spill slot [ebp{disp:+}] is {is}"))), "{errs:#?}");
+        let slots = errs.iter().filter(|e| e.to_string().contains("spill slot")).count();
+        assert_eq!(slots, 2, "the spill and the reload: {errs:#?}");
+    }
 }
 
 #[test]

@@ -9,14 +9,15 @@
 //! register until a write of the variable. A write of a register to a memory variable leaves the register holding the
 //! variable (the seed's freeable state); a reused read must find it there. At every instruction it checks that each register operand holds exactly the
 //! value the LIR says it uses, that no instruction writes a register owned by the global
-//! allocator, and that every callee-saved register written is saved in the prologue.
+//! allocator, that every callee-saved register written is saved in the prologue, and that
+//! every spill and reload uses a spill slot of the frame, no variable's home or save slot.
 
 use crate::hash::HashMap;
 use std::fmt;
 
 use super::lir::*;
 use super::lower::{constraints, ResultReg};
-use super::regalloc::{Allocation, Base, MInst, Operand};
+use super::regalloc::{Allocation, Base, MInst, Mem, Operand, OUT_ARG_BYTES};
 use super::x86::{Reg, RegSet};
 use crate::ir::Block;
 
@@ -39,6 +40,10 @@ pub enum AllocErrorKind {
     SpillOfNoValue,
     /// An operand is not in the register the instruction reads it from.
     OperandNotInRegister { operand: Use, reg: Reg, holds: Option<Use> },
+    /// A spill or reload uses a frame word that is no spill slot: a variable's home, a
+    /// callee-saved register's save slot, a word outside the frame's locals (above `ebp`,
+    /// or in the outgoing argument area), or an address that is not word-aligned.
+    NotASpillSlot { slot: i32, is: &'static str },
 }
 
 impl fmt::Display for AllocErrorKind {
@@ -57,6 +62,7 @@ impl fmt::Display for AllocErrorKind {
                 let holds = holds.map_or("nothing".to_string(), |v| v.to_string());
                 write!(f, "operand {operand} expected in {reg}, which holds {holds}")
             }
+            AllocErrorKind::NotASpillSlot { slot, is } => write!(f, "spill slot [ebp{slot:+}] is {is}"),
         }
     }
 }
@@ -175,7 +181,13 @@ impl<'a> Replay<'a> {
                 self.holds_var.remove(dst);
                 let v = match src {
                     Operand::Reg(s) => self.regs.get(s).copied(),
-                    Operand::Mem(m) if m.base == Some(Base::Ebp) => self.slots.get(&m.disp).copied(),
+                    Operand::Mem(m) if m.base == Some(Base::Ebp) => {
+                        if let Some(is) = frame_word(alloc, m.disp) {
+                            self.found.push(AllocErrorKind::NotASpillSlot { slot: m.disp, is });
+                            return;
+                        }
+                        self.slots.get(&m.disp).copied()
+                    }
                     _ => None,
                 };
                 match v {
@@ -185,12 +197,18 @@ impl<'a> Replay<'a> {
                     None => self.found.push(AllocErrorKind::MoveOfNoValue),
                 }
             }
-            MInst::Spill { slot, src } => match self.regs.get(src) {
-                Some(v) => {
-                    self.slots.insert(*slot, *v);
+            MInst::Spill { slot, src } => {
+                if let Some(is) = frame_word(alloc, *slot) {
+                    self.found.push(AllocErrorKind::NotASpillSlot { slot: *slot, is });
+                    return;
                 }
-                None => self.found.push(AllocErrorKind::SpillOfNoValue),
-            },
+                match self.regs.get(src) {
+                    Some(v) => {
+                        self.slots.insert(*slot, *v);
+                    }
+                    None => self.found.push(AllocErrorKind::SpillOfNoValue),
+                }
+            }
             MInst::Node { node, ops, results } => self.node(*node, ops, results),
         }
     }
@@ -242,6 +260,25 @@ impl<'a> Replay<'a> {
                 self.regs.insert(*r, Use { node: n, result: i as u8 });
             }
         }
+    }
+}
+
+/// What the frame word at `ebp + disp` is when it is not a spill slot, from the
+/// allocation's own description of the frame (not the allocator's slot numbering): the
+/// words between `ebp` and the outgoing argument area hold the variables' homes, the
+/// save slots of the callee-saved registers the prologue saves, and spill slots.
+fn frame_word(alloc: &Allocation, disp: i32) -> Option<&'static str> {
+    let locals = -(alloc.frame_bytes as i32 - OUT_ARG_BYTES as i32)..0;
+    if disp % 4 != 0 {
+        Some("not word-aligned")
+    } else if !locals.contains(&disp) {
+        Some("outside the frame's locals")
+    } else if alloc.saved.iter().any(|&(_, s)| s == disp) {
+        Some("a callee-saved register's save slot")
+    } else if alloc.home.values().any(|h| *h == Some(Operand::Mem(Mem::frame(disp)))) {
+        Some("a variable's home")
+    } else {
+        None
     }
 }
 
