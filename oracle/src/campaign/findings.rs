@@ -20,14 +20,18 @@ use std::path::PathBuf;
 /// * the kind is how the run first went wrong: an outcome that differs (`wrong outcome`,
 ///   whichever of return value, trace, heap or callframe a program happens to expose first,
 ///   or the x86 code reading or writing unmapped memory next to the heap where the
-///   reference stayed in bounds: an out-of-bounds end, see [`heap_neighbour_fault`]),
+///   reference stayed in bounds: an out-of-bounds end, see [`heap_neighbour_fault`]; or
+///   the x86 code running past the most instructions the reference's run may take: it
+///   does not end where the program ends, as a pass that makes the interpreter run out of
+///   fuel does not, and one wrong value shows as either a wrong end or a loop that runs
+///   on, depending on which loop it feeds),
 ///   or a failure of its own (`trap rule`: `ssapre` inserted a trapping computation the
-///   input does not anticipate; `emulator fault`, `emulator timeout`, `calling convention`,
+///   input does not anticipate; `emulator fault`, `calling convention`,
 ///   `verifier error`, `pass failure`, `backend checker error`, `encoder disagreement`).
 ///   A validator counterexample is a replayed outcome difference of its pass:
 ///   `pass P: wrong outcome`, the same root cause the differential check names.
 ///
-/// Older spellings (`pass cprop on HIR: heap`, `x86 after ...: end`, `z3 pass P:
+/// Older spellings (`pass cprop on HIR: heap`, `x86 after ...: end`, `x86: emulator timeout`, `z3 pass P:
 /// validator counterexample`) are read by [`normalize_signature`].
 pub fn signature(p: &Problem) -> String {
     normalize_signature(&raw_signature(p))
@@ -69,13 +73,12 @@ fn raw_signature(p: &Problem) -> String {
         "backend checker error"
     } else if first.starts_with("the IR passes failed") || first.starts_with("per-pass check") {
         "pass failure"
-    } else if first.starts_with("timeout") {
-        "emulator timeout"
     } else if first.starts_with("fault") && !heap_neighbour_fault(first) {
         "emulator fault"
     } else if ["callee-saved", "esp wrong", "direction flag", "wrote callframe byte"].iter().any(|k| first.starts_with(k)) {
         "calling convention"
     } else {
+        // An outcome that differs, a fault next to the heap, or a timeout (see above).
         "wrong outcome"
     };
     format!("{guilty}: {kind}")
@@ -102,7 +105,7 @@ fn heap_neighbour_fault(first: &str) -> bool {
 }
 
 /// The kinds of outcome difference older signatures named one by one.
-const OUTCOME_KINDS: [&str; 6] = ["end", "trace", "heap", "callframe", "other", "wrong outcome"];
+const OUTCOME_KINDS: [&str; 7] = ["end", "trace", "heap", "callframe", "other", "emulator timeout", "wrong outcome"];
 
 /// The signature `s` names, in today's spelling: the one [`signature`] gives. Any
 /// signature a report or a finding file has printed is accepted; text that is not a
@@ -206,7 +209,8 @@ mod tests {
             (problem("x86", &["fault: read of unmapped memory at pc 0x0040173f touching 0x00000004"]), "x86: emulator fault"),
             (problem("x86", &["fault: write to unmapped memory at pc 0x0040173f touching 0x007ffffc"]), "x86: emulator fault"),
             (problem("x86", &["fault: execution of unmapped memory at pc 0x00100010"]), "x86: emulator fault"),
-            (problem("x86", &["timeout: more than 100 instructions\n  registers: eax=0"]), "x86: emulator timeout"),
+            (problem("x86", &["timeout: more than 100 instructions\n  registers: eax=0"]), "x86: wrong outcome"),
+            (problem("x86 after ssa,dce", &["timeout: more than 2 us of CPU time, the most 9 instructions may take\n  registers: eax=0"]), "x86: wrong outcome"),
             (problem("x86", &["callee-saved ebx clobbered: expected 0x00000001, found 0x00000002"]), "x86: calling convention"),
             (
                 problem("IR passes", &["per-pass check: after pass `ssa-destroy`, function %f fails verification:\n  b0: bad\n  b1: worse"]),
@@ -237,6 +241,7 @@ mod tests {
             ("z3 pass ssapre: encoder disagreement", "z3 pass ssapre: encoder disagreement"),
             ("pass ssa-destroy: verifier error", "pass ssa-destroy: verifier error"),
             ("x86: calling convention", "x86: calling convention"),
+            ("x86 after ssa,dce: emulator timeout", "x86: wrong outcome"),
         ];
         for (old, want) in cases {
             assert_eq!(normalize_signature(old), want, "{old}");
