@@ -5,7 +5,7 @@
 //! [`decompose`](decompose::decompose) (64-bit values to 32-bit pairs),
 //! [`lower`](lower::lower) (address modes, contained operands, fixed registers),
 //! [`regalloc`](regalloc::regalloc) (global + the seed's local allocator) and
-//! [`emit`](emit::emit) (bytes through `iced-x86`). The LIR validator
+//! [`emit`](emit::emit) (bytes through `iced-x86`'s encoder, branches sized by [`encode`]). The LIR validator
 //! ([`lir::validate`]) runs after every LIR pass in debug builds and tests, so a pass
 //! that breaks the seed's four properties fails at once with the printed node; the
 //! register allocation checker ([`regalloc_check`]) verifies the allocation likewise, and
@@ -16,6 +16,7 @@
 
 pub mod decompose;
 pub mod emit;
+pub mod encode;
 pub mod lir;
 pub mod lower;
 pub mod rationalize;
