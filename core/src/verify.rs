@@ -317,11 +317,13 @@ fn verify_function_into(
     }
     cx.reachability();
     let preds = f.predecessors();
-    let mut seen: SecondaryMap<Expr, bool> = SecondaryMap::new();
+    let mut seen: SecondaryMap<Expr, bool> = SecondaryMap::with_capacity(f.exprs.len());
+    // The depth check's stack, reused from statement to statement.
+    let mut work = vec![];
     for &b in &f.layout {
         cx.block = Some(b);
         cx.phis(b, &preds[b]);
-        cx.body(b, &mut seen);
+        cx.body(b, &mut seen, &mut work);
         cx.stmt = None;
     }
 }
@@ -330,7 +332,7 @@ impl Ctx<'_> {
     /// Local and callframe names are unique; parameters are locals.
     fn names(&mut self) {
         let f = self.f;
-        let mut names: HashSet<&str> = HashSet::default();
+        let mut names: HashSet<&str> = HashSet::with_capacity_and_hasher(f.locals.len(), Default::default());
         for (_, l) in f.locals.iter() {
             if !names.insert(l.name.as_str()) {
                 self.err(format!("local %{} is declared twice", l.name));
@@ -439,11 +441,11 @@ impl Ctx<'_> {
 
     /// The statements of `b` and its terminator's expression: trees no deeper than
     /// `MAX_EXPR_DEPTH`, well typed, and the terminator's value of the type it needs.
-    fn body(&mut self, b: Block, seen: &mut SecondaryMap<Expr, bool>) {
+    fn body(&mut self, b: Block, seen: &mut SecondaryMap<Expr, bool>, work: &mut Vec<(Expr, usize)>) {
         let f = self.f;
         let data = &f.blocks[b];
         for &s in &data.stmts {
-            if too_deep(f, s, seen) {
+            if too_deep(f, s, seen, work) {
                 self.stmt = None;
                 self.err(format!("statement {s} is a tree deeper than {MAX_EXPR_DEPTH} levels"));
                 continue;
@@ -452,7 +454,7 @@ impl Ctx<'_> {
             self.check(s, true);
         }
         let Some(e) = data.term.expr() else { return };
-        if too_deep(f, e, seen) {
+        if too_deep(f, e, seen, work) {
             self.stmt = None;
             self.err(format!("the terminator's expression {e} is deeper than {MAX_EXPR_DEPTH} levels"));
             return;
@@ -487,8 +489,9 @@ pub fn format_errors(errs: &[VerifyError]) -> String {
 /// stack before the recursive checks run (so that they recurse at most that deep). Nodes
 /// that do not exist or were `seen` under another root are not descended into: the
 /// recursive check reports them.
-fn too_deep(f: &Function, root: Expr, seen: &mut SecondaryMap<Expr, bool>) -> bool {
-    let mut work = vec![(root, 1)];
+fn too_deep(f: &Function, root: Expr, seen: &mut SecondaryMap<Expr, bool>, work: &mut Vec<(Expr, usize)>) -> bool {
+    work.clear();
+    work.push((root, 1));
     while let Some((n, d)) = work.pop() {
         if !f.exprs.is_valid(n) || seen[n] {
             continue;

@@ -1,4 +1,5 @@
-//! Emission: allocated machine instructions to IA-32 bytes through `iced-x86`.
+//! Emission: allocated machine instructions to IA-32 bytes, each instruction encoded by
+//! `iced-x86`'s encoder and the branches sized by [`super::encode`].
 //!
 //! The frame follows [`crate::abi`]: cdecl entry (`push ebp; mov ebp, esp; sub esp,
 //! frame`), callee-saved registers the function uses saved in frame slots, every HIR
@@ -9,11 +10,12 @@
 //! executes `int 0x41` with the code in `eax`; 32-bit divisions rely on the CPU's own
 //! #DE. A `select` is branch-free (`neg; sbb; xor; and; xor`), so no `cmov` is needed.
 
-use crate::hash::HashMap;
 use std::fmt;
 
-use iced_x86::code_asm::{CodeAssembler, CodeLabel};
+use cranelift_entity::SecondaryMap;
 use iced_x86::{Code, Instruction, MemoryOperand, Register};
+
+use super::encode::{Assembler, Cond, Label};
 
 use super::lir::*;
 use super::regalloc::{Allocation, Base, MInst, Mem, Operand};
@@ -41,7 +43,7 @@ pub enum EmitErrorKind {
     LoadWithoutAddress,
     /// An operator lowering should have contained or removed (`convert`, `addr`).
     NotEmittable,
-    /// `iced-x86` refused an instruction or the assembly; its message.
+    /// `iced-x86` refused an instruction; its message.
     Encoder(String),
 }
 
@@ -131,10 +133,11 @@ fn reg(o: &Operand) -> R<Reg> {
 }
 
 struct Emitter<'a> {
-    a: CodeAssembler,
+    a: Assembler,
     f: &'a LirFunction,
     alloc: &'a Allocation,
-    labels: HashMap<Block, CodeLabel>,
+    /// Each block's label (blocks not in the layout have none).
+    labels: SecondaryMap<Block, Option<Label>>,
 }
 
 #[derive(Clone, Copy)]
@@ -180,6 +183,22 @@ fn setcc(op: CmpOp) -> Code {
     }
 }
 
+/// The `jcc` condition of a compare.
+fn cond(op: CmpOp) -> Cond {
+    match op {
+        CmpOp::Eq => Cond::E,
+        CmpOp::Ne => Cond::Ne,
+        CmpOp::Slt => Cond::L,
+        CmpOp::Sle => Cond::Le,
+        CmpOp::Sgt => Cond::G,
+        CmpOp::Sge => Cond::Ge,
+        CmpOp::Ult => Cond::B,
+        CmpOp::Ule => Cond::Be,
+        CmpOp::Ugt => Cond::A,
+        CmpOp::Uge => Cond::Ae,
+    }
+}
+
 /// The compare that holds exactly when `op` does not.
 fn negate(op: CmpOp) -> CmpOp {
     match op {
@@ -198,24 +217,12 @@ fn negate(op: CmpOp) -> CmpOp {
 
 impl Emitter<'_> {
     fn ins(&mut self, i: Result<Instruction, iced_x86::IcedError>) -> R<()> {
-        self.a.add_instruction(i?)?;
+        self.a.add(i?)?;
         Ok(())
     }
 
-    fn jcc(&mut self, op: CmpOp, l: CodeLabel) -> R<()> {
-        let a = &mut self.a;
-        match op {
-            CmpOp::Eq => a.je(l),
-            CmpOp::Ne => a.jne(l),
-            CmpOp::Slt => a.jl(l),
-            CmpOp::Sle => a.jle(l),
-            CmpOp::Sgt => a.jg(l),
-            CmpOp::Sge => a.jge(l),
-            CmpOp::Ult => a.jb(l),
-            CmpOp::Ule => a.jbe(l),
-            CmpOp::Ugt => a.ja(l),
-            CmpOp::Uge => a.jae(l),
-        }?;
+    fn jcc(&mut self, op: CmpOp, l: Label) -> R<()> {
+        self.a.jcc(cond(op), l);
         Ok(())
     }
 
@@ -285,14 +292,14 @@ impl Emitter<'_> {
         self.ins(Instruction::with2(Code::Movzx_r32_rm8, r.r32(), r.r8()))
     }
 
-    fn label(&self, b: Block) -> CodeLabel {
-        self.labels[&b]
+    fn label(&self, b: Block) -> Label {
+        self.labels[b].expect("a branch to a block in the layout")
     }
 
     fn jump(&mut self, b: Block, next: Option<Block>) -> R<()> {
         if Some(b) != next {
             let l = self.label(b);
-            self.a.jmp(l)?;
+            self.a.jmp(l);
         }
         Ok(())
     }
@@ -303,8 +310,7 @@ impl Emitter<'_> {
         }
         self.ins(Instruction::with2(Code::Mov_r32_rm32, Register::ESP, Register::EBP))?;
         self.ins(Instruction::with1(Code::Pop_r32, Register::EBP))?;
-        self.a.ret()?;
-        Ok(())
+        self.ins(Ok(Instruction::with(Code::Retnd)))
     }
 
     fn prologue(&mut self) -> R<()> {
@@ -393,9 +399,7 @@ impl Emitter<'_> {
                 let m = Operand::Mem(Mem { base: Some(Base::Esp), index: None, disp: *offset as i32 });
                 self.mov_to(&m, &ops[0], MemWidth::W32)?;
             }
-            Op::Call(h) => {
-                self.a.call(helper_address(*h) as u64)?;
-            }
+            Op::Call(h) => self.a.call(helper_address(*h)),
             Op::TrapIf(code) => self.trap_if(n, *code, ops)?,
             Op::Jump(b) => self.jump(*b, next)?,
             Op::Branch { then_dest, else_dest } => self.branch(n, *then_dest, *else_dest, ops, next)?,
@@ -472,15 +476,14 @@ impl Emitter<'_> {
     /// `trapif`: skip unless the condition (a contained compare, or a register tested
     /// against zero) holds, else raise the trap with its code in `eax`.
     fn trap_if(&mut self, n: Node, code: u32, ops: &[Operand]) -> R<()> {
-        let mut skip = self.a.create_label();
+        let skip = self.a.create_label();
         match self.condition(n, ops)? {
             Some(op) => self.jcc(negate(op), skip)?,
-            None => self.a.je(skip)?,
+            None => self.a.jcc(Cond::E, skip),
         }
         self.mov_to_reg(Reg::Eax, &Operand::Imm(code as i32))?;
         self.ins(Instruction::with1(Code::Int_imm8, CHECK_TRAP_VECTOR as u32))?;
-        self.a.set_label(&mut skip)?;
-        self.a.zero_bytes()?;
+        self.a.bind(skip);
         Ok(())
     }
 
@@ -490,7 +493,7 @@ impl Emitter<'_> {
         let then_l = self.label(then_dest);
         match self.condition(n, ops)? {
             Some(op) => self.jcc(op, then_l)?,
-            None => self.a.jne(then_l)?,
+            None => self.a.jcc(Cond::Ne, then_l),
         }
         self.jump(else_dest, next)?;
         Ok(())
@@ -520,19 +523,18 @@ impl Emitter<'_> {
             for (k, b) in cases {
                 self.alu(Alu::Cmp, r, &Operand::Imm(*k as i32))?;
                 let l = self.label(*b);
-                self.a.je(l)?;
+                self.a.jcc(Cond::E, l);
             }
         } else {
             let (lo, hi) = (reg(&ops[0])?, reg(&ops[1])?);
             for (k, b) in cases {
-                let mut skip = self.a.create_label();
+                let skip = self.a.create_label();
                 self.alu(Alu::Cmp, lo, &Operand::Imm(*k as i32))?;
-                self.a.jne(skip)?;
+                self.a.jcc(Cond::Ne, skip);
                 self.alu(Alu::Cmp, hi, &Operand::Imm((*k >> 32) as i32))?;
                 let l = self.label(*b);
-                self.a.je(l)?;
-                self.a.set_label(&mut skip)?;
-                self.a.zero_bytes()?;
+                self.a.jcc(Cond::E, l);
+                self.a.bind(skip);
             }
         }
         self.jump(default, next)?;
@@ -547,46 +549,30 @@ fn cf_operand(var: u32, offset: u32) -> Operand {
 /// Encodes the allocated function; the entry is at offset 0.
 pub fn emit(f: &LirFunction, alloc: &Allocation) -> Result<MachineCode, EmitError> {
     let whole = || EmitError::at(None, None, None);
-    let mut e = Emitter { a: CodeAssembler::new(32).map_err(|x| whole()(x.into()))?, f, alloc, labels: HashMap::default() };
+    let a = Assembler::new().map_err(|x| whole()(x.into()))?;
+    let mut e = Emitter { a, f, alloc, labels: SecondaryMap::new() };
     for &b in &f.layout {
-        let l = e.a.create_label();
-        e.labels.insert(b, l);
+        e.labels[b] = Some(e.a.create_label());
     }
     e.prologue().map_err(whole())?;
     let mut max_block_insns = 0;
     for (i, &b) in f.layout.iter().enumerate() {
-        let before = e.a.instructions().len();
+        let before = e.a.instructions();
         e.block(b, f.layout.get(i + 1).copied())?;
-        max_block_insns = max_block_insns.max(e.a.instructions().len() - before);
+        max_block_insns = max_block_insns.max(e.a.instructions() - before);
     }
-    let insns = e.a.instructions().len() as u32;
-    let assemble = |e: &mut Emitter| -> R<(Vec<u8>, Vec<(Block, u32)>)> {
-        let result = e.a.assemble_options(CODE_BASE as u64, iced_x86::BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS)?;
-        let mut blocks = vec![];
-        for &b in &f.layout {
-            blocks.push((b, (result.label_ip(&e.labels[&b])? - CODE_BASE as u64) as u32));
-        }
-        Ok((result.inner.code_buffer, blocks))
-    };
-    let (bytes, blocks) = assemble(&mut e).map_err(whole())?;
-    let shape = CodeShape { insns, max_block_insns: max_block_insns as u32, frame_bytes: alloc.frame_bytes + 4 };
-    Ok(MachineCode { bytes, entry: 0, shape, blocks })
+    let insns = e.a.instructions();
+    let code = e.a.finish(CODE_BASE);
+    let blocks = f.layout.iter().map(|&b| (b, code.offset(e.labels[b].expect("a label per block")))).collect();
+    let shape = CodeShape { insns, max_block_insns, frame_bytes: alloc.frame_bytes + 4 };
+    Ok(MachineCode { bytes: code.bytes, entry: 0, shape, blocks })
 }
 
 impl Emitter<'_> {
     /// Emits block `b` (followed by `next` in the layout): its label, then each of its
     /// machine instructions. An error names the block and the instruction.
     fn block(&mut self, b: Block, next: Option<Block>) -> Result<(), EmitError> {
-        let mut l = self.labels[&b];
-        let label = |a: &mut CodeAssembler, l: &mut CodeLabel| -> R<()> {
-            a.set_label(l)?;
-            // A label needs an instruction of its own: a block may emit nothing (a jump
-            // to the next block), so a zero-byte pseudo-instruction carries it.
-            a.zero_bytes()?;
-            Ok(())
-        };
-        label(&mut self.a, &mut l).map_err(EmitError::at(Some(b), None, None))?;
-        self.labels.insert(b, l);
+        self.a.bind(self.label(b));
         let alloc = self.alloc;
         for inst in &alloc.code[b] {
             let done = match inst {

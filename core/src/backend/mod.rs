@@ -5,7 +5,7 @@
 //! [`decompose`](decompose::decompose) (64-bit values to 32-bit pairs),
 //! [`lower`](lower::lower) (address modes, contained operands, fixed registers),
 //! [`regalloc`](regalloc::regalloc) (global + the seed's local allocator) and
-//! [`emit`](emit::emit) (bytes through `iced-x86`). The LIR validator
+//! [`emit`](emit::emit) (bytes through `iced-x86`'s encoder, branches sized by [`encode`]). The LIR validator
 //! ([`lir::validate`]) runs after every LIR pass in debug builds and tests, so a pass
 //! that breaks the seed's four properties fails at once with the printed node; the
 //! register allocation checker ([`regalloc_check`]) verifies the allocation likewise, and
@@ -16,6 +16,7 @@
 
 pub mod decompose;
 pub mod emit;
+pub mod encode;
 pub mod lir;
 pub mod lower;
 pub mod rationalize;
@@ -178,15 +179,16 @@ pub fn compile_with(f: &Function, opts: RegallocOptions, print: bool) -> Result<
     build(f, opts, print, cfg!(debug_assertions) || print, &mut |_| {})
 }
 
-/// [`compile_validated`], timing each step: `(step, seconds)` in order, for every
-/// backend pass, each run of the LIR validator, the allocation checker and emission
+/// [`compile_validated`], timing each step by `clock` (seconds, e.g. the thread's CPU
+/// time): `(step, seconds)` in order, for every backend pass, each run of the LIR
+/// validator, the allocation checker, emission and the undefined-flags check
 /// (`tandem bench --profile-stages`).
-pub fn compile_validated_timed(f: &Function) -> Result<(MachineCode, Vec<(&'static str, f64)>), CompileError> {
+pub fn compile_validated_timed(f: &Function, clock: &dyn Fn() -> f64) -> Result<(MachineCode, Vec<(&'static str, f64)>), CompileError> {
     let mut times = vec![];
-    let mut last = std::time::Instant::now();
+    let mut last = clock();
     let code = build(f, RegallocOptions::default(), false, true, &mut |step| {
-        let now = std::time::Instant::now();
-        times.push((step, (now - last).as_secs_f64()));
+        let now = clock();
+        times.push((step, now - last));
         last = now;
     })?
     .code;
@@ -248,11 +250,12 @@ fn build(
         done("allocation checker");
     }
     let code = emit::emit(&l, &alloc).map_err(CompileError::Encode)?;
+    done("emit");
     if validate {
         flags_check::check(&code).map_err(CompileError::UndefinedFlags)?;
+        done("undefined-flags check");
     }
     stats.code_bytes = code.bytes.len();
-    done("emit");
     Ok(Staged { lir: stages, code, stats })
 }
 

@@ -435,6 +435,9 @@ impl<'a> LocalAllocator<'a> {
     fn find_aliases(&mut self, b: Block) {
         let f = self.f;
         let list = &f.blocks[b].nodes;
+        // Each node's first position in the block, made when first needed (a search of
+        // the list per read made long blocks quadratic).
+        let mut position: Option<HashMap<Node, usize>> = None;
         for (upos, &user) in list.iter().enumerate() {
             let c = constraints(f, user);
             for (i, (u, mask)) in c.operands.iter().enumerate() {
@@ -443,7 +446,14 @@ impl<'a> LocalAllocator<'a> {
                 if !c.read_only[i] || !mask.contains(g) {
                     continue;
                 }
-                let Some(rpos) = list.iter().position(|&m| m == u.node) else { continue };
+                let position = position.get_or_insert_with(|| {
+                    let mut at = HashMap::default();
+                    for (k, &m) in list.iter().enumerate() {
+                        at.entry(m).or_insert(k);
+                    }
+                    at
+                });
+                let Some(&rpos) = position.get(&u.node) else { continue };
                 if list[rpos + 1..upos].iter().all(|&m| f.nodes[m].op != Op::Write(v)) {
                     self.aliases.insert(u.node);
                 }

@@ -19,6 +19,13 @@ pub struct DomTree {
     /// Reverse post-order positions, copied from the CFG for the intersection walk.
     rpo_index: SecondaryMap<Block, u32>,
     entry: Option<Block>,
+    /// The blocks in dominator-tree pre-order.
+    preorder: Vec<Block>,
+    /// Each block's interval in a depth-first numbering of the tree (`pre` from 1, 0 for
+    /// a block outside the tree; `last` the largest `pre` of its subtree): `a` dominates
+    /// `b` exactly when `b`'s number lies in `a`'s interval.
+    pre: SecondaryMap<Block, u32>,
+    last: SecondaryMap<Block, u32>,
 }
 
 impl DomTree {
@@ -70,11 +77,42 @@ impl DomTree {
         for &b in &cfg.rpo {
             children[b].sort();
         }
-        DomTree { idom, children, rpo_index: cfg.rpo_index.clone(), entry: Some(entry) }
+        let mut tree = DomTree {
+            idom,
+            children,
+            rpo_index: cfg.rpo_index.clone(),
+            entry: Some(entry),
+            preorder: vec![],
+            pre: SecondaryMap::new(),
+            last: SecondaryMap::new(),
+        };
+        tree.number();
+        tree
+    }
+
+    /// The pre-order and each block's interval (see [`DomTree::pre`]).
+    fn number(&mut self) {
+        let mut stack: Vec<Block> = self.entry.into_iter().collect();
+        while let Some(b) = stack.pop() {
+            self.preorder.push(b);
+            self.pre[b] = self.preorder.len() as u32;
+            stack.extend(self.children[b].iter().rev());
+        }
+        // In pre-order every subtree is one run starting at its root, so a reverse pass
+        // gives each block the largest number below it.
+        for &b in self.preorder.iter().rev() {
+            let below = self.children[b].iter().map(|&c| self.last[c]).max().unwrap_or(0);
+            self.last[b] = self.pre[b].max(below);
+        }
     }
 
     /// Whether `a` dominates `b` (every block dominates itself).
     pub fn dominates(&self, a: Block, mut b: Block) -> bool {
+        let (pa, pb) = (self.pre[a], self.pre[b]);
+        if a != b && pa != 0 && pb != 0 {
+            return pa <= pb && pb <= self.last[a];
+        }
+        // A block outside the tree: the walk up from `b`.
         loop {
             if a == b {
                 return true;
@@ -91,13 +129,7 @@ impl DomTree {
 
     /// The blocks in dominator-tree pre-order, starting at the entry.
     pub fn preorder(&self) -> Vec<Block> {
-        let mut out = vec![];
-        let mut stack: Vec<Block> = self.entry.into_iter().collect();
-        while let Some(b) = stack.pop() {
-            out.push(b);
-            stack.extend(self.children[b].iter().rev());
-        }
-        out
+        self.preorder.clone()
     }
 
     /// Walks the dominator tree from the entry in pre-order with an explicit stack (no

@@ -308,7 +308,7 @@ fn check_ir_stages(
     for (stage, pipeline) in stages {
         let optimizing = stage == "IR passes";
         let x86_stage = format!("x86 after {pipeline}");
-        let checked = caught(|| passcheck::check_against(f, inputs, &outcomes, |g, hook| drive(&pm, &pipeline, g, hook)))
+        let checked = caught(|| passcheck::check_against(f, inputs, &outcomes, Some(&pipeline), |g, hook| drive(&pm, &pipeline, g, hook)))
             .map_err(|msg| format!("a pass panicked: {msg}"))
             .and_then(|r| r.map_err(|e| e.to_string()));
         match checked {

@@ -106,7 +106,10 @@ pub fn check_function_inputs(
     pipeline: &Pipeline,
 ) -> Result<Vec<PassCheck>, PassCheckError> {
     let pm = PassManager { verify: true };
-    check_with_inputs(f, inputs, |g, hook| pm.run(pipeline, g, hook))
+    let references =
+        inputs.iter().map(|input| interp::run(f, input)).collect::<Result<Vec<_>, _>>().map_err(PassCheckError::Input)?;
+    let c = check_against(f, inputs, &references, Some(pipeline), |g, hook| pm.run(pipeline, g, hook))?;
+    Ok(per_input(c))
 }
 
 /// The signature of the per-pass hook.
@@ -133,9 +136,14 @@ pub fn check_with_inputs(
 ) -> Result<Vec<PassCheck>, PassCheckError> {
     let references =
         inputs.iter().map(|input| interp::run(f, input)).collect::<Result<Vec<_>, _>>().map_err(PassCheckError::Input)?;
-    let c = check_against(f, inputs, &references, drive)?;
+    let c = check_against(f, inputs, &references, None, drive)?;
+    Ok(per_input(c))
+}
+
+/// One [`PassCheck`] per input of a pipeline's check.
+fn per_input(c: PipelineCheck) -> Vec<PassCheck> {
     let stats = c.stats;
-    Ok(c.verdicts.into_iter().map(|verdict| PassCheck { verdict, stats: stats.clone() }).collect())
+    c.verdicts.into_iter().map(|verdict| PassCheck { verdict, stats: stats.clone() }).collect()
 }
 
 /// What [`check_against`] found: one verdict per input, what each pass did, and the IR
@@ -150,10 +158,13 @@ pub struct PipelineCheck {
 /// The per-pass check against reference outcomes the caller already has
 /// (`references[k]` is the reference run of `inputs[k]`), so that the reference
 /// interpreter and the pipeline each run once however many stages use them.
+/// `pipeline` names the passes `drive` runs, when known: the IR is then kept only before
+/// an `ssapre` (for its anticipability check), not after every pass.
 pub fn check_against(
     f: &Function,
     inputs: &[RunInput],
     references: &[Result<Outcome, Invalid>],
+    pipeline: Option<&Pipeline>,
     drive: impl FnOnce(&mut Function, &mut Hook<'_>) -> Result<Vec<(&'static str, Stats)>, PassError>,
 ) -> Result<PipelineCheck, PassCheckError> {
     // Per input: the after-pass input (more fuel) and the first mismatch found so far.
@@ -167,11 +178,14 @@ pub fn check_against(
         .collect();
     let mut g = f.clone();
     let mut index = 0;
-    // The IR before the current pass, for the anticipability check of `ssapre`.
-    let mut prev = f.clone();
+    // The IR before the current pass, for the anticipability check of `ssapre` (`None`:
+    // `f` itself, before the first pass). A snapshot is taken after pass `i` only when
+    // pass `i + 1` may be `ssapre`.
+    let mut prev: Option<Function> = None;
+    let ssapre_at = |i: usize| pipeline.map_or(true, |p| p.passes.get(i).is_some_and(|p| p.name == "ssapre"));
     let result = drive(&mut g, &mut |pass: &str, ir: &Function, _: &Stats| {
         if pass == "ssapre" {
-            let violations = crate::judge::anticip::check(&prev, ir);
+            let violations = crate::judge::anticip::check(prev.as_ref().unwrap_or(f), ir);
             if !violations.is_empty() {
                 for ((_, first), reference) in state.iter_mut().zip(references) {
                     if reference.is_ok() && first.is_none() {
@@ -184,7 +198,9 @@ pub fn check_against(
                 }
             }
         }
-        prev = ir.clone();
+        if ssapre_at(index + 1) {
+            prev = Some(ir.clone());
+        }
         for ((after_input, first), reference) in state.iter_mut().zip(references) {
             let (Ok(reference), None) = (reference, &*first) else { continue };
             let actual = interp::run(ir, after_input).expect("passes keep the signature");

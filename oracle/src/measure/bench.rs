@@ -437,12 +437,13 @@ pub fn full_check_ratio(measurements: &[Measurement]) -> Option<String> {
 /// The time of every stage of the full check, summed over a range of generated programs
 /// (`tandem bench --profile-stages`): the same steps as
 /// [`crate::judge::check::check_runs`], in its order, each timed on its own, so a user
-/// sees the split without `perf`.
+/// sees the split without `perf`. Times are the measuring thread's CPU time, so the
+/// shares hold on a machine shared with other work.
 #[derive(Clone, Debug)]
 pub struct StageProfile {
     /// How many programs were profiled.
     pub programs: u64,
-    /// `(stage, seconds)` in the order the stages first ran.
+    /// `(stage, CPU seconds)` in the order the stages first ran.
     pub stages: Vec<(String, f64)>,
 }
 
@@ -469,7 +470,7 @@ impl fmt::Display for StageProfile {
         }
         write!(
             f,
-            "{:<56} {:>10.1} {:>6.1}%   ({:.0} programs/s)",
+            "{:<56} {:>10.1} {:>6.1}%   ({:.0} programs/CPU-s)",
             "total",
             total * 1e6 / self.programs as f64,
             100.0,
@@ -482,8 +483,8 @@ impl fmt::Display for StageProfile {
 /// (default profile), stage by stage: generation, the reference interpreter, each IR pass
 /// (with the verifier the pass manager runs after it), the snapshot and the
 /// anticipability checker of `ssapre`, the interpreter after the passes, each backend
-/// pass, the LIR validator, the allocation checker, emission, and the emulated runs with
-/// their comparison. Every run must agree, as in [`generated_bench`].
+/// pass, the LIR validator, the allocation checker, emission, the undefined-flags check,
+/// and the emulated runs with their comparison. Every run must agree, as in [`generated_bench`].
 pub fn stage_profile(start: u64, count: u64, emu: &mut Emulator) -> Result<StageProfile, BenchError> {
     use crate::exec::interp;
     use crate::gen::{self, Profile};
@@ -493,23 +494,23 @@ pub fn stage_profile(start: u64, count: u64, emu: &mut Emulator) -> Result<Stage
     let bad = |seed: u64, what: String| BenchError::Disagreement(format!("seed {seed}: {what}"));
     let mut p = StageProfile { programs: count, stages: vec![] };
     for seed in start..start + count {
-        let t = Instant::now();
+        let t = thread_cpu_seconds();
         let case = gen::generate(seed, &cfg).case;
         let f = &case.module.functions[0];
         let inputs: Vec<RunInput> = case.runs.iter().map(|r| r.input(f)).collect::<Result<_, _>>().map_err(|e| bad(seed, e))?;
-        p.add("generate", t.elapsed().as_secs_f64());
+        p.add("generate", thread_cpu_seconds() - t);
 
-        let t = Instant::now();
+        let t = thread_cpu_seconds();
         let references = inputs.iter().map(|i| interp::run_measured(f, i)).collect::<Result<Vec<_>, _>>().map_err(|e| bad(seed, e.to_string()))?;
-        p.add("reference interpreter", t.elapsed().as_secs_f64());
+        p.add("reference interpreter", thread_cpu_seconds() - t);
 
         let mut pipelines = vec![];
         if f.layout.iter().all(|&b| f.blocks[b].phis.is_empty()) {
             pipelines.push(("cprop on HIR: ", Pipeline::parse("cprop").expect("valid pipeline")));
         }
-        let t = Instant::now();
+        let t = thread_cpu_seconds();
         let unoptimized = backend_input(f).map_err(|e| bad(seed, e))?;
-        p.add("ssa-destroy for the x86 stage", t.elapsed().as_secs_f64());
+        p.add("ssa-destroy for the x86 stage", thread_cpu_seconds() - t);
         if let Some(pipeline) = passcheck::replay_pipeline(f) {
             pipelines.push(("IR pass ", pipeline));
         }
@@ -542,25 +543,30 @@ fn profile_pipeline(
     use crate::exec::interp;
     use crate::judge::{anticip, passcheck};
     let pm = tandem_core::passes::PassManager { verify: true };
-    let t = Instant::now();
+    let t = thread_cpu_seconds();
     let mut g = f.clone();
-    let mut prev = f.clone();
-    p.add("function snapshots (clone)", t.elapsed().as_secs_f64());
-    let mut mark = Instant::now();
+    p.add("function snapshots (clone)", thread_cpu_seconds() - t);
+    // As the check keeps it: the IR before an `ssapre`, for its anticipability check.
+    let mut prev: Option<Function> = None;
+    let mut index = 0;
+    let mut mark = thread_cpu_seconds();
     let mut failed = None;
     pm.run(pipeline, &mut g, &mut |pass, ir, _| {
-        p.add(&format!("{prefix}{pass} (and IR verifier)"), mark.elapsed().as_secs_f64());
+        p.add(&format!("{prefix}{pass} (and IR verifier)"), thread_cpu_seconds() - mark);
         if pass == "ssapre" {
-            let t = Instant::now();
-            if !anticip::check(&prev, ir).is_empty() {
+            let t = thread_cpu_seconds();
+            if !anticip::check(prev.as_ref().unwrap_or(f), ir).is_empty() {
                 failed = Some(format!("{pass} broke the trap rule of insertions"));
             }
-            p.add("anticipability checker", t.elapsed().as_secs_f64());
+            p.add("anticipability checker", thread_cpu_seconds() - t);
         }
-        let t = Instant::now();
-        prev = ir.clone();
-        p.add("function snapshots (clone)", t.elapsed().as_secs_f64());
-        let t = Instant::now();
+        index += 1;
+        if pipeline.passes.get(index).is_some_and(|p| p.name == "ssapre") {
+            let t = thread_cpu_seconds();
+            prev = Some(ir.clone());
+            p.add("function snapshots (clone)", thread_cpu_seconds() - t);
+        }
+        let t = thread_cpu_seconds();
         for (input, (reference, _)) in inputs.iter().zip(references) {
             let Ok(reference) = reference else { continue };
             let mut after = input.clone();
@@ -570,8 +576,8 @@ fn profile_pipeline(
                 failed = Some(format!("outcome changed after pass `{pass}`"));
             }
         }
-        p.add("interpreter after each pass", t.elapsed().as_secs_f64());
-        mark = Instant::now();
+        p.add("interpreter after each pass", thread_cpu_seconds() - t);
+        mark = thread_cpu_seconds();
     })
     .map_err(|e| e.to_string())?;
     match failed {
@@ -592,11 +598,11 @@ fn profile_x86(
 ) -> Result<(), BenchError> {
     use crate::judge::diff;
     let bad = |what: String| BenchError::Disagreement(format!("seed {seed}: {what}"));
-    let (code, times) = tandem_core::backend::compile_validated_timed(g).map_err(|e| bad(e.to_string()))?;
+    let (code, times) = tandem_core::backend::compile_validated_timed(g, &thread_cpu_seconds).map_err(|e| bad(e.to_string()))?;
     for (step, t) in times {
         p.add(&format!("backend: {step}"), t);
     }
-    let t = Instant::now();
+    let t = thread_cpu_seconds();
     for (input, (reference, fuel_used)) in inputs.iter().zip(references) {
         let Ok(expected) = reference else { continue };
         match diff::check_against(expected.clone(), *fuel_used, g, input, &code, emu).map_err(BenchError::Emulator)? {
@@ -604,6 +610,6 @@ fn profile_x86(
             v => return Err(bad(v.to_string())),
         }
     }
-    p.add("emulate and compare (every run)", t.elapsed().as_secs_f64());
+    p.add("emulate and compare (every run)", thread_cpu_seconds() - t);
     Ok(())
 }

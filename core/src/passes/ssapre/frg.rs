@@ -264,6 +264,17 @@ impl<'a> Frg<'a> {
     /// class; an effect under a Φ makes the Φ not down-safe.
     fn rename_occurrences(&mut self, b: Block, stack: &mut Vec<Top>) {
         let occs = &self.e.occs;
+        if self.occs_in[b].is_empty() {
+            // Most blocks hold no occurrence of a given expression: their effects (none
+            // of which is an occurrence here) only make a Φ on top not down-safe, which
+            // one effect does as well as several.
+            if self.trapping && !self.init.kills[b].is_empty() {
+                if let Some(Top::Phi(j)) = stack.last().copied() {
+                    self.phis[j].down_safe = false;
+                }
+            }
+            return;
+        }
         let mut events: Vec<(u32, Option<usize>)> = self.occs_in[b].iter().map(|&i| (occs[i].pos, Some(i))).collect();
         if self.trapping {
             let own: Vec<Expr> = self.occs_in[b].iter().map(|&i| occs[i].node).collect();

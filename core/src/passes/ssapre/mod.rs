@@ -177,7 +177,8 @@ pub struct Initialization {
     pub kills: SecondaryMap<Block, Vec<(u32, Expr)>>,
     /// Whether the block returns (an exit after every position).
     pub exits: SecondaryMap<Block, bool>,
-    /// The current version of each original at the entry of each block, after its phis.
+    /// The current version of each original at the entry of each merge block (two or
+    /// more predecessors: where a Φ can be), after its phis; empty for other blocks.
     pub current: SecondaryMap<Block, Vec<Option<Local>>>,
     /// The block and index of the phi defining a local, if a phi does.
     pub phi_def: SecondaryMap<Local, Option<(Block, usize)>>,
@@ -421,15 +422,19 @@ impl Initialization {
                 stacks[o as usize].push(phi.dest);
                 pushed.push(o);
             }
-            init.current[b] = stacks.iter().map(|s| s.last().copied()).collect();
+            // Only a merge block can hold a Φ (Φ-Insertion keeps no other), so only
+            // merge blocks are asked for their versions.
+            if an.cfg.preds[b].len() >= 2 {
+                init.current[b] = stacks.iter().map(|s| s.last().copied()).collect();
+            }
             for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
-                for n in super::util::postorder(f, r) {
+                f.visit_postorder(r, &mut |n| {
                     if let ExprData::Assign { local, .. } = f.exprs[n] {
                         let o = init.orig[local];
                         stacks[o as usize].push(local);
                         pushed.push(o);
                     }
-                }
+                });
             }
             pushed
         };
@@ -441,7 +446,7 @@ impl Initialization {
         an.domtree.walk_scoped(&mut (init, stacks), enter, leave);
     }
 
-    /// The current version of original `o` at the entry of `b`.
+    /// The current version of original `o` at the entry of merge block `b`.
     pub fn current_at(&self, b: Block, o: u32) -> Option<Local> {
         self.current[b].get(o as usize).copied().flatten()
     }
