@@ -370,29 +370,28 @@ impl<S: Source> Gen<'_, S> {
                 self.push(t);
             }
         }
+        if self.on(Feature::Load) && ty == Type::I64 {
+            self.word_edge_store();
+        }
+        // The values go into one or two new locals (the return value reads them), not
+        // one each: a local per value would stay live through the whole function.
+        let mut flags = vec![];
+        let mut vals = vec![];
         if self.on(Feature::Cmp) {
             for _ in 0..1 + self.below(2) {
-                let c = self.word_edge_compare(ty);
-                let t = self.new_temp(Type::I32);
-                let s = self.assign(t, c);
-                self.push(s);
+                flags.push(self.word_edge_compare(ty));
             }
         }
-        if self.on(Feature::Select) && self.chance(500) {
+        if self.on(Feature::Select) && self.chance(700) {
             let cond = self.word_edge_compare(ty);
-            let vty = self.ty();
-            let a = self.expr(vty, 1);
-            let b = self.expr(vty, 1);
-            let sel = self.add(ExprData::Select { cond, if_true: a, if_false: b });
-            let t = self.new_temp(vty);
-            let s = self.assign(t, sel);
-            self.push(s);
+            let a = self.expr(ty, 1);
+            let b = self.expr(ty, 1);
+            vals.push(self.add(ExprData::Select { cond, if_true: a, if_false: b }));
         }
         if self.on(Feature::Shift) {
             for op in [BinOp::Shl, BinOp::Lshr, BinOp::Ashr] {
                 if self.chance(800) {
-                    let s = self.word_edge_shift(op, ty);
-                    self.push(s);
+                    vals.push(self.word_edge_shift(op, ty));
                 }
             }
         }
@@ -401,13 +400,21 @@ impl<S: Source> Gen<'_, S> {
             let op = self.pick(&[BinOp::Sdiv, BinOp::Udiv, BinOp::Srem, BinOp::Urem]);
             let a = self.signed_operand(ty);
             let b = self.expr(ty, 1);
-            let e = self.guarded_div(op, ty, a, b);
-            let t = self.new_temp(ty);
-            let s = self.assign(t, e);
-            self.push(s);
+            vals.push(self.guarded_div(op, ty, a, b));
         }
         if self.on(Feature::Load) && ty == Type::I64 {
-            self.word_edge_loads();
+            vals.extend(self.word_edge_loads());
+        }
+        if ty == Type::I32 {
+            vals.append(&mut flags);
+        }
+        for v in [flags, vals] {
+            if !v.is_empty() {
+                let e = self.combine(v, &[BinOp::Xor, BinOp::Add, BinOp::Sub]);
+                let t = self.new_temp(self.ty_of(e));
+                let s = self.assign(t, e);
+                self.push(s);
+            }
         }
         if self.on(Feature::If) && self.blocks_left(8) {
             for _ in 0..1 + self.below(2) {
@@ -486,7 +493,7 @@ impl<S: Source> Gen<'_, S> {
         self.add(ExprData::TrapIf { cond, code })
     }
 
-    /// `%t = x op n` with a count just past the width (masked to a small one) or, for
+    /// `x op n` with a count just past the width (masked to a small one) or, for
     /// an i64, in `32..63` (the words swap); a variable count when the program has
     /// them.
     fn word_edge_shift(&mut self, op: BinOp, ty: Type) -> Expr {
@@ -504,34 +511,37 @@ impl<S: Source> Gen<'_, S> {
             let n = if past { bits + self.below(8) as i64 } else { 32 + self.below(32) as i64 };
             self.konst(ty, n)
         };
-        let e = self.bin(op, x, n);
-        let t = self.new_temp(ty);
-        self.assign(t, e)
+        self.bin(op, x, n)
     }
 
-    /// `store.64(A, x)` (when the program stores) and extending i64 loads of 8, 16
-    /// and 32 bits inside it, so that the bytes read have their top bit set in some runs.
-    fn word_edge_loads(&mut self) {
-        let o = self.pick(&self.hot_offsets.clone()).min(HEAP_SIZE - 8);
-        let at = |g: &mut Self, d: i64| g.konst(Type::I32, (HEAP_BASE + o) as i64 + d);
-        if self.on(Feature::Store) {
-            let x = self.signed_operand(Type::I64);
-            let a = at(self, 0);
-            let s = self.add(ExprData::Store { width: MemWidth::W64, addr: a, value: x });
-            self.push(s);
+    /// `store.64(A, x)` at the first hot address, when the program stores: the bytes
+    /// [`Gen::word_edge_loads`] read, with their top bits set in some runs.
+    fn word_edge_store(&mut self) {
+        if !self.on(Feature::Store) {
+            return;
         }
+        let o = self.hot_offsets[0].min(HEAP_SIZE - 8);
+        let x = self.signed_operand(Type::I64);
+        let a = self.konst(Type::I32, (HEAP_BASE + o) as i64);
+        let s = self.add(ExprData::Store { width: MemWidth::W64, addr: a, value: x });
+        self.push(s);
+    }
+
+    /// Extending i64 loads of 8, 16 and 32 bits inside the 8 bytes at the first hot
+    /// address (where [`Gen::word_edge_store`] wrote, or the run's heap rows lie).
+    fn word_edge_loads(&mut self) -> Vec<Expr> {
+        let o = self.hot_offsets[0].min(HEAP_SIZE - 8);
+        let mut out = vec![];
         for width in [MemWidth::W8, MemWidth::W16, MemWidth::W32] {
             if !self.chance(700) {
                 continue;
             }
             let d = self.below(9 - width.bytes()) as i64;
-            let a = at(self, d);
+            let a = self.konst(Type::I32, (HEAP_BASE + o) as i64 + d);
             let signed = self.chance(500);
-            let l = self.add(ExprData::Load { ty: Type::I64, width, signed, addr: a });
-            let t = self.new_temp(Type::I64);
-            let s = self.assign(t, l);
-            self.push(s);
+            out.push(self.add(ExprData::Load { ty: Type::I64, width, signed, addr: a }));
         }
+        out
     }
 
     /// `if (x op edge) { a statement }`: a branch on a compare of a value of either sign
