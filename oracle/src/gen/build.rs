@@ -596,6 +596,9 @@ impl<'a, S: Source> Gen<'a, S> {
                 self.push(s);
             }
         }
+        if self.chance(reach::WORD_EDGES_PERMILLE) {
+            self.word_edges();
+        }
         self.region(0, false);
         // The return value folds many locals together so that their values are observed:
         // first those assigned and not read since (most of them, under anchoring), then

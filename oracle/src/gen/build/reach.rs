@@ -22,6 +22,16 @@
 //!   byte, inside or around it past the narrower width (where swapping the two widths in
 //!   an overlap test says "disjoint"), just before or after it, or anywhere, and the
 //!   outer store over the inner one half of the time;
+//! * [`Gen::word_edges`]: in most programs, a block of statements at the top of the
+//!   entry block, which every run evaluates: compares of a value whose sign differs
+//!   between runs (a parameter, negated or with a sign bit flipped) against sign edges,
+//!   in every context the program's features allow (a `trapif` that never fires while
+//!   its sign twin fires for one sign, an `if`, a `select`, a value), guarded divisions
+//!   of such a value, shifts by counts past the width and (i64) in `32..63`, and
+//!   extending i64 loads inside a 64-bit store of such a value. The other shapes sit
+//!   wherever the builder puts them, often in code a run does not reach; without this
+//!   block an i64 compare of a given sign pair in a given context ran, with operands of
+//!   both signs, in under 10% of default-profile programs;
 //! * [`Gen::ordering`]: a compare against a sign edge orders its operands (an equality
 //!   reads the same signed or unsigned). Loop counters that cross zero are the loop
 //!   builder's (`gen_loop`, `loop_test`), converted heap pairs and the fill loop the
@@ -40,6 +50,8 @@ pub(super) const SIGN_EDGE_PERMILLE: u32 = 450;
 /// Per-mille of compares given i64 operands in programs that have i64 at all (on top
 /// of the program's own share).
 pub(super) const I64_COMPARE_PERMILLE: u32 = 450;
+/// Per-mille of programs whose entry block holds [`Gen::word_edges`].
+pub(super) const WORD_EDGES_PERMILLE: u32 = 600;
 /// Per-mille of stores built by [`Gen::neighbour_store`].
 pub(super) const NEIGHBOUR_PERMILLE: u32 = 350;
 /// Per-mille of neighbour stores over a variable base preceded by
@@ -323,5 +335,227 @@ impl<S: Source> Gen<'_, S> {
         let off = self.bin(BinOp::And, x, m);
         let b = self.konst(Type::I32, (HEAP_BASE + r.base) as i64);
         (self.bin(BinOp::Add, b, off), var)
+    }
+}
+
+/// The never-firing range checks of [`Gen::word_edge_check`]: `(op, k, adjust)` where
+/// `x op k` is false for every `x` once `x` is adjusted (`1`: `x | 1`, `-2`: `x & -2`,
+/// `0`: `x` itself), while the other member of the operator's sign pair fires for every
+/// `x` of one sign.
+const NEVER_ROWS: [(CmpOp, i64, i64); 8] = [
+    (CmpOp::Slt, i64::MIN, 0), // ult fires for x >= 0
+    (CmpOp::Ult, 0, 0),        // slt fires for x < 0
+    (CmpOp::Sgt, i64::MAX, 0), // ugt fires for x < 0
+    (CmpOp::Ugt, -1, 0),       // sgt fires for x >= 0
+    (CmpOp::Sle, i64::MIN, 1), // x | 1 is never MIN; ule fires for x >= 0
+    (CmpOp::Ule, 0, 1),        // x | 1 is never 0; sle fires for x < 0
+    (CmpOp::Sge, i64::MAX, -2), // x & -2 is never MAX; uge fires for x < 0
+    (CmpOp::Uge, -1, -2),      // x & -2 is never -1; sge fires for x >= 0
+];
+
+impl<S: Source> Gen<'_, S> {
+    /// The word-edge block at the top of the function (the entry block, so that every
+    /// run evaluates it): compares of a value of either sign against sign edges in each
+    /// context the program's features allow (a `trapif` that never fires, an `if`, a
+    /// `select` condition, a compare as a value), shifts by counts `32..63` and past the
+    /// width, and extending loads of bytes a store of such a value just wrote. Its type
+    /// is i64 where the program has i64 (the decomposition's cases: high words of mixed
+    /// sign, low words across the sign bit, counts that swap the words), else i32.
+    pub(super) fn word_edges(&mut self) {
+        let ty = if self.on(Feature::I64) { Type::I64 } else { Type::I32 };
+        self.note("word-edge block at the entry");
+        if self.on(Feature::TrapIf) {
+            for _ in 0..1 + self.below(3) {
+                let t = self.word_edge_check(ty);
+                self.push(t);
+            }
+        }
+        if self.on(Feature::Load) && ty == Type::I64 {
+            self.word_edge_store();
+        }
+        // The values go into one or two new locals (the return value reads them), not
+        // one each: a local per value would stay live through the whole function.
+        let mut flags = vec![];
+        let mut vals = vec![];
+        if self.on(Feature::Cmp) {
+            for _ in 0..1 + self.below(2) {
+                flags.push(self.word_edge_compare(ty));
+            }
+        }
+        if self.on(Feature::Select) && self.chance(700) {
+            let cond = self.word_edge_compare(ty);
+            let a = self.expr(ty, 1);
+            let b = self.expr(ty, 1);
+            vals.push(self.add(ExprData::Select { cond, if_true: a, if_false: b }));
+        }
+        if self.on(Feature::Shift) {
+            for op in [BinOp::Shl, BinOp::Lshr, BinOp::Ashr] {
+                if self.chance(800) {
+                    vals.push(self.word_edge_shift(op, ty));
+                }
+            }
+        }
+        if self.on(Feature::Div) && self.chance(700) {
+            // A guarded division of a value of either sign: signed and unsigned differ.
+            let op = self.pick(&[BinOp::Sdiv, BinOp::Udiv, BinOp::Srem, BinOp::Urem]);
+            let a = self.signed_operand(ty);
+            let b = self.expr(ty, 1);
+            vals.push(self.guarded_div(op, ty, a, b));
+        }
+        if self.on(Feature::Load) && ty == Type::I64 {
+            vals.extend(self.word_edge_loads());
+        }
+        if ty == Type::I32 {
+            vals.append(&mut flags);
+        }
+        for v in [flags, vals] {
+            if !v.is_empty() {
+                let e = self.combine(v, &[BinOp::Xor, BinOp::Add, BinOp::Sub]);
+                let t = self.new_temp(self.ty_of(e));
+                let s = self.assign(t, e);
+                self.push(s);
+            }
+        }
+        if self.on(Feature::If) && self.blocks_left(8) {
+            for _ in 0..1 + self.below(2) {
+                self.word_edge_if(ty);
+            }
+        }
+    }
+
+    /// A value of `ty` whose sign differs between runs: a parameter (an i32 one
+    /// extended, for an i64), negated or with a sign bit flipped half of the time, so
+    /// that small non-negative arguments give negative values too.
+    fn signed_operand(&mut self, ty: Type) -> Expr {
+        let same: Vec<Local> = self.f.params.iter().copied().filter(|&l| self.f.locals[l].ty == ty).collect();
+        let narrow: Vec<Local> = self.f.params.iter().copied().filter(|&l| self.f.locals[l].ty == Type::I32).collect();
+        let x = if !same.is_empty() && self.chance(700) {
+            let p = self.pick(&same);
+            self.local(p)
+        } else if ty == Type::I64 && !narrow.is_empty() && self.chance(600) {
+            let p = self.pick(&narrow);
+            let x = self.local(p);
+            let op = if self.chance(500) { ConvOp::Sext } else { ConvOp::Zext };
+            self.add(ExprData::Convert { op, arg: x })
+        } else {
+            self.expr(ty, 2)
+        };
+        match self.below(4) {
+            0 => self.add(ExprData::Unary { op: UnOp::Neg, arg: x }),
+            1 => {
+                // The sign of the whole value, or of the low word of an i64 (an add
+                // carries into the high word).
+                let k = self.pick(&[i64::MIN, 0x8000_0000, -0x1_0000_0000]);
+                let k = self.konst(ty, if ty == Type::I32 { i32::MIN as i64 } else { k });
+                let op = if self.on(Feature::Bitwise) && self.chance(500) { BinOp::Xor } else { BinOp::Add };
+                self.bin(op, x, k)
+            }
+            _ => x,
+        }
+    }
+
+    /// `x op edge` (or the mirrored form) with an ordering operator, `x` of either sign.
+    fn word_edge_compare(&mut self, ty: Type) -> Expr {
+        let op = self.pick(&CmpOp::ALL[2..]);
+        let x = self.signed_operand(ty);
+        let k = self.sign_edge(ty);
+        if self.chance(500) {
+            self.cmp(mirror(op), k, x)
+        } else {
+            self.cmp(op, x, k)
+        }
+    }
+
+    /// `trapif` of a row of [`NEVER_ROWS`] (either way round): never fires, but its
+    /// sign-pair twin fires for every value of one sign.
+    fn word_edge_check(&mut self, ty: Type) -> Expr {
+        self.note("trapif that never fires, its sign twin for one sign");
+        // The adjusting `or` and `and` only where the program has bitwise operators.
+        let rows = if self.on(Feature::Bitwise) { &NEVER_ROWS[..] } else { &NEVER_ROWS[..4] };
+        let (op, k, adjust) = self.pick(rows);
+        let x = self.signed_operand(ty);
+        let x = match adjust {
+            0 => x,
+            a => {
+                let op = if a == 1 { BinOp::Or } else { BinOp::And };
+                let a = self.konst(ty, a);
+                self.bin(op, x, a)
+            }
+        };
+        let k = match (ty, k) {
+            (Type::I32, i64::MIN) => i32::MIN as i64,
+            (Type::I32, i64::MAX) => i32::MAX as i64,
+            _ => k,
+        };
+        let k = self.konst(ty, k);
+        let cond = if self.chance(500) { self.cmp(mirror(op), k, x) } else { self.cmp(op, x, k) };
+        let code = self.below(100);
+        self.add(ExprData::TrapIf { cond, code })
+    }
+
+    /// `x op n` with a count just past the width (masked to a small one) or, for
+    /// an i64, in `32..63` (the words swap); a variable count when the program has
+    /// them.
+    fn word_edge_shift(&mut self, op: BinOp, ty: Type) -> Expr {
+        let bits = ty.bits() as i64;
+        let x = self.signed_operand(ty);
+        let past = ty == Type::I32 || self.chance(600);
+        let n = if self.on(Feature::VarShift) && self.chance(400) {
+            self.note("shift by a variable count past the width or across the words");
+            let y = self.expr(ty, 1);
+            let m = self.konst(ty, if past { 7 } else { 31 });
+            let low = self.bin(BinOp::And, y, m);
+            let base = self.konst(ty, if past { bits } else { 32 });
+            self.bin(BinOp::Add, low, base)
+        } else {
+            let n = if past { bits + self.below(8) as i64 } else { 32 + self.below(32) as i64 };
+            self.konst(ty, n)
+        };
+        self.bin(op, x, n)
+    }
+
+    /// `store.64(A, x)` at the first hot address, when the program stores: the bytes
+    /// [`Gen::word_edge_loads`] read, with their top bits set in some runs.
+    fn word_edge_store(&mut self) {
+        if !self.on(Feature::Store) {
+            return;
+        }
+        let o = self.hot_offsets[0].min(HEAP_SIZE - 8);
+        let x = self.signed_operand(Type::I64);
+        let a = self.konst(Type::I32, (HEAP_BASE + o) as i64);
+        let s = self.add(ExprData::Store { width: MemWidth::W64, addr: a, value: x });
+        self.push(s);
+    }
+
+    /// Extending i64 loads of 8, 16 and 32 bits inside the 8 bytes at the first hot
+    /// address (where [`Gen::word_edge_store`] wrote, or the run's heap rows lie).
+    fn word_edge_loads(&mut self) -> Vec<Expr> {
+        let o = self.hot_offsets[0].min(HEAP_SIZE - 8);
+        let mut out = vec![];
+        for width in [MemWidth::W8, MemWidth::W16, MemWidth::W32] {
+            if !self.chance(700) {
+                continue;
+            }
+            let d = self.below(9 - width.bytes()) as i64;
+            let a = self.konst(Type::I32, (HEAP_BASE + o) as i64 + d);
+            let signed = self.chance(500);
+            out.push(self.add(ExprData::Load { ty: Type::I64, width, signed, addr: a }));
+        }
+        out
+    }
+
+    /// `if (x op edge) { a statement }`: a branch on a compare of a value of either sign
+    /// against a sign edge.
+    fn word_edge_if(&mut self, ty: Type) {
+        self.note("if on a compare across the sign edge");
+        let c = self.word_edge_compare(ty);
+        let then_b = self.create_block();
+        let join = self.create_block();
+        self.seal(Terminator::Branch { cond: c, then_dest: then_b, else_dest: join });
+        self.enter(then_b);
+        let s = self.stmt(2);
+        self.push(s);
+        self.seal(Terminator::Jump(join));
+        self.enter(join);
     }
 }
