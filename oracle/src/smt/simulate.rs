@@ -18,7 +18,11 @@
 //! slots a pass is likely to keep equal: locals of related names (`%i` and its SSA
 //! versions `%i.3`), the two heaps, each callframe variable on both sides, a callframe
 //! variable and the locals the target added (memopt's promoted variables), a local and
-//! its definitions. When that relation fails, a second try adds candidates read off the
+//! its definitions. It is chosen per block by two forward data flows of the checker's
+//! own ([`current_versions`], [`available_definitions`]): a version joins its name only
+//! where it may hold the name's current value, a definition its local only where it may
+//! be available; every candidate the first partition drops is one split the solver need
+//! not find. When that relation fails, a second try adds candidates read off the
 //! code ([`aligned_reads`]): the statements of each block aligned, a local the target reads
 //! where the source reads a callframe variable or a load ([`Slot::Read`]: a heap cell),
 //! or keeps on the way (`comma((%val = x), %val)`, the value a callframe write stores),
