@@ -4,7 +4,7 @@
 //! histogram (p50, p90, p99) per pass. Counterexamples and encoder disagreements are
 //! written as findings with [`super::write_finding`].
 
-use super::{validate_passes, write_finding, Answer, Options};
+use super::{validate_some_passes, write_finding, Answer, Options};
 use crate::gen::{self, Profile};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -47,10 +47,7 @@ impl Tally {
     /// writing findings into the plan's folder as `{stem}-smt-{pass}.tir`.
     pub fn add_function(&mut self, f: &Function, origin: &str, stem: &str, plan: &Plan) -> Result<(), PassError> {
         let Plan { pipeline, only, opts, out } = *plan;
-        for (pass, answer, time, changed) in validate_passes(f, pipeline, opts)? {
-            if only.is_some_and(|p| p != pass) {
-                continue;
-            }
+        for (pass, answer, time, changed) in validate_some_passes(f, pipeline, opts, only)? {
             let finding = write_finding(out, stem, f, &pass, &answer).unwrap_or_else(|e| {
                 eprintln!("warning: cannot write a finding into {}: {e}", out.display());
                 None

@@ -18,7 +18,11 @@
 //! slots a pass is likely to keep equal: locals of related names (`%i` and its SSA
 //! versions `%i.3`), the two heaps, each callframe variable on both sides, a callframe
 //! variable and the locals the target added (memopt's promoted variables), a local and
-//! its definitions. When that relation fails, a second try adds candidates read off the
+//! its definitions. It is chosen per block by two forward data flows of the checker's
+//! own ([`current_versions`], [`available_definitions`]): a version joins its name only
+//! where it may hold the name's current value, a definition its local only where it may
+//! be available; every candidate the first partition drops is one split the solver need
+//! not find. When that relation fails, a second try adds candidates read off the
 //! code ([`aligned_reads`]): the statements of each block aligned, a local the target reads
 //! where the source reads a callframe variable or a load ([`Slot::Read`]: a heap cell),
 //! or keeps on the way (`comma((%val = x), %val)`, the value a callframe write stores),
@@ -277,17 +281,60 @@ impl Pair<'_> {
     }
 }
 
-/// The slots of the two states, and the first partition: the class of each slot, as the
-/// index of the first slot of its class. Joined are the [`named_pairs`], each definition
-/// with its local, and the candidates `aligned` read off the code ([`aligned_reads`]).
-fn first_partition(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)]) -> (Vec<Slot>, Vec<usize>) {
+/// The slots of the two states, and the first partition of each block of the source's
+/// layout: the class of each slot, as the index of the first slot of its class. Joined
+/// are the [`named_pairs`] (a pair of versions only at the blocks where both hold their
+/// name's current value: [`current_versions`]), each definition with its local where it
+/// may be available ([`available_definitions`]), and the candidates `aligned` read off
+/// the code ([`aligned_reads`]).
+fn first_partition(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)]) -> (Vec<Slot>, Vec<Vec<usize>>) {
     let slots = partition_slots(src, tgt, aligned);
+    let mut at: std::collections::HashMap<Slot, usize> = std::collections::HashMap::new();
+    for (i, &y) in slots.iter().enumerate() {
+        at.entry(y).or_insert(i);
+    }
     let index = |x: Slot| match x {
         // A load is the slot of the first load of the same tree.
         Slot::Read(_, _, e) => slots.iter().position(|&y| matches!(y, Slot::Read(_, _, x) if same_tree(src, x, e))),
-        _ => slots.iter().position(|&y| y == x),
+        _ => at.get(&x).copied(),
     };
-    let mut uf: Vec<usize> = (0..slots.len()).collect();
+    let (mut pairs, versions) = named_pairs(src, tgt);
+    pairs.extend(aligned.iter().copied());
+    let everywhere: Vec<(usize, usize)> = pairs.into_iter().filter_map(|(a, b)| index(a).zip(index(b))).collect();
+    let versions: Vec<(Slot, Slot, usize, usize)> = versions.into_iter().filter_map(|(a, b)| Some((a, b, index(a)?, index(b)?))).collect();
+    let (cur_src, cur_tgt) = (current_versions(src), current_versions(tgt));
+    let holds = |slot: Slot, b: Block| match slot {
+        Slot::Local(Side::Src, l) => cur_src[b.index()][l.index()],
+        Slot::Local(Side::Tgt, l) => cur_tgt[b.index()][l.index()],
+        _ => true,
+    };
+    // A definition is its local's where it may be available.
+    let (avail_src, avail_tgt) = (available_definitions(&slots, Side::Src, src), available_definitions(&slots, Side::Tgt, tgt));
+    let defs: Vec<(usize, usize, Side)> = slots
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &slot)| match slot {
+            Slot::Def(side, l, _) => Some((i, *at.get(&Slot::Local(side, l))?, side)),
+            _ => None,
+        })
+        .collect();
+    let classes = src
+        .layout
+        .iter()
+        .map(|&b| {
+            let here = versions.iter().filter(|(x, y, _, _)| holds(*x, b) && holds(*y, b)).map(|&(_, _, i, j)| (i, j));
+            let avail = |i: usize, side: Side| if side == Side::Src { avail_src[b.index()][i] } else { avail_tgt[b.index()][i] };
+            let defined = defs.iter().filter(|&&(i, _, side)| avail(i, side)).map(|&(i, l, _)| (i, l));
+            union_classes(slots.len(), everywhere.iter().copied().chain(here).chain(defined))
+        })
+        .collect();
+    (slots, classes)
+}
+
+/// The classes of `n` slots that `pairs` join: each slot's class as the index of its
+/// class's first slot.
+fn union_classes(n: usize, pairs: impl Iterator<Item = (usize, usize)>) -> Vec<usize> {
+    let mut uf: Vec<usize> = (0..n).collect();
     fn find(uf: &mut [usize], mut i: usize) -> usize {
         while uf[i] != i {
             uf[i] = uf[uf[i]];
@@ -295,21 +342,161 @@ fn first_partition(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)]) -> 
         }
         i
     }
-    let mut pairs = named_pairs(src, tgt);
-    // A definition is its local's.
-    pairs.extend(slots.iter().filter_map(|&slot| match slot {
-        Slot::Def(side, l, _) => Some((slot, Slot::Local(side, l))),
-        _ => None,
-    }));
-    pairs.extend(aligned.iter().copied());
     for (a, b) in pairs {
-        if let (Some(a), Some(b)) = (index(a), index(b)) {
-            let (x, y) = (find(&mut uf, a), find(&mut uf, b));
-            uf[x.max(y)] = x.min(y);
+        let (x, y) = (find(&mut uf, a), find(&mut uf, b));
+        uf[x.max(y)] = x.min(y);
+    }
+    (0..n).map(|i| find(&mut uf, i)).collect()
+}
+
+/// Per block of `f` (by index) and slot of `slots`, whether the slot is a definition of
+/// `side` that may be available at the block's entry (its phis applied): on some path
+/// there, its local was last assigned that tree (or the phi's argument was), and nothing
+/// the tree reads (a local, a callframe variable, the heap) was written since. A forward
+/// data flow computed here; it only chooses candidates.
+fn available_definitions(slots: &[Slot], side: Side, f: &Function) -> Vec<Vec<bool>> {
+    let n = slots.len();
+    // Per definition slot: its local, the locals it reads, whether it reads the callframe
+    // or the heap.
+    struct Def {
+        slot: usize,
+        local: Local,
+        tree: Expr,
+        reads: Vec<Local>,
+        cf: bool,
+        heap: bool,
+    }
+    let mut defs = vec![];
+    for (i, &slot) in slots.iter().enumerate() {
+        if let Slot::Def(s, local, tree) = slot {
+            if s != side {
+                continue;
+            }
+            let mut d = Def { slot: i, local, tree, reads: vec![], cf: false, heap: false };
+            f.visit_postorder(tree, &mut |e| match &f.exprs[e] {
+                ExprData::Local(l) => d.reads.push(*l),
+                ExprData::CfRead(_) => d.cf = true,
+                ExprData::Load { .. } => d.heap = true,
+                ExprData::Call { helper, .. } => d.heap |= helper.effects().reads_heap,
+                _ => {}
+            });
+            defs.push(d);
         }
     }
-    let class = (0..slots.len()).map(|i| find(&mut uf, i)).collect();
-    (slots, class)
+    let assign = |set: &mut Vec<bool>, l: Local, value: Option<Expr>| {
+        for d in &defs {
+            if d.local == l || d.reads.contains(&l) {
+                set[d.slot] = false;
+            }
+        }
+        if let Some(v) = value {
+            // A tree that reads its own local is not its value after the assignment.
+            for d in defs.iter().filter(|d| d.local == l && !d.reads.contains(&l) && same_tree(f, d.tree, v)) {
+                set[d.slot] = true;
+            }
+        }
+    };
+    let blocks = f.blocks.len();
+    let mut entry: Vec<Vec<bool>> = vec![vec![false; n]; blocks];
+    let mut exit: Vec<Option<Vec<bool>>> = vec![None; blocks];
+    let preds = f.predecessors();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in &f.layout {
+            let mut set = vec![false; n];
+            for p in &preds[b] {
+                if let Some(o) = &exit[p.index()] {
+                    for (x, &y) in set.iter_mut().zip(o) {
+                        *x |= y;
+                    }
+                }
+            }
+            for phi in &f.blocks[b].phis {
+                assign(&mut set, phi.dest, None);
+                for d in defs.iter().filter(|d| d.local == phi.dest && !d.reads.contains(&phi.dest)) {
+                    set[d.slot] = true;
+                }
+            }
+            entry[b.index()] = set.clone();
+            let data = &f.blocks[b];
+            for r in data.stmts.iter().copied().chain(data.term.expr()) {
+                f.visit_postorder(r, &mut |e| match &f.exprs[e] {
+                    ExprData::Assign { local, value } => assign(&mut set, *local, Some(*value)),
+                    ExprData::CfWrite { .. } => defs.iter().filter(|d| d.cf).for_each(|d| set[d.slot] = false),
+                    ExprData::Store { .. } => defs.iter().filter(|d| d.heap).for_each(|d| set[d.slot] = false),
+                    ExprData::Call { helper, .. } => {
+                        let fx = helper.effects();
+                        defs.iter().filter(|d| (d.cf && fx.writes_callframe) || (d.heap && fx.writes_heap)).for_each(|d| set[d.slot] = false);
+                    }
+                    _ => {}
+                });
+            }
+            if exit[b.index()].as_ref() != Some(&set) {
+                exit[b.index()] = Some(set);
+                changed = true;
+            }
+        }
+    }
+    entry
+}
+
+/// Per block of `f` (by index) and local, whether the local may hold the current value of
+/// its base name (`%i.3` of `i`) at the block's entry, its phis applied: on some path
+/// there, it was the last of its name's versions assigned, or none was (every local starts
+/// at 0). A forward data flow over the CFG, computed here, trusting no analysis of `core`;
+/// it only chooses candidates, which the inference keeps only where inductive.
+fn current_versions(f: &Function) -> Vec<Vec<bool>> {
+    let n = f.locals.len();
+    let mut names: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let group: Vec<usize> = f.locals.values().map(|d| { let k = names.len(); *names.entry(base(&d.name)).or_insert(k) }).collect();
+    let mut members: Vec<Vec<usize>> = vec![vec![]; names.len()];
+    for (l, &g) in group.iter().enumerate() {
+        members[g].push(l);
+    }
+    let assign = |set: &mut Vec<bool>, l: usize| {
+        for &m in &members[group[l]] {
+            set[m] = false;
+        }
+        set[l] = true;
+    };
+    let blocks = f.blocks.len();
+    let mut entry: Vec<Vec<bool>> = vec![vec![false; n]; blocks];
+    let mut exit: Vec<Option<Vec<bool>>> = vec![None; blocks];
+    entry[f.entry().index()] = vec![true; n];
+    let preds = f.predecessors();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in &f.layout {
+            let mut set = if b == f.entry() { vec![true; n] } else { vec![false; n] };
+            for p in &preds[b] {
+                if let Some(o) = &exit[p.index()] {
+                    for (x, &y) in set.iter_mut().zip(o) {
+                        *x |= y;
+                    }
+                }
+            }
+            for phi in &f.blocks[b].phis {
+                assign(&mut set, phi.dest.index());
+            }
+            entry[b.index()] = set.clone();
+            let data = &f.blocks[b];
+            let roots = data.stmts.iter().copied().chain(data.term.expr());
+            for r in roots {
+                f.visit_postorder(r, &mut |e| {
+                    if let ExprData::Assign { local, .. } = f.exprs[e] {
+                        assign(&mut set, local.index());
+                    }
+                });
+            }
+            if exit[b.index()].as_ref() != Some(&set) {
+                exit[b.index()] = Some(set);
+                changed = true;
+            }
+        }
+    }
+    entry
 }
 
 /// The slots of the two states (heaps, callframe variables, locals), the definitions of
@@ -347,8 +534,12 @@ fn partition_slots(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)]) -> 
 /// target added (or renamed) and the source's locals of the same base name (`%i` and
 /// `%i.3`), and one the target added and the callframe variable it is named after
 /// (memopt promotes them into locals named after the variable).
-fn named_pairs(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
+///
+/// Returns the pairs that hold everywhere (namesakes) and the pairs of versions, which
+/// the first partition joins only where both hold their name's current value.
+fn named_pairs(src: &Function, tgt: &Function) -> (Vec<(Slot, Slot)>, Vec<(Slot, Slot)>) {
     let mut out = vec![(Slot::Heap(Side::Src), Slot::Heap(Side::Tgt))];
+    let mut versions = vec![];
     out.extend(src.cfvars.keys().map(|v| (Slot::Cf(Side::Src, v), Slot::Cf(Side::Tgt, v))));
     let names = |f: &Function| -> HashSet<String> { f.locals.values().map(|d| d.name.clone()).collect() };
     let (src_names, tgt_names) = (names(src), names(tgt));
@@ -360,18 +551,19 @@ fn named_pairs(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
                 None => sd.ty == td.ty && base(&sd.name) == base(&td.name) && !tgt_names.contains(&sd.name),
             };
             if related {
-                out.push((Slot::Local(Side::Src, s), Slot::Local(Side::Tgt, t)));
+                let pair = (Slot::Local(Side::Src, s), Slot::Local(Side::Tgt, t));
+                if same.is_some() { out.push(pair) } else { versions.push(pair) }
             }
         }
         if !src_names.contains(&td.name) {
             for (v, vd) in src.cfvars.iter() {
                 if vd.ty == td.ty && base(&td.name) == vd.name {
-                    out.push((Slot::Cf(Side::Src, v), Slot::Local(Side::Tgt, t)));
+                    versions.push((Slot::Cf(Side::Src, v), Slot::Local(Side::Tgt, t)));
                 }
             }
         }
     }
-    out
+    (out, versions)
 }
 
 /// Most source statements looked ahead for the one a target statement corresponds to.
@@ -708,7 +900,7 @@ impl Meter {
 
 /// The check from one first partition: encode every block, refine the relation until it
 /// is inductive ([`infer`]), then prove each block's observables under it.
-fn prove_from(src: &Function, tgt: &Function, (slots, first): (Vec<Slot>, Vec<usize>), opts: &Options, budget: &mut Budget) -> Result<bool, Unknown> {
+fn prove_from(src: &Function, tgt: &Function, (slots, first): (Vec<Slot>, Vec<Vec<usize>>), opts: &Options, budget: &mut Budget) -> Result<bool, Unknown> {
     let trace = encode::trace_slots(src).max(encode::trace_slots(tgt));
     let index = slots.iter().enumerate().map(|(i, &s)| (s, i)).collect();
     let p = Pair { src, tgt, slots, index };
@@ -717,7 +909,7 @@ fn prove_from(src: &Function, tgt: &Function, (slots, first): (Vec<Slot>, Vec<us
     if src.layout.len().saturating_mul(p.slots.len().max(1)) > limit {
         return Err(Unknown::TooLarge);
     }
-    let mut class: Vec<Vec<usize>> = src.layout.iter().map(|_| first.clone()).collect();
+    let mut class: Vec<Vec<usize>> = first;
     let mut meter = Meter::default();
     let mut steps: Vec<Step> = vec![];
     for (i, &b) in src.layout.iter().enumerate() {
@@ -1122,4 +1314,49 @@ fn same_step(a: &SymOutcome, b: &SymOutcome) -> bool {
 /// trace events they append, and, where the run stops, the heap and the callframe.
 fn step_differs(a: &SymOutcome, b: &SymOutcome) -> Bool {
     super::outcomes_differ(a, b, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `%x.1` and `%x` are versions of `x`; `%y` is defined from `%x.1` in b0, and b1
+    /// assigns `%x.1` again (so `%y`'s definition is stale after it), then `%x`.
+    fn versions() -> Function {
+        let src = "function %f(i32 %a) -> i32 {\n    local i32 %x\n    local i32 %x.1\n    local i32 %y\nb0:\n    %x.1 = add(%a, 1)\n    %y = mul(%x.1, 2)\n    br slt(%a, 0), b1, b2\nb1:\n    %x.1 = 7\n    %x = 5\n    jump b3\nb2:\n    ret %y\nb3:\n    ret %x\n}\n";
+        let (m, _) = tandem_core::text::parse_module(src).unwrap();
+        tandem_core::verify::verify_module(&m).unwrap();
+        m.functions.into_iter().next().unwrap()
+    }
+
+    /// The current version of a name at each block entry: both at the start (every local
+    /// is 0), the one assigned last on the way elsewhere. Breaking the kill of the other
+    /// versions, or the order of assignments, fails it.
+    #[test]
+    fn the_current_version_of_a_name_is_the_last_assigned() {
+        let f = versions();
+        let cur = current_versions(&f);
+        let (x, x1) = (Local::new(1), Local::new(2));
+        let at = |b: u32, l: Local| cur[b as usize][l.index()];
+        assert!(at(0, x) && at(0, x1));
+        assert!(!at(1, x) && at(1, x1));
+        assert!(!at(2, x) && at(2, x1));
+        assert!(at(3, x) && !at(3, x1));
+    }
+
+    /// A definition is available where its local was last assigned that tree and nothing
+    /// it reads was assigned since: after b0, not at the entry, and not after b1 wrote
+    /// `%x.1`, which the tree reads.
+    #[test]
+    fn a_definition_is_available_until_what_it_reads_is_written() {
+        let f = versions();
+        let y = Local::new(3);
+        let e = definitions(&f)[y.index()][0];
+        let slots = [Slot::Heap(Side::Src), Slot::Def(Side::Src, y, e)];
+        let avail = available_definitions(&slots, Side::Src, &f);
+        let at = |b: usize| avail[b][1];
+        assert!(!at(0) && at(1) && at(2) && !at(3));
+        assert!(avail.iter().all(|b| !b[0]), "only definitions are available");
+        assert!(available_definitions(&slots, Side::Tgt, &f).iter().all(|b| !b[1]), "only its own side's");
+    }
 }
