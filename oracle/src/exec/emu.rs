@@ -22,6 +22,8 @@
 //!   The whole translation cache is flushed whenever new code is loaded, so the
 //!   translation buffer holds one program's blocks and its resident pages do not grow
 //!   with the number of programs (issue 23); it is also bounded ([`TCG_BUFFER_SIZE`]).
+//!   The hook on the code's blocks is replaced at the same time, since Unicorn keeps a
+//!   record of every block a hook instrumented that no flush forgets (`add_block_hook`).
 //! * A helper call runs the one Rust implementation ([`crate::exec::runtime::call_helper`])
 //!   over Unicorn memory, then returns like a cdecl callee that trashes everything it may:
 //!   `eax ecx edx` that carry no result hold [`POISON_EAX`], [`POISON_ECX`],
@@ -58,7 +60,7 @@ use iced_x86::Mnemonic;
 use tandem_core::abi::{MachineCode, RuntimeHelper, CHECK_TRAP_VECTOR, CODE_BASE, CODE_SIZE_MAX, HELPER_BASE, RETURN_SENTINEL, STACK_BASE};
 use tandem_core::ir::{Function, TrapKind, Type, CALLFRAME_BASE, CALLFRAME_SLOT, HEAP_BASE, HEAP_SIZE};
 use unicorn_engine::unicorn_const::{uc_ctl, uc_error, Arch, ControlType, HookType, MemType, Mode, Prot};
-use unicorn_engine::{Context, RegisterX86, Unicorn};
+use unicorn_engine::{Context, RegisterX86, UcHookId, Unicorn};
 
 /// The size of Unicorn's translated-code buffer: a full buffer is flushed and refilled,
 /// so this bounds the memory a worker's instance grows to.
@@ -186,6 +188,8 @@ pub struct Emulator {
     /// are not enough: after a #DE the CPU remembers the exception in flight, and the
     /// next #DE would become a double fault.
     pristine: Context,
+    /// The block hook ([`add_block_hook`]), replaced whenever new code is loaded.
+    block_hook: UcHookId,
     runs: u64,
 }
 
@@ -216,7 +220,7 @@ impl Emulator {
         .map_err(uc_err("creating the x86-32 engine"))?;
         set_tcg_buffer_size(&mut uc, bytes)?;
         map_regions(&mut uc, &code)?;
-        install_hooks(&mut uc)?;
+        let block_hook = install_hooks(&mut uc)?;
         let pristine = uc.context_init().map_err(uc_err("saving the initial CPU state"))?;
         Ok(Emulator {
             uc,
@@ -225,6 +229,7 @@ impl Emulator {
             loaded: vec![],
             stack_poison: vec![STACK_POISON; STACK_WINDOW as usize],
             pristine,
+            block_hook,
             runs: 0,
         })
     }
@@ -406,6 +411,10 @@ impl Emulator {
         // worker over the first minutes of a campaign); a flush starts the buffer over,
         // so it holds one program's translations and its resident pages stop growing.
         self.uc.ctl_flush_tb().map_err(uc_err("dropping translated code"))?;
+        // The block hook's record of the blocks it instrumented outlives the flush: a
+        // fresh hook starts it over (see [`add_block_hook`]).
+        self.uc.remove_hook(self.block_hook).map_err(uc_err("removing the block hook"))?;
+        self.block_hook = add_block_hook(&mut self.uc)?;
         self.uc.get_data_mut().budget.index(bytes);
         self.code_high_water = len;
         self.loaded.clear();
@@ -511,12 +520,33 @@ fn map_regions(uc: &mut Uc<'static>, code: &CodeBuffer) -> Result<(), EmuError> 
     uc.mem_write(RETURN_SENTINEL as u64, &vec![INT3; PAGE as usize]).map_err(uc_err("filling the sentinel"))
 }
 
-/// Installs the hooks: helper stubs, the last block entered, interrupts, bad memory.
-fn install_hooks(uc: &mut Uc<'static>) -> Result<(), EmuError> {
+/// Installs the hooks: helper stubs, interrupts, bad memory, and the block hook
+/// ([`add_block_hook`]), whose id is returned.
+fn install_hooks(uc: &mut Uc<'static>) -> Result<UcHookId, EmuError> {
     uc.add_code_hook(HELPER_BASE as u64, (HELPER_BASE + PAGE - 1) as u64, helper_hook)
         .map_err(uc_err("hooking the helper stubs"))?;
-    // Remember the last block entered in the code, to show where a wild jump came from.
-    // The same hook counts the budget by blocks ([`BlockBudget`]).
+    let block_hook = add_block_hook(uc)?;
+    uc.add_intr_hook(interrupt_hook).map_err(uc_err("hooking interrupts"))?;
+    let bad_mem = HookType::MEM_READ_UNMAPPED
+        | HookType::MEM_WRITE_UNMAPPED
+        | HookType::MEM_FETCH_UNMAPPED
+        | HookType::MEM_READ_PROT
+        | HookType::MEM_WRITE_PROT
+        | HookType::MEM_FETCH_PROT;
+    uc.add_mem_hook(bad_mem, 1, 0, bad_memory_hook).map_err(uc_err("hooking memory faults"))?;
+    Ok(block_hook)
+}
+
+/// Adds the hook on every block of the code: it remembers the last block entered, to
+/// show where a wild jump came from, and counts the budget by blocks ([`BlockBudget`]).
+///
+/// Unicorn keeps, per code or block hook, the address and size of every block it has
+/// translated inside the hook's range (its `hooked_regions`, so that deleting the hook
+/// can invalidate them), and a flush of the translation cache does not forget them: a
+/// hook over the code range gains an entry for every block of every new program, about
+/// 1.2 kB of heap per seed of a campaign (issue 23). [`Emulator::load_code`] replaces
+/// this hook with a fresh one whenever it loads new code.
+fn add_block_hook(uc: &mut Uc<'static>) -> Result<UcHookId, EmuError> {
     uc.add_block_hook(CODE_BASE as u64, (CODE_BASE + CODE_SIZE_MAX - 1) as u64, |uc: &mut Uc<'_>, addr: u64, size: u32| {
         let data = uc.get_data_mut();
         data.last_block = Some((addr as u32, size));
@@ -529,16 +559,7 @@ fn install_hooks(uc: &mut Uc<'static>) -> Result<(), EmuError> {
             }
         }
     })
-    .map_err(uc_err("hooking code blocks"))?;
-    uc.add_intr_hook(interrupt_hook).map_err(uc_err("hooking interrupts"))?;
-    let bad_mem = HookType::MEM_READ_UNMAPPED
-        | HookType::MEM_WRITE_UNMAPPED
-        | HookType::MEM_FETCH_UNMAPPED
-        | HookType::MEM_READ_PROT
-        | HookType::MEM_WRITE_PROT
-        | HookType::MEM_FETCH_PROT;
-    uc.add_mem_hook(bad_mem, 1, 0, bad_memory_hook).map_err(uc_err("hooking memory faults"))?;
-    Ok(())
+    .map_err(uc_err("hooking code blocks"))
 }
 
 /// The interrupt hook: #DE and `int 0x41` are the IR's traps, `int3` is the code's
