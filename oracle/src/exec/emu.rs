@@ -31,8 +31,10 @@
 //!   value surviving a call is caught.
 //! * The run ends at the first of: reaching `RETURN_SENTINEL` (checked against cdecl),
 //!   #DE or `int 0x41` (the IR's traps), a 64-bit division helper that traps, any other
-//!   fault (a [`Finding::Fault`] with disassembly), or the instruction budget
-//!   ([`Finding::Timeout`]). A run that returns must also leave the callframe page
+//!   fault (a [`Finding::Fault`] with disassembly), the instruction budget
+//!   ([`Finding::Timeout`]), or, in a run compared with a reference
+//!   ([`Emulator::run_against`]), a helper call that makes the trace longer than the
+//!   reference's ([`Finding::TraceBeyondReference`]). A run that returns must also leave the callframe page
 //!   outside the variables' slots untouched.
 //! * A block hook remembers the last block of the code that ran, so a fault outside the
 //!   code names the instruction that left it. The same hook counts the instruction
@@ -47,7 +49,7 @@
 use crate::exec::interp::{RunInput, State};
 use crate::exec::machine::{
     callframe_page, check_return, classify_pc, entry_frame, entry_registers, helper_frame_bytes, perform_helper,
-    preflight, read_slot, return_value, HelperReturn, Stop, HLT, INT3,
+    preflight, read_slot, return_value, trace_beyond_reference, HelperReturn, Stop, HLT, INT3, TRACE_UNBOUNDED,
 };
 pub use crate::exec::machine::{
     budget_for, disassemble, disassemble_around, EmuError, FaultKind, Finding, HarnessLimit, Registers, BUDGET_SLACK,
@@ -72,10 +74,12 @@ fn uc_err(what: &str) -> impl Fn(uc_error) -> EmuError + '_ {
 
 
 /// The per-run state the hooks see (Unicorn's user data).
-#[derive(Default)]
 struct Hooked {
     stop: Option<Stop>,
     trace: Vec<Event>,
+    /// The run stops once its trace holds more events than this (the reference's
+    /// length, [`Emulator::run_against`]), else [`TRACE_UNBOUNDED`].
+    trace_limit: usize,
     /// The types of the running function's callframe variables.
     cf_types: Vec<Type>,
     /// How many helper calls the run made.
@@ -213,8 +217,17 @@ impl Emulator {
             Arch::X86,
             Mode::MODE_32,
             Hooked {
+                stop: None,
+                trace: vec![],
+                trace_limit: TRACE_UNBOUNDED,
+                cf_types: vec![],
+                helper_calls: 0,
+                code_len: 0,
+                deep_stack_mapped: false,
+                last_block: None,
                 helpers: RuntimeHelper::all().into_iter().map(|h| (h.address(), h)).collect(),
-                ..Hooked::default()
+                steps: vec![],
+                budget: BlockBudget::default(),
             },
         )
         .map_err(uc_err("creating the x86-32 engine"))?;
@@ -281,6 +294,22 @@ impl Emulator {
         input: &RunInput,
         budget: u64,
     ) -> Result<Result<Outcome, Finding>, EmuError> {
+        self.run_against(code, f, input, budget, None)
+    }
+
+    /// Like [`Emulator::run_with_budget`], and when `reference` is the trace of the
+    /// reference run of the same input, the run stops as soon as its own trace is longer
+    /// ([`Finding::TraceBeyondReference`]): its outcome already differs, and its trace
+    /// stays as short as the reference's.
+    pub fn run_against(
+        &mut self,
+        code: &MachineCode,
+        f: &Function,
+        input: &RunInput,
+        budget: u64,
+        reference: Option<&[Event]>,
+    ) -> Result<Result<Outcome, Finding>, EmuError> {
+        self.uc.get_data_mut().trace_limit = reference.map_or(TRACE_UNBOUNDED, <[Event]>::len);
         let initial = preflight(code, f, input)?;
         let mut entry_esp = self.load(code, f, input, &initial)?;
         self.runs += 1;
@@ -299,7 +328,7 @@ impl Emulator {
             let count = budget.clamp(1, usize::MAX as u64) as usize;
             result = self.uc.emu_start(start, RETURN_SENTINEL as u64, 0, count);
         }
-        let end = match self.how_it_ended(result, code, budget, entry_esp, f) {
+        let end = match self.how_it_ended(result, code, budget, entry_esp, f, reference.unwrap_or(&[])) {
             Ok(end) => end,
             Err(finding) => return Ok(Err(finding)),
         };
@@ -344,10 +373,12 @@ impl Emulator {
         budget: u64,
         entry_esp: u32,
         f: &Function,
+        reference: &[Event],
     ) -> Result<End, Finding> {
         let pc = reg(&self.uc, RegisterX86::EIP);
         match self.uc.get_data_mut().stop.take() {
             Some(Stop::Trap(kind)) => Ok(End::Trap(kind)),
+            Some(Stop::TraceBeyondReference) => Err(trace_beyond_reference(reference, &self.uc.get_data().trace)),
             Some(Stop::Fault { kind, pc, address }) => Err(self.fault(kind, pc, address, code)),
             None => match result {
                 // Unicorn stopped without a hook naming the cause.
@@ -766,6 +797,10 @@ fn helper_hook(uc: &mut Uc<'_>, addr: u64, _size: u32) {
             set_reg(uc, RegisterX86::EFLAGS, r.eflags);
             set_reg(uc, RegisterX86::ESP, r.esp);
             set_reg(uc, RegisterX86::EIP, r.eip);
+            let data = uc.get_data();
+            if data.trace.len() > data.trace_limit {
+                stop_with(uc, Stop::TraceBeyondReference);
+            }
         }
     }
 }
