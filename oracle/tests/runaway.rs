@@ -18,7 +18,8 @@ use tandem_core::ir::Function;
 use tandem_oracle::campaign::{self, Campaign};
 use tandem_oracle::exec::emu::Finding;
 use tandem_oracle::exec::outcome::Value;
-use tandem_oracle::exec::x86::X86;
+use tandem_oracle::exec::x86::{X86Mode, X86};
+use tandem_oracle::judge::diff::Verdict;
 use tandem_oracle::judge::check;
 
 /// `dce` never returns: the compiler under test hangs.
@@ -54,6 +55,51 @@ fn an_endless_loop_of_helper_calls_is_a_timeout_on_every_machine() {
     assert!(matches!(result, Err(Finding::Timeout { .. } | Finding::CpuTimeout { .. })), "{result:?}");
     assert_eq!(infidelity, None, "both machines call it a timeout");
     eprintln!("the endless loop was stopped after {took:?}");
+}
+
+/// A compiled loop that calls an observable helper forever, where the reference run of
+/// the same input returned after three calls: each machine stops the run at its fourth
+/// event (its trace then differs from the reference's whatever it does next), so the
+/// trace never grows with the instruction budget, and the verdict names the first event
+/// that differs, as the outcomes' comparison does: a wrong outcome, never a pass. (It
+/// used to run to the budget, a timeout, holding one event per iteration: 1.2 GB for
+/// one planted `dce` slip.)
+#[test]
+fn a_run_whose_trace_outgrows_the_reference_stops_there_as_a_wrong_outcome() {
+    let endless = "helper @log(i32, i32) -> void effects(observable)\n\nfunction %f(i32 %a) -> i32 {\n    local i32 %i\nb0:\n    jump b1\nb1:\n    call @log(%i, %a)\n    %i = add(%i, 1)\n    jump b1\n}\n";
+    let three = "helper @log(i32, i32) -> void effects(observable)\n\nfunction %f(i32 %a) -> i32 {\n    local i32 %i\nb0:\n    jump b1\nb1:\n    call @log(%i, %a)\n    %i = add(%i, 1)\n    br slt(%i, 3), b1, b2\nb2:\n    ret 0\n}\n";
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let (f, g) = (func(endless), func(three));
+        let run = input(vec![Value::I32(7)]);
+        let (expected, fuel) = tandem_oracle::exec::interp::run_measured(&g, &run).expect("the input fits");
+        let expected = expected.expect("the reference returns");
+        assert_eq!(expected.trace.len(), 3);
+        let code = tandem_core::backend::compile(&f).expect("the loop compiles");
+        // A budget far above what three calls take: the run stops at the trace, not here.
+        let fuel = fuel.max(1_000_000);
+        let mut verdicts = vec![];
+        for mode in [X86Mode::Unicorn, X86Mode::Native] {
+            if mode == X86Mode::Native && tandem_oracle::exec::native::available().is_err() {
+                continue;
+            }
+            let mut x86 = X86::new(Some(mode)).expect("the x86 machine");
+            let v = tandem_oracle::judge::diff::check_against(expected.clone(), fuel, &f, &run, &code, &mut x86).expect("the machine runs");
+            verdicts.push((mode, v));
+        }
+        let _ = tx.send(verdicts);
+    });
+    let verdicts = rx.recv_timeout(Duration::from_secs(120)).expect("the runs ended within two minutes");
+    for (mode, v) in verdicts {
+        let Verdict::Finding { finding, .. } = &v else { panic!("{mode}: {v}") };
+        assert_eq!(
+            finding,
+            &Finding::TraceBeyondReference { first_difference: "trace event 3: expected nothing, got @log(3, 7)".into(), reference_len: 3 },
+            "{mode}"
+        );
+        let problem = check::Problem { stage: "x86 after ssa,dce".into(), lines: finding.to_string().lines().map(str::to_string).collect(), side_by_side: None };
+        assert_eq!(tandem_oracle::campaign::findings::signature(&problem), "x86: wrong outcome", "{mode}: {finding}");
+    }
 }
 
 /// A seed stuck in a pass: the watchdog records it as a `hang` finding of that pass and

@@ -22,6 +22,8 @@
 //!   The whole translation cache is flushed whenever new code is loaded, so the
 //!   translation buffer holds one program's blocks and its resident pages do not grow
 //!   with the number of programs (issue 23); it is also bounded ([`TCG_BUFFER_SIZE`]).
+//!   The hook on the code's blocks is replaced at the same time, since Unicorn keeps a
+//!   record of every block a hook instrumented that no flush forgets (`add_block_hook`).
 //! * A helper call runs the one Rust implementation ([`crate::exec::runtime::call_helper`])
 //!   over Unicorn memory, then returns like a cdecl callee that trashes everything it may:
 //!   `eax ecx edx` that carry no result hold [`POISON_EAX`], [`POISON_ECX`],
@@ -29,8 +31,10 @@
 //!   value surviving a call is caught.
 //! * The run ends at the first of: reaching `RETURN_SENTINEL` (checked against cdecl),
 //!   #DE or `int 0x41` (the IR's traps), a 64-bit division helper that traps, any other
-//!   fault (a [`Finding::Fault`] with disassembly), or the instruction budget
-//!   ([`Finding::Timeout`]). A run that returns must also leave the callframe page
+//!   fault (a [`Finding::Fault`] with disassembly), the instruction budget
+//!   ([`Finding::Timeout`]), or, in a run compared with a reference
+//!   ([`Emulator::run_against`]), a helper call that makes the trace longer than the
+//!   reference's ([`Finding::TraceBeyondReference`]). A run that returns must also leave the callframe page
 //!   outside the variables' slots untouched.
 //! * A block hook remembers the last block of the code that ran, so a fault outside the
 //!   code names the instruction that left it. The same hook counts the instruction
@@ -45,7 +49,7 @@
 use crate::exec::interp::{RunInput, State};
 use crate::exec::machine::{
     callframe_page, check_return, classify_pc, entry_frame, entry_registers, helper_frame_bytes, perform_helper,
-    preflight, read_slot, return_value, HelperReturn, Stop, HLT, INT3,
+    preflight, read_slot, return_value, trace_beyond_reference, HelperReturn, Stop, HLT, INT3, TRACE_UNBOUNDED,
 };
 pub use crate::exec::machine::{
     budget_for, disassemble, disassemble_around, EmuError, FaultKind, Finding, HarnessLimit, Registers, BUDGET_SLACK,
@@ -58,7 +62,7 @@ use iced_x86::Mnemonic;
 use tandem_core::abi::{MachineCode, RuntimeHelper, CHECK_TRAP_VECTOR, CODE_BASE, CODE_SIZE_MAX, HELPER_BASE, RETURN_SENTINEL, STACK_BASE};
 use tandem_core::ir::{Function, TrapKind, Type, CALLFRAME_BASE, CALLFRAME_SLOT, HEAP_BASE, HEAP_SIZE};
 use unicorn_engine::unicorn_const::{uc_ctl, uc_error, Arch, ControlType, HookType, MemType, Mode, Prot};
-use unicorn_engine::{Context, RegisterX86, Unicorn};
+use unicorn_engine::{Context, RegisterX86, UcHookId, Unicorn};
 
 /// The size of Unicorn's translated-code buffer: a full buffer is flushed and refilled,
 /// so this bounds the memory a worker's instance grows to.
@@ -70,10 +74,12 @@ fn uc_err(what: &str) -> impl Fn(uc_error) -> EmuError + '_ {
 
 
 /// The per-run state the hooks see (Unicorn's user data).
-#[derive(Default)]
 struct Hooked {
     stop: Option<Stop>,
     trace: Vec<Event>,
+    /// The run stops once its trace holds more events than this (the reference's
+    /// length, [`Emulator::run_against`]), else [`TRACE_UNBOUNDED`].
+    trace_limit: usize,
     /// The types of the running function's callframe variables.
     cf_types: Vec<Type>,
     /// How many helper calls the run made.
@@ -186,6 +192,8 @@ pub struct Emulator {
     /// are not enough: after a #DE the CPU remembers the exception in flight, and the
     /// next #DE would become a double fault.
     pristine: Context,
+    /// The block hook ([`add_block_hook`]), replaced whenever new code is loaded.
+    block_hook: UcHookId,
     runs: u64,
 }
 
@@ -209,14 +217,23 @@ impl Emulator {
             Arch::X86,
             Mode::MODE_32,
             Hooked {
+                stop: None,
+                trace: vec![],
+                trace_limit: TRACE_UNBOUNDED,
+                cf_types: vec![],
+                helper_calls: 0,
+                code_len: 0,
+                deep_stack_mapped: false,
+                last_block: None,
                 helpers: RuntimeHelper::all().into_iter().map(|h| (h.address(), h)).collect(),
-                ..Hooked::default()
+                steps: vec![],
+                budget: BlockBudget::default(),
             },
         )
         .map_err(uc_err("creating the x86-32 engine"))?;
         set_tcg_buffer_size(&mut uc, bytes)?;
         map_regions(&mut uc, &code)?;
-        install_hooks(&mut uc)?;
+        let block_hook = install_hooks(&mut uc)?;
         let pristine = uc.context_init().map_err(uc_err("saving the initial CPU state"))?;
         Ok(Emulator {
             uc,
@@ -225,6 +242,7 @@ impl Emulator {
             loaded: vec![],
             stack_poison: vec![STACK_POISON; STACK_WINDOW as usize],
             pristine,
+            block_hook,
             runs: 0,
         })
     }
@@ -276,6 +294,22 @@ impl Emulator {
         input: &RunInput,
         budget: u64,
     ) -> Result<Result<Outcome, Finding>, EmuError> {
+        self.run_against(code, f, input, budget, None)
+    }
+
+    /// Like [`Emulator::run_with_budget`], and when `reference` is the trace of the
+    /// reference run of the same input, the run stops as soon as its own trace is longer
+    /// ([`Finding::TraceBeyondReference`]): its outcome already differs, and its trace
+    /// stays as short as the reference's.
+    pub fn run_against(
+        &mut self,
+        code: &MachineCode,
+        f: &Function,
+        input: &RunInput,
+        budget: u64,
+        reference: Option<&[Event]>,
+    ) -> Result<Result<Outcome, Finding>, EmuError> {
+        self.uc.get_data_mut().trace_limit = reference.map_or(TRACE_UNBOUNDED, <[Event]>::len);
         let initial = preflight(code, f, input)?;
         let mut entry_esp = self.load(code, f, input, &initial)?;
         self.runs += 1;
@@ -294,7 +328,7 @@ impl Emulator {
             let count = budget.clamp(1, usize::MAX as u64) as usize;
             result = self.uc.emu_start(start, RETURN_SENTINEL as u64, 0, count);
         }
-        let end = match self.how_it_ended(result, code, budget, entry_esp, f) {
+        let end = match self.how_it_ended(result, code, budget, entry_esp, f, reference.unwrap_or(&[])) {
             Ok(end) => end,
             Err(finding) => return Ok(Err(finding)),
         };
@@ -339,10 +373,12 @@ impl Emulator {
         budget: u64,
         entry_esp: u32,
         f: &Function,
+        reference: &[Event],
     ) -> Result<End, Finding> {
         let pc = reg(&self.uc, RegisterX86::EIP);
         match self.uc.get_data_mut().stop.take() {
             Some(Stop::Trap(kind)) => Ok(End::Trap(kind)),
+            Some(Stop::TraceBeyondReference) => Err(trace_beyond_reference(reference, &self.uc.get_data().trace)),
             Some(Stop::Fault { kind, pc, address }) => Err(self.fault(kind, pc, address, code)),
             None => match result {
                 // Unicorn stopped without a hook naming the cause.
@@ -406,6 +442,10 @@ impl Emulator {
         // worker over the first minutes of a campaign); a flush starts the buffer over,
         // so it holds one program's translations and its resident pages stop growing.
         self.uc.ctl_flush_tb().map_err(uc_err("dropping translated code"))?;
+        // The block hook's record of the blocks it instrumented outlives the flush: a
+        // fresh hook starts it over (see [`add_block_hook`]).
+        self.uc.remove_hook(self.block_hook).map_err(uc_err("removing the block hook"))?;
+        self.block_hook = add_block_hook(&mut self.uc)?;
         self.uc.get_data_mut().budget.index(bytes);
         self.code_high_water = len;
         self.loaded.clear();
@@ -511,12 +551,33 @@ fn map_regions(uc: &mut Uc<'static>, code: &CodeBuffer) -> Result<(), EmuError> 
     uc.mem_write(RETURN_SENTINEL as u64, &vec![INT3; PAGE as usize]).map_err(uc_err("filling the sentinel"))
 }
 
-/// Installs the hooks: helper stubs, the last block entered, interrupts, bad memory.
-fn install_hooks(uc: &mut Uc<'static>) -> Result<(), EmuError> {
+/// Installs the hooks: helper stubs, interrupts, bad memory, and the block hook
+/// ([`add_block_hook`]), whose id is returned.
+fn install_hooks(uc: &mut Uc<'static>) -> Result<UcHookId, EmuError> {
     uc.add_code_hook(HELPER_BASE as u64, (HELPER_BASE + PAGE - 1) as u64, helper_hook)
         .map_err(uc_err("hooking the helper stubs"))?;
-    // Remember the last block entered in the code, to show where a wild jump came from.
-    // The same hook counts the budget by blocks ([`BlockBudget`]).
+    let block_hook = add_block_hook(uc)?;
+    uc.add_intr_hook(interrupt_hook).map_err(uc_err("hooking interrupts"))?;
+    let bad_mem = HookType::MEM_READ_UNMAPPED
+        | HookType::MEM_WRITE_UNMAPPED
+        | HookType::MEM_FETCH_UNMAPPED
+        | HookType::MEM_READ_PROT
+        | HookType::MEM_WRITE_PROT
+        | HookType::MEM_FETCH_PROT;
+    uc.add_mem_hook(bad_mem, 1, 0, bad_memory_hook).map_err(uc_err("hooking memory faults"))?;
+    Ok(block_hook)
+}
+
+/// Adds the hook on every block of the code: it remembers the last block entered, to
+/// show where a wild jump came from, and counts the budget by blocks ([`BlockBudget`]).
+///
+/// Unicorn keeps, per code or block hook, the address and size of every block it has
+/// translated inside the hook's range (its `hooked_regions`, so that deleting the hook
+/// can invalidate them), and a flush of the translation cache does not forget them: a
+/// hook over the code range gains an entry for every block of every new program, about
+/// 1.2 kB of heap per seed of a campaign (issue 23). [`Emulator::load_code`] replaces
+/// this hook with a fresh one whenever it loads new code.
+fn add_block_hook(uc: &mut Uc<'static>) -> Result<UcHookId, EmuError> {
     uc.add_block_hook(CODE_BASE as u64, (CODE_BASE + CODE_SIZE_MAX - 1) as u64, |uc: &mut Uc<'_>, addr: u64, size: u32| {
         let data = uc.get_data_mut();
         data.last_block = Some((addr as u32, size));
@@ -529,16 +590,7 @@ fn install_hooks(uc: &mut Uc<'static>) -> Result<(), EmuError> {
             }
         }
     })
-    .map_err(uc_err("hooking code blocks"))?;
-    uc.add_intr_hook(interrupt_hook).map_err(uc_err("hooking interrupts"))?;
-    let bad_mem = HookType::MEM_READ_UNMAPPED
-        | HookType::MEM_WRITE_UNMAPPED
-        | HookType::MEM_FETCH_UNMAPPED
-        | HookType::MEM_READ_PROT
-        | HookType::MEM_WRITE_PROT
-        | HookType::MEM_FETCH_PROT;
-    uc.add_mem_hook(bad_mem, 1, 0, bad_memory_hook).map_err(uc_err("hooking memory faults"))?;
-    Ok(())
+    .map_err(uc_err("hooking code blocks"))
 }
 
 /// The interrupt hook: #DE and `int 0x41` are the IR's traps, `int3` is the code's
@@ -745,6 +797,10 @@ fn helper_hook(uc: &mut Uc<'_>, addr: u64, _size: u32) {
             set_reg(uc, RegisterX86::EFLAGS, r.eflags);
             set_reg(uc, RegisterX86::ESP, r.esp);
             set_reg(uc, RegisterX86::EIP, r.eip);
+            let data = uc.get_data();
+            if data.trace.len() > data.trace_limit {
+                stop_with(uc, Stop::TraceBeyondReference);
+            }
         }
     }
 }

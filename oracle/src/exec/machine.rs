@@ -9,7 +9,7 @@
 //! what the `emulator infidelity` verdict ([`crate::exec::x86`]) is about.
 
 use crate::exec::interp::{InputError, RunInput, State};
-use crate::exec::outcome::{Value, Event};
+use crate::exec::outcome::{first_trace_difference, Event, Value};
 use crate::exec::runtime::{call_helper, HelperEnv};
 use iced_x86::{Decoder, DecoderOptions, Formatter, Instruction, IntelFormatter};
 use std::fmt;
@@ -241,6 +241,24 @@ pub enum Finding {
     DirectionFlagSet,
     /// Bytes of the callframe page outside every callframe variable's slot changed.
     CallframeOutOfBounds { offset: u32 },
+    /// The run's trace grew longer than the reference run's of the same input
+    /// (`reference_len` events), so the run was stopped there: its outcome already
+    /// differs, whatever it would have done next. `first_difference` is the line the
+    /// outcomes' comparison prints for the trace ([`first_trace_difference`]), the
+    /// first event where the two traces part; this keeps a run that loops calling a
+    /// helper from holding a trace as long as its instruction budget (1.2 GB for one
+    /// planted `dce` slip).
+    TraceBeyondReference { first_difference: String, reference_len: usize },
+}
+
+/// Where a run must stop because its trace has become longer than the reference's:
+/// [`TRACE_UNBOUNDED`] when there is no reference.
+pub const TRACE_UNBOUNDED: usize = usize::MAX;
+
+/// The finding of a run stopped because its trace became longer than `reference`.
+pub fn trace_beyond_reference(reference: &[Event], trace: &[Event]) -> Finding {
+    let first_difference = first_trace_difference(reference, trace).expect("a longer trace differs");
+    Finding::TraceBeyondReference { first_difference, reference_len: reference.len() }
 }
 
 impl fmt::Display for Finding {
@@ -270,6 +288,10 @@ impl fmt::Display for Finding {
             Finding::CallframeOutOfBounds { offset } => {
                 write!(f, "wrote callframe byte {:#010x}, outside every variable", CALLFRAME_BASE + offset)
             }
+            Finding::TraceBeyondReference { first_difference, reference_len } => write!(
+                f,
+                "{first_difference}\ntrace length: expected {reference_len}, got more (the run was stopped at its event {reference_len})"
+            ),
         }
     }
 }
@@ -379,6 +401,8 @@ pub fn disassemble(bytes: &[u8]) -> String {
 pub enum Stop {
     Trap(TrapKind),
     Fault { kind: FaultKind, pc: u32, address: Option<u32> },
+    /// The trace became longer than the reference's ([`Finding::TraceBeyondReference`]).
+    TraceBeyondReference,
 }
 
 /// The program and its inputs as both runners check them before a run: the harness

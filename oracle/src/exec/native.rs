@@ -43,7 +43,7 @@
 use crate::exec::interp::{RunInput, State};
 use crate::exec::machine::{
     callframe_page, callframe_spill, check_return, classify_pc, entry_frame, entry_registers, helper_frame_bytes,
-    perform_helper, preflight, read_callframe, return_value, EmuError, FaultKind, Finding, FlatEnv, HelperReturn,
+    perform_helper, preflight, read_callframe, return_value, trace_beyond_reference, EmuError, FaultKind, Finding, FlatEnv, HelperReturn,
     Registers, CALLFRAME_SIZE, HLT, INT3, PAGE, STACK_POISON, STACK_WINDOW, STACK_WINDOW_BASE,
 };
 use crate::exec::outcome::{End, Event, Outcome};
@@ -185,7 +185,21 @@ impl Native {
         input: &RunInput,
         budget: u64,
     ) -> Result<Result<Outcome, Finding>, EmuError> {
-        self.run_inner(code, f, input, budget, false, 1)
+        self.run_inner(code, f, input, budget, None, false, 1)
+    }
+
+    /// Like [`Native::run_with_budget`], stopping as soon as the trace is longer than
+    /// `reference` when given: the same contract as
+    /// [`crate::exec::emu::Emulator::run_against`].
+    pub fn run_against(
+        &mut self,
+        code: &MachineCode,
+        f: &Function,
+        input: &RunInput,
+        budget: u64,
+        reference: Option<&[Event]>,
+    ) -> Result<Result<Outcome, Finding>, EmuError> {
+        self.run_inner(code, f, input, budget, reference, false, 1)
     }
 
     /// Runs like [`Native::run_with_budget`], single-stepping: returns the registers
@@ -212,7 +226,7 @@ impl Native {
                 (*ctl).steps_cap = limit;
             }
         }
-        let r = self.run_inner(code, f, input, budget, true, 1);
+        let r = self.run_inner(code, f, input, budget, None, true, 1);
         let _guard = lock(m);
         // SAFETY: as above; `steps_len` entries were written.
         unsafe {
@@ -229,6 +243,7 @@ impl Native {
         f: &Function,
         input: &RunInput,
         budget: u64,
+        reference: Option<&[Event]>,
         stepping: bool,
         budget_scale: u64,
     ) -> Result<Result<Outcome, Finding>, EmuError> {
@@ -245,6 +260,7 @@ impl Native {
             entry_esp,
             regs: Registers { eip: CODE_BASE + code.entry, eflags: entry_registers(entry_esp).eflags | FLAG_IF, ..entry_registers(entry_esp) },
             trace: vec![],
+            reference,
             helper_calls: 0,
             armed_us: budget_scale * (BASE_LIMIT_US + budget.saturating_mul(NS_PER_INSN) / 1000),
             cf_types: f.cfvars.values().map(|v| v.ty).collect(),
@@ -261,7 +277,7 @@ impl Native {
                 // descheduled: a timeout is confirmed by a second run with ten times the
                 // time before it is a verdict, so that a busy host never makes one.
                 drop(m);
-                return self.run_inner(code, f, input, budget, stepping, 10);
+                return self.run_inner(code, f, input, budget, reference, stepping, 10);
             }
         }
         let end = match end {
@@ -372,6 +388,8 @@ struct Run<'a> {
     /// The registers to enter with.
     regs: Registers,
     trace: Vec<Event>,
+    /// The reference run's trace: the run stops as soon as its own is longer.
+    reference: Option<&'a [Event]>,
     helper_calls: u64,
     /// The CPU time the timer has been set to allow so far.
     armed_us: u64,
@@ -465,7 +483,10 @@ impl Run<'_> {
             HelperReturn::Resume(r) => {
                 self.helper_calls += 1;
                 self.regs = r;
-                Ok(None)
+                match self.reference {
+                    Some(reference) if self.trace.len() > reference.len() => Err(trace_beyond_reference(reference, &self.trace)),
+                    _ => Ok(None),
+                }
             }
         }
     }

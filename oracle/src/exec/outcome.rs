@@ -151,17 +151,7 @@ impl Outcome {
         if self.end != other.end {
             d.push(format!("end: expected {}, got {}", self.end, other.end));
         }
-        let n = self.trace.len().max(other.trace.len());
-        for i in 0..n {
-            match (self.trace.get(i), other.trace.get(i)) {
-                (Some(a), Some(b)) if a == b => {}
-                (a, b) => {
-                    let show = |e: Option<&Event>| e.map_or("nothing".to_string(), |e| e.to_string());
-                    d.push(format!("trace event {i}: expected {}, got {}", show(a), show(b)));
-                    break;
-                }
-            }
-        }
+        d.extend(first_trace_difference(&self.trace, &other.trace));
         if self.trace.len() != other.trace.len() {
             d.push(format!("trace length: expected {}, got {}", self.trace.len(), other.trace.len()));
         }
@@ -194,6 +184,16 @@ impl Outcome {
         }
         d
     }
+}
+
+/// The first event where trace `got` differs from trace `expected` (a missing event
+/// shown as `nothing`), as [`Outcome::diff`] prints it; `None` when one is a prefix of the
+/// other and as long.
+pub fn first_trace_difference(expected: &[Event], got: &[Event]) -> Option<String> {
+    let show = |e: Option<&Event>| e.map_or("nothing".to_string(), |e| e.to_string());
+    (0..expected.len().max(got.len()))
+        .find(|&i| expected.get(i) != got.get(i))
+        .map(|i| format!("trace event {i}: expected {}, got {}", show(expected.get(i)), show(got.get(i))))
 }
 
 impl fmt::Display for Outcome {

@@ -13,7 +13,7 @@ use crate::exec::emu::Emulator;
 use crate::exec::interp::RunInput;
 use crate::exec::machine::{EmuError, Finding};
 use crate::exec::native::{self, Native};
-use crate::exec::outcome::Outcome;
+use crate::exec::outcome::{Event, Outcome};
 use std::fmt;
 use tandem_core::abi::MachineCode;
 use tandem_core::ir::Function;
@@ -150,9 +150,24 @@ impl X86 {
         input: &RunInput,
         budget: u64,
     ) -> Result<X86Run, EmuError> {
+        self.run_against(code, f, input, budget, None)
+    }
+
+    /// Like [`X86::run_with_budget`], and when `reference` is the trace of the reference
+    /// run of the same input, each machine stops as soon as its trace is longer
+    /// ([`Finding::TraceBeyondReference`]), so a run's trace is never longer than the
+    /// reference's by more than one event.
+    pub fn run_against(
+        &mut self,
+        code: &MachineCode,
+        f: &Function,
+        input: &RunInput,
+        budget: u64,
+        reference: Option<&[Event]>,
+    ) -> Result<X86Run, EmuError> {
         let unicorn = match &mut self.unicorn {
             Some(emu) => {
-                let mut r = emu.run_with_budget(code, f, input, budget)?;
+                let mut r = emu.run_against(code, f, input, budget, reference)?;
                 if let Some(change) = *PLANTED.read().unwrap_or_else(|e| e.into_inner()) {
                     change(&mut r);
                 }
@@ -161,7 +176,7 @@ impl X86 {
             None => None,
         };
         let native = match &mut self.native {
-            Some(cpu) => Some(cpu.run_with_budget(code, f, input, budget)?),
+            Some(cpu) => Some(cpu.run_against(code, f, input, budget, reference)?),
             None => None,
         };
         Ok(match (unicorn, native) {
@@ -213,20 +228,43 @@ pub fn machine_differences(unicorn: &MachineRun, native: &MachineRun) -> Vec<Str
 
 
 /// Anything that runs compiled x86 code for the differential check: Unicorn alone (an
-/// [`Emulator`], which never reports an infidelity), or an [`X86`].
+/// [`Emulator`], which never reports an infidelity), or an [`X86`]. `reference` is the
+/// trace of the reference run of the same input, if known: a run whose trace becomes
+/// longer stops there ([`Finding::TraceBeyondReference`]).
 pub trait X86Runner {
-    fn run_x86(&mut self, code: &MachineCode, f: &Function, input: &RunInput, budget: u64) -> Result<X86Run, EmuError>;
+    fn run_x86(
+        &mut self,
+        code: &MachineCode,
+        f: &Function,
+        input: &RunInput,
+        budget: u64,
+        reference: Option<&[Event]>,
+    ) -> Result<X86Run, EmuError>;
 }
 
 impl X86Runner for Emulator {
-    fn run_x86(&mut self, code: &MachineCode, f: &Function, input: &RunInput, budget: u64) -> Result<X86Run, EmuError> {
-        Ok(X86Run { result: self.run_with_budget(code, f, input, budget)?, infidelity: None })
+    fn run_x86(
+        &mut self,
+        code: &MachineCode,
+        f: &Function,
+        input: &RunInput,
+        budget: u64,
+        reference: Option<&[Event]>,
+    ) -> Result<X86Run, EmuError> {
+        Ok(X86Run { result: self.run_against(code, f, input, budget, reference)?, infidelity: None })
     }
 }
 
 impl X86Runner for X86 {
-    fn run_x86(&mut self, code: &MachineCode, f: &Function, input: &RunInput, budget: u64) -> Result<X86Run, EmuError> {
-        self.run_with_budget(code, f, input, budget)
+    fn run_x86(
+        &mut self,
+        code: &MachineCode,
+        f: &Function,
+        input: &RunInput,
+        budget: u64,
+        reference: Option<&[Event]>,
+    ) -> Result<X86Run, EmuError> {
+        self.run_against(code, f, input, budget, reference)
     }
 }
 

@@ -121,7 +121,7 @@ pub fn check_against(
     code: &MachineCode,
     emu: &mut dyn X86Runner,
 ) -> Result<Verdict, EmuError> {
-    match emu.run_x86(code, f, input, budget_for(fuel_used, &code.shape)) {
+    match emu.run_x86(code, f, input, budget_for(fuel_used, &code.shape), Some(&expected.trace)) {
         Err(EmuError::Limit(l)) => Ok(Verdict::Limit(l)),
         Err(e) => Err(e),
         Ok(run) => {
