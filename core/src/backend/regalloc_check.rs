@@ -92,8 +92,9 @@ pub fn check_allocation(f: &LirFunction, alloc: &Allocation) -> Result<(), Vec<A
     let mut errs = vec![];
     let globals: RegSet = alloc.globals.iter().fold(RegSet::NONE, |s, (_, r)| s.with(*r));
     let saved: RegSet = alloc.saved.iter().fold(RegSet::NONE, |s, (r, _)| s.with(*r));
+    let frame = Frame::of(alloc);
     for &b in &f.layout {
-        let mut st = Replay { globals, saved, ..Replay::default_for(f, alloc) };
+        let mut st = Replay { globals, saved, ..Replay::default_for(f, alloc, &frame) };
         for inst in &alloc.code[b] {
             st.inst(inst);
             let node = match inst {
@@ -117,6 +118,7 @@ pub fn check_allocation(f: &LirFunction, alloc: &Allocation) -> Result<(), Vec<A
 struct Replay<'a> {
     f: &'a LirFunction,
     alloc: &'a Allocation,
+    frame: &'a Frame,
     globals: RegSet,
     saved: RegSet,
     regs: HashMap<Reg, Use>,
@@ -129,10 +131,11 @@ struct Replay<'a> {
 }
 
 impl<'a> Replay<'a> {
-    fn default_for(f: &'a LirFunction, alloc: &'a Allocation) -> Replay<'a> {
+    fn default_for(f: &'a LirFunction, alloc: &'a Allocation, frame: &'a Frame) -> Replay<'a> {
         Replay {
             f,
             alloc,
+            frame,
             globals: RegSet::NONE,
             saved: RegSet::NONE,
             regs: HashMap::default(),
@@ -182,7 +185,7 @@ impl<'a> Replay<'a> {
                 let v = match src {
                     Operand::Reg(s) => self.regs.get(s).copied(),
                     Operand::Mem(m) if m.base == Some(Base::Ebp) => {
-                        if let Some(is) = frame_word(alloc, m.disp) {
+                        if let Some(is) = self.frame.word(m.disp) {
                             self.found.push(AllocErrorKind::NotASpillSlot { slot: m.disp, is });
                             return;
                         }
@@ -198,7 +201,7 @@ impl<'a> Replay<'a> {
                 }
             }
             MInst::Spill { slot, src } => {
-                if let Some(is) = frame_word(alloc, *slot) {
+                if let Some(is) = self.frame.word(*slot) {
                     self.found.push(AllocErrorKind::NotASpillSlot { slot: *slot, is });
                     return;
                 }
@@ -263,22 +266,43 @@ impl<'a> Replay<'a> {
     }
 }
 
-/// What the frame word at `ebp + disp` is when it is not a spill slot, from the
-/// allocation's own description of the frame (not the allocator's slot numbering): the
-/// words between `ebp` and the outgoing argument area hold the variables' homes, the
-/// save slots of the callee-saved registers the prologue saves, and spill slots.
-fn frame_word(alloc: &Allocation, disp: i32) -> Option<&'static str> {
-    let locals = -(alloc.frame_bytes as i32 - OUT_ARG_BYTES as i32)..0;
-    if disp % 4 != 0 {
-        Some("not word-aligned")
-    } else if !locals.contains(&disp) {
-        Some("outside the frame's locals")
-    } else if alloc.saved.iter().any(|&(_, s)| s == disp) {
-        Some("a callee-saved register's save slot")
-    } else if alloc.home.values().any(|h| *h == Some(Operand::Mem(Mem::frame(disp)))) {
-        Some("a variable's home")
-    } else {
-        None
+/// The frame as the allocation describes it (not the allocator's slot numbering): the
+/// words between `ebp` and the outgoing argument area hold the variables' homes, the save
+/// slots of the callee-saved registers the prologue saves, and spill slots. Built once per
+/// function.
+struct Frame {
+    /// The displacements from `ebp` of the locals' words.
+    locals: std::ops::Range<i32>,
+    /// The words that are no spill slot, and what each is.
+    reserved: HashMap<i32, &'static str>,
+}
+
+impl Frame {
+    fn of(alloc: &Allocation) -> Frame {
+        let locals = -(alloc.frame_bytes as i32 - OUT_ARG_BYTES as i32)..0;
+        let mut reserved = HashMap::default();
+        for h in alloc.home.values() {
+            if let Some(Operand::Mem(m)) = *h {
+                if m == Mem::frame(m.disp) {
+                    reserved.insert(m.disp, "a variable's home");
+                }
+            }
+        }
+        for &(_, s) in &alloc.saved {
+            reserved.insert(s, "a callee-saved register's save slot");
+        }
+        Frame { locals, reserved }
+    }
+
+    /// What the frame word at `ebp + disp` is when it is not a spill slot.
+    fn word(&self, disp: i32) -> Option<&'static str> {
+        if disp % 4 != 0 {
+            Some("not word-aligned")
+        } else if !self.locals.contains(&disp) {
+            Some("outside the frame's locals")
+        } else {
+            self.reserved.get(&disp).copied()
+        }
     }
 }
 
