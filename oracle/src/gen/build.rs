@@ -204,6 +204,9 @@ pub(super) struct Gen<'a, S: Source> {
     readable: Vec<Local>,
     /// Locals that must not be assigned now (loop invariants of an enclosing loop).
     frozen: Vec<Local>,
+    /// Locals that must not be assigned now but are not invariant: those a swap at the
+    /// end of an enclosing loop's body exchanges ([`Gen::plan_cycle`]).
+    held: Vec<Local>,
     /// Callframe variables that must not be written now.
     frozen_cf: Vec<CfVar>,
     /// Callframe variables that must not be read now (loop-invariant STORE).
@@ -225,12 +228,31 @@ pub(super) struct Gen<'a, S: Source> {
     mult: u64,
     /// Upper bound of the fuel spent so far.
     cost: u64,
+    /// Fuel kept for code the current region is followed by and that is not checked
+    /// against the budget itself (the return value's first leaf, after the top region).
+    reserve: u64,
     nesting: u32,
     temps: u32,
     pub helpers_used: Vec<HelperKind>,
     /// The shapes and policy patterns generated, by name, for the statistics.
     pub shapes: Vec<&'static str>,
 }
+
+/// Fuel the top region leaves for the return value's first leaf (an expression two
+/// deep) and the trace call after it.
+const RETURN_RESERVE: u64 = 64;
+
+/// Nodes a loop's body leaves for the copies at its end and the latch (its entry, the
+/// counter's increment and, bottom-tested, the test), each run once per round.
+const LOOP_TAIL_NODES: u64 = 32;
+
+/// The share of an SSA-form function's loops that exchange held variables at the end of
+/// their body ([`Gen::plan_cycle`]).
+const HELD_CYCLE_PERMILLE: u32 = 500;
+
+/// The most nodes a local read converted to the return type takes (`trunc(x ^ (x >> 32))`,
+/// see [`Gen::convert_to`]).
+const LEAF_NODES: u64 = 6;
 
 fn node_count(f: &Function, e: Expr) -> u64 {
     let mut n = 0;
@@ -380,6 +402,7 @@ impl<'a, S: Source> Gen<'a, S> {
             vars: vec![],
             readable: vec![],
             frozen: vec![],
+            held: vec![],
             frozen_cf: vec![],
             noread_cf: vec![],
             invariant_mode: false,
@@ -391,6 +414,7 @@ impl<'a, S: Source> Gen<'a, S> {
             hot_offsets: vec![],
             mult: 1,
             cost: 0,
+            reserve: 0,
             nesting: 0,
             temps: 0,
             helpers_used: vec![],
@@ -537,9 +561,20 @@ impl<'a, S: Source> Gen<'a, S> {
     }
 
     /// Whether adding about `nodes` more evaluated nodes in the current block stays
-    /// within the fuel budget.
+    /// within the fuel budget, with the reserve and the zero versions still to come.
     fn fits(&self, nodes: u64) -> bool {
-        self.cost + self.mult * nodes <= self.cfg.fuel_budget
+        self.cost + self.reserve + self.zero_versions() + self.mult * nodes <= self.cfg.fuel_budget
+    }
+
+    /// An upper bound of the fuel the zero versions `%x.0 = 0` take that the SSA
+    /// construction of an `ssa_form` function adds to its entry block (two nodes each, at
+    /// most one per local; see [`super::ssa`]), which the caller adds to the bound.
+    fn zero_versions(&self) -> u64 {
+        if self.cfg.ssa_form {
+            2 * self.f.locals.len() as u64
+        } else {
+            0
+        }
     }
 
     fn blocks_left(&self, n: u32) -> bool {
@@ -599,24 +634,33 @@ impl<'a, S: Source> Gen<'a, S> {
         if self.chance(reach::WORD_EDGES_PERMILLE) {
             self.word_edges();
         }
+        self.reserve = RETURN_RESERVE;
         self.region(0, false);
+        self.reserve = 0;
         // The return value folds many locals together so that their values are observed:
         // first those assigned and not read since (most of them, under anchoring), then
-        // others at random.
+        // others at random, as many as the budget leaves room for. `nodes` counts the
+        // return tree's nodes and the trace call that may follow.
         let ret = self.f.ret;
-        let mut leaves = vec![self.expr(ret, 2)];
+        let first = if self.fits(RETURN_RESERVE) { self.expr(ret, 2) } else { self.leaf(ret) };
+        let mut nodes = node_count(&self.f, first) + 1;
+        let mut leaves = vec![first];
         let unread: Vec<Local> = self.unread.iter().copied().filter(|l| self.readable.contains(l)).collect();
         for l in unread {
-            if leaves.len() < 40 && self.chance(self.cfg.anchor_permille) {
+            if leaves.len() < 40 && self.chance(self.cfg.anchor_permille) && self.fits(nodes + LEAF_NODES + 1) {
                 let x = self.local(l);
-                leaves.push(self.convert_to(x, ret));
+                let leaf = self.convert_to(x, ret);
+                nodes += node_count(&self.f, leaf) + 1;
+                leaves.push(leaf);
             }
         }
         let readable = self.readable.clone();
         for l in readable {
-            if leaves.len() < 32 && self.chance(500) {
+            if leaves.len() < 32 && self.chance(500) && self.fits(nodes + LEAF_NODES + 1) {
                 let x = self.local(l);
-                leaves.push(self.convert_to(x, ret));
+                let leaf = self.convert_to(x, ret);
+                nodes += node_count(&self.f, leaf) + 1;
+                leaves.push(leaf);
             }
         }
         let acc = self.combine(leaves, &[BinOp::Xor, BinOp::Add, BinOp::Sub]);
@@ -829,6 +873,14 @@ impl<'a, S: Source> Gen<'a, S> {
         let latch = self.create_block();
         let exit = self.create_block();
         let outer_mult = self.mult;
+        // In an SSA-form function, many loops exchange held variables at the end of their
+        // body (a cycle of phis on the back edge), set apart here before the loop.
+        let held_before = self.held.len();
+        let cycle = if self.cfg.ssa_form && self.on(Feature::SsaStress) && self.chance(HELD_CYCLE_PERMILLE) && self.fits(10) {
+            self.plan_cycle()
+        } else {
+            None
+        };
         // Loop invariants: freeze a few variables and maybe a callframe variable.
         let frozen_before = (self.frozen.len(), self.frozen_cf.len(), self.noread_cf.len());
         let invariants = self.on(Feature::LoopInvariant) && self.chance(600);
@@ -852,11 +904,16 @@ impl<'a, S: Source> Gen<'a, S> {
             self.invariant_stmts();
         }
         // The body itself falls through (exits sit inside its branches), so the latch
-        // stays reachable.
+        // stays reachable. It leaves room for the copies after it and the latch.
+        let reserve = self.reserve;
+        self.reserve += LOOP_TAIL_NODES * self.mult;
         self.region(depth + 1, false);
+        self.reserve = reserve;
         if self.cur.is_some() {
             let copies = if self.cfg.ssa_form { 900 } else { 500 };
-            if self.on(Feature::SsaStress) && self.chance(copies) {
+            if let Some(chosen) = &cycle {
+                self.rotate(chosen);
+            } else if self.on(Feature::SsaStress) && self.chance(copies) {
                 self.loop_copies();
             }
             self.seal(Terminator::Jump(latch));
@@ -865,6 +922,7 @@ impl<'a, S: Source> Gen<'a, S> {
         self.enter(latch);
         self.loop_latch(counter, cty, bound, header, body, exit);
         self.frozen.truncate(frozen_before.0);
+        self.held.truncate(held_before);
         self.frozen_cf.truncate(frozen_before.1);
         self.noread_cf.truncate(frozen_before.2);
         self.mult = outer_mult;
@@ -965,7 +1023,7 @@ impl<'a, S: Source> Gen<'a, S> {
     fn freeze_invariants(&mut self) {
         let vars = self.vars.clone();
         for v in vars {
-            if self.chance(500) {
+            if self.chance(500) && !self.held.contains(&v) {
                 self.frozen.push(v);
             }
         }
@@ -1182,7 +1240,7 @@ impl<'a, S: Source> Gen<'a, S> {
         self.vars
             .iter()
             .copied()
-            .filter(|v| !self.frozen.contains(v) && ty.is_none_or(|t| self.f.locals[*v].ty == t))
+            .filter(|v| !self.frozen.contains(v) && !self.held.contains(v) && ty.is_none_or(|t| self.f.locals[*v].ty == t))
             .collect()
     }
 

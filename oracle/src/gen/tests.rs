@@ -48,6 +48,26 @@ fn the_fuel_bound_is_an_upper_bound_below_the_default_fuel() {
     }
 }
 
+/// The bound stays within the profile's budget, not only below the interpreter's fuel:
+/// the return value's leaves and an SSA function's zero versions, added after the last
+/// item, once took the default profile's largest bound to 200,225. The default profile's
+/// programs do reach the budget (else this would check nothing there).
+#[test]
+fn the_fuel_bound_stays_within_the_budget() {
+    for profile in Profile::ALL {
+        let cfg = profile.config();
+        let mut largest = 0;
+        for seed in 0..1500 {
+            let g = generate(seed, &cfg);
+            assert!(g.fuel_bound <= cfg.fuel_budget, "seed {seed} ({}): bound {} over {}", profile.name(), g.fuel_bound, cfg.fuel_budget);
+            largest = largest.max(g.fuel_bound);
+        }
+        if profile == Profile::Default {
+            assert!(largest * 10 >= cfg.fuel_budget * 9, "the largest bound is {largest}");
+        }
+    }
+}
+
 #[test]
 fn an_exhausted_byte_source_gives_the_smallest_program() {
     // With no bytes every choice is 0: the small profile, swarm turns every feature

@@ -258,20 +258,8 @@ impl<S: Source> Gen<'_, S> {
                 self.note(if rotate { "loop rotation" } else { "loop swap" });
                 let n = if rotate { 3 } else { 2 };
                 // Distinct variables, in a random order.
-                let mut pool = vars;
-                let mut chosen = vec![];
-                for _ in 0..n {
-                    let i = self.below(pool.len() as u32) as usize;
-                    chosen.push(pool.swap_remove(i));
-                }
-                let l = self.local(chosen[0]);
-                let t = self.define(l);
-                for i in 0..n - 1 {
-                    let l = self.local(chosen[i + 1]);
-                    self.set(chosen[i], l);
-                }
-                let l = self.local(t);
-                self.set(chosen[n - 1], l);
+                let chosen = self.distinct(vars, n);
+                self.rotate(&chosen);
             }
             _ if !vars.is_empty() => {
                 self.note("loop lost copy");
@@ -288,6 +276,64 @@ impl<S: Source> Gen<'_, S> {
             }
             _ => {}
         }
+    }
+
+    /// `n` distinct locals of `pool`, in a random order.
+    fn distinct(&mut self, mut pool: Vec<Local>, n: usize) -> Vec<Local> {
+        let mut chosen = vec![];
+        for _ in 0..n {
+            let i = self.below(pool.len() as u32) as usize;
+            chosen.push(pool.swap_remove(i));
+        }
+        chosen
+    }
+
+    /// `%t = %a; %a = %b; %b = %t` over the chosen locals (a swap of two, a rotation of
+    /// three).
+    pub(super) fn rotate(&mut self, chosen: &[Local]) {
+        let n = chosen.len();
+        let l = self.local(chosen[0]);
+        let t = self.define(l);
+        for i in 0..n - 1 {
+            let l = self.local(chosen[i + 1]);
+            self.set(chosen[i], l);
+        }
+        let l = self.local(t);
+        self.set(chosen[n - 1], l);
+    }
+
+    /// Before a loop of an SSA-form function: the two or three variables a swap or a
+    /// rotation at the end of its body will exchange ([`Gen::rotate`]), set apart here
+    /// (`%b = %a + 1`, `%c = %a - 1`) so that their values differ whatever they were, and
+    /// held for the body, so that no other assignment comes between their phis and the
+    /// back edge. After copy propagation each phi's argument on the back edge is then
+    /// another of these phis: a cycle in the edge's parallel copy, which only a
+    /// temporary orders right (the swap problem), and whose every value is observed.
+    /// `loop_copies` swaps variables the body may have assigned, which mostly leaves
+    /// chains, not cycles.
+    pub(super) fn plan_cycle(&mut self) -> Option<Vec<Local>> {
+        let mut ty = self.ty();
+        let other = if ty == Type::I32 { Type::I64 } else { Type::I32 };
+        if self.assignable(Some(ty)).len() < 2 && self.assignable(Some(other)).len() >= 2 {
+            ty = other;
+        }
+        let vars = self.assignable(Some(ty));
+        if vars.len() < 2 {
+            return None;
+        }
+        let n = if vars.len() >= 3 && self.chance(400) { 3 } else { 2 };
+        self.note(if n == 3 { "loop rotation of held variables" } else { "loop swap of held variables" });
+        let chosen = self.distinct(vars, n);
+        for (i, k) in [(1, 1i64), (2, -1)] {
+            if i < n {
+                let a = self.local(chosen[0]);
+                let k = self.konst(ty, k);
+                let e = self.bin(BinOp::Add, a, k);
+                self.set(chosen[i], e);
+            }
+        }
+        self.held.extend(&chosen);
+        Some(chosen)
     }
 
     /// Something between two accesses of the same place: a helper call, an aliasing
