@@ -79,9 +79,10 @@ enum Slot {
     /// The value of a value tree of that side's function (of the local's type) in that
     /// side's state: not part of the state, assumed equal to its class at an entry.
     Def(Side, Local, Expr),
-    /// The value of a load of that side's function (of the given type) in that side's
-    /// state: a heap cell, which a pass may now keep in a local (memopt's LOAD-LOAD,
-    /// STORE-LOAD and hoisted loads).
+    /// The value of a load or another value tree of that side's function (of the given
+    /// type) in that side's state: a heap cell, which a pass may now keep in a local
+    /// (memopt's LOAD-LOAD, STORE-LOAD and hoisted loads), or an expression a pass now
+    /// keeps in a temporary (SSAPRE).
     Read(Side, Type, Expr),
 }
 
@@ -587,12 +588,14 @@ const ALIGN_AHEAD: usize = 8;
 /// Candidates read off the code: the two functions' statements of each block aligned
 /// (in order, a target statement with the next source statement of the same shape), and
 /// their trees walked side by side. Where the source reads memory (a callframe variable, a
-/// load) and the target reads a local instead, or keeps the value in a
-/// local on the way (`comma((%val = x), %val)`, and the value a callframe write stores),
-/// that local may hold it across blocks too: each pair is a source slot (a callframe
-/// variable or a [`Slot::Read`] load) and the target's local. (Candidates between locals
-/// of other names cost more splits than they prove.) Only candidates:
-/// the inference keeps those that are inductive.
+/// load) or computes a value (`add(%a.2, %b)`) and the target reads a local instead, or
+/// keeps the value in a local on the way (`comma((%val = x), %val)`, and the value a
+/// callframe write stores), that local may hold it across blocks too: each pair is a
+/// source slot (a callframe variable, or a [`Slot::Read`] load or value tree) and the
+/// target's local (memopt's promoted variables and forwarded loads, SSAPRE's temporaries
+/// where their expression is available). (Candidates between locals of other names cost
+/// more splits than they prove.) Only candidates: the inference keeps those that are
+/// inductive.
 fn aligned_reads(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
     let mut out = vec![];
     for &b in &src.layout {
@@ -637,6 +640,10 @@ fn walk_aligned(src: &Function, s: Expr, tgt: &Function, t: Expr, out: &mut Vec<
         match src.exprs[s] {
             ExprData::CfRead(v) => Some(Slot::Cf(Side::Src, v)),
             ExprData::Load { ty, .. } => Some(Slot::Read(Side::Src, ty, s)),
+            // A value the source computes where the target reads a local: a temporary of
+            // SSAPRE holding an expression where it is available.
+            ExprData::Const { .. } | ExprData::Local(_) => None,
+            _ if is_value_tree(src, s) => src.expr_type(s).map(|ty| Slot::Read(Side::Src, ty, s)),
             _ => None,
         }
         .filter(|_| src.expr_type(s) == Some(tgt.locals[m].ty))
