@@ -154,6 +154,9 @@ pub struct SymOutcome {
     /// that block with on that edge alone (not merged with the other exits), and the
     /// condition that it goes there. Empty for a whole run.
     pub continues: Vec<(Block, Bool, State)>,
+    /// The nodes evaluated (and, for a whole run, the copies of blocks made) to build it:
+    /// the encoding's work, which the validator charges to its budget.
+    pub work: usize,
 }
 
 /// Why a function cannot be encoded.
@@ -617,7 +620,7 @@ fn outcome_of(exits: Vec<(Bool, Ending, State)>, fallback: State, in_bound: Bool
             state = State::merge(&g, &st, &state);
         }
     }
-    SymOutcome { kind, value, code, state, in_bound, continues: vec![] }
+    SymOutcome { kind, value, code, state, in_bound, continues: vec![], work: 0 }
 }
 
 /// Trace argument slots needed for `f`: two, or one per callframe variable for
@@ -840,7 +843,9 @@ pub fn encode_function(f: &Function, inputs: &Inputs, slots: usize, bound: u32, 
         }
     }
     let in_bound = Bool::or(&cut).not();
-    Ok(outcome_of(exits, init, in_bound))
+    let mut out = outcome_of(exits, init, in_bound);
+    out.work = work;
+    Ok(out)
 }
 
 /// Encodes one step of the simulation check from block `b` of `f` and entry state `st`
@@ -885,6 +890,7 @@ pub fn encode_step(f: &Function, b: Block, st: State, through: &dyn Fn(Block) ->
     }
     let mut out = outcome_of(exits, st, Bool::from_bool(true));
     out.continues = continues;
+    out.work = work;
     Ok(out)
 }
 

@@ -27,7 +27,11 @@
 //! where the source reads a callframe variable or a load ([`Slot::Read`]: a heap cell),
 //! or keeps on the way (`comma((%val = x), %val)`, the value a callframe write stores),
 //! joins that variable or load (memopt's promoted variables, hoisted and forwarded loads,
-//! locals it reuses). This is signal correspondence (van Eijk), Houdini over partitions:
+//! locals it reuses). When that fails too, a third try starts from the whole-function
+//! relation: every pair of versions and every definition joined at every block (the
+//! data flows can drop a candidate at a block where the proof needs it, and an arbitrary
+//! split can part what a later edge needs together; the two starts fail on different
+//! functions). This is signal correspondence (van Eijk), Houdini over partitions:
 //! the entry state of a block gives every class one fresh symbol (a definition in a
 //! class is assumed equal to it), so the two sides of a block compute the *same terms*
 //! wherever the pass left the computation alone, and most of the relation at a successor
@@ -45,10 +49,11 @@
 //! A block that does not is no counterexample (its entry state may be unreachable): the
 //! caller falls back to the bounded check.
 //!
-//! **Budget.** The solver's queries draw on the validation's [`Budget`], and so does the
-//! encoding: every expression node the steps evaluate costs [`NODE_COST`] resource units,
-//! so that the time an answer takes follows its budget whether it goes to Z3 or to
-//! building terms.
+//! **Budget.** The solver's queries draw on the validation's [`Budget`] (each also pays
+//! [`super::CHECK_COST`] for its fixed cost), and so does the encoding: every expression
+//! node the steps evaluate costs [`NODE_COST`] resource units, so that the time an answer
+//! takes follows its budget whether it goes to Z3 or to building terms. Each try draws on
+//! what the ones before it left.
 
 use super::encode::{self, encode_step, eval_value, is_value_tree, State, SymOutcome, Trace};
 use super::{Budget, Options, Unknown};
@@ -74,9 +79,10 @@ enum Slot {
     /// The value of a value tree of that side's function (of the local's type) in that
     /// side's state: not part of the state, assumed equal to its class at an entry.
     Def(Side, Local, Expr),
-    /// The value of a load of that side's function (of the given type) in that side's
-    /// state: a heap cell, which a pass may now keep in a local (memopt's LOAD-LOAD,
-    /// STORE-LOAD and hoisted loads).
+    /// The value of a load or another value tree of that side's function (of the given
+    /// type) in that side's state: a heap cell, which a pass may now keep in a local
+    /// (memopt's LOAD-LOAD, STORE-LOAD and hoisted loads), or an expression a pass now
+    /// keeps in a temporary (SSAPRE).
     Read(Side, Type, Expr),
 }
 
@@ -281,13 +287,22 @@ impl Pair<'_> {
     }
 }
 
+/// Which first partition: chosen per block by the checker's data flows, or the same at
+/// every block (the whole-function relation).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    PerBlock,
+    Whole,
+}
+
 /// The slots of the two states, and the first partition of each block of the source's
 /// layout: the class of each slot, as the index of the first slot of its class. Joined
 /// are the [`named_pairs`] (a pair of versions only at the blocks where both hold their
 /// name's current value: [`current_versions`]), each definition with its local where it
 /// may be available ([`available_definitions`]), and the candidates `aligned` read off
-/// the code ([`aligned_reads`]).
-fn first_partition(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)]) -> (Vec<Slot>, Vec<Vec<usize>>) {
+/// the code ([`aligned_reads`]). With [`Scope::Whole`], every pair of versions and every
+/// definition is joined at every block (a superset: more candidates, more splits).
+fn first_partition(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)], scope: Scope) -> (Vec<Slot>, Vec<Vec<usize>>) {
     let slots = partition_slots(src, tgt, aligned);
     let mut at: std::collections::HashMap<Slot, usize> = std::collections::HashMap::new();
     for (i, &y) in slots.iter().enumerate() {
@@ -322,8 +337,9 @@ fn first_partition(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)]) -> 
         .layout
         .iter()
         .map(|&b| {
-            let here = versions.iter().filter(|(x, y, _, _)| holds(*x, b) && holds(*y, b)).map(|&(_, _, i, j)| (i, j));
-            let avail = |i: usize, side: Side| if side == Side::Src { avail_src[b.index()][i] } else { avail_tgt[b.index()][i] };
+            let whole = scope == Scope::Whole;
+            let here = versions.iter().filter(|(x, y, _, _)| whole || (holds(*x, b) && holds(*y, b))).map(|&(_, _, i, j)| (i, j));
+            let avail = |i: usize, side: Side| whole || if side == Side::Src { avail_src[b.index()][i] } else { avail_tgt[b.index()][i] };
             let defined = defs.iter().filter(|&&(i, _, side)| avail(i, side)).map(|&(i, l, _)| (i, l));
             union_classes(slots.len(), everywhere.iter().copied().chain(here).chain(defined))
         })
@@ -572,12 +588,14 @@ const ALIGN_AHEAD: usize = 8;
 /// Candidates read off the code: the two functions' statements of each block aligned
 /// (in order, a target statement with the next source statement of the same shape), and
 /// their trees walked side by side. Where the source reads memory (a callframe variable, a
-/// load) and the target reads a local instead, or keeps the value in a
-/// local on the way (`comma((%val = x), %val)`, and the value a callframe write stores),
-/// that local may hold it across blocks too: each pair is a source slot (a callframe
-/// variable or a [`Slot::Read`] load) and the target's local. (Candidates between locals
-/// of other names cost more splits than they prove.) Only candidates:
-/// the inference keeps those that are inductive.
+/// load) or computes a value (`add(%a.2, %b)`) and the target reads a local instead, or
+/// keeps the value in a local on the way (`comma((%val = x), %val)`, and the value a
+/// callframe write stores), that local may hold it across blocks too: each pair is a
+/// source slot (a callframe variable, or a [`Slot::Read`] load or value tree) and the
+/// target's local (memopt's promoted variables and forwarded loads, SSAPRE's temporaries
+/// where their expression is available). (Candidates between locals of other names cost
+/// more splits than they prove.) Only candidates: the inference keeps those that are
+/// inductive.
 fn aligned_reads(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
     let mut out = vec![];
     for &b in &src.layout {
@@ -622,6 +640,10 @@ fn walk_aligned(src: &Function, s: Expr, tgt: &Function, t: Expr, out: &mut Vec<
         match src.exprs[s] {
             ExprData::CfRead(v) => Some(Slot::Cf(Side::Src, v)),
             ExprData::Load { ty, .. } => Some(Slot::Read(Side::Src, ty, s)),
+            // A value the source computes where the target reads a local: a temporary of
+            // SSAPRE holding an expression where it is available.
+            ExprData::Const { .. } | ExprData::Local(_) => None,
+            _ if is_value_tree(src, s) => src.expr_type(s).map(|ty| Slot::Read(Side::Src, ty, s)),
             _ => None,
         }
         .filter(|_| src.expr_type(s) == Some(tgt.locals[m].ty))
@@ -861,21 +883,31 @@ fn corresponds(src: &Function, tgt: &Function) -> bool {
 ///
 /// The relation is inferred from the first partition by name and definitions; if that
 /// fails and the code shows locals that may hold memory ([`aligned_reads`]), once more
-/// with those candidates joined too. More candidates can cost more splits than they
-/// prove (a split by an arbitrary model may part what a later edge needed together), so
-/// they are the second try, on what is left of the budget.
+/// with those candidates joined too; if that fails, once more from the whole-function
+/// relation ([`Scope::Whole`]: every pair of versions and every definition joined at every
+/// block, as before the first partition was chosen per block), which proves some
+/// functions that the per-block choice loses (a definition the data flow drops at a block
+/// where the target still needs it). More candidates can cost more splits than they prove
+/// (a split by an arbitrary model may part what a later edge needed together), so they are
+/// the later tries, each on what is left of the budget.
 pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: &mut Budget) -> Result<bool, Unknown> {
     if !corresponds(src, tgt) {
         return Ok(false);
     }
     let aligned = aligned_reads(src, tgt);
-    if prove_from(src, tgt, first_partition(src, tgt, &[]), opts, budget)? {
+    if prove_from(src, tgt, first_partition(src, tgt, &[], Scope::PerBlock), opts, budget)? {
         return Ok(true);
     }
-    if aligned.is_empty() {
-        return Ok(false);
+    let per_block = first_partition(src, tgt, &aligned, Scope::PerBlock);
+    let whole = first_partition(src, tgt, &aligned, Scope::Whole);
+    let tried = aligned.is_empty();
+    if whole == per_block {
+        return if tried { Ok(false) } else { prove_from(src, tgt, per_block, opts, budget) };
     }
-    prove_from(src, tgt, first_partition(src, tgt, &aligned), opts, budget)
+    if !tried && prove_from(src, tgt, per_block, opts, budget)? {
+        return Ok(true);
+    }
+    prove_from(src, tgt, whole, opts, budget)
 }
 
 /// Encoding work done and charged to the budget so far.

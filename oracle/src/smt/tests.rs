@@ -418,3 +418,53 @@ fn a_callframe_variable_kept_in_a_local_across_a_loop_is_proved() {
     assert!(c.input.args[0].as_i64() >= 2, "{:?}", c.input.args);
     assert!(c.diff.iter().any(|d| d.starts_with("trace event 2")), "{:?}", c.diff);
 }
+
+/// The `ssa` pass on FullRedundancy2 (the corpus seed): the versions of `%a` (negated on
+/// one arm) and of `%v1` meet at the join in phis. The per-block first partition alone
+/// left it at `proved (bound 4)`; the third try, from the whole-function relation,
+/// proves it for every run. The same output with the arguments of `%a`'s phi swapped
+/// (the join takes the other arm's `%a`) is a replayed counterexample.
+#[test]
+fn the_ssa_form_of_full_redundancy2_is_proved_for_every_run() {
+    let (m, _) = parse_module(include_str!("../../../corpus/seeds/ssapre-full-redundancy2.tir")).expect("the corpus seed parses");
+    let before = m.functions.iter().find(|f| f.name == "FullRedundancy2").expect("the source function").clone();
+    let mut after = before.clone();
+    let pipeline = tandem_core::passes::Pipeline::parse("ssa").expect("a pipeline");
+    tandem_core::passes::PassManager { verify: true }.run(&pipeline, &mut after, &mut |_, _, _| {}).expect("the pass runs");
+    let a = validate(&before, &after, "ssa", &opts());
+    assert!(matches!(a, Answer::Proved), "{a}");
+    let mut bad = after.clone();
+    let join = bad.layout.iter().copied().find(|&b| !bad.blocks[b].phis.is_empty()).expect("a join with phis");
+    let phi = bad.blocks[join].phis.iter_mut().find(|p| bad.locals[p.dest].name.starts_with("a")).expect("a phi of `%a`");
+    let (x, y) = (phi.args[0].1, phi.args[1].1);
+    assert_ne!(x, y);
+    (phi.args[0].1, phi.args[1].1) = (y, x);
+    let c = counterexample(validate(&before, &bad, "ssa", &opts()));
+    assert!(c.diff.iter().any(|d| d.starts_with("end")), "{:?}", c.diff);
+}
+
+/// SSAPRE on FullRedundancy2: `add(%a.2, %b)` at the join is fully redundant, and the
+/// temporary `%pre1 = phi(b1: %v1.1, b2: %v1.2)` replaces it. The relation at the join,
+/// "`%pre1` holds `add(%a.2, %b)`", is read off the code (the source computes the
+/// expression where the target reads the temporary) and proved inductive: proved for
+/// every run (before, `proved (bound 4)`). With the temporary's phi arguments swapped
+/// (each arm's sum on the other arm) it is a replayed counterexample.
+#[test]
+fn the_pre_temporary_of_full_redundancy2_is_proved_for_every_run() {
+    let (m, _) = parse_module(include_str!("../../../corpus/seeds/ssapre-full-redundancy2.tir")).expect("the corpus seed parses");
+    let mut f = m.functions.iter().find(|f| f.name == "FullRedundancy2").expect("the source function").clone();
+    let pipeline = tandem_core::passes::Pipeline::parse("ssa,ssapre").expect("a pipeline");
+    let mut forms = vec![];
+    tandem_core::passes::PassManager { verify: true }.run(&pipeline, &mut f, &mut |_, g, _| forms.push(g.clone())).expect("the passes run");
+    let (before, after) = (&forms[0], &forms[1]);
+    let a = validate(before, after, "ssapre", &opts());
+    assert!(matches!(a, Answer::Proved), "{a}");
+    let mut bad = after.clone();
+    let join = bad.layout.iter().copied().find(|&b| !bad.blocks[b].phis.is_empty()).expect("a join with phis");
+    let phi = bad.blocks[join].phis.iter_mut().find(|p| bad.locals[p.dest].name.starts_with("pre")).expect("the temporary's phi");
+    let (x, y) = (phi.args[0].1, phi.args[1].1);
+    assert_ne!(x, y);
+    (phi.args[0].1, phi.args[1].1) = (y, x);
+    let c = counterexample(validate(before, &bad, "ssapre", &opts()));
+    assert!(c.diff.iter().any(|d| d.starts_with("end")), "{:?}", c.diff);
+}
