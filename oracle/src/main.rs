@@ -63,12 +63,17 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // Campaigns and `tandem run` validate in a child process of this same binary, under a
-    // hard memory cap and wall-clock limit (issue 23). `/proc/self/exe` is this process's
+    // Campaigns, `tandem run` and `tandem verify` validate in a child process of this same
+    // binary, under a hard memory cap and wall-clock limit (issue 23). `/proc/self/exe` is this process's
     // own program even when the file was rebuilt under it.
     let me = if cfg!(target_os = "linux") { std::path::PathBuf::from("/proc/self/exe") } else { std::env::current_exe().unwrap_or_default() };
-    tandem_oracle::smt::isolate::use_child_program(me, tandem_oracle::smt::isolate::LIMITS);
-    match Cli::parse().command {
+    let command = Cli::parse().command;
+    let limits = match command {
+        Command::Verify(_) => tandem_oracle::smt::isolate::VERIFY_LIMITS,
+        _ => tandem_oracle::smt::isolate::LIMITS,
+    };
+    tandem_oracle::smt::isolate::use_child_program(me, limits);
+    match command {
         Command::Run(a) => cli::run::main(a),
         Command::Compile(a) => cli::compile::main(a),
         Command::Gen(a) => cli::generate::main(a),

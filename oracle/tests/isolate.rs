@@ -22,6 +22,12 @@ fn the_child_answers_as_the_validator_in_process() {
                 v.iter().map(|(p, a, _, c)| (p.clone(), a.to_string(), *c)).collect()
             };
             assert_eq!(show(&there), show(&here), "{} seed {seed}, %{}", profile.name(), f.name);
+            // One pass alone (`tandem verify --pass P`): that pass's answer, and no other.
+            let only = pipeline.passes[pipeline.passes.len() / 2].name;
+            let one = isolate::validate_some_passes_bounded(f, &pipeline, &opts, Some(only), &|| false).expect("the pipeline runs");
+            let want: Vec<_> = here.iter().filter(|(p, ..)| p == only).cloned().collect();
+            assert_eq!(show(&one), show(&want), "{} seed {seed}, %{}, only {only}", profile.name(), f.name);
+            assert_eq!(one.len(), 1);
             kinds.extend(here.iter().map(|(_, a, _, _)| a.kind()));
         }
     }

@@ -89,11 +89,16 @@ impl LatencyHistogram {
     }
 }
 
-/// One pass's answers: how many of each kind (`smt::Answer::kind`) and their latencies.
+/// One pass's answers: how many of each kind (`smt::Answer::kind`), the unknown ones by
+/// reason (`smt::Unknown::reason`), and their latencies.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PassAnswers {
     pub pass: String,
     pub kinds: BTreeMap<String, u64>,
+    /// The unknown answers by reason (`budget`, `time limit`, ...). Answers counted before
+    /// the reasons were kept (an older state file) are in `kinds` only.
+    #[serde(default)]
+    pub unknown_reasons: BTreeMap<String, u64>,
     pub latency: LatencyHistogram,
 }
 
@@ -102,6 +107,9 @@ impl PassAnswers {
         for (k, n) in &other.kinds {
             *self.kinds.entry(k.clone()).or_insert(0) += n;
         }
+        for (k, n) in &other.unknown_reasons {
+            *self.unknown_reasons.entry(k.clone()).or_insert(0) += n;
+        }
         self.latency.merge(&other.latency);
     }
 
@@ -109,17 +117,31 @@ impl PassAnswers {
         self.kinds.get(k).copied().unwrap_or(0)
     }
 
-    /// `PASS: N proved, N bounded, N unknown (P%), N counterexample(s), N encoder
-    /// disagreement(s); p50 T, p90 T, p99 T`.
+    /// `N budget, N time limit`: the unknown answers by reason, and those whose reason was
+    /// not kept as `N unrecorded`.
+    pub fn reasons(&self) -> String {
+        let mut parts: Vec<String> = self.unknown_reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
+        let unrecorded = self.kind("unknown").saturating_sub(self.unknown_reasons.values().sum());
+        if unrecorded > 0 {
+            parts.push(format!("{unrecorded} unrecorded"));
+        }
+        parts.join(", ")
+    }
+
+    /// `PASS: N proved, N bounded, N vacuous, N unknown (P%: N budget, ...), N
+    /// counterexample(s), N encoder disagreement(s); p50 T, p90 T, p99 T`.
     pub fn line(&self) -> String {
         let ms = |q: f64| self.latency.quantile(q).as_secs_f64() * 1e3;
+        let reasons = self.reasons();
         format!(
-            "{}: {} proved, {} bounded, {} unknown ({:.1}%), {} counterexample(s), {} encoder disagreement(s); p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms",
+            "{}: {} proved, {} bounded, {} vacuous, {} unknown ({:.1}%{}), {} counterexample(s), {} encoder disagreement(s); p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms",
             self.pass,
             self.kind("proved"),
             self.kind("bounded"),
+            self.kind("vacuous"),
             self.kind("unknown"),
             100.0 * self.kind("unknown") as f64 / self.latency.count().max(1) as f64,
+            if reasons.is_empty() { String::new() } else { format!(": {reasons}") },
             self.kind("counterexample"),
             self.kind("disagreement"),
             ms(0.5),
@@ -140,8 +162,9 @@ impl ValidatorAnswers {
         self.passes.is_empty()
     }
 
-    /// Counts one answer of kind `kind` for `pass` that took `micros`.
-    pub fn add(&mut self, pass: &str, kind: &str, micros: u64) {
+    /// Counts one answer of kind `kind` for `pass` (an unknown one with its `reason`)
+    /// that took `micros`.
+    pub fn add(&mut self, pass: &str, kind: &str, reason: Option<&str>, micros: u64) {
         let i = match self.passes.iter().position(|p| p.pass == pass) {
             Some(i) => i,
             None => {
@@ -151,6 +174,9 @@ impl ValidatorAnswers {
         };
         let p = &mut self.passes[i];
         *p.kinds.entry(kind.to_string()).or_insert(0) += 1;
+        if let Some(r) = reason {
+            *p.unknown_reasons.entry(r.to_string()).or_insert(0) += 1;
+        }
         p.latency.add(micros);
     }
 
@@ -217,7 +243,9 @@ mod tests {
         let mut small = 0;
         for i in 0..1_000_000u64 {
             let micros = 100 + (i * 7919) % 300_000;
-            v.add(["ssa", "memopt", "cprop"][(i % 3) as usize], ["proved", "bounded", "unknown"][(i % 5 % 3) as usize], micros);
+            let kind = ["proved", "bounded", "unknown"][(i % 5 % 3) as usize];
+            let reason = (kind == "unknown").then_some(["budget", "time limit"][(i % 2) as usize]);
+            v.add(["ssa", "memopt", "cprop"][(i % 3) as usize], kind, reason, micros);
             if i == 9_999 {
                 small = serde_json::to_string(&v).unwrap().len();
             }
@@ -232,15 +260,28 @@ mod tests {
     #[test]
     fn lines_count_every_kind_in_pipeline_order() {
         let mut v = ValidatorAnswers::default();
-        v.add("cprop", "proved", 1_000);
-        v.add("ssa", "bounded", 2_000);
-        v.add("ssa", "unknown", 300_000);
-        v.add("cprop", "counterexample", 5_000);
+        v.add("cprop", "proved", None, 1_000);
+        v.add("ssa", "bounded", None, 2_000);
+        v.add("ssa", "unknown", Some("time limit"), 300_000);
+        v.add("cprop", "counterexample", None, 5_000);
+        v.add("cprop", "vacuous", None, 1_000);
+        v.add("cprop", "unknown", Some("budget"), 7_000);
+        v.add("ssa", "unknown", Some("budget"), 6_000);
         let lines = v.lines();
         assert_eq!(lines.len(), 3);
-        assert!(lines[0].starts_with("ssa: 0 proved, 1 bounded, 1 unknown (50.0%), 0 counterexample(s)"), "{}", lines[0]);
-        assert!(lines[1].starts_with("cprop: 1 proved, 0 bounded, 0 unknown (0.0%), 1 counterexample(s)"), "{}", lines[1]);
-        assert!(lines[2].starts_with("all passes: 1 proved, 1 bounded, 1 unknown (25.0%), 1 counterexample(s)"), "{}", lines[2]);
+        assert!(lines[0].starts_with("ssa: 0 proved, 1 bounded, 0 vacuous, 2 unknown (66.7%: 1 budget, 1 time limit), 0 counterexample(s)"), "{}", lines[0]);
+        assert!(lines[1].starts_with("cprop: 1 proved, 0 bounded, 1 vacuous, 1 unknown (25.0%: 1 budget), 1 counterexample(s)"), "{}", lines[1]);
+        assert!(lines[2].starts_with("all passes: 1 proved, 1 bounded, 1 vacuous, 3 unknown (42.9%: 2 budget, 1 time limit), 1 counterexample(s)"), "{}", lines[2]);
         assert!(lines[2].ends_with("p99 300.0 ms"), "{}", lines[2]);
+    }
+
+    /// Unknown answers counted before reasons were kept (a resumed old state file) are
+    /// shown as unrecorded, never given a reason they did not have.
+    #[test]
+    fn unknowns_without_a_reason_are_unrecorded() {
+        let old: PassAnswers = serde_json::from_str(r#"{"pass": "ssa", "kinds": {"unknown": 3}, "latency": {"buckets": {"5": 3}, "max_micros": 4}}"#).unwrap();
+        let mut v = ValidatorAnswers { passes: vec![old] };
+        v.add("ssa", "unknown", Some("budget"), 3);
+        assert!(v.lines()[0].contains("4 unknown (100.0%: 1 budget, 3 unrecorded)"), "{}", v.lines()[0]);
     }
 }

@@ -150,11 +150,14 @@ fn splitmix(seed: u64) -> u64 {
 }
 
 /// One answer of the validator in a campaign: the pass, the answer's kind
-/// (`smt::Answer::kind`) and how long the query took.
+/// (`smt::Answer::kind`), why it is unknown if it is (`smt::Unknown::reason`) and how long
+/// the query took.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ValidatorAnswer {
     pub pass: String,
     pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     pub micros: u64,
 }
 
@@ -327,7 +330,7 @@ impl Summary {
             self.findings.insert(at, f.clone());
         }
         for a in &r.validator {
-            self.validator.add(&a.pass, &a.kind, a.micros);
+            self.validator.add(&a.pass, &a.kind, a.reason.as_deref(), a.micros);
         }
         if self.samples.last().is_none_or(|&(t, _)| r.t - t >= (t / 200.0).max(1.0)) {
             self.samples.push((r.t, self.cases));
@@ -640,7 +643,7 @@ pub fn resume(dir: &Path, jobs: usize, progress: impl FnMut(&Summary)) -> Result
     };
     let triaged = state.triaged.unwrap_or(state.watermark);
     for a in &state.validator {
-        summary.validator.add(&a.pass, &a.kind, a.micros);
+        summary.validator.add(&a.pass, &a.kind, a.reason.as_deref(), a.micros);
     }
     let mut done = Completed { watermark: state.watermark, above: state.done_above.into_iter().collect() };
     let mut elapsed = state.elapsed_seconds;
@@ -1304,7 +1307,12 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: Option<Option<Insta
             let stop = || validator_options_until(deadline).is_none();
             let Ok(Ok(answers)) = crate::judge::check::caught(|| crate::smt::isolate::validate_pipeline_bounded(f, &pipeline, &opts, &stop)) else { continue };
             for (pass, answer, time) in answers {
-                o.validator.push(ValidatorAnswer { pass: pass.clone(), kind: answer.kind().to_string(), micros: time.as_micros() as u64 });
+                o.validator.push(ValidatorAnswer {
+                    pass: pass.clone(),
+                    kind: answer.kind().to_string(),
+                    reason: answer.unknown_reason().map(str::to_string),
+                    micros: time.as_micros() as u64,
+                });
                 if matches!(answer, crate::smt::Answer::Counterexample(_) | crate::smt::Answer::EncoderDisagreement(_)) {
                     let what = if answer.kind() == "counterexample" { "counterexample" } else { "encoder disagreement" };
                     o.problems.push((
@@ -1498,8 +1506,8 @@ mod tests {
         let s = resume(&dir, 1, |_| {}).expect("resumes");
         assert_eq!(s.cases, 2);
         let lines = s.validator_lines();
-        assert!(lines[0].starts_with("ssa: 0 proved, 1 bounded, 1 unknown (50.0%)"), "{lines:?}");
-        assert!(lines[1].starts_with("cprop: 1 proved, 0 bounded, 0 unknown"), "{lines:?}");
+        assert!(lines[0].starts_with("ssa: 0 proved, 1 bounded, 0 vacuous, 1 unknown (50.0%: 1 unrecorded)"), "{lines:?}");
+        assert!(lines[1].starts_with("cprop: 1 proved, 0 bounded, 0 vacuous, 0 unknown"), "{lines:?}");
         let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join(STATE_FILE)).unwrap()).unwrap();
         assert!(written.get("validator").is_none(), "the list is not written back");
         assert_eq!(written["validator_answers"]["passes"].as_array().unwrap().len(), 2);

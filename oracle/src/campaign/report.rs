@@ -77,6 +77,9 @@ pub struct ValidatorCounts {
     pub bounded: u64,
     pub vacuous: u64,
     pub unknown: u64,
+    /// The unknown answers by reason (`budget`, `too large`, `memory limit`, `time
+    /// limit`, ...; `unrecorded` for those a resumed older campaign counted without one).
+    pub unknown_reasons: std::collections::BTreeMap<String, u64>,
     pub counterexample: u64,
     pub disagreement: u64,
 }
@@ -90,12 +93,18 @@ impl ValidatorCounts {
                 let n = |k: &str| p.kinds.get(k).copied().unwrap_or(0);
                 let known = ["proved", "bounded", "vacuous", "counterexample", "disagreement"];
                 let other: u64 = p.kinds.iter().filter(|(k, _)| !known.contains(&k.as_str())).map(|(_, v)| *v).sum();
+                let mut unknown_reasons = p.unknown_reasons.clone();
+                let unrecorded = other.saturating_sub(unknown_reasons.values().sum());
+                if unrecorded > 0 {
+                    unknown_reasons.insert("unrecorded".to_string(), unrecorded);
+                }
                 ValidatorCounts {
                     pass: p.pass.clone(),
                     proved: n("proved"),
                     bounded: n("bounded"),
                     vacuous: n("vacuous"),
                     unknown: other,
+                    unknown_reasons,
                     counterexample: n("counterexample"),
                     disagreement: n("disagreement"),
                 }
@@ -834,6 +843,8 @@ pub struct VerifyReportJson {
     pub queries: u64,
     /// Answers by kind.
     pub answers: std::collections::BTreeMap<String, u64>,
+    /// The unknown answers by reason (`budget`, `too large`, `memory limit`, ...).
+    pub unknown_reasons: std::collections::BTreeMap<String, u64>,
     pub failed: u64,
     pub not_proved: u64,
     /// Every query: where the function comes from, the pass, the kind, the verdict
@@ -869,12 +880,16 @@ impl VerifyReportJson {
             exit_status: 0,
             queries: tally.entries.len() as u64,
             answers: Default::default(),
+            unknown_reasons: Default::default(),
             failed: 0,
             not_proved: 0,
             entries: vec![],
         };
         for e in &tally.entries {
             *r.answers.entry(e.answer.kind().to_string()).or_default() += 1;
+            if let Some(reason) = e.answer.unknown_reason() {
+                *r.unknown_reasons.entry(reason.to_string()).or_default() += 1;
+            }
             let v = answer_verdict(&e.answer);
             match v {
                 Verdict::Proof => {}

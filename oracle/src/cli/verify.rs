@@ -148,7 +148,14 @@ fn verify(what: &VerifyWhat, plan: &Plan, verbose: bool) -> Result<Tally, ExitCo
         }
         shown = tally.entries.len();
     };
-    for (module, origin, stem) in sources(what)? {
+    // Generated seeds are made one at a time (ten thousand modules at once would hold
+    // hundreds of megabytes); files are all loaded first, so bad input stops the run
+    // before anything is validated.
+    let files = if what.generated { vec![] } else { load_files(what.paths)? };
+    let cfg = what.profile.config();
+    let seeds = if what.generated { what.seed..what.seed.saturating_add(what.count) } else { 0..0 };
+    let generated = seeds.map(|s| (gen::generate(s, &cfg).case.module, format!("seed {s}"), format!("{}-seed-{s}", what.profile.name())));
+    for (module, origin, stem) in files.into_iter().chain(generated) {
         for f in &module.functions {
             let p = pipeline_for(f, plan.pipeline).map_err(|e| fail(format!("{origin}: %{}: {e}", f.name)))?;
             let origin = format!("{origin} %{}", f.name);
@@ -163,17 +170,10 @@ fn verify(what: &VerifyWhat, plan: &Plan, verbose: bool) -> Result<Tally, ExitCo
     Ok(tally)
 }
 
-/// The modules to validate, each with its origin (a file, or `seed N`) and the stem of
-/// its finding files; files are loaded (bad input: exit 2) before anything is validated.
-fn sources(what: &VerifyWhat) -> Result<Vec<(tandem_core::ir::Module, String, String)>, ExitCode> {
-    if what.generated {
-        let cfg = what.profile.config();
-        let seeds = what.seed..what.seed.saturating_add(what.count);
-        return Ok(seeds
-            .map(|s| (gen::generate(s, &cfg).case.module, format!("seed {s}"), format!("{}-seed-{s}", what.profile.name())))
-            .collect());
-    }
-    let files = replay::collect_files(what.paths).map_err(|e| fail(e.to_string()))?;
+/// The modules of the case files, each with its origin (the file) and the stem of its
+/// finding files (bad input: exit 2).
+fn load_files(paths: &[PathBuf]) -> Result<Vec<(tandem_core::ir::Module, String, String)>, ExitCode> {
+    let files = replay::collect_files(paths).map_err(|e| fail(e.to_string()))?;
     let mut out = vec![];
     for path in &files {
         let case = replay::load(path).map_err(|e| fail(e.to_string()))?;

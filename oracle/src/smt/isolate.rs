@@ -65,6 +65,12 @@ pub struct Limits {
 /// what it can take: two workers cannot take more than two gigabytes between them.
 pub const LIMITS: Limits = Limits { memory: 1_000_000_000, time: Duration::from_secs(30) };
 
+/// The limits of `tandem verify`, whose answers must not depend on the machine's speed or
+/// load: its budget is the deterministic `rlimit`, so the wall-clock limit is only a last
+/// resort against a query that escapes it, and the memory cap is wider (one query at a
+/// time, not one per worker). The child still gives each function's memory back.
+pub const VERIFY_LIMITS: Limits = Limits { memory: 4_000_000_000, time: Duration::from_secs(3600) };
+
 /// How often the parent samples the child's resident set and clock.
 pub const POLL: Duration = Duration::from_millis(10);
 
@@ -93,9 +99,32 @@ pub fn validate_passes_bounded(
     opts: &Options,
     stop: &dyn Fn() -> bool,
 ) -> Result<Vec<(String, Answer, Duration, bool)>, PassError> {
+    validate_some_passes_bounded(f, pipeline, opts, None, stop)
+}
+
+/// [`validate_passes_bounded`], validating only the pass named `only` when given (as
+/// [`super::validate_some_passes`]: the passes before it run, unvalidated, and get no
+/// entry; a name not in the pipeline gets none either).
+pub fn validate_some_passes_bounded(
+    f: &Function,
+    pipeline: &Pipeline,
+    opts: &Options,
+    only: Option<&str>,
+    stop: &dyn Fn() -> bool,
+) -> Result<Vec<(String, Answer, Duration, bool)>, PassError> {
     match child_program() {
-        Some((program, limits)) if !crate::judge::check::bug_planted() => validate_in_child(program, *limits, f, pipeline, opts, stop),
-        _ => super::validate_passes(f, pipeline, opts),
+        Some((program, limits)) if !crate::judge::check::bug_planted() => {
+            let (pipeline, from) = match only {
+                None => (pipeline.clone(), 0),
+                Some(p) => match pipeline.passes.iter().position(|q| q.name == p) {
+                    // The passes after it are not validated: the child need not run them.
+                    Some(k) => (Pipeline { passes: pipeline.passes[..=k].to_vec(), start: pipeline.start }, k),
+                    None => return Ok(vec![]),
+                },
+            };
+            validate_in_child(program, *limits, f, &pipeline, opts, from, stop)
+        }
+        _ => super::validate_some_passes(f, pipeline, opts, only),
     }
 }
 
@@ -373,32 +402,35 @@ fn validate_in_child(
     f: &Function,
     pipeline: &Pipeline,
     opts: &Options,
+    from: usize,
     stop: &dyn Fn() -> bool,
 ) -> Result<Vec<(String, Answer, Duration, bool)>, PassError> {
     let (text, g) = round_trip(f);
     let pairs = pass_pairs(&g, pipeline)?;
     let passes: Vec<String> = pipeline.passes.iter().map(|p| p.name.to_string()).collect();
     let mut out: Vec<(String, Answer, Duration, bool)> = vec![];
-    while out.len() < pairs.len() && !stop() {
-        let request = Request { text: text.clone(), start: pipeline.start, passes: passes.clone(), from: out.len(), opts: opts.clone() };
-        let first = out.len();
+    // The index of the next pass to answer.
+    let next = |out: &Vec<_>| from + out.len();
+    while next(&out) < pairs.len() && !stop() {
+        let request = Request { text: text.clone(), start: pipeline.start, passes: passes.clone(), from: next(&out), opts: opts.clone() };
+        let first = next(&out);
         let ended = run_child(program, limits, &request.to_json(), stop, &mut |line, time| {
             let v: Json = serde_json::from_str(line).map_err(|e| format!("the validator child wrote `{line}`: {e}"))?;
             let i = v["index"].as_u64().map(|i| i as usize);
-            if i != Some(out.len()) || out.len() >= pairs.len() {
+            if i != Some(next(&out)) || next(&out) >= pairs.len() {
                 return Err(format!("the validator child answered out of turn: `{line}`"));
             }
-            let (pass, before, after) = &pairs[out.len()];
+            let (pass, before, after) = &pairs[next(&out)];
             let a = answer_of_json(&v, before, after).ok_or_else(|| format!("the validator child wrote `{line}`"))?;
             let micros = v["micros"].as_u64().map_or(time, Duration::from_micros);
             out.push((pass.clone(), a, micros, before != after));
             Ok(())
         });
         match ended {
-            Ended::Done if out.len() == pairs.len() => {}
-            Ended::Done => panic!("the validator child ended after {} of {} answers", out.len() - first, pairs.len() - first),
+            Ended::Done if next(&out) == pairs.len() => {}
+            Ended::Done => panic!("the validator child ended after {} of {} answers", next(&out) - first, pairs.len() - first),
             Ended::Limit(why, spent) => {
-                let (pass, before, after) = &pairs[out.len()];
+                let (pass, before, after) = &pairs[next(&out)];
                 out.push((pass.clone(), Answer::Unknown(why), spent, before != after));
             }
             Ended::Stopped => break,
@@ -644,12 +676,23 @@ b0:
         let child = fake_child("sleeps", "sleep 20");
         let limits = Limits { memory: 1 << 40, time: Duration::from_millis(150) };
         let t = Instant::now();
-        let out = validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), &|| false).unwrap();
+        let out = validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), 0, &|| false).unwrap();
         assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
         let got: Vec<(String, String)> = out.iter().map(|(p, a, _, _)| (p.clone(), a.to_string())).collect();
         let want = ["ssa", "dce"].map(|p| (p.to_string(), "unknown (time limit)".to_string()));
         assert_eq!(got, want);
         assert!(out.iter().all(|(_, _, t, _)| *t >= limits.time));
+    }
+
+    /// Validating from a later pass (`tandem verify --pass P`): the passes before it get no
+    /// answer, and the one the child leaves is that pass's, not the first's.
+    #[test]
+    fn validating_from_a_later_pass_answers_only_from_there() {
+        let child = fake_child("sleeps-from", "sleep 20");
+        let limits = Limits { memory: 1 << 40, time: Duration::from_millis(150) };
+        let out = validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), 1, &|| false).unwrap();
+        let got: Vec<(String, String)> = out.iter().map(|(p, a, _, _)| (p.clone(), a.to_string())).collect();
+        assert_eq!(got, [("dce".to_string(), "unknown (time limit)".to_string())]);
     }
 
     /// A child whose resident set passes the cap is killed at once: `unknown (memory
@@ -659,7 +702,7 @@ b0:
         let child = fake_child("grows", "exec tail /dev/zero");
         let limits = Limits { memory: 64 << 20, time: Duration::from_secs(60) };
         let t = Instant::now();
-        let out = validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), &|| false).unwrap();
+        let out = validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), 0, &|| false).unwrap();
         assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
         let got: Vec<String> = out.iter().map(|(_, a, _, _)| a.to_string()).collect();
         assert_eq!(got, ["unknown (memory limit)", "unknown (memory limit)"]);
@@ -671,7 +714,7 @@ b0:
         let child = fake_child("sleeps-too", "sleep 20");
         let limits = Limits { memory: 1 << 40, time: Duration::from_secs(60) };
         let t = Instant::now();
-        let out = validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), &|| t.elapsed() > Duration::from_millis(100)).unwrap();
+        let out = validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), 0, &|| t.elapsed() > Duration::from_millis(100)).unwrap();
         assert!(out.is_empty());
         assert!(t.elapsed() < Duration::from_secs(10));
     }
@@ -687,7 +730,7 @@ b0:
         ] {
             let child = fake_child(name, body);
             let limits = Limits { memory: 1 << 40, time: Duration::from_secs(60) };
-            let r = std::panic::catch_unwind(|| validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), &|| false));
+            let r = std::panic::catch_unwind(|| validate_in_child(&child, limits, &function(BEFORE), &pipeline(), &Options::default(), 0, &|| false));
             let why = r.expect_err("a panic");
             let why = why.downcast_ref::<String>().cloned().unwrap_or_default();
             assert!(why.contains(says), "{name}: {why}");

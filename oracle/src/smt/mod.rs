@@ -99,6 +99,20 @@ pub enum Unknown {
     TimeLimit,
 }
 
+impl Unknown {
+    /// A short name of the reason, as reports count unknown answers by it: `budget`,
+    /// `too large`, `mismatch`, `memory limit`, `time limit`.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Unknown::Budget => "budget",
+            Unknown::TooLarge => "too large",
+            Unknown::Mismatch => "mismatch",
+            Unknown::MemoryLimit => "memory limit",
+            Unknown::TimeLimit => "time limit",
+        }
+    }
+}
+
 /// The resource budget of one validation: what is left of [`Options::rlimit`]. Z3 counts
 /// its work in the context's resource counter; each query is given what is left and
 /// charged what it used.
@@ -210,6 +224,14 @@ impl Answer {
             Answer::Counterexample(_) => "counterexample",
             Answer::EncoderDisagreement(_) => "disagreement",
             Answer::Unknown(_) => "unknown",
+        }
+    }
+
+    /// Why there is no answer, for an unknown (see [`Unknown::reason`]).
+    pub fn unknown_reason(&self) -> Option<&'static str> {
+        match self {
+            Answer::Unknown(u) => Some(u.reason()),
+            _ => None,
         }
     }
 

@@ -4,7 +4,7 @@
 //! histogram (p50, p90, p99) per pass. Counterexamples and encoder disagreements are
 //! written as findings with [`super::write_finding`].
 
-use super::{validate_some_passes, write_finding, Answer, Options};
+use super::{write_finding, Answer, Options};
 use crate::gen::{self, Profile};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -47,7 +47,9 @@ impl Tally {
     /// writing findings into the plan's folder as `{stem}-smt-{pass}.tir`.
     pub fn add_function(&mut self, f: &Function, origin: &str, stem: &str, plan: &Plan) -> Result<(), PassError> {
         let Plan { pipeline, only, opts, out } = *plan;
-        for (pass, answer, time, changed) in validate_some_passes(f, pipeline, opts, only)? {
+        // In a child under hard limits where the process allows it (`tandem` does): a
+        // long `tandem verify` keeps no query's memory (issue 23).
+        for (pass, answer, time, changed) in super::isolate::validate_some_passes_bounded(f, pipeline, opts, only, &|| false)? {
             let finding = write_finding(out, stem, f, &pass, &answer).unwrap_or_else(|e| {
                 eprintln!("warning: cannot write a finding into {}: {e}", out.display());
                 None
@@ -141,11 +143,20 @@ impl fmt::Display for Tally {
             times.sort();
             let c = |k: &str| es.iter().filter(|e| e.answer.kind() == k).count();
             let unknown = c("unknown");
+            let mut reasons: Vec<(&str, usize)> = vec![];
+            for r in es.iter().filter_map(|e| e.answer.unknown_reason()) {
+                match reasons.iter_mut().find(|(q, _)| *q == r) {
+                    Some((_, n)) => *n += 1,
+                    None => reasons.push((r, 1)),
+                }
+            }
+            reasons.sort();
+            let reasons: String = reasons.iter().map(|(r, n)| format!(", {n} {r}")).collect::<String>().replacen(", ", ": ", 1);
             let changed: Vec<&&Entry> = es.iter().filter(|e| e.changed).collect();
             let changed_proved = changed.iter().filter(|e| e.answer.kind() == "proved").count();
             writeln!(
                 f,
-                "{name}: {} queries: {} proved, {} bounded, {} vacuous, {} unknown ({:.1}%), {} counterexample(s), {} encoder disagreement(s); changed pairs proved for every run: {changed_proved} of {} ({:.1}%); p50 {}, p90 {}, p99 {}, max {}",
+                "{name}: {} queries: {} proved, {} bounded, {} vacuous, {} unknown ({:.1}%{reasons}), {} counterexample(s), {} encoder disagreement(s); changed pairs proved for every run: {changed_proved} of {} ({:.1}%); p50 {}, p90 {}, p99 {}, max {}",
                 es.len(),
                 c("proved"),
                 c("bounded"),
