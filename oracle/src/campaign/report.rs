@@ -873,34 +873,35 @@ fn verify_status(v: Verdict) -> &'static str {
 }
 
 impl VerifyReportJson {
+    /// The counts from the tally's per-pass counts (every answer), the entries from those
+    /// it kept ([`crate::smt::run::Tally::keeping_entries`]; none otherwise).
     pub fn new(tally: &crate::smt::run::Tally) -> VerifyReportJson {
+        let all = tally.all();
         let mut r = VerifyReportJson {
             format: "tandem-verify-report/1",
             verdict: "passed",
             exit_status: 0,
-            queries: tally.entries.len() as u64,
-            answers: Default::default(),
-            unknown_reasons: Default::default(),
+            queries: all.queries,
+            answers: all.kinds.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
+            unknown_reasons: all.reasons.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
             failed: 0,
             not_proved: 0,
             entries: vec![],
         };
+        for (kind, n) in &all.kinds {
+            // The verdict of a kind, as [`answer_verdict`] gives it for each answer.
+            match *kind {
+                "counterexample" | "disagreement" => r.failed += n,
+                "proved" | "bounded" => {}
+                _ => r.not_proved += n,
+            }
+        }
         for e in &tally.entries {
-            *r.answers.entry(e.answer.kind().to_string()).or_default() += 1;
-            if let Some(reason) = e.answer.unknown_reason() {
-                *r.unknown_reasons.entry(reason.to_string()).or_default() += 1;
-            }
-            let v = answer_verdict(&e.answer);
-            match v {
-                Verdict::Proof => {}
-                Verdict::Finding => r.failed += 1,
-                Verdict::NotProved => r.not_proved += 1,
-            }
             r.entries.push(VerifyEntryJson {
                 origin: e.origin.clone(),
                 pass: e.pass.clone(),
                 kind: e.answer.kind().to_string(),
-                status: verify_status(v),
+                status: verify_status(answer_verdict(&e.answer)),
                 text: e.answer.to_string(),
                 milliseconds: e.time.as_secs_f64() * 1e3,
                 finding: e.finding.clone(),
@@ -913,6 +914,7 @@ impl VerifyReportJson {
         } else {
             ("passed", 0)
         };
+        debug_assert_eq!(r.exit_status, tally.status());
         r
     }
 }

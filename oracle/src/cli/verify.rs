@@ -72,7 +72,9 @@ pub fn main(a: Args) -> ExitCode {
         return fail("give case files or folders, or --generated".into());
     }
     let plan = tandem_oracle::smt::run::Plan { pipeline: &pipeline, only: pass.as_deref(), opts: &opts, out: &out };
-    let tally = match verify(&w, &plan, verbose) {
+    // The reports list every query; without them, only the counts are kept.
+    let keep = json.is_some() || junit.is_some();
+    let tally = match verify(&w, &plan, verbose, keep) {
         Ok(t) => t,
         Err(code) => return code,
     };
@@ -133,12 +135,11 @@ fn pipeline_for(f: &tandem_core::ir::Function, pipeline: &Pipeline) -> Result<Pi
 
 /// Validates every function of the files or generated seeds, printing the answers that
 /// are not proofs (every answer with `verbose`) as they come.
-fn verify(what: &VerifyWhat, plan: &Plan, verbose: bool) -> Result<Tally, ExitCode> {
-    let mut tally = Tally::default();
+fn verify(what: &VerifyWhat, plan: &Plan, verbose: bool, keep: bool) -> Result<Tally, ExitCode> {
+    let mut tally = if keep { Tally::keeping_entries() } else { Tally::default() };
     let mut out = std::io::stdout().lock();
-    let mut shown = 0;
-    let mut show = |tally: &Tally| {
-        for e in &tally.entries[shown..] {
+    let mut show = |entries: &[tandem_oracle::smt::run::Entry]| {
+        for e in entries {
             if verbose || !e.answer.is_proof() {
                 let _ = writeln!(out, "{} {}: {} ({:.1} ms)", e.origin, e.pass, e.answer, e.time.as_secs_f64() * 1e3);
                 if let Some(p) = &e.finding {
@@ -146,7 +147,6 @@ fn verify(what: &VerifyWhat, plan: &Plan, verbose: bool) -> Result<Tally, ExitCo
                 }
             }
         }
-        shown = tally.entries.len();
     };
     // Generated seeds are made one at a time (ten thousand modules at once would hold
     // hundreds of megabytes); files are all loaded first, so bad input stops the run
@@ -163,8 +163,8 @@ fn verify(what: &VerifyWhat, plan: &Plan, verbose: bool) -> Result<Tally, ExitCo
             // Finding files: `FILE-FUNCTION-smt-PASS.tir`, or `PROFILE-seed-N-smt-PASS.tir`
             // as a campaign names them.
             let stem = if what.generated { stem.clone() } else { format!("{stem}-{}", f.name) };
-            tally.add_function(f, &origin, &stem, &plan).map_err(|e| fail(format!("{origin}: {e}")))?;
-            show(&tally);
+            let added = tally.add_function(f, &origin, &stem, &plan).map_err(|e| fail(format!("{origin}: {e}")))?;
+            show(&added);
         }
     }
     Ok(tally)

@@ -5,7 +5,8 @@
 //! written as findings with [`super::write_finding`].
 
 use super::{write_finding, Answer, Options};
-use crate::gen::{self, Profile};
+use crate::measure::latency::LatencyHistogram;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -36,17 +37,86 @@ pub struct Plan<'a> {
     pub out: &'a Path,
 }
 
-/// Answers and latencies of many queries.
+/// Answers and latencies of many queries: per pass, counts and a latency histogram of a
+/// fixed size, so a run of any length holds the same memory (issue 23); every entry only
+/// when asked ([`Tally::keeping_entries`]: the JSON and JUnit reports list them all).
 #[derive(Clone, Debug, Default)]
 pub struct Tally {
+    /// Every answer, when kept; else empty.
     pub entries: Vec<Entry>,
+    keep: bool,
+    /// Per pass, in first-seen order.
+    pub passes: Vec<PassTally>,
+}
+
+/// The counts of one pass's answers (or of all passes').
+#[derive(Clone, Debug, Default)]
+pub struct PassTally {
+    pub pass: String,
+    pub queries: u64,
+    /// Answers by kind ([`Answer::kind`]).
+    pub kinds: BTreeMap<&'static str, u64>,
+    /// Unknown answers by reason ([`super::Unknown::reason`]).
+    pub reasons: BTreeMap<&'static str, u64>,
+    /// Queries whose pass changed the function, and those of them proved for every run.
+    pub changed: u64,
+    pub changed_proved: u64,
+    pub latency: LatencyHistogram,
+    /// Queries per [`BUCKETS`] range.
+    pub buckets: [u64; BUCKETS.len()],
+}
+
+impl PassTally {
+    fn add(&mut self, e: &Entry) {
+        self.queries += 1;
+        *self.kinds.entry(e.answer.kind()).or_insert(0) += 1;
+        if let Some(r) = e.answer.unknown_reason() {
+            *self.reasons.entry(r).or_insert(0) += 1;
+        }
+        if e.changed {
+            self.changed += 1;
+            self.changed_proved += u64::from(e.answer.kind() == "proved");
+        }
+        self.latency.add(e.time.as_micros() as u64);
+        let m = e.time.as_secs_f64() * 1e3;
+        let i = BUCKETS.iter().position(|&hi| m < hi).unwrap_or(BUCKETS.len() - 1);
+        self.buckets[i] += 1;
+    }
+
+    fn merge(&mut self, o: &PassTally) {
+        self.queries += o.queries;
+        for (k, n) in &o.kinds {
+            *self.kinds.entry(k).or_insert(0) += n;
+        }
+        for (r, n) in &o.reasons {
+            *self.reasons.entry(r).or_insert(0) += n;
+        }
+        self.changed += o.changed;
+        self.changed_proved += o.changed_proved;
+        self.latency.merge(&o.latency);
+        for (b, n) in self.buckets.iter_mut().zip(o.buckets) {
+            *b += n;
+        }
+    }
+
+    /// Answers of kind `kind`.
+    pub fn kind(&self, kind: &str) -> u64 {
+        self.kinds.get(kind).copied().unwrap_or(0)
+    }
 }
 
 impl Tally {
-    /// Validates the passes of the plan's pipeline on `f`, adding one entry per pass and
-    /// writing findings into the plan's folder as `{stem}-smt-{pass}.tir`.
-    pub fn add_function(&mut self, f: &Function, origin: &str, stem: &str, plan: &Plan) -> Result<(), PassError> {
+    /// A tally that also keeps every entry (for the reports that list them).
+    pub fn keeping_entries() -> Tally {
+        Tally { keep: true, ..Tally::default() }
+    }
+
+    /// Validates the passes of the plan's pipeline on `f`, counting one answer per pass,
+    /// writing findings into the plan's folder as `{stem}-smt-{pass}.tir`, and returns the
+    /// new entries.
+    pub fn add_function(&mut self, f: &Function, origin: &str, stem: &str, plan: &Plan) -> Result<Vec<Entry>, PassError> {
         let Plan { pipeline, only, opts, out } = *plan;
+        let mut added = vec![];
         // In a child under hard limits where the process allows it (`tandem` does): a
         // long `tandem verify` keeps no query's memory (issue 23).
         for (pass, answer, time, changed) in super::isolate::validate_some_passes_bounded(f, pipeline, opts, only, &|| false)? {
@@ -54,52 +124,53 @@ impl Tally {
                 eprintln!("warning: cannot write a finding into {}: {e}", out.display());
                 None
             });
-            self.entries.push(Entry { origin: origin.to_string(), pass, answer, time, finding, changed });
+            let e = Entry { origin: origin.to_string(), pass, answer, time, finding, changed };
+            self.add(&e);
+            added.push(e);
         }
-        Ok(())
+        Ok(added)
     }
 
-    /// Validates generated cases `seed..seed+count` of `profile` (functions the `ssa`
-    /// profile writes in SSA form are validated from SSA: see [`pipeline_for`]).
-    pub fn add_generated(&mut self, seed: u64, count: u64, profile: Profile, plan: &Plan) -> Result<(), PassError> {
-        let cfg = profile.config();
-        for s in seed..seed.saturating_add(count) {
-            let g = gen::generate(s, &cfg);
-            for f in &g.case.module.functions {
-                let stem = format!("{}-seed-{s}", profile.name());
-                let p = pipeline_for(f, plan.pipeline)?;
-                self.add_function(f, &format!("seed {s} %{}", f.name), &stem, &Plan { pipeline: &p, ..*plan })?;
+    /// Counts one answer (and keeps it, if entries are kept).
+    pub fn add(&mut self, e: &Entry) {
+        let i = match self.passes.iter().position(|p| p.pass == e.pass) {
+            Some(i) => i,
+            None => {
+                self.passes.push(PassTally { pass: e.pass.clone(), ..PassTally::default() });
+                self.passes.len() - 1
             }
+        };
+        self.passes[i].add(e);
+        if self.keep {
+            self.entries.push(e.clone());
         }
-        Ok(())
     }
 
-    /// Number of entries whose answer has kind `kind` (see [`Answer::kind`]).
-    pub fn count(&self, kind: &str) -> usize {
-        self.entries.iter().filter(|e| e.answer.kind() == kind).count()
+    /// Every pass's counts together.
+    pub fn all(&self) -> PassTally {
+        let mut all = PassTally { pass: "all".to_string(), ..PassTally::default() };
+        for p in &self.passes {
+            all.merge(p);
+        }
+        all
+    }
+
+    /// Number of answers of kind `kind` (see [`Answer::kind`]).
+    pub fn count(&self, kind: &str) -> u64 {
+        self.passes.iter().map(|p| p.kind(kind)).sum()
     }
 
     /// The exit status `tandem verify` gives: 1 on a counterexample or encoder
-    /// disagreement, else 3 on an unknown, else 0.
+    /// disagreement, else 3 on any answer that is not a proof (unknown, vacuous), else 0.
     pub fn status(&self) -> u8 {
-        if self.count("counterexample") + self.count("disagreement") > 0 {
+        let all = self.all();
+        if all.kind("counterexample") + all.kind("disagreement") > 0 {
             1
-        } else if self.count("unknown") > 0 {
+        } else if all.kind("proved") + all.kind("bounded") < all.queries {
             3
         } else {
             0
         }
-    }
-
-    /// Pass names in first-seen order.
-    fn passes(&self) -> Vec<&str> {
-        let mut v: Vec<&str> = vec![];
-        for e in &self.entries {
-            if !v.contains(&e.pass.as_str()) {
-                v.push(&e.pass);
-            }
-        }
-        v
     }
 }
 
@@ -116,75 +187,91 @@ pub fn pipeline_for(f: &Function, pipeline: &Pipeline) -> Result<Pipeline, PassE
     Pipeline::new_from(Form::Ssa, &rest)
 }
 
-/// The `q`-quantile (nearest rank) of sorted durations.
-pub fn quantile(sorted: &[Duration], q: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
-}
-
 fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }
 
 /// Histogram bucket upper bounds in milliseconds.
-const BUCKETS: [f64; 8] = [1.0, 5.0, 20.0, 50.0, 100.0, 250.0, 1000.0, f64::INFINITY];
+pub const BUCKETS: [f64; 8] = [1.0, 5.0, 20.0, 50.0, 100.0, 250.0, 1000.0, f64::INFINITY];
 
 impl fmt::Display for Tally {
-    /// Per pass and in total: answer counts, p50/p90/p99 and a histogram.
+    /// Per pass and in total: answer counts (unknown ones by reason), the share of changed
+    /// pairs proved for every run, p50/p90/p99 (to within 1%) and max, and a histogram.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut groups: Vec<(String, Vec<&Entry>)> =
-            self.passes().into_iter().map(|p| (p.to_string(), self.entries.iter().filter(|e| e.pass == p).collect())).collect();
-        groups.push(("all".to_string(), self.entries.iter().collect()));
-        for (name, es) in groups {
-            let mut times: Vec<Duration> = es.iter().map(|e| e.time).collect();
-            times.sort();
-            let c = |k: &str| es.iter().filter(|e| e.answer.kind() == k).count();
-            let unknown = c("unknown");
-            let mut reasons: Vec<(&str, usize)> = vec![];
-            for r in es.iter().filter_map(|e| e.answer.unknown_reason()) {
-                match reasons.iter_mut().find(|(q, _)| *q == r) {
-                    Some((_, n)) => *n += 1,
-                    None => reasons.push((r, 1)),
-                }
-            }
-            reasons.sort();
-            let reasons: String = reasons.iter().map(|(r, n)| format!(", {n} {r}")).collect::<String>().replacen(", ", ": ", 1);
-            let changed: Vec<&&Entry> = es.iter().filter(|e| e.changed).collect();
-            let changed_proved = changed.iter().filter(|e| e.answer.kind() == "proved").count();
+        for p in self.passes.iter().cloned().chain([self.all()]) {
+            let c = |k: &str| p.kind(k);
+            let reasons: String = p.reasons.iter().map(|(r, n)| format!(", {n} {r}")).collect::<String>().replacen(", ", ": ", 1);
             writeln!(
                 f,
-                "{name}: {} queries: {} proved, {} bounded, {} vacuous, {} unknown ({:.1}%{reasons}), {} counterexample(s), {} encoder disagreement(s); changed pairs proved for every run: {changed_proved} of {} ({:.1}%); p50 {}, p90 {}, p99 {}, max {}",
-                es.len(),
+                "{}: {} queries: {} proved, {} bounded, {} vacuous, {} unknown ({:.1}%{reasons}), {} counterexample(s), {} encoder disagreement(s); changed pairs proved for every run: {} of {} ({:.1}%); p50 {}, p90 {}, p99 {}, max {}",
+                p.pass,
+                p.queries,
                 c("proved"),
                 c("bounded"),
                 c("vacuous"),
-                unknown,
-                100.0 * unknown as f64 / es.len().max(1) as f64,
+                c("unknown"),
+                100.0 * c("unknown") as f64 / p.queries.max(1) as f64,
                 c("counterexample"),
                 c("disagreement"),
-                changed.len(),
-                100.0 * changed_proved as f64 / changed.len().max(1) as f64,
-                ms(quantile(&times, 0.5)),
-                ms(quantile(&times, 0.9)),
-                ms(quantile(&times, 0.99)),
-                ms(times.last().copied().unwrap_or_default()),
+                p.changed_proved,
+                p.changed,
+                100.0 * p.changed_proved as f64 / p.changed.max(1) as f64,
+                ms(p.latency.quantile(0.5)),
+                ms(p.latency.quantile(0.9)),
+                ms(p.latency.quantile(0.99)),
+                ms(Duration::from_micros(p.latency.max_micros)),
             )?;
             let mut lo = 0.0;
             let mut parts = vec![];
-            for hi in BUCKETS {
-                let n = times.iter().filter(|t| {
-                    let m = t.as_secs_f64() * 1e3;
-                    m >= lo && m < hi
-                }).count();
+            for (hi, n) in BUCKETS.iter().zip(p.buckets) {
                 let label = if hi.is_infinite() { format!(">={lo}ms") } else { format!("<{hi}ms") };
                 parts.push(format!("{label}:{n}"));
-                lo = hi;
+                lo = *hi;
             }
             writeln!(f, "  histogram {}", parts.join(" "))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::smt::Unknown;
+
+    fn entry(pass: &str, answer: Answer, micros: u64, changed: bool) -> Entry {
+        Entry { origin: "seed 1 %f".into(), pass: pass.into(), answer, time: Duration::from_micros(micros), finding: None, changed }
+    }
+
+    /// A tally that keeps no entries prints what one that keeps them prints, and its
+    /// counts are those of the entries (one unknown by each reason, a vacuous answer that
+    /// is not a proof, the changed pairs proved).
+    #[test]
+    fn the_counts_are_the_entries_counts_without_the_entries() {
+        let answers = [
+            entry("ssa", Answer::Proved, 800, true),
+            entry("ssa", Answer::ProvedBounded(2), 3_000, true),
+            entry("memopt", Answer::Unknown(Unknown::Budget), 400_000, true),
+            entry("memopt", Answer::Unknown(Unknown::TimeLimit), 30_000_000, false),
+            entry("memopt", Answer::Vacuous(2), 60_000, true),
+            entry("ssa", Answer::Proved, 10, false),
+        ];
+        let mut kept = Tally::keeping_entries();
+        let mut counted = Tally::default();
+        for e in &answers {
+            kept.add(e);
+            counted.add(e);
+        }
+        assert_eq!(kept.entries.len(), 6);
+        assert!(counted.entries.is_empty());
+        assert_eq!(kept.to_string(), counted.to_string());
+        let text = counted.to_string();
+        assert!(text.contains("memopt: 3 queries: 0 proved, 0 bounded, 1 vacuous, 2 unknown (66.7%: 1 budget, 1 time limit)"), "{text}");
+        assert!(text.contains("ssa: 3 queries: 2 proved, 1 bounded, 0 vacuous, 0 unknown (0.0%)"), "{text}");
+        assert!(text.contains("changed pairs proved for every run: 1 of 4 (25.0%)"), "{text}");
+        assert!(text.contains("max 30000.0 ms"), "{text}");
+        assert!(text.contains("histogram <1ms:2 <5ms:1 <20ms:0 <50ms:0 <100ms:1 <250ms:0 <1000ms:1 >=1000ms:1"), "{text}");
+        assert_eq!(counted.status(), 3);
+        assert_eq!(counted.count("unknown"), 2);
     }
 }
