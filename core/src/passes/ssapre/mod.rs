@@ -177,6 +177,10 @@ pub struct Initialization {
     pub kills: SecondaryMap<Block, Vec<(u32, Expr)>>,
     /// Whether the block returns (an exit after every position).
     pub exits: SecondaryMap<Block, bool>,
+    /// The blocks that return, and the blocks with an effect: the blocks where Rename
+    /// may find a Φ not down-safe without an occurrence there.
+    pub exit_blocks: Vec<Block>,
+    pub kill_blocks: Vec<Block>,
     /// The current version of each original at the entry of each merge block (two or
     /// more predecessors: where a Φ can be), after its phis; empty for other blocks.
     pub current: SecondaryMap<Block, Vec<Option<Local>>>,
@@ -272,6 +276,8 @@ impl Initialization {
             orig,
             kills: SecondaryMap::new(),
             exits: SecondaryMap::new(),
+            exit_blocks: vec![],
+            kill_blocks: vec![],
             current: SecondaryMap::new(),
             phi_def: SecondaryMap::new(),
             phi_blocks: vec![vec![]; norig],
@@ -385,6 +391,12 @@ impl Initialization {
             }
         }
         init.exits[b] = matches!(data.term, crate::ir::Terminator::Return(_));
+        if init.exits[b] {
+            init.exit_blocks.push(b);
+        }
+        if !init.kills[b].is_empty() {
+            init.kill_blocks.push(b);
+        }
     }
 
     /// The phis of block `b`: each one's place, and `b` as a phi block and a definition
