@@ -185,7 +185,7 @@ impl<'a> Frg<'a> {
         for op in &e.key.operands {
             if let super::KeyOperand::Orig(o) = op {
                 phi_at.extend(init.phi_blocks[*o as usize].iter().copied());
-                phi_at.extend(init.def_frontier[*o as usize].iter().copied());
+                phi_at.extend(init.def_frontier(an, *o).iter().copied());
             }
         }
         phi_at.sort();

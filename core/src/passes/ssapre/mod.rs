@@ -190,8 +190,9 @@ pub struct Initialization {
     pub phi_blocks: Vec<Vec<Block>>,
     /// The blocks defining a version of each original (phis, assignments, parameters).
     pub def_blocks: Vec<Vec<Block>>,
-    /// The iterated dominance frontier of each original's `def_blocks`.
-    pub def_frontier: Vec<Vec<Block>>,
+    /// The iterated dominance frontier of each original's `def_blocks`, computed when an
+    /// expression over the original first asks ([`Initialization::def_frontier`]).
+    def_frontier: Vec<std::cell::OnceCell<Vec<Block>>>,
     /// The parent of every node of the function.
     pub parent: SecondaryMap<Expr, Option<Parent>>,
 }
@@ -255,11 +256,11 @@ fn read_locals(f: &Function) -> super::util::LocalSet {
             }
         }
         for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
-            for a in super::util::accesses(f, r) {
-                if let super::util::Access::Use(l) = a {
+            f.visit_postorder(r, &mut |n| {
+                if let ExprData::Local(l) = f.exprs[n] {
                     read.insert(l);
                 }
-            }
+            });
         }
     }
     read
@@ -287,12 +288,18 @@ impl Initialization {
         };
         let read = read_locals(f);
         let mut index: HashMap<Key, usize> = HashMap::default();
+        let mut scratch = Scratch::default();
         for &b in &f.layout {
-            init.scan_block(f, b, &read, &is_temp, round, &mut index);
+            init.scan_block(f, b, &read, &is_temp, round, &mut index, &mut scratch);
         }
-        init.current_versions(f, an, norig);
-        init.def_frontier = init.def_blocks.iter().map(|d| an.frontiers.iterated(d)).collect();
+        init.current_versions(f, an, norig, &scratch);
+        init.def_frontier = vec![std::cell::OnceCell::new(); norig];
         init
+    }
+
+    /// The iterated dominance frontier of original `o`'s definition blocks.
+    pub fn def_frontier(&self, an: &Analyses, o: u32) -> &[Block] {
+        self.def_frontier[o as usize].get_or_init(|| an.frontiers.iterated(&self.def_blocks[o as usize]))
     }
 
     /// The original of every local, the number of originals, and per original the round
@@ -319,6 +326,9 @@ impl Initialization {
     /// Records one block: its phis' definitions, then in evaluation order the parents,
     /// assignments, kills and real occurrences of its trees, and whether it exits. Each
     /// block is scanned once, so a block already recorded for an original is its last entry.
+    /// After the first round only the expressions over the last round's temporaries are
+    /// run (the others were done), so only their occurrences are collected.
+    #[allow(clippy::too_many_arguments)]
     fn scan_block(
         &mut self,
         f: &Function,
@@ -327,23 +337,25 @@ impl Initialization {
         is_temp: &[Option<usize>],
         round: usize,
         index: &mut HashMap<Key, usize>,
+        scratch: &mut Scratch,
     ) {
         self.scan_phis(f, b);
         let init = self;
         let mut pos = 0u32;
         let data = &f.blocks[b];
         let roots = data.stmts.iter().map(|&s| (s, Parent::Stmt(b))).chain(data.term.expr().map(|e| (e, Parent::Term(b))));
-        let mut nodes = vec![];
+        let nodes = &mut scratch.nodes;
+        let start = scratch.assigns.len() as u32;
         for (root, p) in roots {
             init.parent[root] = Some(p);
             nodes.clear();
             f.visit_postorder(root, &mut |n| nodes.push(n));
-            for &n in &nodes {
+            for &n in nodes.iter() {
                 for c in f.exprs[n].operands() {
                     init.parent[c] = Some(Parent::Node(n));
                 }
             }
-            for &n in &nodes {
+            for &n in nodes.iter() {
                 pos += 1;
                 let d = &f.exprs[n];
                 if let ExprData::Assign { local, .. } = d {
@@ -351,6 +363,7 @@ impl Initialization {
                     if init.def_blocks[o].last() != Some(&b) {
                         init.def_blocks[o].push(b);
                     }
+                    scratch.assigns.push(*local);
                 }
                 if is_kill(d) {
                     init.kills[b].push((pos, n));
@@ -362,6 +375,13 @@ impl Initialization {
                 let Some(versions) = d.operands().iter().map(|&o| leaf(f, o)).collect::<Option<Vec<Val>>>() else {
                     continue;
                 };
+                let last_round = |v: &Val| match *v {
+                    Val::Var(l) => is_temp[init.orig[l] as usize] == Some(round.wrapping_sub(1)),
+                    Val::Const(..) => false,
+                };
+                if round > 0 && !versions.iter().any(last_round) {
+                    continue;
+                }
                 let operands: Vec<KeyOperand> = versions
                     .iter()
                     .map(|v| match *v {
@@ -390,6 +410,7 @@ impl Initialization {
                 init.worklist[k].occs.push(RealOcc { node: n, block: b, pos, versions, parent });
             }
         }
+        scratch.assigned[b] = (start, scratch.assigns.len() as u32);
         init.exits[b] = matches!(data.term, crate::ir::Terminator::Return(_));
         if init.exits[b] {
             init.exit_blocks.push(b);
@@ -417,7 +438,7 @@ impl Initialization {
     /// The versions current at each block entry: a walk of the dominator tree with one
     /// stack per original, as SSA renaming does. Also records the parameters as
     /// definitions in the entry block.
-    fn current_versions(&mut self, f: &Function, an: &Analyses, norig: usize) {
+    fn current_versions(&mut self, f: &Function, an: &Analyses, norig: usize, scratch: &Scratch) {
         let init = self;
         let mut stacks: Vec<Vec<Local>> = vec![vec![]; norig];
         for &p in &f.params {
@@ -439,14 +460,11 @@ impl Initialization {
             if an.cfg.preds[b].len() >= 2 {
                 init.current[b] = stacks.iter().map(|s| s.last().copied()).collect();
             }
-            for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
-                f.visit_postorder(r, &mut |n| {
-                    if let ExprData::Assign { local, .. } = f.exprs[n] {
-                        let o = init.orig[local];
-                        stacks[o as usize].push(local);
-                        pushed.push(o);
-                    }
-                });
+            let (start, end) = scratch.assigned[b];
+            for &local in &scratch.assigns[start as usize..end as usize] {
+                let o = init.orig[local];
+                stacks[o as usize].push(local);
+                pushed.push(o);
             }
             pushed
         };
@@ -467,6 +485,16 @@ impl Initialization {
     pub fn originals(&self) -> usize {
         self.phi_blocks.len()
     }
+}
+
+/// Buffers of one scan: the nodes of the tree being scanned, and the locals each block
+/// assigns in evaluation order (`assigns[assigned[b].0..assigned[b].1]`), which the walk
+/// for the current versions reads instead of walking the trees again.
+#[derive(Default)]
+struct Scratch {
+    nodes: Vec<Expr>,
+    assigns: Vec<Local>,
+    assigned: SecondaryMap<Block, (u32, u32)>,
 }
 
 /// Whether the computation at `n` only feeds a statement `dce` removes: pure computations
