@@ -244,28 +244,6 @@ pub(crate) fn is_kill(d: &ExprData) -> bool {
     }
 }
 
-/// Locals something reads: a computation assigned to a local nobody reads is dead (dce
-/// removes it), and taking it for an occurrence would make PRE move the expression to
-/// where it is evaluated for nothing.
-fn read_locals(f: &Function) -> super::util::LocalSet {
-    let mut read = super::util::LocalSet::new(f.locals.len());
-    for &b in &f.layout {
-        for phi in &f.blocks[b].phis {
-            for (_, a) in &phi.args {
-                read.insert(*a);
-            }
-        }
-        for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
-            f.visit_postorder(r, &mut |n| {
-                if let ExprData::Local(l) = f.exprs[n] {
-                    read.insert(l);
-                }
-            });
-        }
-    }
-    read
-}
-
 impl Initialization {
     /// Scans `f`: every candidate occurrence, effect and exit, the versions current at
     /// each block entry, and the parent of every node. `temps` names the originals of
@@ -286,12 +264,16 @@ impl Initialization {
             def_frontier: vec![],
             parent: SecondaryMap::new(),
         };
-        let read = read_locals(f);
-        let mut index: HashMap<Key, usize> = HashMap::default();
+        // Locals something reads: a computation assigned to a local nobody reads is dead
+        // (dce removes it), and taking it for an occurrence would make PRE move the
+        // expression to where it is evaluated for nothing. Known once every block is
+        // scanned, so the candidates are kept until then.
+        let mut read = super::util::LocalSet::new(f.locals.len());
         let mut scratch = Scratch::default();
         for &b in &f.layout {
-            init.scan_block(f, b, &read, &is_temp, round, &mut index, &mut scratch);
+            init.scan_block(f, b, &mut read, &is_temp, round, &mut scratch);
         }
+        init.collect(f, &read, &is_temp, round, std::mem::take(&mut scratch.candidates));
         init.current_versions(f, an, norig, &scratch);
         init.def_frontier = vec![std::cell::OnceCell::new(); norig];
         init
@@ -324,22 +306,25 @@ impl Initialization {
     }
 
     /// Records one block: its phis' definitions, then in evaluation order the parents,
-    /// assignments, kills and real occurrences of its trees, and whether it exits. Each
-    /// block is scanned once, so a block already recorded for an original is its last entry.
-    /// After the first round only the expressions over the last round's temporaries are
-    /// run (the others were done), so only their occurrences are collected.
-    #[allow(clippy::too_many_arguments)]
+    /// assignments, reads, kills and candidate occurrences of its trees, and whether it
+    /// exits. Each block is scanned once, so a block already recorded for an original is
+    /// its last entry. After the first round only the expressions over the last round's
+    /// temporaries are run (the others were done), so only their occurrences are kept.
     fn scan_block(
         &mut self,
         f: &Function,
         b: Block,
-        read: &super::util::LocalSet,
+        read: &mut super::util::LocalSet,
         is_temp: &[Option<usize>],
         round: usize,
-        index: &mut HashMap<Key, usize>,
         scratch: &mut Scratch,
     ) {
         self.scan_phis(f, b);
+        for phi in &f.blocks[b].phis {
+            for (_, a) in &phi.args {
+                read.insert(*a);
+            }
+        }
         let init = self;
         let mut pos = 0u32;
         let data = &f.blocks[b];
@@ -365,13 +350,13 @@ impl Initialization {
                     }
                     scratch.assigns.push(*local);
                 }
+                if let ExprData::Local(l) = d {
+                    read.insert(*l);
+                }
                 if is_kill(d) {
                     init.kills[b].push((pos, n));
                 }
                 let Some(op) = op_kind(d) else { continue };
-                if dead(f, &init.parent, n, read) {
-                    continue;
-                }
                 let Some(versions) = d.operands().iter().map(|&o| leaf(f, o)).collect::<Option<Vec<Val>>>() else {
                     continue;
                 };
@@ -382,32 +367,7 @@ impl Initialization {
                 if round > 0 && !versions.iter().any(last_round) {
                     continue;
                 }
-                let operands: Vec<KeyOperand> = versions
-                    .iter()
-                    .map(|v| match *v {
-                        Val::Var(l) => KeyOperand::Orig(init.orig[l]),
-                        Val::Const(t, c) => KeyOperand::Const(t, c),
-                    })
-                    .collect();
-                let made = |o: &KeyOperand| match o {
-                    KeyOperand::Orig(i) => is_temp[*i as usize],
-                    KeyOperand::Const(..) => None,
-                };
-                let composite = operands.iter().any(|o| made(o).is_some());
-                let fresh = operands.iter().any(|o| made(o) == Some(round.wrapping_sub(1)));
-                let key = Key { op, operands };
-                // Looked up before it is inserted, so that the key is cloned only for a new
-                // expression.
-                let k = match index.get(&key) {
-                    Some(&k) => k,
-                    None => {
-                        index.insert(key.clone(), init.worklist.len());
-                        init.worklist.push(Expression { key, occs: vec![], composite, fresh });
-                        init.worklist.len() - 1
-                    }
-                };
-                let parent = init.parent[n].expect("every node has a parent");
-                init.worklist[k].occs.push(RealOcc { node: n, block: b, pos, versions, parent });
+                scratch.candidates.push(Candidate { node: n, block: b, pos, op, versions });
             }
         }
         scratch.assigned[b] = (start, scratch.assigns.len() as u32);
@@ -417,6 +377,51 @@ impl Initialization {
         }
         if !init.kills[b].is_empty() {
             init.kill_blocks.push(b);
+        }
+    }
+
+    /// The worklist: the candidates, in scan order, that are not dead, each added to the
+    /// entry of its lexical form.
+    fn collect(
+        &mut self,
+        f: &Function,
+        read: &super::util::LocalSet,
+        is_temp: &[Option<usize>],
+        round: usize,
+        candidates: Vec<Candidate>,
+    ) {
+        let init = self;
+        let mut index: HashMap<Key, usize> = HashMap::default();
+        for Candidate { node: n, block: b, pos, op, versions } in candidates {
+            if dead(f, &init.parent, n, read) {
+                continue;
+            }
+            let operands: Vec<KeyOperand> = versions
+                .iter()
+                .map(|v| match *v {
+                    Val::Var(l) => KeyOperand::Orig(init.orig[l]),
+                    Val::Const(t, c) => KeyOperand::Const(t, c),
+                })
+                .collect();
+            let made = |o: &KeyOperand| match o {
+                KeyOperand::Orig(i) => is_temp[*i as usize],
+                KeyOperand::Const(..) => None,
+            };
+            let composite = operands.iter().any(|o| made(o).is_some());
+            let fresh = operands.iter().any(|o| made(o) == Some(round.wrapping_sub(1)));
+            let key = Key { op, operands };
+            // Looked up before it is inserted, so that the key is cloned only for a new
+            // expression.
+            let k = match index.get(&key) {
+                Some(&k) => k,
+                None => {
+                    index.insert(key.clone(), init.worklist.len());
+                    init.worklist.push(Expression { key, occs: vec![], composite, fresh });
+                    init.worklist.len() - 1
+                }
+            };
+            let parent = init.parent[n].expect("every node has a parent");
+            init.worklist[k].occs.push(RealOcc { node: n, block: b, pos, versions, parent });
         }
     }
 
@@ -487,12 +492,22 @@ impl Initialization {
     }
 }
 
+/// A node of a candidate kind over leaves, found by the scan.
+struct Candidate {
+    node: Expr,
+    block: Block,
+    pos: u32,
+    op: OpKind,
+    versions: Vec<Val>,
+}
+
 /// Buffers of one scan: the nodes of the tree being scanned, and the locals each block
 /// assigns in evaluation order (`assigns[assigned[b].0..assigned[b].1]`), which the walk
 /// for the current versions reads instead of walking the trees again.
 #[derive(Default)]
 struct Scratch {
     nodes: Vec<Expr>,
+    candidates: Vec<Candidate>,
     assigns: Vec<Local>,
     assigned: SecondaryMap<Block, (u32, u32)>,
 }
