@@ -105,7 +105,9 @@ struct Frg<'a> {
     /// (where Φ operands occur), the exits and, for a trapping expression, the blocks
     /// with an effect. The other blocks change nothing, so the walks skip them: a walk
     /// of the whole tree per expression cost every expression the size of the function.
-    sites: Vec<Block>,
+    /// The flag is false for a block that is only an effect's (it can only make the Φ
+    /// on top not down-safe).
+    sites: Vec<(Block, bool)>,
     /// Rename's and Finalize's state of each real occurrence.
     real: Vec<RealState>,
     /// The last redundancy class given out.
@@ -227,14 +229,12 @@ impl<'a> Frg<'a> {
         }
         sites.extend(occ_runs.iter().map(|r| r.0));
         sites.extend(init.exit_blocks.iter().copied());
-        if trapping {
-            sites.extend(init.kill_blocks.iter().copied());
-        }
         // A block outside the dominator tree (unreachable) is never walked.
         let dt = &an.domtree;
         sites.retain(|&b| dt.preorder_number(b) != 0);
         sites.sort_unstable_by_key(|&b| dt.preorder_number(b));
         sites.dedup();
+        let sites = if trapping { merge_sites(dt, &sites, &init.kill_blocks) } else { sites.into_iter().map(|b| (b, true)).collect() };
         Some(Frg {
             an,
             init,
@@ -283,7 +283,7 @@ impl<'a> Frg<'a> {
         let mut stack: Vec<Top> = vec![];
         let mut scopes: Vec<(Block, usize)> = vec![];
         for si in 0..self.sites.len() {
-            let b = self.sites[si];
+            let (b, own) = self.sites[si];
             while let Some(&(d, height)) = scopes.last() {
                 if an.domtree.dominates(d, b) {
                     break;
@@ -292,6 +292,13 @@ impl<'a> Frg<'a> {
                 scopes.pop();
             }
             scopes.push((b, stack.len()));
+            if !own {
+                // Only effects here, none an occurrence: the Φ on top is not down-safe.
+                if let Some(Top::Phi(j)) = stack.last().copied() {
+                    self.phis[j].down_safe = false;
+                }
+                continue;
+            }
             if let Some(j) = self.phi_of(b) {
                 self.phis[j].class = self.new_class();
                 stack.push(Top::Phi(j));
@@ -466,7 +473,10 @@ impl<'a> Frg<'a> {
         let occs = &self.e.occs;
         let mut avail_def: HashMap<u32, Def> = HashMap::default();
         for si in 0..self.sites.len() {
-            let b = self.sites[si];
+            let (b, own) = self.sites[si];
+            if !own {
+                continue;
+            }
             if let Some(j) = self.phi_of(b) {
                 if self.phis[j].will_be_avail() {
                     avail_def.insert(self.phis[j].class, Def::Phi(j));
@@ -820,6 +830,29 @@ fn translate(f: &Function, init: &Initialization, phi: &PhiOcc, p: Block) -> Opt
             })
             .collect(),
     )
+}
+
+/// The sites of a trapping expression: its own `sites` and the blocks with an effect
+/// (`kills`), both in dominator-tree pre-order, merged in one pass (a sort per trapping
+/// expression of every block with an effect made a function of many such blocks
+/// quadratic with a logarithm on top). Own sites are flagged true.
+fn merge_sites(dt: &crate::passes::domtree::DomTree, sites: &[Block], kills: &[Block]) -> Vec<(Block, bool)> {
+    let pre = |b: Block| dt.preorder_number(b);
+    let mut out: Vec<(Block, bool)> = Vec::with_capacity(sites.len() + kills.len());
+    let (mut i, mut k) = (0, 0);
+    while i < sites.len() || k < kills.len() {
+        if k == kills.len() || (i < sites.len() && pre(sites[i]) <= pre(kills[k])) {
+            if k < kills.len() && kills[k] == sites[i] {
+                k += 1;
+            }
+            out.push((sites[i], true));
+            i += 1;
+        } else {
+            out.push((kills[k], false));
+            k += 1;
+        }
+    }
+    out
 }
 
 /// Whether Finalize must insert at this operand of an available Φ.

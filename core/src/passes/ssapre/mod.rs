@@ -177,8 +177,9 @@ pub struct Initialization {
     pub kills: SecondaryMap<Block, Vec<(u32, Expr)>>,
     /// Whether the block returns (an exit after every position).
     pub exits: SecondaryMap<Block, bool>,
-    /// The blocks that return, and the blocks with an effect: the blocks where Rename
-    /// may find a Φ not down-safe without an occurrence there.
+    /// The blocks that return, and the blocks with an effect (in dominator-tree pre-order,
+    /// unreachable ones left out): the blocks where Rename may find a Φ not down-safe
+    /// without an occurrence there.
     pub exit_blocks: Vec<Block>,
     pub kill_blocks: Vec<Block>,
     /// The current version of each original at the entry of each merge block (two or
@@ -274,6 +275,11 @@ impl Initialization {
             init.scan_block(f, b, &mut read, &is_temp, round, &mut scratch);
         }
         init.collect(f, &read, &is_temp, round, std::mem::take(&mut scratch.candidates));
+        // Rename merges the blocks with an effect into a trapping expression's sites in
+        // dominator-tree pre-order; a block outside the tree is never walked.
+        let dt = &an.domtree;
+        init.kill_blocks.retain(|&b| dt.preorder_number(b) != 0);
+        init.kill_blocks.sort_unstable_by_key(|&b| dt.preorder_number(b));
         init.current_versions(f, an, norig, &scratch);
         init.def_frontier = vec![std::cell::OnceCell::new(); norig];
         init
