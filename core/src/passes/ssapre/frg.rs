@@ -94,12 +94,16 @@ struct Frg<'a> {
     e: &'a Expression,
     /// Whether the expression may trap (the trap rule of the `ssapre` module docs).
     trapping: bool,
-    /// The Φs, in block order (see [`Frg::phi_of`]).
+    /// The Φs, in block order.
     phis: Vec<PhiOcc>,
+    /// The Φ of each block that has one (see [`Frg::phi_of`]): a hash map, since a
+    /// function of many merges gives an expression as many Φs, and a binary search at
+    /// each lookup then cost more than the walk of the whole tree it replaced.
+    phi_index: HashMap<Block, usize>,
     /// The real occurrences of each block that has some: a run of the worklist entry's
-    /// occurrences (they are in block layout order) as (block, start, end), in block
-    /// order (see [`Frg::occs_in`]).
-    occ_runs: Vec<(Block, usize, usize)>,
+    /// occurrences (they are in block layout order) as its start and end (see
+    /// [`Frg::occs_in`]).
+    occ_runs: HashMap<Block, (usize, usize)>,
     /// The blocks where Rename and Finalize1 have something to do, in dominator-tree
     /// pre-order: those with a Φ or a real occurrence, the predecessors of Φ blocks
     /// (where Φ operands occur), the exits and, for a trapping expression, the blocks
@@ -223,6 +227,7 @@ impl<'a> Frg<'a> {
         occ_runs.sort_unstable_by_key(|r| r.0);
         debug_assert!(occ_runs.windows(2).all(|w| w[0].0 != w[1].0), "one run of occurrences per block");
         let trapping = e.key.op.can_trap();
+        let phi_index: HashMap<Block, usize> = phis.iter().enumerate().map(|(j, p)| (p.block, j)).collect();
         let mut sites: Vec<Block> = phis.iter().map(|p| p.block).collect();
         for p in &phis {
             sites.extend(an.cfg.preds[p.block].iter().copied());
@@ -242,7 +247,8 @@ impl<'a> Frg<'a> {
             e,
             trapping,
             phis,
-            occ_runs,
+            phi_index,
+            occ_runs: occ_runs.iter().map(|&(b, start, end)| (b, (start, end))).collect(),
             sites,
             real: vec![RealState::default(); occs.len()],
             classes: 0,
@@ -255,14 +261,14 @@ impl<'a> Frg<'a> {
 
     /// The Φ at the entry of block `b`, if there is one.
     fn phi_of(&self, b: Block) -> Option<usize> {
-        self.phis.binary_search_by_key(&b, |p| p.block).ok()
+        self.phi_index.get(&b).copied()
     }
 
     /// The real occurrences in block `b`, in order.
     fn occs_in(&self, b: Block) -> std::ops::Range<usize> {
-        match self.occ_runs.binary_search_by_key(&b, |r| r.0) {
-            Ok(k) => self.occ_runs[k].1..self.occ_runs[k].2,
-            Err(_) => 0..0,
+        match self.occ_runs.get(&b) {
+            Some(&(start, end)) => start..end,
+            None => 0..0,
         }
     }
 
