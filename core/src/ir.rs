@@ -705,7 +705,11 @@ impl Function {
                 continue;
             }
             work.push((n, true));
-            work.extend(self.exprs[n].operands().into_iter().rev().map(|c| (c, false)));
+            // A leaf operand has nothing to expand: it goes on the stack ready to visit.
+            work.extend(self.exprs[n].operands().into_iter().rev().map(|c| {
+                let leaf = matches!(self.exprs[c], ExprData::Const { .. } | ExprData::Local(_) | ExprData::CfRead(_));
+                (c, leaf)
+            }));
         }
         POSTORDER_STACK.with(|s| s.set(work));
     }

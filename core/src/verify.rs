@@ -353,19 +353,19 @@ impl Ctx<'_> {
 
     /// The layout is not empty and lists existing blocks, each once. Returns the set of
     /// blocks in it, or `None` when the rest of the function cannot be checked.
-    fn layout(&mut self) -> Option<HashSet<Block>> {
+    fn layout(&mut self) -> Option<SecondaryMap<Block, bool>> {
         let f = self.f;
         if f.layout.is_empty() {
             self.err("the function has no blocks".into());
             return None;
         }
-        let mut in_layout = HashSet::default();
+        let mut in_layout: SecondaryMap<Block, bool> = SecondaryMap::with_capacity(f.blocks.len());
         for &b in &f.layout {
             if !f.blocks.is_valid(b) {
                 self.err(format!("block {b} in the layout does not exist"));
                 return None;
             }
-            if !in_layout.insert(b) {
+            if std::mem::replace(&mut in_layout[b], true) {
                 self.err(format!("block {b} appears twice in the layout"));
             }
         }
@@ -373,13 +373,13 @@ impl Ctx<'_> {
     }
 
     /// Every branch target is in the layout and none is the entry block.
-    fn branch_targets(&mut self, in_layout: &HashSet<Block>) {
+    fn branch_targets(&mut self, in_layout: &SecondaryMap<Block, bool>) {
         let f = self.f;
         let entry = f.entry();
         for &b in &f.layout {
             self.block = Some(b);
             for s in f.blocks[b].term.successors() {
-                if !in_layout.contains(&s) {
+                if !in_layout[s] {
                     self.err(format!("branch to {s}, which is not in the layout"));
                 } else if s == entry {
                     self.err(format!("branch to the entry block {entry}"));
@@ -393,17 +393,19 @@ impl Ctx<'_> {
     fn reachability(&mut self) {
         let f = self.f;
         let entry = f.entry();
-        let mut reached = HashSet::from_iter([entry]);
+        // Every branch target is in the layout (checked before), so the map has room.
+        let mut reached: SecondaryMap<Block, bool> = SecondaryMap::with_capacity(f.blocks.len());
+        reached[entry] = true;
         let mut work = vec![entry];
         while let Some(b) = work.pop() {
             for s in f.blocks[b].term.successors() {
-                if reached.insert(s) {
+                if !std::mem::replace(&mut reached[s], true) {
                     work.push(s);
                 }
             }
         }
         for &b in &f.layout {
-            if !reached.contains(&b) {
+            if !reached[b] {
                 self.block = Some(b);
                 self.err(format!("block {b} is unreachable from the entry"));
             }

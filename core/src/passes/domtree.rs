@@ -132,6 +132,15 @@ impl DomTree {
         self.preorder.clone()
     }
 
+    /// The position of `b` in [`DomTree::preorder`], from 1 (the order [`walk_scoped`]
+    /// enters blocks in); 0 for a block outside the tree. A sparse walk (SSAPRE's Rename
+    /// over the blocks where one expression occurs) sorts its blocks by it.
+    ///
+    /// [`walk_scoped`]: DomTree::walk_scoped
+    pub fn preorder_number(&self, b: Block) -> u32 {
+        self.pre[b]
+    }
+
     /// Walks the dominator tree from the entry in pre-order with an explicit stack (no
     /// recursion): `enter` visits a block before its children and returns what `leave`
     /// undoes once the whole subtree is done. The walk of renaming, with its scoped stacks

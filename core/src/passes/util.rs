@@ -102,12 +102,14 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
             }
         }
     }
-    for r in f.roots() {
-        for a in accesses(f, r) {
-            match a {
-                Access::Use(l) | Access::Def(l) => used.insert(l),
-            };
-        }
+    let roots = f.roots();
+    for &r in &roots {
+        f.visit_postorder(r, &mut |n| match f.exprs[n] {
+            ExprData::Local(l) | ExprData::Assign { local: l, .. } => {
+                used.insert(l);
+            }
+            _ => {}
+        });
     }
     let removed = f.locals.len() - used.iter().count();
     if removed == 0 {
@@ -115,9 +117,9 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
     }
     let mut map: SecondaryMap<Local, Option<Local>> = SecondaryMap::new();
     let mut locals = PrimaryMap::new();
-    for (l, d) in f.locals.iter() {
+    for (l, d) in std::mem::take(&mut f.locals) {
         if used.contains(l) {
-            map[l] = Some(locals.push(d.clone()));
+            map[l] = Some(locals.push(d));
         }
     }
     f.locals = locals;
@@ -133,8 +135,11 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
             }
         }
     }
-    for r in f.roots() {
-        for n in postorder(f, r) {
+    let mut nodes = vec![];
+    for r in roots {
+        nodes.clear();
+        f.visit_postorder(r, &mut |n| nodes.push(n));
+        for &n in &nodes {
             match &mut f.exprs[n] {
                 ExprData::Local(l) | ExprData::Assign { local: l, .. } => *l = m(*l),
                 _ => {}

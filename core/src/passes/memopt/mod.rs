@@ -99,22 +99,38 @@ pub fn run(f: &mut Function, _an: &Analyses) -> Stats {
         spec_values: HashSet::default(),
         sunk: vec![],
     };
-    motion::run(f, &mut cx);
+    let mut snap = None;
+    motion::run(f, &mut cx, &mut snap);
     let exempt = cx.speculative.clone();
-    forward(f, &mut cx, &mut stats, &exempt);
-    backward(f, &mut cx, &mut stats);
-    forward(f, &mut cx, &mut stats, &[]);
+    forward(f, &mut cx, &mut stats, &exempt, &mut snap);
+    backward(f, &mut cx, &mut stats, &mut snap);
+    forward(f, &mut cx, &mut stats, &[], &mut snap);
     dead_loads(f, &cx, &mut stats);
     remove_unused_locals(f);
     stats
 }
 
-fn all_events(f: &Function, an: &Analyses) -> SecondaryMap<Block, Vec<Ev>> {
-    let mut events = SecondaryMap::new();
-    for &b in &an.cfg.rpo {
-        events[b] = block_events(f, b);
+/// The analyses and the memory events of every block of the function as it is: a step
+/// that leaves the function as it was hands them to the next step, which would otherwise
+/// compute the same again (`None` once a step changed the function).
+struct Snapshot {
+    an: Analyses,
+    events: SecondaryMap<Block, Vec<Ev>>,
+}
+
+impl Snapshot {
+    /// The snapshot left by the last step if the function has not changed since, else a
+    /// new one.
+    fn take(snap: &mut Option<Snapshot>, f: &Function) -> Snapshot {
+        snap.take().unwrap_or_else(|| {
+            let an = Analyses::compute(f);
+            let mut events = SecondaryMap::new();
+            for &b in &an.cfg.rpo {
+                events[b] = block_events(f, b);
+            }
+            Snapshot { an, events }
+        })
     }
-    events
 }
 
 fn counter(cf: bool, kind: &str) -> &'static str {
@@ -152,10 +168,13 @@ fn sweep(f: &mut Function, gone: &HashSet<Expr>) {
 }
 
 /// TASK 1: availability, then its rewrite.
-fn forward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, exempt: &[Expr]) {
-    let an = Analyses::compute(f);
-    let events = all_events(f, &an);
-    let Some(av) = Availability::compute(f, &an.cfg, &events) else { return };
+fn forward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, exempt: &[Expr], snap: &mut Option<Snapshot>) {
+    let s = Snapshot::take(snap, f);
+    let (an, events) = (&s.an, &s.events);
+    let Some(av) = Availability::compute(f, &an.cfg, events) else {
+        *snap = Some(s);
+        return;
+    };
     let mut acts = vec![];
     let mut subst = HashMap::default();
     for &b in &an.cfg.rpo {
@@ -163,6 +182,12 @@ fn forward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, exempt: &[Expr]) {
         for ev in &events[b] {
             avail::step(f, &mut st, ev, Some(&mut acts), exempt, &mut subst);
         }
+    }
+    if acts.is_empty() {
+        // Nothing to replace or remove: the function stays as it is.
+        drop(av);
+        *snap = Some(s);
+        return;
     }
     let mut m = Materializer::new(&av, &an.cfg);
     let mut gone = HashSet::default();
@@ -208,10 +233,15 @@ fn forward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, exempt: &[Expr]) {
 
 /// TASK 2: liveness of memory values, then dead STORE, STORE-STORE and loop-invariant
 /// STORE removal.
-fn backward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats) {
-    let an = Analyses::compute(f);
-    let events = all_events(f, &an);
-    let Some(dead) = live::dead_stores(f.cfvars.len(), &an.cfg, &events) else { return };
+fn backward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, snap: &mut Option<Snapshot>) {
+    let s = Snapshot::take(snap, f);
+    let dead = live::dead_stores(f.cfvars.len(), &s.an.cfg, &s.events);
+    let Some(dead) = dead.filter(|d| !d.is_empty()) else {
+        // No dead store: the function stays as it is.
+        *snap = Some(s);
+        return;
+    };
+    drop(s);
     let mut gone = HashSet::default();
     for d in dead {
         if !cx.inserted.contains(&d.node) {

@@ -26,8 +26,8 @@
 //! blocks changed (a new preheader or a split exit edge).
 
 use super::avail::{Availability, Slot};
-use super::events::{block_events, Ev, Loc};
-use super::Ctx;
+use super::events::{Ev, Loc};
+use super::{Ctx, Snapshot};
 use crate::ir::{Block, BlockData, ExprData, Function, Local, MemWidth, Phi, Terminator, Type};
 use crate::passes::Analyses;
 use cranelift_entity::SecondaryMap;
@@ -35,26 +35,29 @@ use crate::hash::HashSet;
 
 /// Inserts the hoisted reads and speculative stores of every loop. Returns whether the
 /// CFG changed.
-pub fn run(f: &mut Function, cx: &mut Ctx) -> bool {
+/// The analyses and events are taken from `snap` and left there while the function does
+/// not change (a loop with nothing to insert changes nothing).
+pub(super) fn run(f: &mut Function, cx: &mut Ctx, snap: &mut Option<Snapshot>) -> bool {
     let mut done: HashSet<Block> = HashSet::default();
     let mut cfg_changed = false;
     loop {
-        let an = Analyses::compute(f);
+        let s = Snapshot::take(snap, f);
+        let an = &s.an;
         let mut loops: Vec<_> = an.loops.loops.keys().filter(|&l| !done.contains(&an.loops.loops[l].header)).collect();
         loops.sort_by_key(|&l| (std::cmp::Reverse(an.loops.loops[l].depth), an.loops.loops[l].header));
-        let Some(&l) = loops.first() else { break };
+        let Some(&l) = loops.first() else {
+            *snap = Some(s);
+            break;
+        };
         let header = an.loops.loops[l].header;
         done.insert(header);
         let body: Vec<Block> = an.loops.loops[l].blocks.clone();
-        let mut events: SecondaryMap<Block, Vec<Ev>> = SecondaryMap::new();
-        for &b in &an.cfg.rpo {
-            events[b] = block_events(f, b);
-        }
-        let plan = plan(f, &an, &events, &body, header);
+        let plan = plan(f, an, &s.events, &body, header);
         if plan.is_empty() {
+            *snap = Some(s);
             continue;
         }
-        cfg_changed |= apply(f, cx, &an, &body, header, plan);
+        cfg_changed |= apply(f, cx, an, &body, header, plan);
     }
     cfg_changed
 }

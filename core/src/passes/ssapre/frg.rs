@@ -13,7 +13,6 @@ use super::{Expression, Initialization, Parent, Val};
 use crate::ir::{Block, Expr, ExprData, Function, Local, Type};
 use crate::passes::util::Namer;
 use crate::passes::{Analyses, Stats};
-use cranelift_entity::SecondaryMap;
 use crate::hash::HashMap;
 
 /// What defines a Φ operand or a reload: nothing (⊥), a real occurrence, a Φ, or an
@@ -95,11 +94,24 @@ struct Frg<'a> {
     e: &'a Expression,
     /// Whether the expression may trap (the trap rule of the `ssapre` module docs).
     trapping: bool,
+    /// The Φs, in block order.
     phis: Vec<PhiOcc>,
-    /// The Φ of each block, if it has one.
-    phi_of: SecondaryMap<Block, Option<usize>>,
-    /// The real occurrences of each block, in order.
-    occs_in: SecondaryMap<Block, Vec<usize>>,
+    /// The Φ of each block that has one (see [`Frg::phi_of`]): a hash map, since a
+    /// function of many merges gives an expression as many Φs, and a binary search at
+    /// each lookup then cost more than the walk of the whole tree it replaced.
+    phi_index: HashMap<Block, usize>,
+    /// The real occurrences of each block that has some: a run of the worklist entry's
+    /// occurrences (they are in block layout order) as its start and end (see
+    /// [`Frg::occs_in`]).
+    occ_runs: HashMap<Block, (usize, usize)>,
+    /// The blocks where Rename and Finalize1 have something to do, in dominator-tree
+    /// pre-order: those with a Φ or a real occurrence, the predecessors of Φ blocks
+    /// (where Φ operands occur), the exits and, for a trapping expression, the blocks
+    /// with an effect. The other blocks change nothing, so the walks skip them: a walk
+    /// of the whole tree per expression cost every expression the size of the function.
+    /// The flag is false for a block that is only an effect's (it can only make the Φ
+    /// on top not down-safe).
+    sites: Vec<(Block, bool)>,
     /// Rename's and Finalize's state of each real occurrence.
     real: Vec<RealState>,
     /// The last redundancy class given out.
@@ -179,7 +191,7 @@ impl<'a> Frg<'a> {
         for op in &e.key.operands {
             if let super::KeyOperand::Orig(o) = op {
                 phi_at.extend(init.phi_blocks[*o as usize].iter().copied());
-                phi_at.extend(init.def_frontier[*o as usize].iter().copied());
+                phi_at.extend(init.def_frontier(an, *o).iter().copied());
             }
         }
         phi_at.sort();
@@ -189,7 +201,6 @@ impl<'a> Frg<'a> {
         if occs.len() < 2 && phi_at.is_empty() {
             return None;
         }
-        let mut phi_of: SecondaryMap<Block, Option<usize>> = SecondaryMap::new();
         let mut phis: Vec<PhiOcc> = vec![];
         for &b in &phi_at {
             let versions = e
@@ -201,25 +212,44 @@ impl<'a> Frg<'a> {
                     super::KeyOperand::Orig(o) => init.current_at(b, o).map(Val::Var),
                 })
                 .collect::<Option<Vec<Val>>>();
-            phi_of[b] = Some(phis.len());
             let operands =
                 an.cfg.preds[b].iter().map(|&p| PhiOpnd { pred: p, def: Def::Bottom, has_real_use: false }).collect();
             let can_be_avail = versions.is_some();
             phis.push(PhiOcc { block: b, versions, class: 0, down_safe: true, can_be_avail, later: false, operands });
         }
-        let mut occs_in: SecondaryMap<Block, Vec<usize>> = SecondaryMap::new();
+        let mut occ_runs: Vec<(Block, usize, usize)> = vec![];
         for (i, o) in occs.iter().enumerate() {
-            occs_in[o.block].push(i);
+            match occ_runs.last_mut() {
+                Some(run) if run.0 == o.block => run.2 = i + 1,
+                _ => occ_runs.push((o.block, i, i + 1)),
+            }
         }
+        occ_runs.sort_unstable_by_key(|r| r.0);
+        debug_assert!(occ_runs.windows(2).all(|w| w[0].0 != w[1].0), "one run of occurrences per block");
+        let trapping = e.key.op.can_trap();
+        let phi_index: HashMap<Block, usize> = phis.iter().enumerate().map(|(j, p)| (p.block, j)).collect();
+        let mut sites: Vec<Block> = phis.iter().map(|p| p.block).collect();
+        for p in &phis {
+            sites.extend(an.cfg.preds[p.block].iter().copied());
+        }
+        sites.extend(occ_runs.iter().map(|r| r.0));
+        sites.extend(init.exit_blocks.iter().copied());
+        // A block outside the dominator tree (unreachable) is never walked.
+        let dt = &an.domtree;
+        sites.retain(|&b| dt.preorder_number(b) != 0);
+        sites.sort_unstable_by_key(|&b| dt.preorder_number(b));
+        sites.dedup();
+        let sites = if trapping { merge_sites(dt, &sites, &init.kill_blocks) } else { sites.into_iter().map(|b| (b, true)).collect() };
         Some(Frg {
             an,
             init,
             k,
             e,
-            trapping: e.key.op.can_trap(),
+            trapping,
             phis,
-            phi_of,
-            occs_in,
+            phi_index,
+            occ_runs: occ_runs.iter().map(|&(b, start, end)| (b, (start, end))).collect(),
+            sites,
             real: vec![RealState::default(); occs.len()],
             classes: 0,
             users: vec![],
@@ -227,6 +257,19 @@ impl<'a> Frg<'a> {
             needed: vec![],
             used_insertion: vec![],
         })
+    }
+
+    /// The Φ at the entry of block `b`, if there is one.
+    fn phi_of(&self, b: Block) -> Option<usize> {
+        self.phi_index.get(&b).copied()
+    }
+
+    /// The real occurrences in block `b`, in order.
+    fn occs_in(&self, b: Block) -> std::ops::Range<usize> {
+        match self.occ_runs.get(&b) {
+            Some(&(start, end)) => start..end,
+            None => 0..0,
+        }
     }
 
     /// A new redundancy class.
@@ -237,26 +280,43 @@ impl<'a> Frg<'a> {
 
     /// Rename (`seeds/ssapre.txt`, "Renaming: assign appropriate redundancy classes to
     /// all occurrences"): a pre-order walk of the dominator tree with a stack of
-    /// occurrences, an explicit stack of blocks to visit and heights to return to.
+    /// occurrences, visiting only the expression's [`sites`](Frg::sites). Entering a
+    /// site first leaves the sites above it that do not dominate it, cutting the stack
+    /// back to its height when each was entered: the stack a walk of the whole tree
+    /// would have there, since the blocks skipped push nothing.
     fn rename(&mut self, f: &Function) {
-        let enter = |(frg, stack): &mut (&mut Self, Vec<Top>), b: Block| {
-            let height = stack.len();
-            if let Some(j) = frg.phi_of[b] {
-                frg.phis[j].class = frg.new_class();
+        let an = self.an;
+        let mut stack: Vec<Top> = vec![];
+        let mut scopes: Vec<(Block, usize)> = vec![];
+        for si in 0..self.sites.len() {
+            let (b, own) = self.sites[si];
+            while let Some(&(d, height)) = scopes.last() {
+                if an.domtree.dominates(d, b) {
+                    break;
+                }
+                stack.truncate(height);
+                scopes.pop();
+            }
+            scopes.push((b, stack.len()));
+            if !own {
+                // Only effects here, none an occurrence: the Φ on top is not down-safe.
+                if let Some(Top::Phi(j)) = stack.last().copied() {
+                    self.phis[j].down_safe = false;
+                }
+                continue;
+            }
+            if let Some(j) = self.phi_of(b) {
+                self.phis[j].class = self.new_class();
                 stack.push(Top::Phi(j));
             }
-            frg.rename_occurrences(b, stack);
-            if frg.init.exits[b] {
+            self.rename_occurrences(b, &mut stack);
+            if self.init.exits[b] {
                 if let Some(Top::Phi(j)) = stack.last() {
-                    frg.phis[*j].down_safe = false;
+                    self.phis[*j].down_safe = false;
                 }
             }
-            frg.rename_phi_operands(f, b, stack);
-            height
-        };
-        let leave = |(_, stack): &mut (&mut Self, Vec<Top>), height: usize| stack.truncate(height);
-        let an = self.an;
-        an.domtree.walk_scoped(&mut (self, vec![]), enter, leave);
+            self.rename_phi_operands(f, b, &stack);
+        }
     }
 
     /// Rename within block `b`: the block's occurrences and (for a trapping expression)
@@ -264,7 +324,8 @@ impl<'a> Frg<'a> {
     /// class; an effect under a Φ makes the Φ not down-safe.
     fn rename_occurrences(&mut self, b: Block, stack: &mut Vec<Top>) {
         let occs = &self.e.occs;
-        if self.occs_in[b].is_empty() {
+        let here = self.occs_in(b);
+        if here.is_empty() {
             // Most blocks hold no occurrence of a given expression: their effects (none
             // of which is an occurrence here) only make a Φ on top not down-safe, which
             // one effect does as well as several.
@@ -275,9 +336,9 @@ impl<'a> Frg<'a> {
             }
             return;
         }
-        let mut events: Vec<(u32, Option<usize>)> = self.occs_in[b].iter().map(|&i| (occs[i].pos, Some(i))).collect();
+        let mut events: Vec<(u32, Option<usize>)> = here.clone().map(|i| (occs[i].pos, Some(i))).collect();
         if self.trapping {
-            let own: Vec<Expr> = self.occs_in[b].iter().map(|&i| occs[i].node).collect();
+            let own: Vec<Expr> = here.map(|i| occs[i].node).collect();
             events.extend(self.init.kills[b].iter().filter(|(_, n)| !own.contains(n)).map(|&(p, _)| (p, None)));
         }
         events.sort_by_key(|&(p, i)| (p, i.is_none()));
@@ -311,7 +372,7 @@ impl<'a> Frg<'a> {
     fn rename_phi_operands(&mut self, f: &Function, b: Block, stack: &[Top]) {
         let occs = &self.e.occs;
         for &s in &self.an.cfg.succs[b] {
-            let Some(g) = self.phi_of[s] else { continue };
+            let Some(g) = self.phi_of(s) else { continue };
             let Some(t) = translate(f, self.init, &self.phis[g], b) else {
                 // The successor's Φ cannot form the expression (an operand has no version
                 // there): on this path the expression is altered before being evaluated
@@ -410,19 +471,24 @@ impl<'a> Frg<'a> {
         }
     }
 
-    /// Finalize1: a pre-order walk of the dominator tree deciding reloads (an occurrence
-    /// whose class has an available definition dominating it), and insertions at the
-    /// operands of will-be-available Φs that need one.
+    /// Finalize1: a pre-order walk of the dominator tree (over the expression's
+    /// [`sites`](Frg::sites)) deciding reloads (an occurrence whose class has an
+    /// available definition dominating it), and insertions at the operands of
+    /// will-be-available Φs that need one.
     fn finalize1(&mut self, f: &Function) {
         let occs = &self.e.occs;
         let mut avail_def: HashMap<u32, Def> = HashMap::default();
-        for b in self.an.domtree.preorder() {
-            if let Some(j) = self.phi_of[b] {
+        for si in 0..self.sites.len() {
+            let (b, own) = self.sites[si];
+            if !own {
+                continue;
+            }
+            if let Some(j) = self.phi_of(b) {
                 if self.phis[j].will_be_avail() {
                     avail_def.insert(self.phis[j].class, Def::Phi(j));
                 }
             }
-            for &i in &self.occs_in[b] {
+            for i in self.occs_in(b) {
                 let c = self.real[i].class;
                 let dominating = avail_def.get(&c).copied().filter(|&d| {
                     let (db, dp) = self.def_site(d);
@@ -443,7 +509,7 @@ impl<'a> Frg<'a> {
                 }
             }
             for &s in &self.an.cfg.succs[b] {
-                let Some(g) = self.phi_of[s] else { continue };
+                let Some(g) = self.phi_of(s) else { continue };
                 if !self.phis[g].will_be_avail() {
                     continue;
                 }
@@ -770,6 +836,29 @@ fn translate(f: &Function, init: &Initialization, phi: &PhiOcc, p: Block) -> Opt
             })
             .collect(),
     )
+}
+
+/// The sites of a trapping expression: its own `sites` and the blocks with an effect
+/// (`kills`), both in dominator-tree pre-order, merged in one pass (a sort per trapping
+/// expression of every block with an effect made a function of many such blocks
+/// quadratic with a logarithm on top). Own sites are flagged true.
+fn merge_sites(dt: &crate::passes::domtree::DomTree, sites: &[Block], kills: &[Block]) -> Vec<(Block, bool)> {
+    let pre = |b: Block| dt.preorder_number(b);
+    let mut out: Vec<(Block, bool)> = Vec::with_capacity(sites.len() + kills.len());
+    let (mut i, mut k) = (0, 0);
+    while i < sites.len() || k < kills.len() {
+        if k == kills.len() || (i < sites.len() && pre(sites[i]) <= pre(kills[k])) {
+            if k < kills.len() && kills[k] == sites[i] {
+                k += 1;
+            }
+            out.push((sites[i], true));
+            i += 1;
+        } else {
+            out.push((kills[k], false));
+            k += 1;
+        }
+    }
+    out
 }
 
 /// Whether Finalize must insert at this operand of an available Φ.

@@ -177,6 +177,11 @@ pub struct Initialization {
     pub kills: SecondaryMap<Block, Vec<(u32, Expr)>>,
     /// Whether the block returns (an exit after every position).
     pub exits: SecondaryMap<Block, bool>,
+    /// The blocks that return, and the blocks with an effect (in dominator-tree pre-order,
+    /// unreachable ones left out): the blocks where Rename may find a Φ not down-safe
+    /// without an occurrence there.
+    pub exit_blocks: Vec<Block>,
+    pub kill_blocks: Vec<Block>,
     /// The current version of each original at the entry of each merge block (two or
     /// more predecessors: where a Φ can be), after its phis; empty for other blocks.
     pub current: SecondaryMap<Block, Vec<Option<Local>>>,
@@ -186,8 +191,9 @@ pub struct Initialization {
     pub phi_blocks: Vec<Vec<Block>>,
     /// The blocks defining a version of each original (phis, assignments, parameters).
     pub def_blocks: Vec<Vec<Block>>,
-    /// The iterated dominance frontier of each original's `def_blocks`.
-    pub def_frontier: Vec<Vec<Block>>,
+    /// The iterated dominance frontier of each original's `def_blocks`, computed when an
+    /// expression over the original first asks ([`Initialization::def_frontier`]).
+    def_frontier: Vec<std::cell::OnceCell<Vec<Block>>>,
     /// The parent of every node of the function.
     pub parent: SecondaryMap<Expr, Option<Parent>>,
 }
@@ -239,28 +245,6 @@ pub(crate) fn is_kill(d: &ExprData) -> bool {
     }
 }
 
-/// Locals something reads: a computation assigned to a local nobody reads is dead (dce
-/// removes it), and taking it for an occurrence would make PRE move the expression to
-/// where it is evaluated for nothing.
-fn read_locals(f: &Function) -> super::util::LocalSet {
-    let mut read = super::util::LocalSet::new(f.locals.len());
-    for &b in &f.layout {
-        for phi in &f.blocks[b].phis {
-            for (_, a) in &phi.args {
-                read.insert(*a);
-            }
-        }
-        for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
-            for a in super::util::accesses(f, r) {
-                if let super::util::Access::Use(l) = a {
-                    read.insert(l);
-                }
-            }
-        }
-    }
-    read
-}
-
 impl Initialization {
     /// Scans `f`: every candidate occurrence, effect and exit, the versions current at
     /// each block entry, and the parent of every node. `temps` names the originals of
@@ -272,6 +256,8 @@ impl Initialization {
             orig,
             kills: SecondaryMap::new(),
             exits: SecondaryMap::new(),
+            exit_blocks: vec![],
+            kill_blocks: vec![],
             current: SecondaryMap::new(),
             phi_def: SecondaryMap::new(),
             phi_blocks: vec![vec![]; norig],
@@ -279,14 +265,29 @@ impl Initialization {
             def_frontier: vec![],
             parent: SecondaryMap::new(),
         };
-        let read = read_locals(f);
-        let mut index: HashMap<Key, usize> = HashMap::default();
+        // Locals something reads: a computation assigned to a local nobody reads is dead
+        // (dce removes it), and taking it for an occurrence would make PRE move the
+        // expression to where it is evaluated for nothing. Known once every block is
+        // scanned, so the candidates are kept until then.
+        let mut read = super::util::LocalSet::new(f.locals.len());
+        let mut scratch = Scratch::default();
         for &b in &f.layout {
-            init.scan_block(f, b, &read, &is_temp, round, &mut index);
+            init.scan_block(f, b, &mut read, &is_temp, round, &mut scratch);
         }
-        init.current_versions(f, an, norig);
-        init.def_frontier = init.def_blocks.iter().map(|d| an.frontiers.iterated(d)).collect();
+        init.collect(f, &read, &is_temp, round, std::mem::take(&mut scratch.candidates));
+        // Rename merges the blocks with an effect into a trapping expression's sites in
+        // dominator-tree pre-order; a block outside the tree is never walked.
+        let dt = &an.domtree;
+        init.kill_blocks.retain(|&b| dt.preorder_number(b) != 0);
+        init.kill_blocks.sort_unstable_by_key(|&b| dt.preorder_number(b));
+        init.current_versions(f, an, norig, &scratch);
+        init.def_frontier = vec![std::cell::OnceCell::new(); norig];
         init
+    }
+
+    /// The iterated dominance frontier of original `o`'s definition blocks.
+    pub fn def_frontier(&self, an: &Analyses, o: u32) -> &[Block] {
+        self.def_frontier[o as usize].get_or_init(|| an.frontiers.iterated(&self.def_blocks[o as usize]))
     }
 
     /// The original of every local, the number of originals, and per original the round
@@ -311,33 +312,41 @@ impl Initialization {
     }
 
     /// Records one block: its phis' definitions, then in evaluation order the parents,
-    /// assignments, kills and real occurrences of its trees, and whether it exits. Each
-    /// block is scanned once, so a block already recorded for an original is its last entry.
+    /// assignments, reads, kills and candidate occurrences of its trees, and whether it
+    /// exits. Each block is scanned once, so a block already recorded for an original is
+    /// its last entry. After the first round only the expressions over the last round's
+    /// temporaries are run (the others were done), so only their occurrences are kept.
     fn scan_block(
         &mut self,
         f: &Function,
         b: Block,
-        read: &super::util::LocalSet,
+        read: &mut super::util::LocalSet,
         is_temp: &[Option<usize>],
         round: usize,
-        index: &mut HashMap<Key, usize>,
+        scratch: &mut Scratch,
     ) {
         self.scan_phis(f, b);
+        for phi in &f.blocks[b].phis {
+            for (_, a) in &phi.args {
+                read.insert(*a);
+            }
+        }
         let init = self;
         let mut pos = 0u32;
         let data = &f.blocks[b];
         let roots = data.stmts.iter().map(|&s| (s, Parent::Stmt(b))).chain(data.term.expr().map(|e| (e, Parent::Term(b))));
-        let mut nodes = vec![];
+        let nodes = &mut scratch.nodes;
+        let start = scratch.assigns.len() as u32;
         for (root, p) in roots {
             init.parent[root] = Some(p);
             nodes.clear();
             f.visit_postorder(root, &mut |n| nodes.push(n));
-            for &n in &nodes {
+            for &n in nodes.iter() {
                 for c in f.exprs[n].operands() {
                     init.parent[c] = Some(Parent::Node(n));
                 }
             }
-            for &n in &nodes {
+            for &n in nodes.iter() {
                 pos += 1;
                 let d = &f.exprs[n];
                 if let ExprData::Assign { local, .. } = d {
@@ -345,46 +354,81 @@ impl Initialization {
                     if init.def_blocks[o].last() != Some(&b) {
                         init.def_blocks[o].push(b);
                     }
+                    scratch.assigns.push(*local);
+                }
+                if let ExprData::Local(l) = d {
+                    read.insert(*l);
                 }
                 if is_kill(d) {
                     init.kills[b].push((pos, n));
                 }
                 let Some(op) = op_kind(d) else { continue };
-                if dead(f, &init.parent, n, read) {
-                    continue;
-                }
                 let Some(versions) = d.operands().iter().map(|&o| leaf(f, o)).collect::<Option<Vec<Val>>>() else {
                     continue;
                 };
-                let operands: Vec<KeyOperand> = versions
-                    .iter()
-                    .map(|v| match *v {
-                        Val::Var(l) => KeyOperand::Orig(init.orig[l]),
-                        Val::Const(t, c) => KeyOperand::Const(t, c),
-                    })
-                    .collect();
-                let made = |o: &KeyOperand| match o {
-                    KeyOperand::Orig(i) => is_temp[*i as usize],
-                    KeyOperand::Const(..) => None,
+                let last_round = |v: &Val| match *v {
+                    Val::Var(l) => is_temp[init.orig[l] as usize] == Some(round.wrapping_sub(1)),
+                    Val::Const(..) => false,
                 };
-                let composite = operands.iter().any(|o| made(o).is_some());
-                let fresh = operands.iter().any(|o| made(o) == Some(round.wrapping_sub(1)));
-                let key = Key { op, operands };
-                // Looked up before it is inserted, so that the key is cloned only for a new
-                // expression.
-                let k = match index.get(&key) {
-                    Some(&k) => k,
-                    None => {
-                        index.insert(key.clone(), init.worklist.len());
-                        init.worklist.push(Expression { key, occs: vec![], composite, fresh });
-                        init.worklist.len() - 1
-                    }
-                };
-                let parent = init.parent[n].expect("every node has a parent");
-                init.worklist[k].occs.push(RealOcc { node: n, block: b, pos, versions, parent });
+                if round > 0 && !versions.iter().any(last_round) {
+                    continue;
+                }
+                scratch.candidates.push(Candidate { node: n, block: b, pos, op, versions });
             }
         }
+        scratch.assigned[b] = (start, scratch.assigns.len() as u32);
         init.exits[b] = matches!(data.term, crate::ir::Terminator::Return(_));
+        if init.exits[b] {
+            init.exit_blocks.push(b);
+        }
+        if !init.kills[b].is_empty() {
+            init.kill_blocks.push(b);
+        }
+    }
+
+    /// The worklist: the candidates, in scan order, that are not dead, each added to the
+    /// entry of its lexical form.
+    fn collect(
+        &mut self,
+        f: &Function,
+        read: &super::util::LocalSet,
+        is_temp: &[Option<usize>],
+        round: usize,
+        candidates: Vec<Candidate>,
+    ) {
+        let init = self;
+        let mut index: HashMap<Key, usize> = HashMap::default();
+        for Candidate { node: n, block: b, pos, op, versions } in candidates {
+            if dead(f, &init.parent, n, read) {
+                continue;
+            }
+            let operands: Vec<KeyOperand> = versions
+                .iter()
+                .map(|v| match *v {
+                    Val::Var(l) => KeyOperand::Orig(init.orig[l]),
+                    Val::Const(t, c) => KeyOperand::Const(t, c),
+                })
+                .collect();
+            let made = |o: &KeyOperand| match o {
+                KeyOperand::Orig(i) => is_temp[*i as usize],
+                KeyOperand::Const(..) => None,
+            };
+            let composite = operands.iter().any(|o| made(o).is_some());
+            let fresh = operands.iter().any(|o| made(o) == Some(round.wrapping_sub(1)));
+            let key = Key { op, operands };
+            // Looked up before it is inserted, so that the key is cloned only for a new
+            // expression.
+            let k = match index.get(&key) {
+                Some(&k) => k,
+                None => {
+                    index.insert(key.clone(), init.worklist.len());
+                    init.worklist.push(Expression { key, occs: vec![], composite, fresh });
+                    init.worklist.len() - 1
+                }
+            };
+            let parent = init.parent[n].expect("every node has a parent");
+            init.worklist[k].occs.push(RealOcc { node: n, block: b, pos, versions, parent });
+        }
     }
 
     /// The phis of block `b`: each one's place, and `b` as a phi block and a definition
@@ -405,7 +449,7 @@ impl Initialization {
     /// The versions current at each block entry: a walk of the dominator tree with one
     /// stack per original, as SSA renaming does. Also records the parameters as
     /// definitions in the entry block.
-    fn current_versions(&mut self, f: &Function, an: &Analyses, norig: usize) {
+    fn current_versions(&mut self, f: &Function, an: &Analyses, norig: usize, scratch: &Scratch) {
         let init = self;
         let mut stacks: Vec<Vec<Local>> = vec![vec![]; norig];
         for &p in &f.params {
@@ -427,14 +471,11 @@ impl Initialization {
             if an.cfg.preds[b].len() >= 2 {
                 init.current[b] = stacks.iter().map(|s| s.last().copied()).collect();
             }
-            for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
-                f.visit_postorder(r, &mut |n| {
-                    if let ExprData::Assign { local, .. } = f.exprs[n] {
-                        let o = init.orig[local];
-                        stacks[o as usize].push(local);
-                        pushed.push(o);
-                    }
-                });
+            let (start, end) = scratch.assigned[b];
+            for &local in &scratch.assigns[start as usize..end as usize] {
+                let o = init.orig[local];
+                stacks[o as usize].push(local);
+                pushed.push(o);
             }
             pushed
         };
@@ -455,6 +496,26 @@ impl Initialization {
     pub fn originals(&self) -> usize {
         self.phi_blocks.len()
     }
+}
+
+/// A node of a candidate kind over leaves, found by the scan.
+struct Candidate {
+    node: Expr,
+    block: Block,
+    pos: u32,
+    op: OpKind,
+    versions: Vec<Val>,
+}
+
+/// Buffers of one scan: the nodes of the tree being scanned, and the locals each block
+/// assigns in evaluation order (`assigns[assigned[b].0..assigned[b].1]`), which the walk
+/// for the current versions reads instead of walking the trees again.
+#[derive(Default)]
+struct Scratch {
+    nodes: Vec<Expr>,
+    candidates: Vec<Candidate>,
+    assigns: Vec<Local>,
+    assigned: SecondaryMap<Block, (u32, u32)>,
 }
 
 /// Whether the computation at `n` only feeds a statement `dce` removes: pure computations
