@@ -6,70 +6,8 @@
 //! snapshot.
 
 pub use crate::measure::latency::LatencyHistogram;
+pub use crate::smt::run::PassAnswers;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-
-/// One pass's answers: how many of each kind (`smt::Answer::kind`), the unknown ones by
-/// reason (`smt::Unknown::reason`), and their latencies.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PassAnswers {
-    pub pass: String,
-    pub kinds: BTreeMap<String, u64>,
-    /// The unknown answers by reason (`budget`, `time limit`, ...). Answers counted before
-    /// the reasons were kept (an older state file) are in `kinds` only.
-    #[serde(default)]
-    pub unknown_reasons: BTreeMap<String, u64>,
-    pub latency: LatencyHistogram,
-}
-
-impl PassAnswers {
-    fn merge(&mut self, other: &PassAnswers) {
-        for (k, n) in &other.kinds {
-            *self.kinds.entry(k.clone()).or_insert(0) += n;
-        }
-        for (k, n) in &other.unknown_reasons {
-            *self.unknown_reasons.entry(k.clone()).or_insert(0) += n;
-        }
-        self.latency.merge(&other.latency);
-    }
-
-    fn kind(&self, k: &str) -> u64 {
-        self.kinds.get(k).copied().unwrap_or(0)
-    }
-
-    /// `N budget, N time limit`: the unknown answers by reason, and those whose reason was
-    /// not kept as `N unrecorded`.
-    pub fn reasons(&self) -> String {
-        let mut parts: Vec<String> = self.unknown_reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
-        let unrecorded = self.kind("unknown").saturating_sub(self.unknown_reasons.values().sum());
-        if unrecorded > 0 {
-            parts.push(format!("{unrecorded} unrecorded"));
-        }
-        parts.join(", ")
-    }
-
-    /// `PASS: N proved, N bounded, N vacuous, N unknown (P%: N budget, ...), N
-    /// counterexample(s), N encoder disagreement(s); p50 T, p90 T, p99 T`.
-    pub fn line(&self) -> String {
-        let ms = |q: f64| self.latency.quantile(q).as_secs_f64() * 1e3;
-        let reasons = self.reasons();
-        format!(
-            "{}: {} proved, {} bounded, {} vacuous, {} unknown ({:.1}%{}), {} counterexample(s), {} encoder disagreement(s); p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms",
-            self.pass,
-            self.kind("proved"),
-            self.kind("bounded"),
-            self.kind("vacuous"),
-            self.kind("unknown"),
-            100.0 * self.kind("unknown") as f64 / self.latency.count().max(1) as f64,
-            if reasons.is_empty() { String::new() } else { format!(": {reasons}") },
-            self.kind("counterexample"),
-            self.kind("disagreement"),
-            ms(0.5),
-            ms(0.9),
-            ms(0.99)
-        )
-    }
-}
 
 /// Every pass's answers, one entry per pass in first-seen order.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -92,12 +30,7 @@ impl ValidatorAnswers {
                 self.passes.len() - 1
             }
         };
-        let p = &mut self.passes[i];
-        *p.kinds.entry(kind.to_string()).or_insert(0) += 1;
-        if let Some(r) = reason {
-            *p.unknown_reasons.entry(r.to_string()).or_insert(0) += 1;
-        }
-        p.latency.add(micros);
+        self.passes[i].add(kind, reason, micros);
     }
 
     /// One line per pass (in pipeline order; passes it does not name last, by name) and

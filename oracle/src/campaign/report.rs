@@ -881,16 +881,16 @@ impl VerifyReportJson {
             format: "tandem-verify-report/1",
             verdict: "passed",
             exit_status: 0,
-            queries: all.queries,
-            answers: all.kinds.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
-            unknown_reasons: all.reasons.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
+            queries: all.queries(),
+            answers: all.answers.kinds.clone(),
+            unknown_reasons: all.answers.unknown_reasons.clone(),
             failed: 0,
             not_proved: 0,
             entries: vec![],
         };
-        for (kind, n) in &all.kinds {
+        for (kind, n) in &all.answers.kinds {
             // The verdict of a kind, as [`answer_verdict`] gives it for each answer.
-            match *kind {
+            match kind.as_str() {
                 "counterexample" | "disagreement" => r.failed += n,
                 "proved" | "bounded" => {}
                 _ => r.not_proved += n,

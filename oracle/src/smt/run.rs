@@ -6,6 +6,7 @@
 
 use super::{write_finding, Answer, Options};
 use crate::measure::latency::LatencyHistogram;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -49,59 +50,122 @@ pub struct Tally {
     pub passes: Vec<PassTally>,
 }
 
-/// The counts of one pass's answers (or of all passes').
+/// The counts of one pass's answers (or of all passes'): the answers themselves, and
+/// what `tandem verify` adds: which pairs the pass changed and a coarse histogram.
 #[derive(Clone, Debug, Default)]
 pub struct PassTally {
-    pub pass: String,
-    pub queries: u64,
-    /// Answers by kind ([`Answer::kind`]).
-    pub kinds: BTreeMap<&'static str, u64>,
-    /// Unknown answers by reason ([`super::Unknown::reason`]).
-    pub reasons: BTreeMap<&'static str, u64>,
+    pub answers: PassAnswers,
     /// Queries whose pass changed the function, and those of them proved for every run.
     pub changed: u64,
     pub changed_proved: u64,
-    pub latency: LatencyHistogram,
     /// Queries per [`BUCKETS`] range.
     pub buckets: [u64; BUCKETS.len()],
 }
 
 impl PassTally {
     fn add(&mut self, e: &Entry) {
-        self.queries += 1;
-        *self.kinds.entry(e.answer.kind()).or_insert(0) += 1;
-        if let Some(r) = e.answer.unknown_reason() {
-            *self.reasons.entry(r).or_insert(0) += 1;
-        }
+        self.answers.add(e.answer.kind(), e.answer.unknown_reason(), e.time.as_micros() as u64);
         if e.changed {
             self.changed += 1;
             self.changed_proved += u64::from(e.answer.kind() == "proved");
         }
-        self.latency.add(e.time.as_micros() as u64);
         let m = e.time.as_secs_f64() * 1e3;
         let i = BUCKETS.iter().position(|&hi| m < hi).unwrap_or(BUCKETS.len() - 1);
         self.buckets[i] += 1;
     }
 
     fn merge(&mut self, o: &PassTally) {
-        self.queries += o.queries;
-        for (k, n) in &o.kinds {
-            *self.kinds.entry(k).or_insert(0) += n;
-        }
-        for (r, n) in &o.reasons {
-            *self.reasons.entry(r).or_insert(0) += n;
-        }
+        self.answers.merge(&o.answers);
         self.changed += o.changed;
         self.changed_proved += o.changed_proved;
-        self.latency.merge(&o.latency);
         for (b, n) in self.buckets.iter_mut().zip(o.buckets) {
             *b += n;
         }
     }
 
+    /// How many queries.
+    pub fn queries(&self) -> u64 {
+        self.answers.latency.count()
+    }
+
     /// Answers of kind `kind`.
     pub fn kind(&self, kind: &str) -> u64 {
-        self.kinds.get(kind).copied().unwrap_or(0)
+        self.answers.kind(kind)
+    }
+}
+
+/// One pass's answers: how many of each kind ([`Answer::kind`]), the unknown ones by
+/// reason ([`super::Unknown::reason`]), and their latencies, in a size that does not grow
+/// with the answers. Campaigns keep (and snapshot) these; `tandem verify` too.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PassAnswers {
+    pub pass: String,
+    pub kinds: BTreeMap<String, u64>,
+    /// The unknown answers by reason (`budget`, `time limit`, ...). Answers counted before
+    /// the reasons were kept (an older state file) are in `kinds` only.
+    #[serde(default)]
+    pub unknown_reasons: BTreeMap<String, u64>,
+    pub latency: LatencyHistogram,
+}
+
+impl PassAnswers {
+    /// Counts one answer of kind `kind` (an unknown one with its `reason`) that took
+    /// `micros`.
+    pub fn add(&mut self, kind: &str, reason: Option<&str>, micros: u64) {
+        *self.kinds.entry(kind.to_string()).or_insert(0) += 1;
+        if let Some(r) = reason {
+            *self.unknown_reasons.entry(r.to_string()).or_insert(0) += 1;
+        }
+        self.latency.add(micros);
+    }
+
+    pub fn merge(&mut self, other: &PassAnswers) {
+        for (k, n) in &other.kinds {
+            *self.kinds.entry(k.clone()).or_insert(0) += n;
+        }
+        for (k, n) in &other.unknown_reasons {
+            *self.unknown_reasons.entry(k.clone()).or_insert(0) += n;
+        }
+        self.latency.merge(&other.latency);
+    }
+
+    /// Answers of kind `k`.
+    pub fn kind(&self, k: &str) -> u64 {
+        self.kinds.get(k).copied().unwrap_or(0)
+    }
+
+    /// `N budget, N time limit`: the unknown answers by reason, and those whose reason was
+    /// not kept as `N unrecorded`.
+    pub fn reasons(&self) -> String {
+        let mut parts: Vec<String> = self.unknown_reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
+        let unrecorded = self.kind("unknown").saturating_sub(self.unknown_reasons.values().sum());
+        if unrecorded > 0 {
+            parts.push(format!("{unrecorded} unrecorded"));
+        }
+        parts.join(", ")
+    }
+
+    /// `N proved, N bounded, N vacuous, N unknown (P%: N budget, ...), N
+    /// counterexample(s), N encoder disagreement(s)`.
+    pub fn counts(&self) -> String {
+        let reasons = self.reasons();
+        format!(
+            "{} proved, {} bounded, {} vacuous, {} unknown ({:.1}%{}), {} counterexample(s), {} encoder disagreement(s)",
+            self.kind("proved"),
+            self.kind("bounded"),
+            self.kind("vacuous"),
+            self.kind("unknown"),
+            100.0 * self.kind("unknown") as f64 / self.latency.count().max(1) as f64,
+            if reasons.is_empty() { String::new() } else { format!(": {reasons}") },
+            self.kind("counterexample"),
+            self.kind("disagreement"),
+        )
+    }
+
+    /// `PASS: [counts]; p50 T, p90 T, p99 T`, as a campaign's summary prints it.
+    pub fn line(&self) -> String {
+        let ms = |q: f64| self.latency.quantile(q).as_secs_f64() * 1e3;
+        format!("{}: {}; p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms", self.pass, self.counts(), ms(0.5), ms(0.9), ms(0.99))
     }
 }
 
@@ -133,10 +197,11 @@ impl Tally {
 
     /// Counts one answer (and keeps it, if entries are kept).
     pub fn add(&mut self, e: &Entry) {
-        let i = match self.passes.iter().position(|p| p.pass == e.pass) {
+        let i = match self.passes.iter().position(|p| p.answers.pass == e.pass) {
             Some(i) => i,
             None => {
-                self.passes.push(PassTally { pass: e.pass.clone(), ..PassTally::default() });
+                let answers = PassAnswers { pass: e.pass.clone(), ..PassAnswers::default() };
+                self.passes.push(PassTally { answers, ..PassTally::default() });
                 self.passes.len() - 1
             }
         };
@@ -148,7 +213,7 @@ impl Tally {
 
     /// Every pass's counts together.
     pub fn all(&self) -> PassTally {
-        let mut all = PassTally { pass: "all".to_string(), ..PassTally::default() };
+        let mut all = PassTally { answers: PassAnswers { pass: "all".to_string(), ..PassAnswers::default() }, ..PassTally::default() };
         for p in &self.passes {
             all.merge(p);
         }
@@ -166,7 +231,7 @@ impl Tally {
         let all = self.all();
         if all.kind("counterexample") + all.kind("disagreement") > 0 {
             1
-        } else if all.kind("proved") + all.kind("bounded") < all.queries {
+        } else if all.kind("proved") + all.kind("bounded") < all.queries() {
             3
         } else {
             0
@@ -199,27 +264,20 @@ impl fmt::Display for Tally {
     /// pairs proved for every run, p50/p90/p99 (to within 1%) and max, and a histogram.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for p in self.passes.iter().cloned().chain([self.all()]) {
-            let c = |k: &str| p.kind(k);
-            let reasons: String = p.reasons.iter().map(|(r, n)| format!(", {n} {r}")).collect::<String>().replacen(", ", ": ", 1);
+            let a = &p.answers;
             writeln!(
                 f,
-                "{}: {} queries: {} proved, {} bounded, {} vacuous, {} unknown ({:.1}%{reasons}), {} counterexample(s), {} encoder disagreement(s); changed pairs proved for every run: {} of {} ({:.1}%); p50 {}, p90 {}, p99 {}, max {}",
-                p.pass,
-                p.queries,
-                c("proved"),
-                c("bounded"),
-                c("vacuous"),
-                c("unknown"),
-                100.0 * c("unknown") as f64 / p.queries.max(1) as f64,
-                c("counterexample"),
-                c("disagreement"),
+                "{}: {} queries: {}; changed pairs proved for every run: {} of {} ({:.1}%); p50 {}, p90 {}, p99 {}, max {}",
+                a.pass,
+                p.queries(),
+                a.counts(),
                 p.changed_proved,
                 p.changed,
                 100.0 * p.changed_proved as f64 / p.changed.max(1) as f64,
-                ms(p.latency.quantile(0.5)),
-                ms(p.latency.quantile(0.9)),
-                ms(p.latency.quantile(0.99)),
-                ms(Duration::from_micros(p.latency.max_micros)),
+                ms(a.latency.quantile(0.5)),
+                ms(a.latency.quantile(0.9)),
+                ms(a.latency.quantile(0.99)),
+                ms(Duration::from_micros(a.latency.max_micros)),
             )?;
             let mut lo = 0.0;
             let mut parts = vec![];
