@@ -351,5 +351,9 @@ fn the_command_prints_what_its_reports_count() {
     assert_eq!((j["passed"].as_u64(), j["failed"].as_u64(), j["limited"].as_u64(), j["exit_status"].as_u64()), (Some(2), Some(1), Some(1), Some(1)));
     let x = std::fs::read_to_string(dir.join("r.xml")).unwrap();
     assert!(x.contains("<testsuites name=\"tandem run\" tests=\"4\" failures=\"1\" errors=\"0\" skipped=\"1\""), "{x}");
+    // Without a report the command keeps counts, not the files: it prints the same.
+    let alone = std::process::Command::new(env!("CARGO_BIN_EXE_tandem")).args(["run", "--no-verify"]).arg(dir.join("cases")).output().unwrap();
+    assert_eq!(alone.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&alone.stdout), stdout);
     let _ = std::fs::remove_dir_all(&dir);
 }

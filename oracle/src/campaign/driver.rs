@@ -777,7 +777,13 @@ impl Session {
         // When the campaign began to stop (a signal, the time bound, the watchdog), and how
         // long the seeds under way may still take.
         let mut stopping: Option<(Instant, Duration)> = None;
+        let mut trimmed = Instant::now();
         loop {
+            if trimmed.elapsed() >= Duration::from_secs(1) {
+                // The workers' freed memory goes back to the system (see `release_free`).
+                crate::measure::memory::release_free();
+                trimmed = Instant::now();
+            }
             match rx.recv_timeout(Duration::from_millis(100)) {
                 Ok(outcome) => {
                     // A seed the watchdog already recorded (its thread finished after all).

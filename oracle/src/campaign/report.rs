@@ -326,30 +326,38 @@ pub struct RunCounts {
 
 impl RunCounts {
     pub fn of(replayed: &[Replayed], bless: bool) -> RunCounts {
-        let mut c = RunCounts { files: replayed.len() as u64, ..RunCounts::default() };
+        let mut c = RunCounts::default();
         for r in replayed {
-            let Replayed::File { report, .. } = r else {
-                c.bad_input += 1;
-                continue;
-            };
-            for run in &report.runs {
-                match run_status(run, bless) {
-                    RunStatus::Passed => c.passed += 1,
-                    RunStatus::Failed => c.failed += 1,
-                    RunStatus::Infidelity => c.infidelities += 1,
-                    RunStatus::Limit => c.limited += 1,
-                }
-            }
-            match report.validation {
-                Validation::Validated => c.validated_files += 1,
-                Validation::Generated => c.generated_not_validated += 1,
-                Validation::Off => {}
-            }
-            for a in &report.smt {
-                c.add_answer(a);
-            }
+            c.add(r, bless);
         }
         c
+    }
+
+    /// Counts one more replayed file: `tandem run` counts each file as it is done and
+    /// keeps the file itself only when a report lists every run (`--json`, `--junit`), so
+    /// that its memory does not grow with the number of files.
+    pub fn add(&mut self, r: &Replayed, bless: bool) {
+        self.files += 1;
+        let Replayed::File { report, .. } = r else {
+            self.bad_input += 1;
+            return;
+        };
+        for run in &report.runs {
+            match run_status(run, bless) {
+                RunStatus::Passed => self.passed += 1,
+                RunStatus::Failed => self.failed += 1,
+                RunStatus::Infidelity => self.infidelities += 1,
+                RunStatus::Limit => self.limited += 1,
+            }
+        }
+        match report.validation {
+            Validation::Validated => self.validated_files += 1,
+            Validation::Generated => self.generated_not_validated += 1,
+            Validation::Off => {}
+        }
+        for a in &report.smt {
+            self.add_answer(a);
+        }
     }
 
     fn add_answer(&mut self, a: &SmtReport) {

@@ -75,11 +75,13 @@ fn run(
             return ExitCode::from(2);
         }
     };
-    let replayed = match replay_all(&files, options, verbose, x86) {
+    // The JSON and JUnit reports list every run, so only they need every file's report;
+    // otherwise each file is counted and dropped (a run over thousands of files stays flat).
+    let keep = junit.is_some() || json.is_some();
+    let (counts, replayed) = match replay_all(&files, options, verbose, x86, keep) {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let counts = RunCounts::of(&replayed, options.bless);
     if let Err(code) = write_reports(&replayed, options.bless, junit, json) {
         return code;
     }
@@ -88,10 +90,18 @@ fn run(
 }
 
 /// Replays every file, printing each file's console lines as it is done (bad input on
-/// standard error). `Err` when standard output is closed (`| head`): the run ends quietly.
-fn replay_all(files: &[PathBuf], options: &ReplayOptions, verbose: bool, x86: Option<tandem_oracle::exec::x86::X86Mode>) -> Result<Vec<Replayed>, ExitCode> {
+/// standard error), and counts them; the files' reports are kept only with `keep`.
+/// `Err` when standard output is closed (`| head`): the run ends quietly.
+fn replay_all(
+    files: &[PathBuf],
+    options: &ReplayOptions,
+    verbose: bool,
+    x86: Option<tandem_oracle::exec::x86::X86Mode>,
+    keep: bool,
+) -> Result<(RunCounts, Vec<Replayed>), ExitCode> {
     let mut emu = x86_machines(x86)?;
     let mut out = std::io::stdout().lock();
+    let mut counts = RunCounts::default();
     let mut replayed = vec![];
     for path in files {
         let file_started = std::time::Instant::now();
@@ -105,9 +115,13 @@ fn replay_all(files: &[PathBuf], options: &ReplayOptions, verbose: bool, x86: Op
         } else if write!(out, "{text}").is_err() {
             return Err(ExitCode::from(1));
         }
-        replayed.push(r);
+        counts.add(&r, options.bless);
+        tandem_oracle::measure::memory::release_free();
+        if keep {
+            replayed.push(r);
+        }
     }
-    Ok(replayed)
+    Ok((counts, replayed))
 }
 
 /// Writes the JUnit and JSON reports that were asked for.

@@ -166,6 +166,7 @@ fn verify(what: &VerifyWhat, plan: &Plan, verbose: bool, keep: bool) -> Result<T
             let added = tally.add_function(f, &origin, &stem, &plan).map_err(|e| fail(format!("{origin}: {e}")))?;
             show(&added);
         }
+        tandem_oracle::measure::memory::release_free();
     }
     Ok(tally)
 }
