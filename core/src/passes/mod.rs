@@ -1,16 +1,16 @@
 //! The pass manager and the IR-level passes of `DESIGN.md` ("The pipeline").
 //!
-//! A pass is a function over `&mut Function` plus the CFG analyses ([`Analyses`]),
-//! returning [`Stats`]: named counters of what it did. Each pass is described by a
-//! [`PassInfo`]: its name, the IR form it needs and the form it leaves ([`Form`]: HIR
-//! without phis, or SSA), and whether it changes the CFG, in which case the manager
-//! recomputes the analyses before the next pass. A [`Pipeline`] is a validated list of
-//! passes (`ssa,dce,ssa-destroy,cprop`): validation follows the form through the list, so
-//! `ssa-destroy` needs SSA and `cprop` needs HIR. [`PassManager::run`] verifies the IR
-//! after every pass when asked (always in tests and debug builds: the default), including
-//! the SSA rules (one definition per local, every use dominated by its definition)
-//! while the IR is in SSA form, and calls a hook
-//! with the IR after every pass so that the harness can interpret it.
+//! A pass is a function over `&mut Function`, plus the CFG analyses ([`Analyses`]) when
+//! it reads them ([`PassFn`]), returning [`Stats`]: named counters of what it did. Each
+//! pass is described by a [`PassInfo`]: its name, the IR form it needs and the form it
+//! leaves ([`Form`]: HIR without phis, or SSA), and whether it changes the CFG, in which
+//! case the manager recomputes the analyses before the next pass that reads them. A
+//! [`Pipeline`] is a validated list of passes (`ssa,dce,ssa-destroy,cprop`): validation
+//! follows the form through the list, so `ssa-destroy` needs SSA and `cprop` needs HIR.
+//! [`PassManager::run`] verifies the IR after every pass when asked (always in tests and
+//! debug builds: the default), including the SSA rules (one definition per local, every
+//! use dominated by its definition) while the IR is in SSA form, and calls a hook with
+//! the IR after every pass so that the harness can interpret it.
 //!
 //! [`default_pipeline`] reads like the pass list of `DESIGN.md`; the passes of later
 //! issues (`memopt`, `ssapre`, the backend) join it as they land.
@@ -158,8 +158,14 @@ impl fmt::Display for PassError {
 
 impl std::error::Error for PassError {}
 
-/// The signature of a pass.
-pub type PassFn = fn(&mut Function, &Analyses) -> Stats;
+/// A pass: one that reads the CFG analyses of the function as it is, or one that reads
+/// none (the manager computes the analyses only for a pass that reads them, once the
+/// CFG changed since they were last computed).
+#[derive(Clone, Copy)]
+pub enum PassFn {
+    WithAnalyses(fn(&mut Function, &Analyses) -> Stats),
+    Alone(fn(&mut Function) -> Stats),
+}
 
 /// A pass and what the manager must know about it.
 pub struct PassInfo {
@@ -175,18 +181,24 @@ pub struct PassInfo {
 
 /// Every IR-level pass.
 pub static PASSES: &[PassInfo] = &[
-    PassInfo { name: "ssa", needs: Some(Form::Hir), produces: Some(Form::Ssa), changes_cfg: false, run: ssa::run },
-    PassInfo { name: "memopt", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: memopt::run },
-    PassInfo { name: "ssapre", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: ssapre::run },
-    PassInfo { name: "dce", needs: None, produces: None, changes_cfg: false, run: dce::run },
+    PassInfo {
+        name: "ssa",
+        needs: Some(Form::Hir),
+        produces: Some(Form::Ssa),
+        changes_cfg: false,
+        run: PassFn::WithAnalyses(ssa::run),
+    },
+    PassInfo { name: "memopt", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: PassFn::Alone(memopt::run) },
+    PassInfo { name: "ssapre", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: PassFn::Alone(ssapre::run) },
+    PassInfo { name: "dce", needs: None, produces: None, changes_cfg: false, run: PassFn::Alone(dce::run) },
     PassInfo {
         name: "ssa-destroy",
         needs: Some(Form::Ssa),
         produces: Some(Form::Hir),
         changes_cfg: true,
-        run: ssa_destroy::run,
+        run: PassFn::WithAnalyses(ssa_destroy::run),
     },
-    PassInfo { name: "cprop", needs: Some(Form::Hir), produces: None, changes_cfg: false, run: cprop::run },
+    PassInfo { name: "cprop", needs: Some(Form::Hir), produces: None, changes_cfg: false, run: PassFn::Alone(cprop::run) },
 ];
 
 /// Finds a pass by name.
@@ -308,10 +320,14 @@ impl PassManager {
             return Err(PassError::InputForm { function: f.name.clone(), expected: pipeline.start });
         }
         let mut out = vec![];
-        let mut analyses = Analyses::compute(f);
+        // Computed when a pass that reads them comes after the CFG changed (or first).
+        let mut analyses: Option<Analyses> = None;
         let mut form = pipeline.start;
         for p in &pipeline.passes {
-            let stats = (p.run)(f, &analyses);
+            let stats = match p.run {
+                PassFn::WithAnalyses(run) => run(f, analyses.get_or_insert_with(|| Analyses::compute(f))),
+                PassFn::Alone(run) => run(f),
+            };
             form = p.produces.unwrap_or(form);
             if self.verify {
                 let mut errors: Vec<String> = match verify_function(f) {
@@ -324,7 +340,7 @@ impl PassManager {
                 }
             }
             if p.changes_cfg {
-                analyses = Analyses::compute(f);
+                analyses = None;
             }
             hook(p.name, f, &stats);
             out.push((p.name, stats));
