@@ -402,65 +402,60 @@ pub fn check_form_located(f: &Function, form: Form) -> Vec<FormError> {
             }
         }
         Form::Ssa => {
-            let mut defined = util::LocalSet::new(f.locals.len());
-            for &p in &f.params {
-                defined.insert(p);
-            }
-            let mut def = |l: crate::ir::Local, b: Block, n: Option<Expr>, errs: &mut Vec<FormError>| {
-                if !defined.insert(l) {
-                    errs.push(err(b, n, format!("SSA: local %{} is defined more than once", f.locals[l].name)));
-                }
-            };
-            for &b in &f.layout {
-                for phi in &f.blocks[b].phis {
-                    def(phi.dest, b, None, &mut errs);
-                }
-                for s in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
-                    f.visit_postorder(s, &mut |n| {
-                        if let ExprData::Assign { local, .. } = &f.exprs[n] {
-                            def(*local, b, Some(n), &mut errs);
-                        }
-                    });
-                }
-            }
+            let site = definition_sites(f, &mut errs);
             if errs.is_empty() {
-                errs.extend(check_strict(f));
+                errs.extend(check_strict(f, &site));
             }
         }
     }
     errs
 }
 
-/// Strict SSA: every use of a local is dominated by its definition (a phi argument by
-/// the end of its predecessor). A local that is never defined anywhere is the constant 0
-/// (every local starts at 0), as if defined before the entry, so its uses are strict too.
-fn check_strict(f: &Function) -> Vec<FormError> {
-    use crate::ir::Local;
-    use cranelift_entity::SecondaryMap;
-    let cfg = Cfg::compute(f);
-    let dt = DomTree::compute(f, &cfg);
-    // Where each local is defined: (block, statement position, node position). Phis are
-    // at (0, 0), statement `i` at `i + 1` with its nodes in evaluation order, and
-    // parameters before everything in the entry.
-    let mut site: SecondaryMap<Local, Option<(Block, usize, usize)>> = SecondaryMap::new();
+/// Where each local is defined: (block, statement position, node position). Phis are at
+/// (0, 0), statement `i` at `i + 1` with its nodes in evaluation order, and parameters
+/// before everything in the entry. A second definition of a local (a parameter is defined
+/// already) is an error, in `errs`: one walk finds both, for the check after every pass.
+fn definition_sites(f: &Function, errs: &mut Vec<FormError>) -> DefinitionSites {
+    let mut site: DefinitionSites = cranelift_entity::SecondaryMap::new();
     for &p in &f.params {
         site[p] = Some((f.entry(), 0, 0));
     }
-    let roots = |b: Block| f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr());
+    let mut def = |l: crate::ir::Local, at: (Block, usize, usize), node: Option<Expr>, errs: &mut Vec<FormError>| {
+        if site[l].is_some() {
+            let message = format!("SSA: local %{} is defined more than once", f.locals[l].name);
+            errs.push(FormError { block: at.0, node, message });
+        } else {
+            site[l] = Some(at);
+        }
+    };
     for &b in &f.layout {
         for phi in &f.blocks[b].phis {
-            site[phi.dest] = Some((b, 0, 0));
+            def(phi.dest, (b, 0, 0), None, errs);
         }
-        for (i, s) in roots(b).enumerate() {
+        for (i, s) in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()).enumerate() {
             let mut k = 0;
             f.visit_postorder(s, &mut |n| {
                 if let ExprData::Assign { local, .. } = f.exprs[n] {
-                    site[local] = Some((b, i + 1, k));
+                    def(local, (b, i + 1, k), Some(n), errs);
                 }
                 k += 1;
             });
         }
     }
+    site
+}
+
+/// The definition site of each local (see [`definition_sites`]).
+type DefinitionSites = cranelift_entity::SecondaryMap<crate::ir::Local, Option<(Block, usize, usize)>>;
+
+/// Strict SSA: every use of a local is dominated by its definition (a phi argument by
+/// the end of its predecessor). A local that is never defined anywhere is the constant 0
+/// (every local starts at 0), as if defined before the entry, so its uses are strict too.
+fn check_strict(f: &Function, site: &DefinitionSites) -> Vec<FormError> {
+    use crate::ir::Local;
+    let cfg = Cfg::compute(f);
+    let dt = DomTree::compute(f, &cfg);
+    let roots = |b: Block| f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr());
     let mut errs = vec![];
     let mut check = |l: Local, b: Block, at: (usize, usize), node: Option<Expr>, what: &str| match site[l] {
         None => {}
