@@ -275,11 +275,48 @@ pub enum ResultReg {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Constraints {
     pub operands: Vec<(Use, RegSet)>,
-    /// Per operand: the instruction only reads it (it may then sit in a register the
-    /// global allocator owns, since nothing overwrites it).
-    pub read_only: Vec<bool>,
+    /// Which operands the instruction only reads (see [`Constraints::read_only`]).
+    read_only: ReadOnly,
     pub clobbers: RegSet,
     pub results: Vec<ResultReg>,
+}
+
+impl Constraints {
+    /// Whether the instruction only reads its register operand `i` (it may then sit in a
+    /// register the global allocator owns, since nothing overwrites it).
+    pub fn read_only(&self, i: usize) -> bool {
+        self.read_only.contains(i)
+    }
+}
+
+/// The register operands an instruction only reads: all, one, or none (the shapes
+/// [`read_only`] gives), kept without a list per node.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ReadOnly {
+    All,
+    One(usize),
+    None,
+}
+
+impl ReadOnly {
+    /// The shape of [`read_only`] for `op`, from its first two operands (it decides every
+    /// later one as it decides the second, unless all are read-only).
+    fn of(op: &Op) -> ReadOnly {
+        match (read_only(op, 0), read_only(op, 1)) {
+            (true, true) => ReadOnly::All,
+            (true, false) => ReadOnly::One(0),
+            (false, true) => ReadOnly::One(1),
+            (false, false) => ReadOnly::None,
+        }
+    }
+
+    fn contains(self, i: usize) -> bool {
+        match self {
+            ReadOnly::All => true,
+            ReadOnly::One(k) => i == k,
+            ReadOnly::None => false,
+        }
+    }
 }
 
 /// The register operands of `n`: its in-line arguments, and those of its contained
@@ -304,21 +341,18 @@ fn each_register_operand(f: &LirFunction, n: Node, visit: &mut impl FnMut(Use)) 
 /// The constraints of lowered node `n` (see [`Constraints`]).
 pub fn constraints(f: &LirFunction, n: Node) -> Constraints {
     let d = &f.nodes[n];
-    let mut operands: Vec<(Use, RegSet)> = vec![];
+    let mut operands: Vec<(Use, RegSet)> = Vec::with_capacity(d.args.len());
     each_register_operand(f, n, &mut |u| operands.push((u, RegSet::ALL)));
-    let (masks, clobbers, results) = fixed_registers(f, n);
-    // The first operands take the fixed masks; a mask without an operand is dropped.
-    for ((_, mask), m) in operands.iter_mut().zip(masks) {
-        *mask = m;
-    }
-    let read_only: Vec<bool> = (0..operands.len()).map(|i| read_only(&d.op, i)).collect();
+    let (clobbers, results) = fixed_registers(f, n, &mut operands);
+    let read_only = ReadOnly::of(&d.op);
+    debug_assert!((0..operands.len()).all(|i| self::read_only(&d.op, i) == read_only.contains(i)));
     Constraints { operands, read_only, clobbers, results }
 }
 
 /// What the instruction of `n` fixes: the masks of its first register operands (in
-/// argument order; the rest take any register), the registers it clobbers, and where
-/// its results are.
-fn fixed_registers(f: &LirFunction, n: Node) -> (Vec<RegSet>, RegSet, Vec<ResultReg>) {
+/// argument order, set in `operands`; the rest take any register), the registers it
+/// clobbers, and where its results are.
+fn fixed_registers(f: &LirFunction, n: Node, operands: &mut [(Use, RegSet)]) -> (RegSet, Vec<ResultReg>) {
     let d = &f.nodes[n];
     let any = RegSet::ALL;
     let eax = RegSet::of(Reg::Eax);
@@ -326,8 +360,9 @@ fn fixed_registers(f: &LirFunction, n: Node) -> (Vec<RegSet>, RegSet, Vec<Result
     let ecx = RegSet::of(Reg::Ecx);
     let edx_eax = eax.with(Reg::Edx);
     // Masks for the in-line arguments by argument index (contained arguments expand to
-    // their own register operands, which take `any`).
-    let mut masks: Vec<RegSet> = vec![];
+    // their own register operands, which take `any`), given to the first operands in
+    // turn; a mask without an operand is dropped.
+    let mut masks = FirstMasks { operands, given: 0 };
     let mut clobbers = RegSet::NONE;
     let mut results = vec![];
     let inline = |i: usize| !f.nodes[d.args[i].node].contained;
@@ -380,7 +415,9 @@ fn fixed_registers(f: &LirFunction, n: Node) -> (Vec<RegSet>, RegSet, Vec<Result
             // The address mode's registers come first, then the value.
             let mut naddr = 0;
             each_register_operand(f, d.args[0].node, &mut |_| naddr += 1);
-            masks.extend(std::iter::repeat_n(any, naddr));
+            for _ in 0..naddr {
+                masks.push(any);
+            }
             masks.push(RegSet::BYTE);
         }
         Op::Call(_) => {
@@ -406,7 +443,22 @@ fn fixed_registers(f: &LirFunction, n: Node) -> (Vec<RegSet>, RegSet, Vec<Result
             }
         }
     }
-    (masks, clobbers, results)
+    (clobbers, results)
+}
+
+/// The masks [`fixed_registers`] gives, written to the first operands in turn.
+struct FirstMasks<'a> {
+    operands: &'a mut [(Use, RegSet)],
+    given: usize,
+}
+
+impl FirstMasks<'_> {
+    fn push(&mut self, mask: RegSet) {
+        if let Some(o) = self.operands.get_mut(self.given) {
+            o.1 = mask;
+        }
+        self.given += 1;
+    }
 }
 
 /// Whether the instruction `op` only reads its register operand `i` (see

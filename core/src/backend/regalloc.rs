@@ -268,10 +268,12 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
     let mut code = SecondaryMap::new();
     for &b in &f.layout {
         let mut la = LocalAllocator::new(f, &home, &globals, pool, &used, &mut shared);
-        la.find_aliases(b);
+        // Each node's constraints, made once for the aliases and the allocation.
+        let cs: Vec<Constraints> = f.blocks[b].nodes.iter().map(|&n| constraints(f, n)).collect();
+        la.find_aliases(b, &cs);
         let error = |node: Node, kind| RegallocError { block: b, node, text: f.node_text(node), kind };
-        for &n in &f.blocks[b].nodes {
-            la.node(n).map_err(|kind| error(n, kind))?;
+        for (&n, c) in f.blocks[b].nodes.iter().zip(&cs) {
+            la.node(n, c).map_err(|kind| error(n, kind))?;
         }
         // Every temp dies within its block: a register still holding one is a leak.
         if let Some(r) = Reg::ALL.into_iter().find(|r| matches!(la.regs[r.index()], RegState::Moveable(_) | RegState::Busy(_))) {
@@ -431,19 +433,19 @@ impl<'a> LocalAllocator<'a> {
 
     /// Finds the reads of globally allocated variables that need no copy: the one user
     /// reads the operand without overwriting it, accepts the register, and no write of
-    /// the variable lies between the read and the user.
-    fn find_aliases(&mut self, b: Block) {
+    /// the variable lies between the read and the user. `cs` holds the constraints of
+    /// the block's nodes, in order.
+    fn find_aliases(&mut self, b: Block, cs: &[Constraints]) {
         let f = self.f;
         let list = &f.blocks[b].nodes;
         // Each node's first position in the block, made when first needed (a search of
         // the list per read made long blocks quadratic).
         let mut position: Option<HashMap<Node, usize>> = None;
-        for (upos, &user) in list.iter().enumerate() {
-            let c = constraints(f, user);
+        for (upos, c) in cs.iter().enumerate() {
             for (i, (u, mask)) in c.operands.iter().enumerate() {
                 let Op::Read(v) = f.nodes[u.node].op else { continue };
                 let Some(Operand::Reg(g)) = self.home[v] else { continue };
-                if !c.read_only[i] || !mask.contains(g) {
+                if !c.read_only(i) || !mask.contains(g) {
                     continue;
                 }
                 let position = position.get_or_insert_with(|| {
@@ -622,11 +624,10 @@ impl<'a> LocalAllocator<'a> {
     /// forced into their registers, 3. the other operands are placed, 4. the instruction
     /// is emitted, 5. its results get registers, and a write or a call updates what the
     /// registers hold.
-    fn node(&mut self, n: Node) -> Result<(), RegallocErrorKind> {
+    fn node(&mut self, n: Node, c: &Constraints) -> Result<(), RegallocErrorKind> {
         if self.alias_or_reuse(n) {
             return Ok(());
         }
-        let c = constraints(self.f, n);
         let mut clobbers = c.clobbers;
         for r in &c.results {
             if let ResultReg::Fixed(r) = r {

@@ -1,7 +1,8 @@
 //! The control-flow graph analysis: successors and predecessors of every block in the
 //! layout (duplicates removed: a branch whose two targets agree is one edge), and the
 //! reverse post-order from the entry. It is a snapshot: a pass that adds, removes or
-//! redirects blocks says so (`PassInfo::changes_cfg`) and the pass manager recomputes it.
+//! redirects blocks says so (`PassInfo::changes_cfg`) and the pass manager recomputes it
+//! for the next pass that reads it.
 
 use crate::ir::{Block, Function};
 use cranelift_entity::SecondaryMap;

@@ -19,7 +19,7 @@
 use super::fold::fold_node;
 use super::tree_mover::TreeMover;
 use super::util::{postorder, remove_unused_locals};
-use super::{Analyses, Stats};
+use super::Stats;
 use crate::ir::{Block, ExprData, Function, Local, Type};
 use crate::hash::HashMap;
 
@@ -31,7 +31,7 @@ enum Avail {
 }
 
 /// Runs copy/constant propagation and the tree mover over `f`.
-pub fn run(f: &mut Function, _an: &Analyses) -> Stats {
+pub fn run(f: &mut Function) -> Stats {
     let mut stats = Stats::default();
     let mut tm = TreeMover::new(f.locals.len());
     for b in f.layout.clone() {

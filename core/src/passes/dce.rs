@@ -11,12 +11,12 @@
 //! Statistics: `stmts` removed, `phis` removed.
 
 use super::util::{accesses, remove_unused_locals, Access, LocalSet};
-use super::{Analyses, Stats};
+use super::Stats;
 use crate::ir::{ExprData, Function, Local};
 use cranelift_entity::EntityRef;
 
 /// Removes dead code from `f`.
-pub fn run(f: &mut Function, _an: &Analyses) -> Stats {
+pub fn run(f: &mut Function) -> Stats {
     let mut stats = Stats::default();
     let n = f.locals.len();
     let mut needed = LocalSet::new(n);

@@ -141,6 +141,11 @@ impl DomTree {
         self.pre[b]
     }
 
+    /// The block numbered `n` by [`DomTree::preorder_number`] (from 1).
+    pub fn at_preorder(&self, n: u32) -> Block {
+        self.preorder[n as usize - 1]
+    }
+
     /// Walks the dominator tree from the entry in pre-order with an explicit stack (no
     /// recursion): `enter` visits a block before its children and returns what `leave`
     /// undoes once the whole subtree is done. The walk of renaming, with its scoped stacks

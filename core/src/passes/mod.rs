@@ -1,16 +1,16 @@
 //! The pass manager and the IR-level passes of `DESIGN.md` ("The pipeline").
 //!
-//! A pass is a function over `&mut Function` plus the CFG analyses ([`Analyses`]),
-//! returning [`Stats`]: named counters of what it did. Each pass is described by a
-//! [`PassInfo`]: its name, the IR form it needs and the form it leaves ([`Form`]: HIR
-//! without phis, or SSA), and whether it changes the CFG, in which case the manager
-//! recomputes the analyses before the next pass. A [`Pipeline`] is a validated list of
-//! passes (`ssa,dce,ssa-destroy,cprop`): validation follows the form through the list, so
-//! `ssa-destroy` needs SSA and `cprop` needs HIR. [`PassManager::run`] verifies the IR
-//! after every pass when asked (always in tests and debug builds: the default), including
-//! the SSA rules (one definition per local, every use dominated by its definition)
-//! while the IR is in SSA form, and calls a hook
-//! with the IR after every pass so that the harness can interpret it.
+//! A pass is a function over `&mut Function`, plus the CFG analyses ([`Analyses`]) when
+//! it reads them ([`PassFn`]), returning [`Stats`]: named counters of what it did. Each
+//! pass is described by a [`PassInfo`]: its name, the IR form it needs and the form it
+//! leaves ([`Form`]: HIR without phis, or SSA), and whether it changes the CFG, in which
+//! case the manager recomputes the analyses before the next pass that reads them. A
+//! [`Pipeline`] is a validated list of passes (`ssa,dce,ssa-destroy,cprop`): validation
+//! follows the form through the list, so `ssa-destroy` needs SSA and `cprop` needs HIR.
+//! [`PassManager::run`] verifies the IR after every pass when asked (always in tests and
+//! debug builds: the default), including the SSA rules (one definition per local, every
+//! use dominated by its definition) while the IR is in SSA form, and calls a hook with
+//! the IR after every pass so that the harness can interpret it.
 //!
 //! [`default_pipeline`] reads like the pass list of `DESIGN.md`; the passes of later
 //! issues (`memopt`, `ssapre`, the backend) join it as they land.
@@ -158,8 +158,14 @@ impl fmt::Display for PassError {
 
 impl std::error::Error for PassError {}
 
-/// The signature of a pass.
-pub type PassFn = fn(&mut Function, &Analyses) -> Stats;
+/// A pass: one that reads the CFG analyses of the function as it is, or one that reads
+/// none (the manager computes the analyses only for a pass that reads them, once the
+/// CFG changed since they were last computed).
+#[derive(Clone, Copy)]
+pub enum PassFn {
+    WithAnalyses(fn(&mut Function, &Analyses) -> Stats),
+    Alone(fn(&mut Function) -> Stats),
+}
 
 /// A pass and what the manager must know about it.
 pub struct PassInfo {
@@ -175,18 +181,24 @@ pub struct PassInfo {
 
 /// Every IR-level pass.
 pub static PASSES: &[PassInfo] = &[
-    PassInfo { name: "ssa", needs: Some(Form::Hir), produces: Some(Form::Ssa), changes_cfg: false, run: ssa::run },
-    PassInfo { name: "memopt", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: memopt::run },
-    PassInfo { name: "ssapre", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: ssapre::run },
-    PassInfo { name: "dce", needs: None, produces: None, changes_cfg: false, run: dce::run },
+    PassInfo {
+        name: "ssa",
+        needs: Some(Form::Hir),
+        produces: Some(Form::Ssa),
+        changes_cfg: false,
+        run: PassFn::WithAnalyses(ssa::run),
+    },
+    PassInfo { name: "memopt", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: PassFn::Alone(memopt::run) },
+    PassInfo { name: "ssapre", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: PassFn::Alone(ssapre::run) },
+    PassInfo { name: "dce", needs: None, produces: None, changes_cfg: false, run: PassFn::Alone(dce::run) },
     PassInfo {
         name: "ssa-destroy",
         needs: Some(Form::Ssa),
         produces: Some(Form::Hir),
         changes_cfg: true,
-        run: ssa_destroy::run,
+        run: PassFn::WithAnalyses(ssa_destroy::run),
     },
-    PassInfo { name: "cprop", needs: Some(Form::Hir), produces: None, changes_cfg: false, run: cprop::run },
+    PassInfo { name: "cprop", needs: Some(Form::Hir), produces: None, changes_cfg: false, run: PassFn::Alone(cprop::run) },
 ];
 
 /// Finds a pass by name.
@@ -308,10 +320,14 @@ impl PassManager {
             return Err(PassError::InputForm { function: f.name.clone(), expected: pipeline.start });
         }
         let mut out = vec![];
-        let mut analyses = Analyses::compute(f);
+        // Computed when a pass that reads them comes after the CFG changed (or first).
+        let mut analyses: Option<Analyses> = None;
         let mut form = pipeline.start;
         for p in &pipeline.passes {
-            let stats = (p.run)(f, &analyses);
+            let stats = match p.run {
+                PassFn::WithAnalyses(run) => run(f, analyses.get_or_insert_with(|| Analyses::compute(f))),
+                PassFn::Alone(run) => run(f),
+            };
             form = p.produces.unwrap_or(form);
             if self.verify {
                 let mut errors: Vec<String> = match verify_function(f) {
@@ -324,7 +340,7 @@ impl PassManager {
                 }
             }
             if p.changes_cfg {
-                analyses = Analyses::compute(f);
+                analyses = None;
             }
             hook(p.name, f, &stats);
             out.push((p.name, stats));
@@ -386,65 +402,60 @@ pub fn check_form_located(f: &Function, form: Form) -> Vec<FormError> {
             }
         }
         Form::Ssa => {
-            let mut defined = util::LocalSet::new(f.locals.len());
-            for &p in &f.params {
-                defined.insert(p);
-            }
-            let mut def = |l: crate::ir::Local, b: Block, n: Option<Expr>, errs: &mut Vec<FormError>| {
-                if !defined.insert(l) {
-                    errs.push(err(b, n, format!("SSA: local %{} is defined more than once", f.locals[l].name)));
-                }
-            };
-            for &b in &f.layout {
-                for phi in &f.blocks[b].phis {
-                    def(phi.dest, b, None, &mut errs);
-                }
-                for s in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
-                    f.visit_postorder(s, &mut |n| {
-                        if let ExprData::Assign { local, .. } = &f.exprs[n] {
-                            def(*local, b, Some(n), &mut errs);
-                        }
-                    });
-                }
-            }
+            let site = definition_sites(f, &mut errs);
             if errs.is_empty() {
-                errs.extend(check_strict(f));
+                errs.extend(check_strict(f, &site));
             }
         }
     }
     errs
 }
 
-/// Strict SSA: every use of a local is dominated by its definition (a phi argument by
-/// the end of its predecessor). A local that is never defined anywhere is the constant 0
-/// (every local starts at 0), as if defined before the entry, so its uses are strict too.
-fn check_strict(f: &Function) -> Vec<FormError> {
-    use crate::ir::Local;
-    use cranelift_entity::SecondaryMap;
-    let cfg = Cfg::compute(f);
-    let dt = DomTree::compute(f, &cfg);
-    // Where each local is defined: (block, statement position, node position). Phis are
-    // at (0, 0), statement `i` at `i + 1` with its nodes in evaluation order, and
-    // parameters before everything in the entry.
-    let mut site: SecondaryMap<Local, Option<(Block, usize, usize)>> = SecondaryMap::new();
+/// Where each local is defined: (block, statement position, node position). Phis are at
+/// (0, 0), statement `i` at `i + 1` with its nodes in evaluation order, and parameters
+/// before everything in the entry. A second definition of a local (a parameter is defined
+/// already) is an error, in `errs`: one walk finds both, for the check after every pass.
+fn definition_sites(f: &Function, errs: &mut Vec<FormError>) -> DefinitionSites {
+    let mut site: DefinitionSites = cranelift_entity::SecondaryMap::new();
     for &p in &f.params {
         site[p] = Some((f.entry(), 0, 0));
     }
-    let roots = |b: Block| f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr());
+    let mut def = |l: crate::ir::Local, at: (Block, usize, usize), node: Option<Expr>, errs: &mut Vec<FormError>| {
+        if site[l].is_some() {
+            let message = format!("SSA: local %{} is defined more than once", f.locals[l].name);
+            errs.push(FormError { block: at.0, node, message });
+        } else {
+            site[l] = Some(at);
+        }
+    };
     for &b in &f.layout {
         for phi in &f.blocks[b].phis {
-            site[phi.dest] = Some((b, 0, 0));
+            def(phi.dest, (b, 0, 0), None, errs);
         }
-        for (i, s) in roots(b).enumerate() {
+        for (i, s) in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()).enumerate() {
             let mut k = 0;
             f.visit_postorder(s, &mut |n| {
                 if let ExprData::Assign { local, .. } = f.exprs[n] {
-                    site[local] = Some((b, i + 1, k));
+                    def(local, (b, i + 1, k), Some(n), errs);
                 }
                 k += 1;
             });
         }
     }
+    site
+}
+
+/// The definition site of each local (see [`definition_sites`]).
+type DefinitionSites = cranelift_entity::SecondaryMap<crate::ir::Local, Option<(Block, usize, usize)>>;
+
+/// Strict SSA: every use of a local is dominated by its definition (a phi argument by
+/// the end of its predecessor). A local that is never defined anywhere is the constant 0
+/// (every local starts at 0), as if defined before the entry, so its uses are strict too.
+fn check_strict(f: &Function, site: &DefinitionSites) -> Vec<FormError> {
+    use crate::ir::Local;
+    let cfg = Cfg::compute(f);
+    let dt = DomTree::compute(f, &cfg);
+    let roots = |b: Block| f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr());
     let mut errs = vec![];
     let mut check = |l: Local, b: Block, at: (usize, usize), node: Option<Expr>, what: &str| match site[l] {
         None => {}

@@ -86,7 +86,7 @@ pub struct Ctx {
 }
 
 /// Runs `memopt` on `f` (SSA form).
-pub fn run(f: &mut Function, _an: &Analyses) -> Stats {
+pub fn run(f: &mut Function) -> Stats {
     let mut stats = Stats::default();
     for c in COUNTERS {
         stats.add(c, 0);

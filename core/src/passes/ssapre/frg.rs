@@ -11,9 +11,10 @@
 
 use super::{Expression, Initialization, Parent, Val};
 use crate::ir::{Block, Expr, ExprData, Function, Local, Type};
-use crate::passes::util::Namer;
+use crate::passes::util::{IndexSet, Namer};
 use crate::passes::{Analyses, Stats};
 use crate::hash::HashMap;
+use cranelift_entity::EntityRef;
 
 /// What defines a Φ operand or a reload: nothing (⊥), a real occurrence, a Φ, or an
 /// insertion made by Finalize.
@@ -157,6 +158,13 @@ pub fn run_expression(
     stats: &mut Stats,
 ) -> bool {
     stats.bump("exprs");
+    if inert(f, an, init, &init.worklist[k]) {
+        // What the steps below would count for it: nothing moved, no Φ unneeded.
+        if has_phi(an, init, &init.worklist[k]) {
+            stats.add("phis_unneeded", 0);
+        }
+        return false;
+    }
     let Some(mut frg) = Frg::phi_insertion(an, init, k) else { return false };
     frg.rename(f);
     frg.down_safety();
@@ -169,6 +177,82 @@ pub fn run_expression(
     }
     frg.code_motion(f, round, temps, stats);
     true
+}
+
+/// How many blocks [`inert`] walks before it leaves the question to the steps.
+const INERT_WALK: usize = 32;
+
+/// Whether the steps would find nothing to do for an expression of one occurrence, known
+/// without its FRG. A reload needs a will-be-available Φ (there is no second occurrence to
+/// reuse), which needs a Φ that is not later, which needs a Φ operand with a real use: at
+/// the end of a block where the occurrence is the top of Rename's stack (the occurrence's
+/// block and the blocks it dominates without a Φ on the way), an operand of a successor's
+/// Φ whose versions, as seen there, are the occurrence's. The walk down the dominator tree
+/// from the occurrence stops at Φ blocks and looks for one; without one the steps change
+/// nothing and every Φ that can be available is later. A function of many merges gives an
+/// expression over a variable assigned in each as many Φs, all of them of no use: the
+/// steps cost each such expression the size of the function, and 10,000 diamonds took
+/// minutes. Not inert when the walk would pass [`INERT_WALK`] blocks: the steps decide.
+fn inert(f: &Function, an: &Analyses, init: &Initialization, e: &Expression) -> bool {
+    let [occ] = &e.occs[..] else { return false };
+    let dt = &an.domtree;
+    if dt.preorder_number(occ.block) == 0 {
+        return false;
+    }
+    let frontier = an.frontiers.iterated(&[occ.block]);
+    // Φ-Insertion's blocks (see there): a merge in the occurrence's iterated frontier, with
+    // a phi of an operand's original (then the version current there is that phi's), or in
+    // the iterated frontier of its definitions.
+    let is_phi_block = |b: Block| {
+        an.cfg.preds[b].len() >= 2
+            && (frontier.binary_search(&b).is_ok()
+                || e.key.operands.iter().any(|op| match *op {
+                    super::KeyOperand::Orig(o) => {
+                        init.current_at(b, o).is_some_and(|l| matches!(init.phi_def[l], Some((d, _)) if d == b))
+                            || init.def_frontier(an, o).binary_search(&b).is_ok()
+                    }
+                    super::KeyOperand::Const(..) => false,
+                }))
+    };
+    let mut work = vec![occ.block];
+    let mut walked = 0;
+    while let Some(p) = work.pop() {
+        walked += 1;
+        if walked > INERT_WALK {
+            return false;
+        }
+        for &s in &an.cfg.succs[p] {
+            if !is_phi_block(s) {
+                continue;
+            }
+            let real_use = e.key.operands.iter().zip(&occ.versions).all(|(op, &w)| {
+                let v = match *op {
+                    super::KeyOperand::Const(t, c) => Some(Val::Const(t, c)),
+                    super::KeyOperand::Orig(o) => init.current_at(s, o).map(Val::Var),
+                };
+                v.is_some_and(|v| translate_one(f, init, s, p, v) == w)
+            });
+            if real_use {
+                return false;
+            }
+        }
+        work.extend(dt.children[p].iter().copied().filter(|&c| !is_phi_block(c)));
+    }
+    true
+}
+
+/// Whether Φ-Insertion places a Φ for the expression of one occurrence (it returns none
+/// only when it has no block for one).
+fn has_phi(an: &Analyses, init: &Initialization, e: &Expression) -> bool {
+    let merge = |b: &Block| an.cfg.preds[*b].len() >= 2;
+    let seeds: Vec<Block> = e.occs.iter().map(|o| o.block).collect();
+    an.frontiers.iterated(&seeds).iter().any(merge)
+        || e.key.operands.iter().any(|op| match *op {
+            super::KeyOperand::Orig(o) => {
+                init.phi_blocks[o as usize].iter().any(merge) || init.def_frontier(an, o).iter().any(merge)
+            }
+            super::KeyOperand::Const(..) => false,
+        })
 }
 
 impl<'a> Frg<'a> {
@@ -187,17 +271,23 @@ impl<'a> Frg<'a> {
         let mut seeds: Vec<Block> = occs.iter().map(|o| o.block).collect();
         seeds.sort();
         seeds.dedup();
-        let mut phi_at: Vec<Block> = an.frontiers.iterated(&seeds);
+        // The union of the lists in block order, by a bit set: an operand with a phi in
+        // every merge gives each expression over it as many Φ blocks as the function has
+        // merges, and a sort of them per expression was a tenth of a function of
+        // thousands of diamonds.
+        let mut union = IndexSet::default();
+        for b in an.frontiers.iterated(&seeds) {
+            union.insert(b.index());
+        }
         for op in &e.key.operands {
             if let super::KeyOperand::Orig(o) = op {
-                phi_at.extend(init.phi_blocks[*o as usize].iter().copied());
-                phi_at.extend(init.def_frontier(an, *o).iter().copied());
+                for &b in init.phi_blocks[*o as usize].iter().chain(init.def_frontier(an, *o)) {
+                    union.insert(b.index());
+                }
             }
         }
-        phi_at.sort();
-        phi_at.dedup();
         // A Φ only makes sense at a merge; a phi in a one-predecessor block needs none.
-        phi_at.retain(|&b| an.cfg.preds[b].len() >= 2);
+        let phi_at: Vec<Block> = union.iter().map(Block::new).filter(|&b| an.cfg.preds[b].len() >= 2).collect();
         if occs.len() < 2 && phi_at.is_empty() {
             return None;
         }
@@ -228,17 +318,19 @@ impl<'a> Frg<'a> {
         debug_assert!(occ_runs.windows(2).all(|w| w[0].0 != w[1].0), "one run of occurrences per block");
         let trapping = e.key.op.can_trap();
         let phi_index: HashMap<Block, usize> = phis.iter().enumerate().map(|(j, p)| (p.block, j)).collect();
-        let mut sites: Vec<Block> = phis.iter().map(|p| p.block).collect();
-        for p in &phis {
-            sites.extend(an.cfg.preds[p.block].iter().copied());
-        }
-        sites.extend(occ_runs.iter().map(|r| r.0));
-        sites.extend(init.exit_blocks.iter().copied());
-        // A block outside the dominator tree (unreachable) is never walked.
+        // The sites in dominator-tree pre-order, by a bit set over pre-order numbers (as
+        // above: a sort per expression of every merge and its predecessors was a tenth).
         let dt = &an.domtree;
-        sites.retain(|&b| dt.preorder_number(b) != 0);
-        sites.sort_unstable_by_key(|&b| dt.preorder_number(b));
-        sites.dedup();
+        let mut numbers = IndexSet::default();
+        let blocks = phis.iter().flat_map(|p| std::iter::once(&p.block).chain(&an.cfg.preds[p.block]));
+        for &b in blocks.chain(occ_runs.iter().map(|r| &r.0)).chain(&init.exit_blocks) {
+            // A block outside the dominator tree (unreachable, numbered 0) is never walked.
+            match dt.preorder_number(b) {
+                0 => {}
+                n => numbers.insert(n as usize),
+            }
+        }
+        let sites: Vec<Block> = numbers.iter().map(|n| dt.at_preorder(n as u32)).collect();
         let sites = if trapping { merge_sites(dt, &sites, &init.kill_blocks) } else { sites.into_iter().map(|b| (b, true)).collect() };
         Some(Frg {
             an,
@@ -373,7 +465,7 @@ impl<'a> Frg<'a> {
         let occs = &self.e.occs;
         for &s in &self.an.cfg.succs[b] {
             let Some(g) = self.phi_of(s) else { continue };
-            let Some(t) = translate(f, self.init, &self.phis[g], b) else {
+            if self.phis[g].versions.is_none() {
                 // The successor's Φ cannot form the expression (an operand has no version
                 // there): on this path the expression is altered before being evaluated
                 // again, so a Φ whose value flows here is not down-safe (ssa profile seed
@@ -382,11 +474,14 @@ impl<'a> Frg<'a> {
                     self.phis[j].down_safe = false;
                 }
                 continue;
-            };
+            }
             let oi = self.phis[g].operands.iter().position(|o| o.pred == b).expect("pred");
+            // The versions as seen here are compared without being built: a function of
+            // many merges gives every expression as many Φs with two operands each.
+            let seen_as = |versions: &[Val]| translates_to(f, self.init, &self.phis[g], b, versions);
             let (def, real_use) = match stack.last().copied() {
-                Some(Top::Real(y)) if occs[y].versions == t => (Def::Real(y), true),
-                Some(Top::Phi(j)) if self.phis[j].versions.as_ref() == Some(&t) => (Def::Phi(j), false),
+                Some(Top::Real(y)) if seen_as(&occs[y].versions) => (Def::Real(y), true),
+                Some(Top::Phi(j)) if self.phis[j].versions.as_deref().is_some_and(seen_as) => (Def::Phi(j), false),
                 Some(Top::Phi(j)) => {
                     self.phis[j].down_safe = false;
                     (Def::Bottom, false)
@@ -821,21 +916,27 @@ impl<'a> Frg<'a> {
 /// the Φ's block becomes that phi's argument for `p`.
 fn translate(f: &Function, init: &Initialization, phi: &PhiOcc, p: Block) -> Option<Vec<Val>> {
     let versions = phi.versions.as_ref()?;
-    Some(
-        versions
-            .iter()
-            .map(|v| match *v {
-                Val::Var(l) => match init.phi_def[l] {
-                    Some((b, i)) if b == phi.block => {
-                        let arg = f.blocks[b].phis[i].args.iter().find(|(q, _)| *q == p).expect("phi argument");
-                        Val::Var(arg.1)
-                    }
-                    _ => Val::Var(l),
-                },
-                c => c,
-            })
-            .collect(),
-    )
+    Some(versions.iter().map(|&v| translate_one(f, init, phi.block, p, v)).collect())
+}
+
+/// Whether [`translate`] gives `versions`.
+fn translates_to(f: &Function, init: &Initialization, phi: &PhiOcc, p: Block, versions: &[Val]) -> bool {
+    let Some(own) = phi.versions.as_ref() else { return false };
+    own.len() == versions.len() && own.iter().zip(versions).all(|(&v, &w)| translate_one(f, init, phi.block, p, v) == w)
+}
+
+/// One version of a Φ at block `at` as seen at the end of its predecessor `p`.
+fn translate_one(f: &Function, init: &Initialization, at: Block, p: Block, v: Val) -> Val {
+    match v {
+        Val::Var(l) => match init.phi_def[l] {
+            Some((b, i)) if b == at => {
+                let arg = f.blocks[b].phis[i].args.iter().find(|(q, _)| *q == p).expect("phi argument");
+                Val::Var(arg.1)
+            }
+            _ => Val::Var(l),
+        },
+        c => c,
+    }
 }
 
 /// The sites of a trapping expression: its own `sites` and the blocks with an effect

@@ -70,7 +70,7 @@ use crate::hash::HashMap;
 const MAX_ROUNDS: usize = 4;
 
 /// Runs SSAPRE over `f` (strict SSA).
-pub fn run(f: &mut Function, _an: &Analyses) -> Stats {
+pub fn run(f: &mut Function) -> Stats {
     let mut stats = Stats::default();
     let made = split::split_edges(f);
     // The temporaries' originals, with the round that made each.
