@@ -73,6 +73,10 @@ fn main() -> ExitCode {
         _ => tandem_oracle::smt::isolate::LIMITS,
     };
     tandem_oracle::smt::isolate::use_child_program(me, limits);
+    if matches!(command, Command::Run(_) | Command::Fuzz(_) | Command::Verify(_)) {
+        // The commands that run for hours give large blocks straight back (issue 23).
+        tandem_oracle::measure::memory::return_large_blocks();
+    }
     match command {
         Command::Run(a) => cli::run::main(a),
         Command::Compile(a) => cli::compile::main(a),
