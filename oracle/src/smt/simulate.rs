@@ -27,7 +27,11 @@
 //! where the source reads a callframe variable or a load ([`Slot::Read`]: a heap cell),
 //! or keeps on the way (`comma((%val = x), %val)`, the value a callframe write stores),
 //! joins that variable or load (memopt's promoted variables, hoisted and forwarded loads,
-//! locals it reuses). When that fails too, a third try starts from the whole-function
+//! locals it reuses), and a load where the target computes the value from its locals
+//! alone (`load.i32.s8(A)` where the target has `ashr(shl(%v, 24), 24)`: memopt's
+//! forwarded stores and loads of another width, [`converted_cell`]) joins the target's
+//! tree, so the relation can say "the byte at `A` is the low byte of `%v`" across
+//! blocks. When that fails too, a third try starts from the whole-function
 //! relation: every pair of versions and every definition joined at every block (the
 //! data flows can drop a candidate at a block where the proof needs it, and an arbitrary
 //! split can part what a later edge needs together; the two starts fail on different
@@ -35,8 +39,11 @@
 //! the entry state of a block gives every class one fresh symbol (a definition in a
 //! class is assumed equal to it), so the two sides of a block compute the *same terms*
 //! wherever the pass left the computation alone, and most of the relation at a successor
-//! holds by term identity, without the solver. What remains is one query per edge; a
-//! model that breaks it splits the successor's classes by the model's values, and the
+//! holds by term identity, without the solver. What remains is one query per edge, asked
+//! first by congruence ([`congruent`]: where the two values are the same operators down to
+//! a few differing subterms, only those are compared, so that a pass that changed one
+//! operand deep inside a 64-bit division does not make the solver bit-blast the
+//! division), then whole; a model that breaks it splits the successor's classes by the model's values, and the
 //! successor is encoded again from its weaker relation. Splitting only weakens the
 //! relation, so the other edges into that block need no new look; when no edge breaks
 //! its successor's relation, it is inductive. The entry block starts from the real
@@ -310,7 +317,7 @@ fn first_partition(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)], sco
     }
     let index = |x: Slot| match x {
         // A load is the slot of the first load of the same tree.
-        Slot::Read(_, _, e) => slots.iter().position(|&y| matches!(y, Slot::Read(_, _, x) if same_tree(src, x, e))),
+        Slot::Read(..) => slots.iter().position(|&y| same_read(src, tgt, x, y)),
         _ => at.get(&x).copied(),
     };
     let (mut pairs, versions) = named_pairs(src, tgt);
@@ -534,15 +541,25 @@ fn partition_slots(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)]) -> 
             slots.extend(defs.into_iter().map(|e| Slot::Def(side, Local::new(l), e)));
         }
     }
-    for &(a, _) in aligned {
-        if let Slot::Read(_, _, e) = a {
-            if !slots.iter().any(|&y| matches!(y, Slot::Read(_, _, x) if same_tree(src, x, e))) {
-                slots.push(a);
+    for &(a, b) in aligned {
+        for x in [a, b] {
+            if matches!(x, Slot::Read(..)) && !slots.iter().any(|&y| same_read(src, tgt, x, y)) {
+                slots.push(x);
             }
         }
     }
     slots.truncate(MAX_SLOTS);
     slots
+}
+
+/// Whether `x` and `y` are [`Slot::Read`]s of the same side, type and tree (one slot).
+fn same_read(src: &Function, tgt: &Function, x: Slot, y: Slot) -> bool {
+    match (x, y) {
+        (Slot::Read(side, ty, e), Slot::Read(side2, ty2, e2)) if side == side2 && ty == ty2 => {
+            same_tree(if side == Side::Src { src } else { tgt }, e, e2)
+        }
+        _ => false,
+    }
 }
 
 /// The pairs of slots a pass is likely to keep equal, by name: the two heaps, each
@@ -671,6 +688,7 @@ fn walk_aligned(src: &Function, s: Expr, tgt: &Function, t: Expr, out: &mut Vec<
         let (x, y) = (&src.exprs[s], &tgt.exprs[t]);
         let (xo, yo) = (x.operands(), y.operands());
         if std::mem::discriminant(x) != std::mem::discriminant(y) || xo.len() != yo.len() {
+            out.extend(converted_cell(src, s, tgt, t));
             continue;
         }
         let w = match x {
@@ -679,6 +697,28 @@ fn walk_aligned(src: &Function, s: Expr, tgt: &Function, t: Expr, out: &mut Vec<
         };
         stack.extend(xo.iter().zip(yo.iter()).map(|(&a, &b)| (a, b, w)));
     }
+}
+
+/// A load of the source where the target computes the value from its locals alone
+/// (`load.i32.s8(A)` where the target has `ashr(shl(%v, 24), 24)`, `load.i64.u32(A)`
+/// where it has `and(%val, 4294967295)`): memopt's forwarded stores and loads of another
+/// width, whose local holds the heap cell across blocks only under that conversion. The
+/// candidate equates the two trees' values (each in its side's state), so the relation
+/// can say "the low byte of `%v` is the byte at `A`" where a local = load candidate
+/// could not. `None` when the target tree reads anything but locals (a load, a callframe
+/// variable, a call) or the types differ.
+fn converted_cell(src: &Function, s: Expr, tgt: &Function, t: Expr) -> Option<(Slot, Slot)> {
+    let ExprData::Load { ty, .. } = src.exprs[s] else { return None };
+    if tgt.expr_type(t) != Some(ty) || !is_value_tree(tgt, t) {
+        return None;
+    }
+    let (mut locals, mut memory) = (0, false);
+    tgt.visit_postorder(t, &mut |n| match tgt.exprs[n] {
+        ExprData::Local(_) => locals += 1,
+        ExprData::Load { .. } | ExprData::CfRead(_) | ExprData::Call { .. } => memory = true,
+        _ => {}
+    });
+    (locals > 0 && !memory).then_some((Slot::Read(Side::Src, ty, s), Slot::Read(Side::Tgt, ty, t)))
 }
 
 /// A block's encoded step: the entry states built from its partition, the assumptions
@@ -1073,37 +1113,129 @@ fn edge_goals(p: &Pair, class: &[usize], edge: &Edge, limit: usize, work: &mut u
 /// relation (it never makes a proof wrong), and the query stays as small as the values
 /// it compares.
 fn query_split(p: &Pair, class: &mut [usize], goals: &[Goal], edge: &Edge, limit: usize, budget: &mut Budget) -> Result<bool, Unknown> {
+    if congruent(edge, goals, budget) {
+        return Ok(false);
+    }
+    match query_goals(p, class, goals, edge, limit, edge.query_cap, budget)? {
+        Some(split) => Ok(split),
+        // The query's share ran out: its goals are not shown, so their members leave
+        // their classes (a weaker relation, never a wrong proof).
+        None => {
+            split_goals(class, goals);
+            Ok(true)
+        }
+    }
+}
+
+/// Each goal's member leaves its class (a weaker relation, never a wrong proof).
+fn split_goals(class: &mut [usize], goals: &[Goal]) {
+    let all: Vec<usize> = goals.iter().map(|g| g.1).collect();
+    split(class, &all);
+}
+
+/// The congruence query may take `1 / CONGRUENT_SHARE` of an inference query's share: it
+/// is meant to be small, and when it is not, the full query decides.
+const CONGRUENT_SHARE: u64 = 16;
+
+/// Most pairs of differing subterms [`congruent`] compares.
+const MAX_CONGRUENT_PAIRS: usize = 16;
+
+/// Whether every goal holds by congruence: the two values of each goal are the same
+/// operator applied to operands that are the same terms except at a few places, and the
+/// solver shows the differing subterms equal under the relation (sufficient: equal
+/// operands give equal results). Where a pass changed one operand deep inside a large
+/// computation (memopt's `and(%val, 4294967295)` for a load, under 64-bit divisions and
+/// multiplications), this asks about that operand alone, not about the whole computation
+/// the solver would otherwise bit-blast. False when that is not shown (the full query
+/// then decides).
+fn congruent(edge: &Edge, goals: &[Goal], budget: &mut Budget) -> bool {
+    let mut pairs: Vec<(Dynamic, Dynamic)> = vec![];
+    let mut smaller = false;
+    for (_, _, a, b) in goals {
+        let (Val::Bv(a), Val::Bv(b)) = (a, b) else { return false };
+        let a = Dynamic::from_ast(a);
+        let before = pairs.len();
+        if !differing_subterms(&a, &Dynamic::from_ast(b), &mut pairs) {
+            return false;
+        }
+        smaller |= !pairs.get(before).is_some_and(|(x, _)| x.ast_eq(&a));
+    }
+    // Goals whose operators all differ at the top are no smaller as pairs: the full query
+    // asks them.
+    if !smaller {
+        return false;
+    }
+    let refs: Vec<Bool> = pairs.iter().map(|(x, y)| x.eq(y).not()).collect();
+    let s = super::solver();
+    for a in relevant(edge.step, &refs) {
+        s.assert(a);
+    }
+    s.assert(Bool::or(&refs));
+    budget.check_within(&s, edge.query_cap / CONGRUENT_SHARE) == SatResult::Unsat
+}
+
+/// Adds to `out` the pairs of subterms where `a` and `b` differ below the operators they
+/// share (an operator is shared when `b`'s declaration applied to `a`'s operands is `a`
+/// itself: the same operator and indices, since Z3 shares equal terms); false past
+/// [`MAX_CONGRUENT_PAIRS`].
+fn differing_subterms(a: &Dynamic, b: &Dynamic, out: &mut Vec<(Dynamic, Dynamic)>) -> bool {
+    let mut stack = vec![(a.clone(), b.clone())];
+    while let Some((x, y)) = stack.pop() {
+        if x.ast_eq(&y) {
+            continue;
+        }
+        let n = x.num_children();
+        let shared = x.kind() == z3::AstKind::App
+            && y.kind() == z3::AstKind::App
+            && n > 0
+            && n == y.num_children()
+            && x.get_sort() == y.get_sort()
+            && {
+                let (xs, ys) = (x.children(), y.children());
+                xs.iter().zip(&ys).all(|(c, d)| c.get_sort() == d.get_sort()) && {
+                    let args: Vec<&dyn Ast> = xs.iter().map(|c| c as &dyn Ast).collect();
+                    y.decl().apply(&args).ast_eq(&x)
+                }
+            };
+        if shared {
+            stack.extend(x.children().into_iter().zip(y.children()));
+        } else {
+            out.push((x, y));
+            if out.len() > MAX_CONGRUENT_PAIRS {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// One query over `goals` within `cap`: `Some(false)` when they hold, `Some(true)` when a
+/// model split their classes, `None` when the query's share ran out.
+fn query_goals(p: &Pair, class: &mut [usize], goals: &[Goal], edge: &Edge, limit: usize, cap: u64, budget: &mut Budget) -> Result<Option<bool>, Unknown> {
     let s = super::solver();
     let refs: Vec<Bool> = goals.iter().map(|(_, _, a, b)| a.eq(b).not()).collect();
     for a in relevant(edge.step, &refs) {
         s.assert(a);
     }
     s.assert(Bool::or(&refs));
-    let give_up = |class: &mut [usize]| {
-        let all: Vec<usize> = goals.iter().map(|g| g.1).collect();
-        split(class, &all);
-    };
-    match budget.check_within(&s, edge.query_cap) {
-        SatResult::Unsat => Ok(false),
+    let r = budget.check_within(&s, cap);
+    match r {
+        SatResult::Unsat => Ok(Some(false)),
         SatResult::Unknown if budget.left() == 0 => Err(Unknown::Budget),
-        // The query's share ran out: its goals are not shown, so their members leave
-        // their classes (a weaker relation, never a wrong proof).
-        SatResult::Unknown => {
-            give_up(class);
-            Ok(true)
-        }
+        // The query's share ran out: its goals are not shown.
+        SatResult::Unknown => Ok(None),
         SatResult::Sat => {
             let m = s.get_model().expect("a model after sat");
             let moved = model_groups(p, class, goals, edge, limit, &m);
             if moved.is_empty() {
                 // The model does not say which: give the goals up.
-                give_up(class);
+                split_goals(class, goals);
             } else {
                 for ns in moved {
                     regroup(class, &ns);
                 }
             }
-            Ok(true)
+            Ok(Some(true))
         }
     }
 }
@@ -1149,7 +1281,9 @@ fn observables_agree(steps: &[Step], budget: &mut Budget) -> Result<bool, Unknow
         }
         match budget.check(&s) {
             SatResult::Unsat => {}
-            SatResult::Sat => return Ok(false),
+            SatResult::Sat => {
+                return Ok(false)
+            }
             SatResult::Unknown => return Err(Unknown::Budget),
         }
     }
@@ -1390,5 +1524,29 @@ mod tests {
         assert!(!at(0) && at(1) && at(2) && !at(3));
         assert!(avail.iter().all(|b| !b[0]), "only definitions are available");
         assert!(available_definitions(&slots, Side::Tgt, &f).iter().all(|b| !b[1]), "only its own side's");
+    }
+
+    /// Congruence descends only through the same operator with the same indices: the low
+    /// and the high byte of one word are different operators on the same operand (two
+    /// pairs would wrongly be none), and a sum that differs in one operand is that
+    /// operand alone.
+    #[test]
+    fn congruence_compares_only_the_operands_that_differ() {
+        let v = BV::new_const("v", 32);
+        let (a, b, c) = (BV::new_const("a", 32), BV::new_const("b", 32), BV::new_const("c", 32));
+        let pairs = |x: &BV, y: &BV| {
+            let mut out = vec![];
+            assert!(differing_subterms(&Dynamic::from_ast(x), &Dynamic::from_ast(y), &mut out));
+            out
+        };
+        let bytes = pairs(&v.extract(7, 0), &v.extract(15, 8));
+        assert_eq!(bytes.len(), 1);
+        assert!(bytes[0].0.ast_eq(&Dynamic::from_ast(&v.extract(7, 0))));
+        let sums = pairs(&a.bvadd(&b).bvmul(&v), &a.bvadd(&c).bvmul(&v));
+        assert_eq!(sums.len(), 1);
+        assert!(sums[0].0.ast_eq(&Dynamic::from_ast(&b)) && sums[0].1.ast_eq(&Dynamic::from_ast(&c)));
+        assert!(pairs(&a.bvudiv(&b), &a.bvudiv(&b)).is_empty());
+        // Different operators on the same operands are one pair, the whole terms.
+        assert_eq!(pairs(&a.bvudiv(&b), &a.bvsdiv(&b)).len(), 1);
     }
 }

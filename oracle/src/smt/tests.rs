@@ -468,3 +468,38 @@ fn the_pre_temporary_of_full_redundancy2_is_proved_for_every_run() {
     let c = counterexample(validate(before, &bad, "ssapre", &opts()));
     assert!(c.diff.iter().any(|d| d.starts_with("end")), "{:?}", c.diff);
 }
+
+/// memopt's STORE-LOAD forwarding across a loop, at other widths: the word `%a` stored
+/// at `HEAP_BASE` is read back in the loop as its sign-extended low byte and after it as
+/// its low half, and memopt keeps it in `%val`, reading `ashr(shl(%val, 24), 24)` and
+/// `and(%val, 65535)` instead. `store` is the loop body's store after the log (to the word
+/// after it in the right twin). The relation at the loop header needs "the byte at
+/// `HEAP_BASE` is the low byte of `%val`", which no local = local or local = load
+/// candidate says.
+fn forwarded_across_a_loop(store: &str) -> (Function, Function) {
+    let body = |log_arg: &str, ret: &str, val: &str| {
+        format!(
+            "{LOG}function %f(i32 %a, i32 %n) -> i32 {{\n    local i32 %i\n    local i32 %i0\n    local i32 %i1\n{val}b0:\n    %i0 = 0\n    store.32(1048576, {})\n    jump b1\nb1:\n    %i = phi(b0: %i0, b2: %i1)\n    br slt(%i, %n), b2, b3\nb2:\n    call @log({log_arg}, %i)\n    {store}\n    %i1 = add(%i, 1)\n    jump b1\nb3:\n    ret {ret}\n}}\n",
+            if val.is_empty() { "%a" } else { "comma((%val = %a), %val)" }
+        )
+    };
+    let before = func(&body("load.i32.s8(1048576)", "load.i32.u16(1048576)", ""));
+    let after = func(&body("ashr(shl(%val, 24), 24)", "and(%val, 65535)", "    local i32 %val\n"));
+    (before, after)
+}
+
+/// The forwarded store is proved for every run (before this candidate, `proved (bound
+/// 4)`); forwarded across a store to the same byte in the loop, the second iteration logs
+/// the stale byte: a replayed counterexample.
+#[test]
+fn a_store_forwarded_at_another_width_across_a_loop_is_proved_for_every_run() {
+    let (before, after) = forwarded_across_a_loop("store.8(1048580, %i)");
+    let a = validate(&before, &after, "memopt", &opts());
+    assert!(matches!(a, Answer::Proved), "{a}");
+    let (before, bad) = forwarded_across_a_loop("store.8(1048576, %i)");
+    let c = counterexample(validate(&before, &bad, "memopt", &opts()));
+    // Only a run whose loop stores (`%n` at least 1) reads the overwritten byte; the
+    // target reads the low byte of `%a` where the source reads the counter's.
+    assert!(c.input.args[1].as_i64() as i32 >= 1, "{:?}", c.input.args);
+    assert!(!c.diff.is_empty());
+}
