@@ -1,7 +1,6 @@
-//! Small shared tools of the passes: a bit set over locals and one over indices, the
-//! locals a tree reads and writes in evaluation order, and removal of locals no statement
-//! mentions any more (passes that delete definitions call it so printed IR lists only
-//! live names).
+//! Small shared tools of the passes: a bit set over locals, the locals a tree reads and
+//! writes in evaluation order, and removal of locals no statement mentions any more
+//! (passes that delete definitions call it so printed IR lists only live names).
 
 use crate::ir::{Block, BlockData, ExprData, Expr, Function, Local, Terminator};
 use cranelift_entity::{EntityRef, PrimaryMap, SecondaryMap};
@@ -59,38 +58,6 @@ impl LocalSet {
     pub fn iter(&self) -> impl Iterator<Item = Local> + '_ {
         self.words.iter().enumerate().flat_map(|(wi, &w)| {
             (0..64).filter(move |b| w >> b & 1 == 1).map(move |b| Local::new(wi * 64 + b))
-        })
-    }
-}
-
-/// A growable set of small indices (blocks, pre-order numbers) whose members come out in
-/// increasing order: a union of a few sparse lists that needs to be sorted costs a bit
-/// per index and a word per 64, never a sort.
-#[derive(Clone, Debug, Default)]
-pub struct IndexSet {
-    words: Vec<u64>,
-}
-
-impl IndexSet {
-    pub fn insert(&mut self, i: usize) {
-        if i / 64 >= self.words.len() {
-            self.words.resize(i / 64 + 1, 0);
-        }
-        self.words[i / 64] |= 1 << (i % 64);
-    }
-
-    /// The members in increasing order.
-    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
-        self.words.iter().enumerate().flat_map(|(wi, &w)| {
-            let mut rest = w;
-            std::iter::from_fn(move || {
-                if rest == 0 {
-                    return None;
-                }
-                let b = rest.trailing_zeros() as usize;
-                rest &= rest - 1;
-                Some(wi * 64 + b)
-            })
         })
     }
 }

@@ -11,7 +11,8 @@
 
 use super::{Expression, Initialization, Parent, Val};
 use crate::ir::{Block, Expr, ExprData, Function, Local, Type};
-use crate::passes::util::{IndexSet, Namer};
+use crate::passes::util::Namer;
+use cranelift_bitset::CompoundBitSet;
 use crate::passes::{Analyses, Stats};
 use crate::hash::HashMap;
 use cranelift_entity::EntityRef;
@@ -275,7 +276,7 @@ impl<'a> Frg<'a> {
         // every merge gives each expression over it as many Φ blocks as the function has
         // merges, and a sort of them per expression was a tenth of a function of
         // thousands of diamonds.
-        let mut union = IndexSet::default();
+        let mut union = CompoundBitSet::new();
         for b in an.frontiers.iterated(&seeds) {
             union.insert(b.index());
         }
@@ -321,13 +322,15 @@ impl<'a> Frg<'a> {
         // The sites in dominator-tree pre-order, by a bit set over pre-order numbers (as
         // above: a sort per expression of every merge and its predecessors was a tenth).
         let dt = &an.domtree;
-        let mut numbers = IndexSet::default();
+        let mut numbers = CompoundBitSet::new();
         let blocks = phis.iter().flat_map(|p| std::iter::once(&p.block).chain(&an.cfg.preds[p.block]));
         for &b in blocks.chain(occ_runs.iter().map(|r| &r.0)).chain(&init.exit_blocks) {
             // A block outside the dominator tree (unreachable, numbered 0) is never walked.
             match dt.preorder_number(b) {
                 0 => {}
-                n => numbers.insert(n as usize),
+                n => {
+                    numbers.insert(n as usize);
+                }
             }
         }
         let sites: Vec<Block> = numbers.iter().map(|n| dt.at_preorder(n as u32)).collect();
