@@ -433,14 +433,21 @@ fn the_ssa_form_of_full_redundancy2_is_proved_for_every_run() {
     tandem_core::passes::PassManager { verify: true }.run(&pipeline, &mut after, &mut |_, _, _| {}).expect("the pass runs");
     let a = validate(&before, &after, "ssa", &opts());
     assert!(matches!(a, Answer::Proved), "{a}");
-    let mut bad = after.clone();
+    let bad = with_phi_arguments_swapped(&after, "a");
+    let c = counterexample(validate(&before, &bad, "ssa", &opts()));
+    assert!(c.diff.iter().any(|d| d.starts_with("end")), "{:?}", c.diff);
+}
+
+/// `f` with the two arguments of the first join's phi whose local is named `prefix...`
+/// swapped (each arm's value on the other arm).
+fn with_phi_arguments_swapped(f: &Function, prefix: &str) -> Function {
+    let mut bad = f.clone();
     let join = bad.layout.iter().copied().find(|&b| !bad.blocks[b].phis.is_empty()).expect("a join with phis");
-    let phi = bad.blocks[join].phis.iter_mut().find(|p| bad.locals[p.dest].name.starts_with("a")).expect("a phi of `%a`");
+    let phi = bad.blocks[join].phis.iter_mut().find(|p| bad.locals[p.dest].name.starts_with(prefix)).expect("a phi of the local");
     let (x, y) = (phi.args[0].1, phi.args[1].1);
     assert_ne!(x, y);
     (phi.args[0].1, phi.args[1].1) = (y, x);
-    let c = counterexample(validate(&before, &bad, "ssa", &opts()));
-    assert!(c.diff.iter().any(|d| d.starts_with("end")), "{:?}", c.diff);
+    bad
 }
 
 /// SSAPRE on FullRedundancy2: `add(%a.2, %b)` at the join is fully redundant, and the
@@ -459,12 +466,7 @@ fn the_pre_temporary_of_full_redundancy2_is_proved_for_every_run() {
     let (before, after) = (&forms[0], &forms[1]);
     let a = validate(before, after, "ssapre", &opts());
     assert!(matches!(a, Answer::Proved), "{a}");
-    let mut bad = after.clone();
-    let join = bad.layout.iter().copied().find(|&b| !bad.blocks[b].phis.is_empty()).expect("a join with phis");
-    let phi = bad.blocks[join].phis.iter_mut().find(|p| bad.locals[p.dest].name.starts_with("pre")).expect("the temporary's phi");
-    let (x, y) = (phi.args[0].1, phi.args[1].1);
-    assert_ne!(x, y);
-    (phi.args[0].1, phi.args[1].1) = (y, x);
+    let bad = with_phi_arguments_swapped(after, "pre");
     let c = counterexample(validate(before, &bad, "ssapre", &opts()));
     assert!(c.diff.iter().any(|d| d.starts_with("end")), "{:?}", c.diff);
 }
