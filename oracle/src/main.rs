@@ -68,8 +68,11 @@ fn main() -> ExitCode {
     // own program even when the file was rebuilt under it.
     let me = if cfg!(target_os = "linux") { std::path::PathBuf::from("/proc/self/exe") } else { std::env::current_exe().unwrap_or_default() };
     let command = Cli::parse().command;
-    let limits = match command {
+    let limits = match &command {
         Command::Verify(_) => tandem_oracle::smt::isolate::VERIFY_LIMITS,
+        Command::Fuzz(cli::fuzz::Args { validator_memory: mb, .. }) | Command::Run(cli::run::Args { validator_memory: mb, .. }) => {
+            tandem_oracle::smt::isolate::Limits { memory: mb * 1_000_000, ..tandem_oracle::smt::isolate::LIMITS }
+        }
         _ => tandem_oracle::smt::isolate::LIMITS,
     };
     tandem_oracle::smt::isolate::use_child_program(me, limits);

@@ -92,6 +92,14 @@ fn a_time_bound_is_kept_when_every_seed_is_validated() {
     assert!(took < Duration::from_secs(8), "a 2 s campaign took {took:?}");
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["complete"], true);
+    // Every seed went to a validator child, so the children's peak is known, beside the
+    // process's own, in the report and the summary (issue 23: the process tree's memory).
+    if cfg!(target_os = "linux") {
+        let children = report["children_peak_rss_bytes"].as_u64().expect("a validator child ended");
+        assert!(children > 1 << 20, "{children}");
+        let summary = String::from_utf8_lossy(&out.stdout);
+        assert!(summary.lines().any(|l| l.starts_with("memory: RSS ") && l.contains(", validator children peak ")), "{summary}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&json);
 }

@@ -55,6 +55,10 @@ pub struct FuzzReport {
     /// The largest resident set of the process so far, in bytes (`VmHWM`); `null` where
     /// unknown.
     pub peak_rss_bytes: Option<u64>,
+    /// The largest resident set of any validator child so far, in bytes
+    /// (`measure::memory::children_peak`); `null` before any child has ended or where
+    /// unknown. Each child is capped at `smt::isolate::LIMITS.memory`.
+    pub children_peak_rss_bytes: Option<u64>,
     /// Distinguishing-value coverage: per slip pair (`gen::distinguish::universe`, in its
     /// order), the share of cases whose runs told it apart and that evaluated it.
     pub distinguishing: Vec<PairReport>,
@@ -209,6 +213,7 @@ impl FuzzReport {
             infidelities: s.infidelities.clone(),
             rss_bytes: resident.map(|r| r.current),
             peak_rss_bytes: resident.map(|r| r.peak),
+            children_peak_rss_bytes: crate::measure::memory::children_peak(),
             distinguishing: crate::gen::distinguish::universe()
                 .into_iter()
                 .map(|pair| PairReport {

@@ -44,6 +44,11 @@ pub struct Args {
     /// (bound 2, 300 ms per query); 0 turns it off.
     #[arg(long, conflicts_with = "resume", default_value_t = tandem_oracle::campaign::VERIFY_PERMILLE, value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub verify_permille: u32,
+    /// The most memory one validator child may hold, in MB (10^6 bytes): past it the
+    /// child is killed and that pass's answer is `unknown (memory limit)`, never a pass.
+    /// Default 250, which keeps the largest process of the tree under 300 MB.
+    #[arg(long, value_name = "MB", default_value_t = tandem_oracle::smt::isolate::LIMITS.memory / 1_000_000, value_parser = clap::value_parser!(u64).range(50..))]
+    pub validator_memory: u64,
     /// Write a JSON summary here (format `tandem-fuzz-summary/2`, see the README).
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -61,7 +66,7 @@ pub struct Args {
 }
 
 pub fn main(a: Args) -> ExitCode {
-    let Args { seed, count, seconds, profile, shard, out, resume, no_reduce, verify_permille, json, quiet, jobs, x86 } = a;
+    let Args { seed, count, seconds, profile, shard, out, resume, no_reduce, verify_permille, json, quiet, jobs, x86, validator_memory: _ } = a;
     if x86.is_none() {
         if let Err(why) = tandem_oracle::exec::native::available() {
             eprintln!("notice: x86 runs on Unicorn only: this machine cannot run 32-bit code natively ({why})");
@@ -249,7 +254,7 @@ impl Progress {
             s.runs as f64 / secs,
             s.findings.len(),
             s.signatures().len(),
-            ResidentText(resident)
+            ResidentText(resident, memory::children_peak())
         )
     }
 }
@@ -274,7 +279,7 @@ fn print_summary(out: &mut impl Write, s: &tandem_oracle::campaign::Summary, sta
         s.cases as f64 / secs,
         s.runs as f64 / secs,
     );
-    let _ = writeln!(out, "memory: {}", ResidentText(memory::resident()));
+    let _ = writeln!(out, "memory: {}", ResidentText(memory::resident(), memory::children_peak()));
     // Each counter's total, and the share of programs in which it fired.
     for (pass, st) in &s.pass_stats {
         let counters: Vec<String> = st.iter().map(|(k, v)| format!("{k}={v} ({:.1}%)", s.fired_percent(pass, k))).collect();

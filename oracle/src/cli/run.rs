@@ -41,6 +41,11 @@ pub struct Args {
     /// UNDECIDED and counted, never a pass).
     #[arg(long, conflicts_with = "no_verify")]
     pub verify_rlimit: Option<u32>,
+    /// The most memory one validator child may hold, in MB (10^6 bytes): past it the
+    /// child is killed and that pass's answer is `unknown (memory limit)`, never a pass.
+    /// Default 250, which keeps the largest process of the tree under 300 MB.
+    #[arg(long, conflicts_with = "no_verify", value_name = "MB", default_value_t = tandem_oracle::smt::isolate::LIMITS.memory / 1_000_000, value_parser = clap::value_parser!(u64).range(50..))]
+    pub validator_memory: u64,
     /// The x86 machines: unicorn, native (this CPU in 32-bit mode) or both (default
     /// where the CPU runs 32-bit code; Unicorn and the CPU disagreeing is an emulator
     /// infidelity, never a compiler finding).

@@ -346,28 +346,13 @@ pub fn validate_some_passes(f: &Function, pipeline: &Pipeline, opts: &Options, o
 pub fn in_fresh_context<T: Send + Sync>(work: impl Fn() -> T + Send + Sync) -> T {
     let run = || std::panic::catch_unwind(std::panic::AssertUnwindSafe(&work)).map_err(std::sync::Mutex::new);
     let result = z3::with_z3_config(&z3::Config::new(), run);
-    release_freed_memory();
+    // A big function's queries take a hundred megabytes for a moment; glibc keeps freed
+    // memory in its heaps, so without this a long campaign's resident set would climb to
+    // the largest query it ever ran and stay there (issue 23).
+    crate::measure::memory::release_free();
     match result {
         Ok(answer) => answer,
         Err(panic) => std::panic::resume_unwind(panic.into_inner().unwrap_or_else(|e| e.into_inner())),
-    }
-}
-
-/// Gives the memory the dropped context freed back to the system. A big function's
-/// queries take a hundred megabytes for a moment; glibc keeps freed memory in its heaps,
-/// so without this the resident set of a long campaign would climb to the largest
-/// query it ever ran and stay there (issue 23).
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        extern "C" {
-            fn malloc_trim(pad: usize) -> std::ffi::c_int;
-        }
-        // SAFETY: glibc's `malloc_trim` only returns free pages of the heaps to the
-        // kernel; it is safe to call from any thread at any time.
-        unsafe {
-            malloc_trim(0);
-        }
     }
 }
 
