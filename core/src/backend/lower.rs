@@ -22,7 +22,7 @@
 //! allocator obeys.
 
 use crate::hash::HashSet;
-use smallvec::SmallVec;
+use smallvec::{smallvec, SmallVec};
 
 use super::lir::*;
 use super::x86::{Reg, RegSet};
@@ -58,7 +58,7 @@ pub fn lower(f: &mut LirFunction) -> LowerStats {
                 let args = std::mem::take(&mut f.nodes[n].args);
                 for (i, a) in args.into_iter().enumerate() {
                     stats.call_args += 1;
-                    let s = f.add_node(Op::Arg { offset: 4 * i as u32 }, crate::ir::Type::I32, 0, vec![a]);
+                    let s = f.add_node(Op::Arg { offset: 4 * i as u32 }, crate::ir::Type::I32, 0, smallvec![a]);
                     with_args.push(s);
                 }
             }
@@ -182,7 +182,7 @@ fn address_mode(f: &mut LirFunction, a: Use, dropped: &mut HashSet<Node>, stats:
     if disp != 0 || index.is_some() || base.is_none() {
         stats.address_modes += 1;
     }
-    let mut args = vec![];
+    let mut args = Args::new();
     args.extend(base);
     args.extend(index.map(|(i, _)| i));
     let op = Op::Addr { has_base: base.is_some(), scale: index.map_or(0, |(_, s)| s), disp: disp as i32 };
