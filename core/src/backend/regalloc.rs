@@ -108,9 +108,13 @@ pub enum MInst {
     /// instruction that does not overwrite it: no copy, the operand is `reg` itself.
     Alias { node: Node, reg: Reg },
     /// A lowered node with its operands (one per argument; a fused compare contributes
-    /// its two) and the registers of its results (`None`: unused).
-    Node { node: Node, ops: Vec<Operand>, results: Vec<Option<Reg>> },
+    /// its two) and the registers of its results (`None`: unused), both in line: the
+    /// allocator makes one per node.
+    Node { node: Node, ops: Operands, results: SmallVec<[Option<Reg>; 2]> },
 }
+
+/// The operands of an [`MInst::Node`]: few, so kept in line.
+pub type Operands = SmallVec<[Operand; 3]>;
 
 /// The state of a register (`seeds/local-regalloc.txt`, "Possible state information").
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -783,8 +787,8 @@ impl<'a> LocalAllocator<'a> {
     }
 
     /// Step 5: a register for each result of `n` something uses.
-    fn results(&mut self, n: Node, c: &Constraints, regs_of: &[Option<Reg>]) -> Result<Vec<Option<Reg>>, RegallocErrorKind> {
-        let mut results = vec![];
+    fn results(&mut self, n: Node, c: &Constraints, regs_of: &[Option<Reg>]) -> Result<SmallVec<[Option<Reg>; 2]>, RegallocErrorKind> {
+        let mut results = SmallVec::new();
         for (i, rr) in c.results.iter().enumerate() {
             let val = Use { node: n, result: i as u8 };
             let r = match *rr {
@@ -842,9 +846,9 @@ impl<'a> LocalAllocator<'a> {
 
     /// The operands of `n` for the emitter, consuming the registers of its register
     /// operands in [`register_operands`] order.
-    fn operands_of(&self, n: Node, regs: &mut dyn Iterator<Item = Reg>) -> Vec<Operand> {
+    fn operands_of(&self, n: Node, regs: &mut dyn Iterator<Item = Reg>) -> Operands {
         let f = self.f;
-        let mut ops = vec![];
+        let mut ops = Operands::new();
         for &a in &f.nodes[n].args {
             let d = &f.nodes[a.node];
             if !d.contained {
