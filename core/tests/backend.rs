@@ -6,7 +6,7 @@
 
 use iced_x86::{Decoder, DecoderOptions, Formatter, Instruction, IntelFormatter, Mnemonic, OpKind, Register};
 use tandem_core::abi::{helper_address, RuntimeHelper, CODE_BASE};
-use tandem_core::backend::lir::{validate, LirBlock, LirFunction, Op, Use, VarKind};
+use tandem_core::backend::lir::{validate, Args, LirBlock, LirFunction, Op, Use, VarKind};
 use tandem_core::backend::regalloc::{regalloc, Allocation, RegallocOptions};
 use tandem_core::backend::x86::RegSet;
 use tandem_core::backend::{compile, compile_staged, decompose, lower, rationalize, CompileError};
@@ -219,7 +219,7 @@ fn validator_accepts_rationalized_lir_and_catches_each_property() {
     assert!(errors(&l).contains("appears twice"), "{}", errors(&l));
     // 2. A temp used twice.
     let mut l = ok.clone();
-    l.nodes[nodes[2]].args = vec![Use::of(nodes[0]), Use::of(nodes[0])];
+    l.nodes[nodes[2]].args = Args::from_slice(&[Use::of(nodes[0]), Use::of(nodes[0])]);
     assert!(errors(&l).contains("already used"), "{}", errors(&l));
     // 3. A use before its def.
     let mut l = ok.clone();

@@ -17,6 +17,7 @@
 use crate::hash::HashMap;
 
 use cranelift_entity::SecondaryMap;
+use smallvec::smallvec;
 
 use super::lir::*;
 use crate::abi::RuntimeHelper;
@@ -93,29 +94,29 @@ struct Decomposer<'a> {
 const I: Type = Type::I32;
 
 impl Decomposer<'_> {
-    fn emit(&mut self, op: Op, results: u8, args: Vec<Use>) -> Use {
+    fn emit(&mut self, op: Op, results: u8, args: Args) -> Use {
         let n = self.out.add_node(op, I, results, args);
         self.list.push(n);
         Use::of(n)
     }
 
     fn konst(&mut self, v: i64) -> Use {
-        self.emit(Op::Const(v as i32 as i64), 1, vec![])
+        self.emit(Op::Const(v as i32 as i64), 1, smallvec![])
     }
 
     fn bin(&mut self, op: BinOp, a: Use, b: Use) -> Use {
-        self.emit(Op::Binary(op), 1, vec![a, b])
+        self.emit(Op::Binary(op), 1, smallvec![a, b])
     }
 
     fn read(&mut self, v: Var) -> Use {
-        self.emit(Op::Read(v), 1, vec![])
+        self.emit(Op::Read(v), 1, smallvec![])
     }
 
     /// Writes `u` to a fresh temporary so that it can be read several times.
     fn temp(&mut self, u: Use) -> Var {
         self.stats.temps += 1;
         let v = self.out.add_var(format!("t{}", self.out.vars.len()), I, VarKind::Temp);
-        self.emit(Op::Write(v), 0, vec![u]);
+        self.emit(Op::Write(v), 0, smallvec![u]);
         v
     }
 
@@ -150,8 +151,8 @@ impl Decomposer<'_> {
     }
 
     /// Splits the arguments of old node `n` into words, expanding pairs in place.
-    fn flat_args(&self, n: Node) -> Vec<Use> {
-        let mut v = vec![];
+    fn flat_args(&self, n: Node) -> Args {
+        let mut v = Args::new();
         for &a in &self.src.nodes[n].args {
             match self.vals[&a] {
                 Val::W(w) => v.push(w),
@@ -223,21 +224,21 @@ impl Decomposer<'_> {
             Op::Write(v) => {
                 let (lo, hi) = self.var_map[&v];
                 let (a, b) = self.pair(args[0]);
-                self.emit(Op::Write(lo), 0, vec![a]);
-                self.emit(Op::Write(hi.expect("an i64 variable has two halves")), 0, vec![b]);
+                self.emit(Op::Write(lo), 0, smallvec![a]);
+                self.emit(Op::Write(hi.expect("an i64 variable has two halves")), 0, smallvec![b]);
                 return None;
             }
             Op::Unary(UnOp::Not) => {
                 let (a, b) = self.pair(args[0]);
-                let lo = self.emit(Op::Unary(UnOp::Not), 1, vec![a]);
-                Val::P(lo, self.emit(Op::Unary(UnOp::Not), 1, vec![b]))
+                let lo = self.emit(Op::Unary(UnOp::Not), 1, smallvec![a]);
+                Val::P(lo, self.emit(Op::Unary(UnOp::Not), 1, smallvec![b]))
             }
             Op::Unary(UnOp::Neg) => {
                 let (a, b) = self.pair(args[0]);
                 let z1 = self.konst(0);
                 let z2 = self.konst(0);
-                let lo = self.emit(Op::SubLo, 1, vec![z1, a]);
-                Val::P(lo, self.emit(Op::SubHi, 1, vec![z2, b]))
+                let lo = self.emit(Op::SubLo, 1, smallvec![z1, a]);
+                Val::P(lo, self.emit(Op::SubHi, 1, smallvec![z2, b]))
             }
             Op::Binary(b) => self.binary(b, args[0], args[1]),
             Op::Cmp { op, .. } => Val::W(self.compare(op, args[0], args[1])),
@@ -256,9 +257,9 @@ impl Decomposer<'_> {
                 let (fl, fh) = self.pair(args[2]);
                 let tc = self.temp(c);
                 let c1 = self.read(tc);
-                let lo = self.emit(Op::Select, 1, vec![c1, tl, fl]);
+                let lo = self.emit(Op::Select, 1, smallvec![c1, tl, fl]);
                 let c2 = self.read(tc);
-                Val::P(lo, self.emit(Op::Select, 1, vec![c2, th, fh]))
+                Val::P(lo, self.emit(Op::Select, 1, smallvec![c2, th, fh]))
             }
             Op::Load { width, signed } => self.load(width, signed, args[0]),
             Op::Store { width } => {
@@ -266,13 +267,13 @@ impl Decomposer<'_> {
                 return None;
             }
             Op::CfRead { var, .. } => {
-                let lo = self.emit(Op::CfRead { var, offset: 0 }, 1, vec![]);
-                Val::P(lo, self.emit(Op::CfRead { var, offset: 4 }, 1, vec![]))
+                let lo = self.emit(Op::CfRead { var, offset: 0 }, 1, smallvec![]);
+                Val::P(lo, self.emit(Op::CfRead { var, offset: 4 }, 1, smallvec![]))
             }
             Op::CfWrite { var, .. } => {
                 let (lo, hi) = self.pair(args[0]);
-                self.emit(Op::CfWrite { var, offset: 0 }, 0, vec![lo]);
-                self.emit(Op::CfWrite { var, offset: 4 }, 0, vec![hi]);
+                self.emit(Op::CfWrite { var, offset: 0 }, 0, smallvec![lo]);
+                self.emit(Op::CfWrite { var, offset: 4 }, 0, smallvec![hi]);
                 return None;
             }
             Op::Call(h) => return self.call(n, h),
@@ -302,13 +303,13 @@ impl Decomposer<'_> {
         if width == MemWidth::W64 {
             let ta = self.temp(addr);
             let a1 = self.read(ta);
-            let lo = self.emit(Op::Load { width: MemWidth::W32, signed: false }, 1, vec![a1]);
+            let lo = self.emit(Op::Load { width: MemWidth::W32, signed: false }, 1, smallvec![a1]);
             let a2 = self.read(ta);
             let four = self.konst(4);
             let a2 = self.bin(BinOp::Add, a2, four);
-            Val::P(lo, self.emit(Op::Load { width: MemWidth::W32, signed: false }, 1, vec![a2]))
+            Val::P(lo, self.emit(Op::Load { width: MemWidth::W32, signed: false }, 1, smallvec![a2]))
         } else {
-            let lo = self.emit(Op::Load { width, signed }, 1, vec![addr]);
+            let lo = self.emit(Op::Load { width, signed }, 1, smallvec![addr]);
             if signed {
                 self.sign_extend(lo)
             } else {
@@ -325,13 +326,13 @@ impl Decomposer<'_> {
         if width == MemWidth::W64 {
             let ta = self.temp(addr);
             let a1 = self.read(ta);
-            self.emit(Op::Store { width: MemWidth::W32 }, 0, vec![a1, lo]);
+            self.emit(Op::Store { width: MemWidth::W32 }, 0, smallvec![a1, lo]);
             let a2 = self.read(ta);
             let four = self.konst(4);
             let a2 = self.bin(BinOp::Add, a2, four);
-            self.emit(Op::Store { width: MemWidth::W32 }, 0, vec![a2, hi]);
+            self.emit(Op::Store { width: MemWidth::W32 }, 0, smallvec![a2, hi]);
         } else {
-            self.emit(Op::Store { width }, 0, vec![addr, lo]);
+            self.emit(Op::Store { width }, 0, smallvec![addr, lo]);
         }
     }
 
@@ -353,8 +354,8 @@ impl Decomposer<'_> {
                 let (al, ah) = self.pair(a);
                 let (bl, bh) = self.pair(b);
                 let (lo_op, hi_op) = if op == BinOp::Add { (Op::AddLo, Op::AddHi) } else { (Op::SubLo, Op::SubHi) };
-                let lo = self.emit(lo_op, 1, vec![al, bl]);
-                Val::P(lo, self.emit(hi_op, 1, vec![ah, bh]))
+                let lo = self.emit(lo_op, 1, smallvec![al, bl]);
+                Val::P(lo, self.emit(hi_op, 1, smallvec![ah, bh]))
             }
             BinOp::And | BinOp::Or | BinOp::Xor => {
                 let (al, ah) = self.pair(a);
@@ -370,7 +371,7 @@ impl Decomposer<'_> {
                 let tbl = self.temp(bl);
                 let tbh = self.temp(bh);
                 let (x, y) = (self.read(tal), self.read(tbl));
-                let w = self.emit(Op::MulWide, 2, vec![x, y]);
+                let w = self.emit(Op::MulWide, 2, smallvec![x, y]);
                 let (x, y) = (self.read(tah), self.read(tbl));
                 let c1 = self.bin(BinOp::Mul, x, y);
                 let (x, y) = (self.read(tal), self.read(tbh));
@@ -390,7 +391,7 @@ impl Decomposer<'_> {
                 };
                 let (al, ah) = self.pair(a);
                 let (bl, bh) = self.pair(b);
-                let r = self.emit(Op::Call(h), 2, vec![al, ah, bl, bh]);
+                let r = self.emit(Op::Call(h), 2, smallvec![al, ah, bl, bh]);
                 Val::P(r, Use { node: r.node, result: 1 })
             }
         }
@@ -415,7 +416,7 @@ impl Decomposer<'_> {
             (BinOp::Shl, true) => {
                 let t = self.temp(al);
                 let (x, c) = (self.read(t), self.konst(k));
-                let hi = self.emit(Op::Shld, 1, vec![ah, x, c]);
+                let hi = self.emit(Op::Shld, 1, smallvec![ah, x, c]);
                 let (x, c) = (self.read(t), self.konst(k));
                 Val::P(self.bin(BinOp::Shl, x, c), hi)
             }
@@ -430,7 +431,7 @@ impl Decomposer<'_> {
             (_, true) => {
                 let t = self.temp(ah);
                 let (x, c) = (self.read(t), self.konst(k));
-                let lo = self.emit(Op::Shrd, 1, vec![al, x, c]);
+                let lo = self.emit(Op::Shrd, 1, smallvec![al, x, c]);
                 let (x, c) = (self.read(t), self.konst(k));
                 Val::P(lo, self.bin(op, x, c))
             }
@@ -464,27 +465,27 @@ impl Decomposer<'_> {
         match op {
             BinOp::Shl => {
                 let (h, l, c) = (self.read(th), self.read(tl), self.read(tc));
-                let s_hi = self.emit(Op::Shld, 1, vec![h, l, c]);
+                let s_hi = self.emit(Op::Shld, 1, smallvec![h, l, c]);
                 let (l, c) = (self.read(tl), self.read(tc));
                 let s_lo = self.bin(BinOp::Shl, l, c);
                 let ts = self.temp(s_lo);
                 let g = big(self);
                 let x = self.read(ts);
-                let hi = self.emit(Op::Select, 1, vec![g, x, s_hi]);
+                let hi = self.emit(Op::Select, 1, smallvec![g, x, s_hi]);
                 let g = big(self);
                 let (z, x) = (self.konst(0), self.read(ts));
-                let lo = self.emit(Op::Select, 1, vec![g, z, x]);
+                let lo = self.emit(Op::Select, 1, smallvec![g, z, x]);
                 Val::P(lo, hi)
             }
             _ => {
                 let (l, h, c) = (self.read(tl), self.read(th), self.read(tc));
-                let s_lo = self.emit(Op::Shrd, 1, vec![l, h, c]);
+                let s_lo = self.emit(Op::Shrd, 1, smallvec![l, h, c]);
                 let (h, c) = (self.read(th), self.read(tc));
                 let s_hi = self.bin(op, h, c);
                 let ts = self.temp(s_hi);
                 let g = big(self);
                 let x = self.read(ts);
-                let lo = self.emit(Op::Select, 1, vec![g, x, s_lo]);
+                let lo = self.emit(Op::Select, 1, smallvec![g, x, s_lo]);
                 let g = big(self);
                 let fill = if op == BinOp::Lshr {
                     self.konst(0)
@@ -493,7 +494,7 @@ impl Decomposer<'_> {
                     self.bin(BinOp::Ashr, h, k)
                 };
                 let x = self.read(ts);
-                let hi = self.emit(Op::Select, 1, vec![g, fill, x]);
+                let hi = self.emit(Op::Select, 1, smallvec![g, fill, x]);
                 Val::P(lo, hi)
             }
         }
@@ -510,7 +511,7 @@ impl Decomposer<'_> {
                 let y = self.bin(BinOp::Xor, ah, bh);
                 let o = self.bin(BinOp::Or, x, y);
                 let z = self.konst(0);
-                self.emit(cmp32(op), 1, vec![o, z])
+                self.emit(cmp32(op), 1, smallvec![o, z])
             }
             _ => {
                 // `cmp xlo, ylo; sbb xhi, yhi` computes the flags of `x - y` over 64
@@ -530,7 +531,7 @@ impl Decomposer<'_> {
                 // constants, so that lowering can contain them as memory operands.
                 let yl = self.containable(yl);
                 let yh = self.containable(yh);
-                self.emit(Op::CmpPair(pair_op), 1, vec![xl, xh, yl, yh])
+                self.emit(Op::CmpPair(pair_op), 1, smallvec![xl, xh, yl, yh])
             }
         }
     }

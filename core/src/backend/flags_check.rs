@@ -38,7 +38,24 @@ impl std::fmt::Display for UndefinedFlag {
 
 /// Checks `code`; one error per instruction that reads a possibly undefined flag.
 pub fn check(code: &MachineCode) -> Result<(), Vec<UndefinedFlag>> {
-    let insns = decode(&code.bytes);
+    let mut insns = DECODED.with(|d| d.take());
+    decode_into(&code.bytes, &mut insns);
+    let result = check_decoded(code, &insns);
+    DECODED.with(|d| d.set(insns));
+    result
+}
+
+thread_local! {
+    /// The instruction list of this thread's last check, reused by the next. A program's
+    /// list is tens of kilobytes (40 bytes an instruction), above the fixed mmap threshold
+    /// of the long-running commands (`measure::memory::return_large_blocks` in the
+    /// harness), so a fresh list per check was mapped, faulted in page by page, copied as
+    /// it grew and unmapped again for every program compiled.
+    static DECODED: std::cell::Cell<Vec<Instruction>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// [`check`] over the decoded instructions of `code`.
+fn check_decoded(code: &MachineCode, insns: &[Instruction]) -> Result<(), Vec<UndefinedFlag>> {
     // The instructions are decoded in address order, so an address is found by binary
     // search. Each instruction's transfer is `(undefined & keep) | make`, computed once.
     let index = |ip: u64| insns.binary_search_by_key(&ip, |i| i.ip()).ok();
@@ -88,13 +105,13 @@ pub fn check(code: &MachineCode) -> Result<(), Vec<UndefinedFlag>> {
     }
 }
 
-fn decode(bytes: &[u8]) -> Vec<Instruction> {
+/// Decodes `bytes` into `out` (emptied first).
+fn decode_into(bytes: &[u8], out: &mut Vec<Instruction>) {
     let mut d = Decoder::with_ip(32, bytes, CODE_BASE as u64, DecoderOptions::NONE);
-    let mut out = vec![];
+    out.clear();
     while d.can_decode() {
         out.push(d.decode());
     }
-    out
 }
 
 /// The undefined flags after `i` given those before it, as two masks: they are

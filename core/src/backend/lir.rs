@@ -18,6 +18,7 @@
 
 use cranelift_entity::{entity_impl, EntityRef, PrimaryMap, SecondaryMap};
 use crate::hash::HashMap;
+use smallvec::SmallVec;
 use std::fmt;
 
 use crate::abi::RuntimeHelper;
@@ -161,6 +162,10 @@ impl Op {
     }
 }
 
+/// A node's argument edges, in line: no node has more than four and few more than two,
+/// so building, cloning and dropping a function's nodes allocates nothing per node.
+pub type Args = SmallVec<[Use; 3]>;
+
 /// A node: operation, result type, number of results and argument edges.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct NodeData {
@@ -169,7 +174,7 @@ pub struct NodeData {
     pub ty: Type,
     /// How many values the node defines (0, 1 or 2).
     pub results: u8,
-    pub args: Vec<Use>,
+    pub args: Args,
     /// Absent from the linear order, part of its one user (after lowering).
     pub contained: bool,
 }
@@ -200,7 +205,7 @@ pub struct LirFunction {
 
 impl LirFunction {
     /// Adds a node to the arena (not to any block).
-    pub fn add_node(&mut self, op: Op, ty: Type, results: u8, args: Vec<Use>) -> Node {
+    pub fn add_node(&mut self, op: Op, ty: Type, results: u8, args: Args) -> Node {
         self.nodes.push(NodeData { op, ty, results, args, contained: false })
     }
 

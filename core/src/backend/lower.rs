@@ -22,6 +22,7 @@
 //! allocator obeys.
 
 use crate::hash::HashSet;
+use smallvec::{smallvec, SmallVec};
 
 use super::lir::*;
 use super::x86::{Reg, RegSet};
@@ -57,7 +58,7 @@ pub fn lower(f: &mut LirFunction) -> LowerStats {
                 let args = std::mem::take(&mut f.nodes[n].args);
                 for (i, a) in args.into_iter().enumerate() {
                     stats.call_args += 1;
-                    let s = f.add_node(Op::Arg { offset: 4 * i as u32 }, crate::ir::Type::I32, 0, vec![a]);
+                    let s = f.add_node(Op::Arg { offset: 4 * i as u32 }, crate::ir::Type::I32, 0, smallvec![a]);
                     with_args.push(s);
                 }
             }
@@ -181,7 +182,7 @@ fn address_mode(f: &mut LirFunction, a: Use, dropped: &mut HashSet<Node>, stats:
     if disp != 0 || index.is_some() || base.is_none() {
         stats.address_modes += 1;
     }
-    let mut args = vec![];
+    let mut args = Args::new();
     args.extend(base);
     args.extend(index.map(|(i, _)| i));
     let op = Op::Addr { has_base: base.is_some(), scale: index.map_or(0, |(_, s)| s), disp: disp as i32 };
@@ -271,14 +272,16 @@ pub enum ResultReg {
 
 /// The register constraints of a lowered node: its in-line (register) operands in the
 /// order the allocator sees them, each with the registers it may occupy; the registers
-/// the instruction clobbers; and where each result goes.
+/// the instruction clobbers; and where each result goes. Both lists are kept in line
+/// (no allocation for the few operands and results an instruction has), since the
+/// allocator and its checker make them for every node.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Constraints {
-    pub operands: Vec<(Use, RegSet)>,
+    pub operands: SmallVec<[(Use, RegSet); 4]>,
     /// Which operands the instruction only reads (see [`Constraints::read_only`]).
     read_only: ReadOnly,
     pub clobbers: RegSet,
-    pub results: Vec<ResultReg>,
+    pub results: SmallVec<[ResultReg; 2]>,
 }
 
 impl Constraints {
@@ -341,7 +344,7 @@ fn each_register_operand(f: &LirFunction, n: Node, visit: &mut impl FnMut(Use)) 
 /// The constraints of lowered node `n` (see [`Constraints`]).
 pub fn constraints(f: &LirFunction, n: Node) -> Constraints {
     let d = &f.nodes[n];
-    let mut operands: Vec<(Use, RegSet)> = Vec::with_capacity(d.args.len());
+    let mut operands = SmallVec::new();
     each_register_operand(f, n, &mut |u| operands.push((u, RegSet::ALL)));
     let (clobbers, results) = fixed_registers(f, n, &mut operands);
     let read_only = ReadOnly::of(&d.op);
@@ -352,7 +355,7 @@ pub fn constraints(f: &LirFunction, n: Node) -> Constraints {
 /// What the instruction of `n` fixes: the masks of its first register operands (in
 /// argument order, set in `operands`; the rest take any register), the registers it
 /// clobbers, and where its results are.
-fn fixed_registers(f: &LirFunction, n: Node, operands: &mut [(Use, RegSet)]) -> (RegSet, Vec<ResultReg>) {
+fn fixed_registers(f: &LirFunction, n: Node, operands: &mut [(Use, RegSet)]) -> (RegSet, SmallVec<[ResultReg; 2]>) {
     let d = &f.nodes[n];
     let any = RegSet::ALL;
     let eax = RegSet::of(Reg::Eax);
@@ -364,7 +367,7 @@ fn fixed_registers(f: &LirFunction, n: Node, operands: &mut [(Use, RegSet)]) -> 
     // turn; a mask without an operand is dropped.
     let mut masks = FirstMasks { operands, given: 0 };
     let mut clobbers = RegSet::NONE;
-    let mut results = vec![];
+    let mut results = SmallVec::new();
     let inline = |i: usize| !f.nodes[d.args[i].node].contained;
     match &d.op {
         Op::Binary(BinOp::Shl | BinOp::Lshr | BinOp::Ashr) => {

@@ -11,6 +11,7 @@
 //! before the backend.
 
 use cranelift_entity::EntityRef;
+use smallvec::smallvec;
 
 use super::lir::*;
 use super::CompileError;
@@ -64,13 +65,13 @@ pub fn rationalize(f: &Function) -> Result<(LirFunction, RationalizeStats), Comp
             r.expr(s);
         }
         let (op, args) = match &data.term {
-            Terminator::Jump(t) => (Op::Jump(*t), vec![]),
+            Terminator::Jump(t) => (Op::Jump(*t), smallvec![]),
             Terminator::Branch { cond, then_dest, else_dest } => {
-                (Op::Branch { then_dest: *then_dest, else_dest: *else_dest }, vec![r.value(*cond)])
+                (Op::Branch { then_dest: *then_dest, else_dest: *else_dest }, smallvec![r.value(*cond)])
             }
-            Terminator::Return(e) => (Op::Return, vec![r.value(*e)]),
+            Terminator::Return(e) => (Op::Return, smallvec![r.value(*e)]),
             Terminator::Switch { value, default, cases } => {
-                (Op::Switch { default: *default, cases: cases.clone() }, vec![r.value(*value)])
+                (Op::Switch { default: *default, cases: cases.clone() }, smallvec![r.value(*value)])
             }
         };
         r.push(op, Type::I32, 0, args);
@@ -89,7 +90,7 @@ struct Linearizer<'a> {
 }
 
 impl Linearizer<'_> {
-    fn push(&mut self, op: Op, ty: Type, results: u8, args: Vec<Use>) -> Node {
+    fn push(&mut self, op: Op, ty: Type, results: u8, args: Args) -> Node {
         let n = self.lir.add_node(op, ty, results, args);
         self.out.push(n);
         n
@@ -102,45 +103,45 @@ impl Linearizer<'_> {
     /// Appends the nodes of the tree at `e` in evaluation order; returns its value.
     fn expr(&mut self, e: Expr) -> Option<Use> {
         let f = self.f;
-        let (op, args) = match &f.exprs[e] {
+        let (op, args): (Op, Args) = match &f.exprs[e] {
             ExprData::Comma { first, second } => {
                 self.stats.commas += 1;
                 self.expr(*first);
                 return self.expr(*second);
             }
-            ExprData::Const { value, .. } => (Op::Const(*value), vec![]),
-            ExprData::Local(l) => (Op::Read(Var::new(l.index())), vec![]),
-            ExprData::Unary { op, arg } => (Op::Unary(*op), vec![self.value(*arg)]),
+            ExprData::Const { value, .. } => (Op::Const(*value), smallvec![]),
+            ExprData::Local(l) => (Op::Read(Var::new(l.index())), smallvec![]),
+            ExprData::Unary { op, arg } => (Op::Unary(*op), smallvec![self.value(*arg)]),
             ExprData::Binary { op, lhs, rhs } => {
                 let a = self.value(*lhs);
-                (Op::Binary(*op), vec![a, self.value(*rhs)])
+                (Op::Binary(*op), smallvec![a, self.value(*rhs)])
             }
             ExprData::Cmp { op, lhs, rhs } => {
                 let t = f.expr_type(*lhs).unwrap_or(Type::I32);
                 let a = self.value(*lhs);
-                (Op::Cmp { op: *op, ty: t }, vec![a, self.value(*rhs)])
+                (Op::Cmp { op: *op, ty: t }, smallvec![a, self.value(*rhs)])
             }
-            ExprData::Convert { op, arg } => (Op::Convert(*op), vec![self.value(*arg)]),
+            ExprData::Convert { op, arg } => (Op::Convert(*op), smallvec![self.value(*arg)]),
             ExprData::Select { cond, if_true, if_false } => {
                 let c = self.value(*cond);
                 let t = self.value(*if_true);
-                (Op::Select, vec![c, t, self.value(*if_false)])
+                (Op::Select, smallvec![c, t, self.value(*if_false)])
             }
             ExprData::Load { width, signed, addr, .. } => {
-                (Op::Load { width: *width, signed: *signed }, vec![self.value(*addr)])
+                (Op::Load { width: *width, signed: *signed }, smallvec![self.value(*addr)])
             }
             ExprData::Store { width, addr, value } => {
                 let a = self.value(*addr);
-                (Op::Store { width: *width }, vec![a, self.value(*value)])
+                (Op::Store { width: *width }, smallvec![a, self.value(*value)])
             }
-            ExprData::CfRead(v) => (Op::CfRead { var: *v, offset: 0 }, vec![]),
-            ExprData::CfWrite { var, value } => (Op::CfWrite { var: *var, offset: 0 }, vec![self.value(*value)]),
-            ExprData::Assign { local, value } => (Op::Write(Var::new(local.index())), vec![self.value(*value)]),
+            ExprData::CfRead(v) => (Op::CfRead { var: *v, offset: 0 }, smallvec![]),
+            ExprData::CfWrite { var, value } => (Op::CfWrite { var: *var, offset: 0 }, smallvec![self.value(*value)]),
+            ExprData::Assign { local, value } => (Op::Write(Var::new(local.index())), smallvec![self.value(*value)]),
             ExprData::Call { helper, args } => {
                 let vals = args.iter().map(|&a| self.value(a)).collect();
                 (Op::Call(RuntimeHelper::Ir(*helper)), vals)
             }
-            ExprData::TrapIf { cond, code } => (Op::TrapIf(*code), vec![self.value(*cond)]),
+            ExprData::TrapIf { cond, code } => (Op::TrapIf(*code), smallvec![self.value(*cond)]),
         };
         // The type comes from the operands already linearized where it follows them
         // (`Function::expr_type` would walk down the tree again at every node: quadratic

@@ -30,6 +30,7 @@ use crate::hash::{HashMap, HashSet};
 use std::fmt;
 
 use cranelift_entity::SecondaryMap;
+use smallvec::{smallvec, SmallVec};
 
 use super::lir::*;
 use super::lower::{constraints, Constraints, ResultReg};
@@ -107,9 +108,13 @@ pub enum MInst {
     /// instruction that does not overwrite it: no copy, the operand is `reg` itself.
     Alias { node: Node, reg: Reg },
     /// A lowered node with its operands (one per argument; a fused compare contributes
-    /// its two) and the registers of its results (`None`: unused).
-    Node { node: Node, ops: Vec<Operand>, results: Vec<Option<Reg>> },
+    /// its two) and the registers of its results (`None`: unused), both in line: the
+    /// allocator makes one per node.
+    Node { node: Node, ops: Operands, results: SmallVec<[Option<Reg>; 2]> },
 }
+
+/// The operands of an [`MInst::Node`]: few, so kept in line.
+pub type Operands = SmallVec<[Operand; 3]>;
 
 /// The state of a register (`seeds/local-regalloc.txt`, "Possible state information").
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -259,17 +264,17 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
         pool = pool.without(*r);
     }
     let mut shared = Shared { spill_base, next_slot: 0, free_slots: vec![], used: RegSet::NONE, decisions: vec![], stats, trace: opts.trace };
-    // The values some node of the lowered function uses (nodes dropped by earlier passes
-    // stay in the arena but are not looked at).
-    let mut used = HashSet::default();
-    for n in f.all_nodes() {
-        used.extend(f.nodes[n].args.iter().copied());
-    }
+    let used = UsedValues::of(f);
     let mut code = SecondaryMap::new();
+    // Each block's node constraints and the temps' locations, in buffers reused from
+    // block to block.
+    let mut cs: Vec<Constraints> = vec![];
+    let mut loc = HashMap::default();
     for &b in &f.layout {
-        let mut la = LocalAllocator::new(f, &home, &globals, pool, &used, &mut shared);
+        let mut la = LocalAllocator::new(f, &home, &globals, pool, &used, loc, &mut shared);
         // Each node's constraints, made once for the aliases and the allocation.
-        let cs: Vec<Constraints> = f.blocks[b].nodes.iter().map(|&n| constraints(f, n)).collect();
+        cs.clear();
+        cs.extend(f.blocks[b].nodes.iter().map(|&n| constraints(f, n)));
         la.find_aliases(b, &cs);
         let error = |node: Node, kind| RegallocError { block: b, node, text: f.node_text(node), kind };
         for (&n, c) in f.blocks[b].nodes.iter().zip(&cs) {
@@ -281,6 +286,8 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
             return Err(error(node, RegallocErrorKind::TempLiveAtBlockEnd(r)));
         }
         code[b] = std::mem::take(&mut la.out);
+        loc = std::mem::take(&mut la.loc);
+        loc.clear();
     }
     let mut used = shared.used;
     for (_, r) in &globals {
@@ -297,15 +304,35 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
     Ok(Allocation { code, home, globals, saved, frame_bytes, decisions: shared.decisions, stats: shared.stats })
 }
 
+/// The values some node of the lowered function uses, as a bit per result of each node
+/// (nodes dropped by earlier passes stay in the arena but are not looked at).
+struct UsedValues(SecondaryMap<Node, u8>);
+
+impl UsedValues {
+    fn of(f: &LirFunction) -> UsedValues {
+        let mut used = SecondaryMap::with_capacity(f.nodes.len());
+        for n in f.all_nodes() {
+            for a in &f.nodes[n].args {
+                used[a.node] |= 1u8 << a.result;
+            }
+        }
+        UsedValues(used)
+    }
+
+    fn contains(&self, u: &Use) -> bool {
+        self.0[u.node] & (1u8 << u.result) != 0
+    }
+}
+
 /// Loop depth of each block: blocks of the natural loop of every DFS back edge.
 pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
-    let succs = |b: Block| -> Vec<Block> {
+    let succs = |b: Block| -> SmallVec<[Block; 2]> {
         let last = *f.blocks[b].nodes.last().expect("a block ends in a terminator");
         match &f.nodes[last].op {
-            Op::Jump(t) => vec![*t],
-            Op::Branch { then_dest, else_dest } => vec![*then_dest, *else_dest],
+            Op::Jump(t) => smallvec![*t],
+            Op::Branch { then_dest, else_dest } => smallvec![*then_dest, *else_dest],
             Op::Switch { default, cases } => std::iter::once(*default).chain(cases.iter().map(|c| c.1)).collect(),
-            _ => vec![],
+            _ => SmallVec::new(),
         }
     };
     let mut preds: HashMap<Block, Vec<Block>> = HashMap::default();
@@ -356,12 +383,13 @@ pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
 pub fn global_allocation(f: &LirFunction) -> Vec<(Var, Reg)> {
     let depth = loop_depths(f);
     let mut weight: HashMap<Var, u64> = HashMap::default();
+    let (mut all, mut stack) = (vec![], vec![]);
     for &b in &f.layout {
         let w = 8u64.pow(depth[b].min(6));
-        let mut all = vec![];
+        all.clear();
         for &n in &f.blocks[b].nodes {
             all.push(n);
-            let mut stack = vec![n];
+            stack.push(n);
             while let Some(m) = stack.pop() {
                 for a in &f.nodes[m].args {
                     if f.nodes[a.node].contained {
@@ -371,7 +399,7 @@ pub fn global_allocation(f: &LirFunction) -> Vec<(Var, Reg)> {
                 }
             }
         }
-        for n in all {
+        for &n in &all {
             if let Op::Read(v) | Op::Write(v) = f.nodes[n].op {
                 *weight.entry(v).or_default() += w;
             }
@@ -393,6 +421,9 @@ struct Shared {
     trace: bool,
 }
 
+/// The register of each register operand of a node, as the allocator places them.
+type RegsOf = SmallVec<[Option<Reg>; 4]>;
+
 /// Where a live temp is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum ValLoc {
@@ -407,7 +438,7 @@ pub struct LocalAllocator<'a> {
     regs: [RegState; 6],
     pool: RegSet,
     loc: HashMap<Use, ValLoc>,
-    used: &'a HashSet<Use>,
+    used: &'a UsedValues,
     /// Reads of global variables whose one user only reads them: they are not copied.
     aliases: HashSet<Node>,
     out: Vec<MInst>,
@@ -420,7 +451,8 @@ impl<'a> LocalAllocator<'a> {
         home: &'a SecondaryMap<Var, Option<Operand>>,
         globals: &[(Var, Reg)],
         pool: RegSet,
-        used: &'a HashSet<Use>,
+        used: &'a UsedValues,
+        loc: HashMap<Use, ValLoc>,
         shared: &'a mut Shared,
     ) -> Self {
         // At the start of the basic block, the registers are set to the free state.
@@ -428,7 +460,7 @@ impl<'a> LocalAllocator<'a> {
         for (v, r) in globals {
             regs[r.index()] = RegState::Allocated(*v);
         }
-        LocalAllocator { f, home, regs, pool, loc: HashMap::default(), used, aliases: HashSet::default(), out: vec![], shared }
+        LocalAllocator { f, home, regs, pool, loc, used, aliases: HashSet::default(), out: vec![], shared }
     }
 
     /// Finds the reads of globally allocated variables that need no copy: the one user
@@ -712,8 +744,8 @@ impl<'a> LocalAllocator<'a> {
 
     /// Step 2: operands whose mask is one register are forced into it. Returns the
     /// register of each operand placed so far.
-    fn force_fixed_operands(&mut self, c: &Constraints, clobbers: RegSet) -> Result<Vec<Option<Reg>>, RegallocErrorKind> {
-        let mut regs_of: Vec<Option<Reg>> = vec![None; c.operands.len()];
+    fn force_fixed_operands(&mut self, c: &Constraints, clobbers: RegSet) -> Result<RegsOf, RegallocErrorKind> {
+        let mut regs_of: RegsOf = smallvec![None; c.operands.len()];
         for (i, (u, mask)) in c.operands.iter().enumerate() {
             if mask.len() != 1 {
                 continue;
@@ -744,7 +776,7 @@ impl<'a> LocalAllocator<'a> {
 
     /// Step 3: the other operands, narrowest masks first.
     fn place_other_operands(&mut self, c: &Constraints, regs_of: &mut [Option<Reg>]) -> Result<(), RegallocErrorKind> {
-        let mut order: Vec<usize> = (0..c.operands.len()).filter(|&i| regs_of[i].is_none()).collect();
+        let mut order: SmallVec<[usize; 4]> = (0..c.operands.len()).filter(|&i| regs_of[i].is_none()).collect();
         order.sort_by_key(|&i| c.operands[i].1.and(self.pool).len());
         for i in order {
             let (u, mask) = c.operands[i];
@@ -755,8 +787,8 @@ impl<'a> LocalAllocator<'a> {
     }
 
     /// Step 5: a register for each result of `n` something uses.
-    fn results(&mut self, n: Node, c: &Constraints, regs_of: &[Option<Reg>]) -> Result<Vec<Option<Reg>>, RegallocErrorKind> {
-        let mut results = vec![];
+    fn results(&mut self, n: Node, c: &Constraints, regs_of: &[Option<Reg>]) -> Result<SmallVec<[Option<Reg>; 2]>, RegallocErrorKind> {
+        let mut results = SmallVec::new();
         for (i, rr) in c.results.iter().enumerate() {
             let val = Use { node: n, result: i as u8 };
             let r = match *rr {
@@ -814,9 +846,9 @@ impl<'a> LocalAllocator<'a> {
 
     /// The operands of `n` for the emitter, consuming the registers of its register
     /// operands in [`register_operands`] order.
-    fn operands_of(&self, n: Node, regs: &mut dyn Iterator<Item = Reg>) -> Vec<Operand> {
+    fn operands_of(&self, n: Node, regs: &mut dyn Iterator<Item = Reg>) -> Operands {
         let f = self.f;
-        let mut ops = vec![];
+        let mut ops = Operands::new();
         for &a in &f.nodes[n].args {
             let d = &f.nodes[a.node];
             if !d.contained {

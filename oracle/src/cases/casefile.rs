@@ -32,11 +32,15 @@ pub struct CaseFile {
     pub module: Module,
     pub source_map: SourceMap,
     pub runs: Vec<Run>,
-    /// Lines that are not module code, each placed before a module line by index.
+    /// Lines that are not module code, each placed before a module line by index
+    /// ([`AFTER_MODULE`]: after the last one).
     trivia: Vec<(usize, Trivia)>,
     /// Trailing comments (with the whitespace before them) of module lines.
     trailing: Vec<(usize, String)>,
 }
+
+/// The place of trivia that follows the whole module, however many lines it prints.
+const AFTER_MODULE: usize = usize::MAX;
 
 #[derive(Clone, Debug)]
 enum Trivia {
@@ -597,9 +601,10 @@ impl CaseFile {
 
     /// Builds a case file from a module and runs, laid out canonically (runs at the end).
     pub fn new(module: Module, runs: Vec<Run>) -> CaseFile {
-        let n = runs.len();
-        let code_lines = module.to_string().lines().filter(|l| !l.trim().is_empty()).count();
-        let trivia = (0..n).map(|i| (code_lines, Trivia::Run(i))).collect();
+        // The runs follow the module: placed there without printing it (the generator makes
+        // a case file for every seed, and printing each module only to count its lines was
+        // a hundredth of a campaign).
+        let trivia = (0..runs.len()).map(|i| (AFTER_MODULE, Trivia::Run(i))).collect();
         CaseFile { module, source_map: SourceMap::default(), runs, trivia, trailing: vec![] }
     }
 }
