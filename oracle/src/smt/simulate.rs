@@ -1035,26 +1035,37 @@ fn corresponds(src: &Function, tgt: &Function) -> bool {
 /// functions that the per-block choice loses (a definition the data flow drops at a block
 /// where the target still needs it). More candidates can cost more splits than they prove
 /// (a split by an arbitrary model may part what a later edge needed together), so they are
-/// the later tries, each on what is left of the budget.
+/// the later tries, each on what is left of the budget. Where the target has stores the
+/// source's blocks lack ([`pending_stores`]), the tries with those candidates come first
+/// (per block, then whole), then the three others: on the default profile's first 40
+/// seeds memopt proves 25 of 37 changed pairs so, and 24 with them joined to the aligned
+/// candidates' tries (seed 9's heap classes then split so that another block fails); as
+/// the last tries, seeds 12 and 20 spend the budget before reaching them. The aligned
+/// candidates first instead of last proves one pair more and loses two (24). A try whose
+/// first partition equals an earlier one's is skipped.
 pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: &mut Budget) -> Result<bool, Unknown> {
     if !corresponds(src, tgt) {
         return Ok(false);
     }
-    let mut aligned = aligned_reads(src, tgt);
-    aligned.extend(pending_stores(src, tgt));
-    if prove_from(src, tgt, first_partition(src, tgt, &[], Scope::PerBlock), opts, budget)? {
-        return Ok(true);
+    let aligned = aligned_reads(src, tgt);
+    let pending = pending_stores(src, tgt);
+    let with_pending: Vec<(Slot, Slot)> = aligned.iter().chain(&pending).copied().collect();
+    let mut tried: Vec<(Vec<Slot>, Vec<Vec<usize>>)> = vec![];
+    let mut tries = vec![(&[][..], Scope::PerBlock), (&aligned[..], Scope::PerBlock), (&aligned[..], Scope::Whole), (&with_pending[..], Scope::PerBlock), (&with_pending[..], Scope::Whole)];
+    if !pending.is_empty() {
+        tries.rotate_right(2);
     }
-    let per_block = first_partition(src, tgt, &aligned, Scope::PerBlock);
-    let whole = first_partition(src, tgt, &aligned, Scope::Whole);
-    let tried = aligned.is_empty();
-    if whole == per_block {
-        return if tried { Ok(false) } else { prove_from(src, tgt, per_block, opts, budget) };
+    for (candidates, scope) in tries {
+        let first = first_partition(src, tgt, candidates, scope);
+        if tried.contains(&first) {
+            continue;
+        }
+        tried.push(first.clone());
+        if prove_from(src, tgt, first, opts, budget)? {
+            return Ok(true);
+        }
     }
-    if !tried && prove_from(src, tgt, per_block, opts, budget)? {
-        return Ok(true);
-    }
-    prove_from(src, tgt, whole, opts, budget)
+    Ok(false)
 }
 
 /// Encoding work done and charged to the budget so far.
