@@ -894,6 +894,19 @@ pub fn encode_step(f: &Function, b: Block, st: State, through: &dyn Fn(Block) ->
     Ok(out)
 }
 
+/// The bytes of `heap` at `addr` and on, `n` of them, little-endian (a load's raw value).
+pub fn heap_bytes(heap: &Array, addr: &BV, n: u32) -> BV {
+    Exec::load_bytes(heap, addr, n)
+}
+
+/// `heap` after a store of `width` of `v` at `addr`, as [`Exec::store`] writes it (a store
+/// wider than its value writes the canonical, sign-extended form); no bounds check.
+pub fn stored_heap(heap: &Array, addr: &BV, v: &BV, width: MemWidth) -> Array {
+    let n = width.bytes();
+    let v = if 8 * n > v.get_size() { to64(v) } else { v.clone() };
+    Exec::store_bytes(heap, addr, &v, n)
+}
+
 /// Whether the tree at `e` only computes a value: no store, callframe write, assignment,
 /// check, comma or helper with an effect (divisions, loads and callframe reads are
 /// values here; their traps are the statements' business).

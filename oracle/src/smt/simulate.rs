@@ -31,7 +31,12 @@
 //! alone (`load.i32.s8(A)` where the target has `ashr(shl(%v, 24), 24)`: memopt's
 //! forwarded stores and loads of another width, [`converted_cell`]) joins the target's
 //! tree, so the relation can say "the byte at `A` is the low byte of `%v`" across
-//! blocks. When that fails too, a third try starts from the whole-function
+//! blocks; and a store the target does where the source does none (memopt's stores sunk
+//! out of a loop onto its exits) joins the source's heap as a pending store
+//! ([`Slot::Pending`], [`pending_stores`]): the target's heap with that store done, or
+//! with the source's bytes at its address, so the relation can say "the source's heap is
+//! the target's with `%val` stored at `A`" on the exits and "the heaps differ only at
+//! `A`" in the loop. When that fails too, a third try starts from the whole-function
 //! relation: every pair of versions and every definition joined at every block (the
 //! data flows can drop a candidate at a block where the proof needs it, and an arbitrary
 //! split can part what a later edge needs together; the two starts fail on different
@@ -91,6 +96,14 @@ enum Slot {
     /// (memopt's LOAD-LOAD, STORE-LOAD and hoisted loads), or an expression a pass now
     /// keeps in a temporary (SSAPRE).
     Read(Side, Type, Expr),
+    /// The target's heap with one of its stores applied (a store it has where the source
+    /// has none: memopt's sunk stores on a loop's exits), the address evaluated in the
+    /// target's state: with the store's value also evaluated there (`true`: "the source's
+    /// heap is the target's with the pending store done"), or with the bytes the source's
+    /// heap holds there (`false`: "the two heaps agree except at the store's bytes", which
+    /// holds at a loop block before the source's store overwrites them). Not part of a
+    /// state; a heap class may take its value ([`pending_stores`]).
+    Pending(Expr, bool),
 }
 
 /// What can be equal: bit-vectors of one width, or heaps.
@@ -225,7 +238,56 @@ impl Pair<'_> {
             Slot::Local(s, l) | Slot::Def(s, l, _) => Kind::Bits(self.side(s).locals[l].ty.bits()),
             Slot::Read(_, ty, _) => Kind::Bits(ty.bits()),
             Slot::Cf(s, v) => Kind::Bits(self.side(s).cfvars[v].ty.bits()),
-            Slot::Heap(_) => Kind::Heap,
+            Slot::Heap(_) | Slot::Pending(..) => Kind::Heap,
+        }
+    }
+
+    /// Whether the slot is derived from the states (a tree or a pending store), not a
+    /// part of one.
+    fn derived(&self, slot: Slot) -> bool {
+        self.tree(slot).is_some() || matches!(slot, Slot::Pending(..))
+    }
+
+    /// The slots a derived slot's value reads (for a pending store whose bytes come from
+    /// the source's heap, only those of the address and the target's heap: its entry
+    /// value takes fresh bytes, [`Pair::entry_value`]); `None` when one is not a slot.
+    fn slot_reads(&self, slot: Slot) -> Option<Vec<usize>> {
+        if let Some((side, _, e)) = self.tree(slot) {
+            return self.reads(side, e);
+        }
+        let Slot::Pending(e, exact) = slot else { return None };
+        let ExprData::Store { addr, value, .. } = self.tgt.exprs[e] else { return None };
+        let mut out = self.reads(Side::Tgt, addr)?;
+        if exact {
+            out.extend(self.reads(Side::Tgt, value)?);
+        }
+        out.push(*self.index.get(&Slot::Heap(Side::Tgt))?);
+        Some(out)
+    }
+
+    /// A pending store's heap (see [`Slot::Pending`]); with `bytes`, those bytes at the
+    /// address instead of the store's value or the source's.
+    fn pending_heap(&self, e: Expr, exact: bool, s: &State, t: &State, bytes: Option<BV>, limit: usize) -> Option<Val> {
+        let ExprData::Store { width, addr, value } = self.tgt.exprs[e] else { return None };
+        let a = eval_value(self.tgt, addr, t, Type::I32, limit).ok()?;
+        let v = match bytes {
+            Some(b) => b,
+            None if exact => eval_value(self.tgt, value, t, self.tgt.expr_type(value)?, limit).ok()?,
+            None => encode::heap_bytes(&s.heap, &a, width.bytes()),
+        };
+        Some(Val::Heap(encode::stored_heap(&t.heap, &a, &v, width)))
+    }
+
+    /// The value a class takes from its chosen derived slot at a block's entry: the slot's
+    /// value, except that a pending store with the source's bytes takes fresh bytes (the
+    /// source's heap is what the class defines).
+    fn entry_value(&self, slot: Slot, s: &State, t: &State, limit: usize) -> Option<Val> {
+        match slot {
+            Slot::Pending(e, false) => {
+                let ExprData::Store { width, .. } = self.tgt.exprs[e] else { return None };
+                self.pending_heap(e, false, s, t, Some(BV::fresh_const("bytes", 8 * width.bytes())), limit)
+            }
+            _ => self.value(slot, s, t, limit),
         }
     }
 
@@ -235,7 +297,7 @@ impl Pair<'_> {
         match slot {
             Slot::Def(side, l, e) => Some((side, self.side(side).locals[l].ty, e)),
             Slot::Read(side, ty, e) => Some((side, ty, e)),
-            Slot::Local(..) | Slot::Cf(..) | Slot::Heap(_) => None,
+            Slot::Local(..) | Slot::Cf(..) | Slot::Heap(_) | Slot::Pending(..) => None,
         }
     }
 
@@ -290,6 +352,7 @@ impl Pair<'_> {
                 let (side, ty, e) = self.tree(slot).expect("a tree slot");
                 Val::Bv(eval_value(self.side(side), e, st(side), ty, limit).ok()?)
             }
+            Slot::Pending(e, exact) => self.pending_heap(e, exact, s, t, None, limit)?,
         })
     }
 }
@@ -546,6 +609,9 @@ fn partition_slots(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)]) -> 
             if matches!(x, Slot::Read(..)) && !slots.iter().any(|&y| same_read(src, tgt, x, y)) {
                 slots.push(x);
             }
+            if matches!(x, Slot::Pending(..)) && !slots.contains(&x) {
+                slots.push(x);
+            }
         }
     }
     slots.truncate(MAX_SLOTS);
@@ -636,6 +702,43 @@ fn aligned_reads(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
         }
     }
     out
+}
+
+/// Most target stores [`pending_stores`] proposes.
+const MAX_PENDING: usize = 4;
+
+/// Candidates for stores the target does later than the source (memopt's loop-invariant
+/// stores, removed from the loop and done on its exits): each store statement of a target
+/// block that has more store statements than the source's block of the same index (or
+/// that the source does not have: a landing block on an exit), whose address reads only
+/// locals and constants and whose value is a value tree; at most [`MAX_PENDING`] of
+/// different trees. Each gives two candidates for the source's heap
+/// ([`Slot::Pending`]): the target's heap with the store done, and the target's heap
+/// with the source's bytes at the store's address (the heaps differ only there). Only
+/// candidates: the inference keeps them where inductive.
+fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
+    let stores = |f: &Function, b: Block| -> Vec<Expr> {
+        if !f.layout.contains(&b) {
+            return vec![];
+        }
+        f.blocks[b].stmts.iter().copied().filter(|&s| matches!(f.exprs[s], ExprData::Store { .. })).collect()
+    };
+    let mut found: Vec<Expr> = vec![];
+    for &b in &tgt.layout {
+        let here = stores(tgt, b);
+        if here.len() <= stores(src, b).len() {
+            continue;
+        }
+        for e in here {
+            let ExprData::Store { addr, value, .. } = tgt.exprs[e] else { continue };
+            let mut plain = is_value_tree(tgt, addr);
+            tgt.visit_postorder(addr, &mut |n| plain &= !matches!(tgt.exprs[n], ExprData::Load { .. } | ExprData::CfRead(_) | ExprData::Call { .. }));
+            if plain && is_value_tree(tgt, value) && found.len() < MAX_PENDING && !found.iter().any(|&x| same_tree(tgt, x, e)) {
+                found.push(e);
+            }
+        }
+    }
+    found.into_iter().flat_map(|e| [true, false].map(|exact| (Slot::Heap(Side::Src), Slot::Pending(e, exact)))).collect()
 }
 
 /// Whether two statements may correspond: the same operator, and the same local,
@@ -754,7 +857,7 @@ fn entry_states(p: &Pair, class: Option<&[usize]>, trace: usize, limit: usize) -
     let mut assumed = vec![];
     for (i, &slot) in p.slots.iter().enumerate() {
         let r = class[i];
-        if p.tree(slot).is_none() || size[r] < 2 || chosen[r].as_ref().map(|c| c.0) == Some(i) {
+        if !p.derived(slot) || size[r] < 2 || chosen[r].as_ref().map(|c| c.0) == Some(i) {
             continue;
         }
         let o = val[r].clone().expect("every class has a value");
@@ -794,12 +897,14 @@ fn choose_definitions(p: &Pair, class: &[usize]) -> Vec<Option<(usize, Vec<usize
     let size = sizes(class);
     let mut chosen: Vec<Option<(usize, Vec<usize>)>> = vec![None; n];
     for (i, &slot) in p.slots.iter().enumerate() {
-        let Some((side, _, e)) = p.tree(slot) else { continue };
-        let r = class[i];
-        if size[r] < 2 || p.tree(p.slots[r]).is_some() || chosen[r].is_some() {
+        if !p.derived(slot) {
             continue;
         }
-        let Some(reads) = p.reads(side, e) else { continue };
+        let r = class[i];
+        if size[r] < 2 || p.derived(p.slots[r]) || chosen[r].is_some() {
+            continue;
+        }
+        let Some(reads) = p.slot_reads(slot) else { continue };
         let reads: Vec<usize> = reads.into_iter().map(|k| class[k]).collect();
         // A path from a read class back to `r` through the chosen definitions is a cycle.
         let mut stack = reads.clone();
@@ -853,7 +958,7 @@ fn class_values(p: &Pair, class: &[usize], chosen: &mut [Option<(usize, Vec<usiz
                 rest.push(r);
                 continue;
             }
-            let v = p.value(p.slots[i], &s, &t, limit).unwrap_or_else(|| {
+            let v = p.entry_value(p.slots[i], &s, &t, limit).unwrap_or_else(|| {
                 chosen[r] = None;
                 fresh(r)
             });
@@ -872,6 +977,7 @@ fn class_values(p: &Pair, class: &[usize], chosen: &mut [Option<(usize, Vec<usiz
 fn write_slot(slot: Slot, v: &Val, s: &mut State, t: &mut State) {
     let side = match slot {
         Slot::Local(x, _) | Slot::Cf(x, _) | Slot::Heap(x) | Slot::Def(x, _, _) | Slot::Read(x, _, _) => x,
+        Slot::Pending(..) => return,
     };
     let st = if side == Side::Src { s } else { t };
     match (slot, v) {
@@ -929,25 +1035,37 @@ fn corresponds(src: &Function, tgt: &Function) -> bool {
 /// functions that the per-block choice loses (a definition the data flow drops at a block
 /// where the target still needs it). More candidates can cost more splits than they prove
 /// (a split by an arbitrary model may part what a later edge needed together), so they are
-/// the later tries, each on what is left of the budget.
+/// the later tries, each on what is left of the budget. Where the target has stores the
+/// source's blocks lack ([`pending_stores`]), the tries with those candidates come first
+/// (per block, then whole), then the three others: on the default profile's first 40
+/// seeds memopt proves 25 of 37 changed pairs so, and 24 with them joined to the aligned
+/// candidates' tries (seed 9's heap classes then split so that another block fails); as
+/// the last tries, seeds 12 and 20 spend the budget before reaching them. The aligned
+/// candidates first instead of last proves one pair more and loses two (24). A try whose
+/// first partition equals an earlier one's is skipped.
 pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: &mut Budget) -> Result<bool, Unknown> {
     if !corresponds(src, tgt) {
         return Ok(false);
     }
     let aligned = aligned_reads(src, tgt);
-    if prove_from(src, tgt, first_partition(src, tgt, &[], Scope::PerBlock), opts, budget)? {
-        return Ok(true);
+    let pending = pending_stores(src, tgt);
+    let with_pending: Vec<(Slot, Slot)> = aligned.iter().chain(&pending).copied().collect();
+    let mut tried: Vec<(Vec<Slot>, Vec<Vec<usize>>)> = vec![];
+    let mut tries = vec![(&[][..], Scope::PerBlock), (&aligned[..], Scope::PerBlock), (&aligned[..], Scope::Whole), (&with_pending[..], Scope::PerBlock), (&with_pending[..], Scope::Whole)];
+    if !pending.is_empty() {
+        tries.rotate_right(2);
     }
-    let per_block = first_partition(src, tgt, &aligned, Scope::PerBlock);
-    let whole = first_partition(src, tgt, &aligned, Scope::Whole);
-    let tried = aligned.is_empty();
-    if whole == per_block {
-        return if tried { Ok(false) } else { prove_from(src, tgt, per_block, opts, budget) };
+    for (candidates, scope) in tries {
+        let first = first_partition(src, tgt, candidates, scope);
+        if tried.contains(&first) {
+            continue;
+        }
+        tried.push(first.clone());
+        if prove_from(src, tgt, first, opts, budget)? {
+            return Ok(true);
+        }
     }
-    if !tried && prove_from(src, tgt, per_block, opts, budget)? {
-        return Ok(true);
-    }
-    prove_from(src, tgt, whole, opts, budget)
+    Ok(false)
 }
 
 /// Encoding work done and charged to the budget so far.
