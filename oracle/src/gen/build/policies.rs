@@ -716,7 +716,7 @@ impl<S: Source> Gen<'_, S> {
         // no node is left out of every tree when a shape does not fit).
         let mut place: Option<Expr> = None;
         let (can_load, can_store) = (self.on(Feature::Load), self.on(Feature::Store));
-        match self.below(7) {
+        match self.below(8) {
             0 if can_load => self.invariant_load_loop(width, signed, &mut place),
             1 if can_load => {
                 self.note("heap loop-invariant LOAD in the loop test");
@@ -748,6 +748,7 @@ impl<S: Source> Gen<'_, S> {
             }
             3 if can_store && self.blocks_left(4) && self.fits(200) => self.store_loop_after_store(width, &mut place),
             4 | 5 if can_store && self.blocks_left(4) && self.fits(200) => self.fill_loop_then_store(width),
+            7 if can_store && self.blocks_left(6) && self.fits(200) => self.bounded_store_loop(width),
             _ if can_store && self.blocks_left(3) => self.dead_store_both_arms(width, &mut place),
             _ => {}
         }
@@ -847,6 +848,85 @@ impl<S: Source> Gen<'_, S> {
             let value = self.constant(ty);
             let s = self.add(ExprData::Store { width, addr, value });
             self.push(s);
+        }
+    }
+
+    /// A loop that stores to one invariant address only where a bounds check passes:
+    /// `A = HEAP_BASE + HEAP_SIZE - S + v`, `v = x & (2S - 1)` (`x` a local the loop does not
+    /// assign), outside the heap exactly when `v > S - w`. The check is half of the time
+    /// in a top-tested loop's test (`c < n && v <= S - w`: out of bounds, no round runs),
+    /// else a branch around the store in the body. A run with `A` outside the heap never
+    /// stores, and nothing accesses `A` before the loop, so the store may not be sunk to
+    /// the loop's exits (memopt's loop-invariant STORE needs an access covering `A` on
+    /// entry when the store does not run on every way out): a speculated `store(A,
+    /// load(A))` there would leave the heap where the source did not. The loop has no trap,
+    /// call or other access that would stop memopt from considering it.
+    fn bounded_store_loop(&mut self, width: MemWidth) {
+        let ty = Type::I32;
+        let locals: Vec<Local> = self.readable.iter().copied().filter(|&l| self.f.locals[l].ty == ty).collect();
+        let params: Vec<Local> = locals.iter().copied().filter(|l| self.f.params.contains(l)).collect();
+        let Some(x) = (if !params.is_empty() && self.chance(700) {
+            Some(self.pick(&params))
+        } else if !locals.is_empty() {
+            Some(self.pick(&locals))
+        } else {
+            None
+        }) else {
+            return;
+        };
+        let s = self.pick(&[16u32, 64, 256]);
+        let w = width.bytes();
+        // `v`, and the test that `A` is inside the heap.
+        let offset = |g: &mut Self| {
+            let x = g.local(x);
+            let m = g.konst(Type::I32, (2 * s - 1) as i64);
+            g.bin(BinOp::And, x, m)
+        };
+        let inside = |g: &mut Self| {
+            let v = offset(g);
+            if g.chance(500) {
+                let limit = g.konst(Type::I32, (s - w) as i64);
+                g.cmp(CmpOp::Ule, v, limit)
+            } else {
+                let limit = g.konst(Type::I32, (s - w + 1) as i64);
+                g.cmp(CmpOp::Ugt, limit, v)
+            }
+        };
+        let store = |g: &mut Self, c: Local| {
+            let v = offset(g);
+            let base = g.konst(Type::I32, (HEAP_BASE + HEAP_SIZE - s) as i64);
+            let addr = g.bin(BinOp::Add, base, v);
+            let value = g.counter_value(c, ty);
+            let st = g.add(ExprData::Store { width, addr, value });
+            g.push(st);
+        };
+        if self.chance(500) {
+            self.note("heap loop-invariant STORE in a loop whose test checks its bounds");
+            let mut cond = |g: &mut Self, c: Local, n: i64| {
+                let c = g.local(c);
+                let n = g.konst(Type::I32, n);
+                let more = g.cmp(CmpOp::Slt, c, n);
+                let ok = inside(g);
+                g.bin(BinOp::And, more, ok)
+            };
+            self.small_loop(Some(&mut cond), &mut |g: &mut Self, c| store(g, c));
+        } else {
+            self.note("heap loop-invariant STORE behind a bounds check in the body");
+            let mut test = |g: &mut Self, c: Local, n: i64| {
+                let c = g.local(c);
+                let n = g.konst(Type::I32, n);
+                g.cmp(CmpOp::Slt, c, n)
+            };
+            let top = self.chance(500);
+            self.small_loop(top.then_some(&mut test as LoopTest<'_, Self>), &mut |g: &mut Self, c| {
+                let ok = inside(g);
+                let (then_b, join) = (g.create_block(), g.create_block());
+                g.seal(Terminator::Branch { cond: ok, then_dest: then_b, else_dest: join });
+                g.enter(then_b);
+                store(g, c);
+                g.seal(Terminator::Jump(join));
+                g.enter(join);
+            });
         }
     }
 
