@@ -716,7 +716,7 @@ impl<S: Source> Gen<'_, S> {
         // no node is left out of every tree when a shape does not fit).
         let mut place: Option<Expr> = None;
         let (can_load, can_store) = (self.on(Feature::Load), self.on(Feature::Store));
-        match self.below(8) {
+        match self.below(9) {
             0 if can_load => self.invariant_load_loop(width, signed, &mut place),
             1 if can_load => {
                 self.note("heap loop-invariant LOAD in the loop test");
@@ -748,7 +748,7 @@ impl<S: Source> Gen<'_, S> {
             }
             3 if can_store && self.blocks_left(4) && self.fits(200) => self.store_loop_after_store(width, &mut place),
             4 | 5 if can_store && self.blocks_left(4) && self.fits(200) => self.fill_loop_then_store(width),
-            7 if can_store && self.blocks_left(6) && self.fits(200) => self.bounded_store_loop(width),
+            7 | 8 if can_store && self.blocks_left(6) && self.fits(200) => self.bounded_store_loop(width),
             _ if can_store && self.blocks_left(3) => self.dead_store_both_arms(width, &mut place),
             _ => {}
         }
@@ -928,6 +928,64 @@ impl<S: Source> Gen<'_, S> {
                 g.enter(join);
             });
         }
+        if self.on(Feature::NestedLoop) && self.loops.len() as u32 + 3 <= self.cfg.max_loop_depth {
+            self.nest_writing_outside();
+        }
+    }
+
+    /// A slot known before a three-deep loop nest whose outermost loop writes it and whose
+    /// inner loops leave it alone: `t = cfread(@v)` (or a load of a hot address), then a
+    /// bottom-tested loop holding a loop that holds a loop, then `cfwrite(@v, ..)` (or the
+    /// store) at the end of the outer body. Memopt's availability gives the slot a
+    /// speculative phi at each header on the way in; real code has such nests (a counter
+    /// kept in memory, updated once per outer round). It is also where a speculative store
+    /// the analyses cannot show redundant stays in the output ([`Gen::bounded_store_loop`]
+    /// before it).
+    fn nest_writing_outside(&mut self) {
+        let cfs: Vec<CfVar> = self
+            .f
+            .cfvars
+            .keys()
+            .filter(|c| !self.frozen_cf.contains(c) && !self.noread_cf.contains(c))
+            .collect();
+        let cf = if !cfs.is_empty() && self.on(Feature::CfVars) && self.chance(600) { Some(self.pick(&cfs)) } else { None };
+        if cf.is_none() && !(self.on(Feature::Load) && self.on(Feature::Store)) {
+            return;
+        }
+        let (ty, place) = match cf {
+            Some(v) => (self.f.cfvars[v].ty, None),
+            None => {
+                let o = self.pick(&self.hot_offsets.clone()).min(HEAP_SIZE - 4) & !3;
+                (Type::I32, Some((HEAP_BASE + o) as i64))
+            }
+        };
+        let t = self.new_temp(ty);
+        let read = match (cf, place) {
+            (Some(v), _) => self.add(ExprData::CfRead(v)),
+            (None, Some(a)) => {
+                let addr = self.konst(Type::I32, a);
+                self.add(ExprData::Load { ty, width: MemWidth::W32, signed: false, addr })
+            }
+            _ => unreachable!("a callframe variable or a heap address"),
+        };
+        let s = self.assign(t, read);
+        self.push(s);
+        self.note("slot written by the outer loop of a three-deep nest");
+        self.small_loop(None, &mut |g: &mut Self, outer| {
+            g.small_loop(None, &mut |g: &mut Self, _| {
+                g.small_loop(None, &mut |_: &mut Self, _| {});
+            });
+            let value = g.counter_value(outer, ty);
+            let w = match (cf, place) {
+                (Some(v), _) => g.add(ExprData::CfWrite { var: v, value }),
+                (None, Some(a)) => {
+                    let addr = g.konst(Type::I32, a);
+                    g.add(ExprData::Store { width: MemWidth::W32, addr, value })
+                }
+                _ => unreachable!("a callframe variable or a heap address"),
+            };
+            g.push(w);
+        });
     }
 
     /// A store overwritten on both arms of a branch: dead.
