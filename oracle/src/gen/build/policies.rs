@@ -25,6 +25,11 @@ type LoopTest<'a, G> = &'a mut dyn FnMut(&mut G, Local, i64) -> Expr;
 /// How an access reads a place: the type it produces, its width, whether it sign-extends.
 type Read = (Type, MemWidth, bool);
 
+/// Nodes [`Gen::nest_writing_outside`] evaluates at most, counted at the mult of the block
+/// it starts in: three loops of up to 3 rounds, the inner ones' tails (entry, increment,
+/// test) run up to 9 and 27 times, which each loop's own fit test does not see.
+const NEST_NODES: u64 = 800;
+
 impl<S: Source> Gen<'_, S> {
 
     /// The same pure expression on several paths: full and partial redundancy.
@@ -928,7 +933,9 @@ impl<S: Source> Gen<'_, S> {
                 g.enter(join);
             });
         }
-        if self.on(Feature::NestedLoop) && self.loops.len() as u32 + 3 <= self.cfg.max_loop_depth {
+        if self.on(Feature::NestedLoop) && self.loops.len() as u32 + 3 <= self.cfg.max_loop_depth
+            && self.fits(NEST_NODES)
+        {
             self.nest_writing_outside();
         }
     }
