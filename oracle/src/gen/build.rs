@@ -1047,6 +1047,12 @@ impl<'a, S: Source> Gen<'a, S> {
         self.note("loop-invariant expressions");
         let n = 1 + self.below(3);
         for _ in 0..n {
+            // Each round of the body runs them: checked at the body's mult, with the
+            // loop's tail still to come (the budget check the loop made before its first
+            // round only covered a few nodes a round).
+            if !self.fits(60 + LOOP_TAIL_NODES) {
+                return;
+            }
             let ty = self.ty();
             self.invariant_mode = true;
             let e = self.expr(ty, 3);
@@ -1057,15 +1063,15 @@ impl<'a, S: Source> Gen<'a, S> {
         }
         // A loop-invariant STORE: write a callframe variable nothing in the loop reads.
         if let Some(&c) = self.noread_cf.last() {
-            if !self.frozen_cf.contains(&c) {
+            if !self.frozen_cf.contains(&c) && self.fits(40 + LOOP_TAIL_NODES) {
                 let ty = self.f.cfvars[c].ty;
                 let e = self.expr(ty, 2);
                 let s = self.add(ExprData::CfWrite { var: c, value: e });
                 self.push(s);
             }
         }
-        // A loop-invariant heap STORE to a hot address.
-        if self.on(Feature::Store) && self.chance(300) {
+        // A loop-invariant heap STORE to a hot address (maybe neighbour accesses).
+        if self.on(Feature::Store) && self.fits(200 + LOOP_TAIL_NODES) && self.chance(300) {
             self.note("loop-invariant store");
             let s = self.store(2);
             self.push(s);

@@ -193,7 +193,10 @@ fn a_few_hundred_seeds_use_every_operator_and_helper() {
         "cf LOAD-LOAD", "cf STORE-LOAD", "cf LOAD-STORE", "cf STORE-STORE", "cf stores on both arms, load after",
         "heap LOAD-LOAD", "heap STORE-LOAD", "heap LOAD-STORE", "heap STORE-STORE", "between cf_trace",
         "between cf_set", "between heap_rmw", "between log", "between store", "register pressure",
-        "if-else chain to one join", "division unguarded", "division guarded", "division guard select", "trapif that fires now and then"] {
+        "if-else chain to one join", "division unguarded", "division guarded", "division guard select", "trapif that fires now and then",
+        "heap loop-invariant STORE behind a bounds check in the body",
+        "heap loop-invariant STORE in a loop whose test checks its bounds",
+        "slot written by the outer loop of a three-deep nest"] {
         assert!(s.shapes.get(shape).copied().unwrap_or(0) > 0, "no {shape}");
     }
     assert!(s.max_case_blocks <= Config::default().max_blocks as u64, "{} blocks", s.max_case_blocks);

@@ -25,6 +25,11 @@ type LoopTest<'a, G> = &'a mut dyn FnMut(&mut G, Local, i64) -> Expr;
 /// How an access reads a place: the type it produces, its width, whether it sign-extends.
 type Read = (Type, MemWidth, bool);
 
+/// Nodes [`Gen::nest_writing_outside`] evaluates at most, counted at the mult of the block
+/// it starts in: three loops of up to 3 rounds, the inner ones' tails (entry, increment,
+/// test) run up to 9 and 27 times, which each loop's own fit test does not see.
+const NEST_NODES: u64 = 800;
+
 impl<S: Source> Gen<'_, S> {
 
     /// The same pure expression on several paths: full and partial redundancy.
@@ -716,7 +721,7 @@ impl<S: Source> Gen<'_, S> {
         // no node is left out of every tree when a shape does not fit).
         let mut place: Option<Expr> = None;
         let (can_load, can_store) = (self.on(Feature::Load), self.on(Feature::Store));
-        match self.below(7) {
+        match self.below(9) {
             0 if can_load => self.invariant_load_loop(width, signed, &mut place),
             1 if can_load => {
                 self.note("heap loop-invariant LOAD in the loop test");
@@ -748,6 +753,7 @@ impl<S: Source> Gen<'_, S> {
             }
             3 if can_store && self.blocks_left(4) && self.fits(200) => self.store_loop_after_store(width, &mut place),
             4 | 5 if can_store && self.blocks_left(4) && self.fits(200) => self.fill_loop_then_store(width),
+            7 | 8 if can_store && self.blocks_left(6) && self.fits(200) => self.bounded_store_loop(width),
             _ if can_store && self.blocks_left(3) => self.dead_store_both_arms(width, &mut place),
             _ => {}
         }
@@ -848,6 +854,145 @@ impl<S: Source> Gen<'_, S> {
             let s = self.add(ExprData::Store { width, addr, value });
             self.push(s);
         }
+    }
+
+    /// A loop that stores to one invariant address only where a bounds check passes:
+    /// `A = HEAP_BASE + HEAP_SIZE - S + v`, `v = x & (2S - 1)` (`x` a local the loop does not
+    /// assign), outside the heap exactly when `v > S - w`. The check is half of the time
+    /// in a top-tested loop's test (`c < n && v <= S - w`: out of bounds, no round runs),
+    /// else a branch around the store in the body. A run with `A` outside the heap never
+    /// stores, and nothing accesses `A` before the loop, so the store may not be sunk to
+    /// the loop's exits (memopt's loop-invariant STORE needs an access covering `A` on
+    /// entry when the store does not run on every way out): a speculated `store(A,
+    /// load(A))` there would leave the heap where the source did not. The loop has no trap,
+    /// call or other access that would stop memopt from considering it.
+    fn bounded_store_loop(&mut self, width: MemWidth) {
+        let ty = Type::I32;
+        let locals: Vec<Local> = self.readable.iter().copied().filter(|&l| self.f.locals[l].ty == ty).collect();
+        let params: Vec<Local> = locals.iter().copied().filter(|l| self.f.params.contains(l)).collect();
+        let Some(x) = (if !params.is_empty() && self.chance(700) {
+            Some(self.pick(&params))
+        } else if !locals.is_empty() {
+            Some(self.pick(&locals))
+        } else {
+            None
+        }) else {
+            return;
+        };
+        let s = self.pick(&[16u32, 64, 256]);
+        let w = width.bytes();
+        // `v`, and the test that `A` is inside the heap.
+        let offset = |g: &mut Self| {
+            let x = g.local(x);
+            let m = g.konst(Type::I32, (2 * s - 1) as i64);
+            g.bin(BinOp::And, x, m)
+        };
+        let inside = |g: &mut Self| {
+            let v = offset(g);
+            if g.chance(500) {
+                let limit = g.konst(Type::I32, (s - w) as i64);
+                g.cmp(CmpOp::Ule, v, limit)
+            } else {
+                let limit = g.konst(Type::I32, (s - w + 1) as i64);
+                g.cmp(CmpOp::Ugt, limit, v)
+            }
+        };
+        let store = |g: &mut Self, c: Local| {
+            let v = offset(g);
+            let base = g.konst(Type::I32, (HEAP_BASE + HEAP_SIZE - s) as i64);
+            let addr = g.bin(BinOp::Add, base, v);
+            let value = g.counter_value(c, ty);
+            let st = g.add(ExprData::Store { width, addr, value });
+            g.push(st);
+        };
+        if self.chance(500) {
+            self.note("heap loop-invariant STORE in a loop whose test checks its bounds");
+            let mut cond = |g: &mut Self, c: Local, n: i64| {
+                let c = g.local(c);
+                let n = g.konst(Type::I32, n);
+                let more = g.cmp(CmpOp::Slt, c, n);
+                let ok = inside(g);
+                g.bin(BinOp::And, more, ok)
+            };
+            self.small_loop(Some(&mut cond), &mut |g: &mut Self, c| store(g, c));
+        } else {
+            self.note("heap loop-invariant STORE behind a bounds check in the body");
+            let mut test = |g: &mut Self, c: Local, n: i64| {
+                let c = g.local(c);
+                let n = g.konst(Type::I32, n);
+                g.cmp(CmpOp::Slt, c, n)
+            };
+            let top = self.chance(500);
+            self.small_loop(top.then_some(&mut test as LoopTest<'_, Self>), &mut |g: &mut Self, c| {
+                let ok = inside(g);
+                let (then_b, join) = (g.create_block(), g.create_block());
+                g.seal(Terminator::Branch { cond: ok, then_dest: then_b, else_dest: join });
+                g.enter(then_b);
+                store(g, c);
+                g.seal(Terminator::Jump(join));
+                g.enter(join);
+            });
+        }
+        if self.on(Feature::NestedLoop) && self.loops.len() as u32 + 3 <= self.cfg.max_loop_depth
+            && self.fits(NEST_NODES)
+        {
+            self.nest_writing_outside();
+        }
+    }
+
+    /// A slot known before a three-deep loop nest whose outermost loop writes it and whose
+    /// inner loops leave it alone: `t = cfread(@v)` (or a load of a hot address), then a
+    /// bottom-tested loop holding a loop that holds a loop, then `cfwrite(@v, ..)` (or the
+    /// store) at the end of the outer body. Memopt's availability gives the slot a
+    /// speculative phi at each header on the way in; real code has such nests (a counter
+    /// kept in memory, updated once per outer round). It is also where a speculative store
+    /// the analyses cannot show redundant stays in the output ([`Gen::bounded_store_loop`]
+    /// before it).
+    fn nest_writing_outside(&mut self) {
+        let cfs: Vec<CfVar> = self
+            .f
+            .cfvars
+            .keys()
+            .filter(|c| !self.frozen_cf.contains(c) && !self.noread_cf.contains(c))
+            .collect();
+        let cf = if !cfs.is_empty() && self.on(Feature::CfVars) && self.chance(600) { Some(self.pick(&cfs)) } else { None };
+        if cf.is_none() && !(self.on(Feature::Load) && self.on(Feature::Store)) {
+            return;
+        }
+        let (ty, place) = match cf {
+            Some(v) => (self.f.cfvars[v].ty, None),
+            None => {
+                let o = self.pick(&self.hot_offsets.clone()).min(HEAP_SIZE - 4) & !3;
+                (Type::I32, Some((HEAP_BASE + o) as i64))
+            }
+        };
+        let t = self.new_temp(ty);
+        let read = match (cf, place) {
+            (Some(v), _) => self.add(ExprData::CfRead(v)),
+            (None, Some(a)) => {
+                let addr = self.konst(Type::I32, a);
+                self.add(ExprData::Load { ty, width: MemWidth::W32, signed: false, addr })
+            }
+            _ => unreachable!("a callframe variable or a heap address"),
+        };
+        let s = self.assign(t, read);
+        self.push(s);
+        self.note("slot written by the outer loop of a three-deep nest");
+        self.small_loop(None, &mut |g: &mut Self, outer| {
+            g.small_loop(None, &mut |g: &mut Self, _| {
+                g.small_loop(None, &mut |_: &mut Self, _| {});
+            });
+            let value = g.counter_value(outer, ty);
+            let w = match (cf, place) {
+                (Some(v), _) => g.add(ExprData::CfWrite { var: v, value }),
+                (None, Some(a)) => {
+                    let addr = g.konst(Type::I32, a);
+                    g.add(ExprData::Store { width: MemWidth::W32, addr, value })
+                }
+                _ => unreachable!("a callframe variable or a heap address"),
+            };
+            g.push(w);
+        });
     }
 
     /// A store overwritten on both arms of a branch: dead.
