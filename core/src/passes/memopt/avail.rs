@@ -78,6 +78,10 @@ pub enum Action {
     RemoveStore { node: Expr, cf: bool },
 }
 
+/// Rounds of [`Availability::compute`] before its speculative phis become sticky (and
+/// as many again after that before it gives up).
+const STICKY_AFTER: usize = 64;
+
 /// The converged availability of a function.
 pub struct Availability {
     pub ins: SecondaryMap<Block, Option<Avail>>,
@@ -109,21 +113,33 @@ impl Availability {
         }
     }
 
-    fn join(&mut self, f: &Function, cfg: &Cfg, b: Block) -> Avail {
+    /// The state at the entry of `b`: the meet of its predecessors' (see the module docs).
+    /// With `sticky`, a slot whose value at `b` was already `b`'s own speculative phi keeps
+    /// it (the phi stays inserted) instead of collapsing to the one value the others
+    /// agree on.
+    fn join(&mut self, f: &Function, cfg: &Cfg, b: Block, sticky: bool) -> Avail {
         let preds: Vec<Avail> = cfg.preds[b].iter().filter_map(|&p| self.outs[p].clone()).collect();
         let ncf = f.cfvars.len();
         let mut out = Avail { cf: vec![None; ncf], heap: vec![] };
         if preds.is_empty() {
             return out;
         }
+        let before = if sticky { self.ins[b].clone() } else { None };
         let merge = |this: &mut Self, slot: Slot, ks: Vec<&Known>| -> Option<Known> {
             let ty = ks[0].ty;
             if ks.iter().any(|k| k.ty != ty) {
                 return None;
             }
             let origin = if ks.iter().all(|k| k.origin == Origin::Load) { Origin::Load } else { Origin::Store };
+            let was = before.as_ref().and_then(|st| match &slot {
+                Slot::Cf(v) => st.cf[v.index()].as_ref().map(|k| k.val.clone()),
+                Slot::Heap(loc) => st.heap.iter().find(|(l, _)| l == loc).map(|(_, k)| k.val.clone()),
+            });
             let id = this.slot_id(slot);
             let me = Val::Phi(b, id);
+            if was.as_ref() == Some(&me) {
+                return Some(Known { val: me, ty, origin });
+            }
             let mut vals: Vec<&Val> = ks.iter().map(|k| &k.val).filter(|v| **v != me).collect();
             vals.dedup();
             let val = if !vals.is_empty() && vals.iter().all(|v| *v == vals[0]) { vals[0].clone() } else { me };
@@ -149,13 +165,23 @@ impl Availability {
 
     /// Computes availability over `events` (one list per block) to convergence; `None`
     /// if it does not converge in a generous number of rounds (then nothing is changed).
+    ///
+    /// Speculative phis are not monotone: in nested loops, a header's phi can collapse to
+    /// an inner header's phi that in turn collapses to the outer one's, and the two
+    /// alternate forever (a three-deep nest whose outermost loop writes a slot known
+    /// before it: period 2, found by the generator's nests in about 1% of `memory`
+    /// programs, where memopt then changed nothing). So when [`STICKY_AFTER`] rounds do
+    /// not converge, the iteration goes on with a phi once inserted kept
+    /// ([`Availability::join`]'s `sticky`), which is still the seed's rule ("if such a φ
+    /// is found, its result is the new value") and only ever keeps a phi that may be
+    /// trivial; a function that converged before is computed exactly as before.
     pub fn compute(f: &Function, cfg: &Cfg, events: &SecondaryMap<Block, Vec<Ev>>) -> Option<Availability> {
         let mut a = Availability { ins: SecondaryMap::new(), outs: SecondaryMap::new(), slots: vec![] };
         let mut subst = HashMap::default();
-        for _round in 0..64 {
+        for round in 0..2 * STICKY_AFTER {
             let mut changed = false;
             for &b in &cfg.rpo {
-                let mut st = a.join(f, cfg, b);
+                let mut st = a.join(f, cfg, b, round >= STICKY_AFTER);
                 a.ins[b] = Some(st.clone());
                 for ev in &events[b] {
                     step(f, &mut st, ev, None, &[], &mut subst);
