@@ -169,7 +169,7 @@ impl Availability {
     /// Speculative phis are not monotone: in nested loops, a header's phi can collapse to
     /// an inner header's phi that in turn collapses to the outer one's, and the two
     /// alternate forever (a three-deep nest whose outermost loop writes a slot known
-    /// before it: period 2, found by the generator's nests in about 1% of `memory`
+    /// before it: period 2, found by the generator's nests in 2–3% of `memory`
     /// programs, where memopt then changed nothing). So when [`STICKY_AFTER`] rounds do
     /// not converge, the iteration goes on with a phi once inserted kept
     /// ([`Availability::join`]'s `sticky`), which is still the seed's rule ("if such a φ
