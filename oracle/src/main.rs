@@ -71,7 +71,7 @@ fn main() -> ExitCode {
     let limits = match &command {
         Command::Verify(_) => tandem_oracle::smt::isolate::VERIFY_LIMITS,
         Command::Fuzz(cli::fuzz::Args { validator_memory: mb, .. }) | Command::Run(cli::run::Args { validator_memory: mb, .. }) => {
-            tandem_oracle::smt::isolate::Limits { memory: mb * 1_000_000, ..tandem_oracle::smt::isolate::LIMITS }
+            tandem_oracle::smt::isolate::Limits { memory: mb.saturating_mul(1_000_000), ..tandem_oracle::smt::isolate::LIMITS }
         }
         _ => tandem_oracle::smt::isolate::LIMITS,
     };

@@ -454,10 +454,8 @@ impl Exec<'_> {
     fn store(&mut self, width: MemWidth, addr: Expr, value: Expr) -> Result<(), EncodeError> {
         let a = self.value(addr)?;
         let v = self.value(value)?;
-        let n = width.bytes();
-        let v = if 8 * n > v.get_size() { to64(&v) } else { v };
-        self.stop_if(Self::heap_bounds(&a, n).not(), Ending::Invalid);
-        self.st.heap = Self::store_bytes(&self.st.heap, &a, &v, n);
+        self.stop_if(Self::heap_bounds(&a, width.bytes()).not(), Ending::Invalid);
+        self.st.heap = stored_heap(&self.st.heap, &a, &v, width);
         Ok(())
     }
 
@@ -899,8 +897,8 @@ pub fn heap_bytes(heap: &Array, addr: &BV, n: u32) -> BV {
     Exec::load_bytes(heap, addr, n)
 }
 
-/// `heap` after a store of `width` of `v` at `addr`, as [`Exec::store`] writes it (a store
-/// wider than its value writes the canonical, sign-extended form); no bounds check.
+/// `heap` after a store of `width` of `v` at `addr` (a store wider than its value writes
+/// the canonical, sign-extended form); no bounds check. [`Exec::store`] writes with it.
 pub fn stored_heap(heap: &Array, addr: &BV, v: &BV, width: MemWidth) -> Array {
     let n = width.bytes();
     let v = if 8 * n > v.get_size() { to64(v) } else { v.clone() };

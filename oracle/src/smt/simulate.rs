@@ -718,21 +718,18 @@ const MAX_PENDING: usize = 4;
 /// candidates: the inference keeps them where inductive.
 fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
     let stores = |f: &Function, b: Block| -> Vec<Expr> {
-        if !f.layout.contains(&b) {
-            return vec![];
-        }
         f.blocks[b].stmts.iter().copied().filter(|&s| matches!(f.exprs[s], ExprData::Store { .. })).collect()
     };
+    let in_src: HashSet<Block> = src.layout.iter().copied().collect();
     let mut found: Vec<Expr> = vec![];
     for &b in &tgt.layout {
         let here = stores(tgt, b);
-        if here.len() <= stores(src, b).len() {
+        if here.len() <= if in_src.contains(&b) { stores(src, b).len() } else { 0 } {
             continue;
         }
         for e in here {
             let ExprData::Store { addr, value, .. } = tgt.exprs[e] else { continue };
-            let mut plain = is_value_tree(tgt, addr);
-            tgt.visit_postorder(addr, &mut |n| plain &= !matches!(tgt.exprs[n], ExprData::Load { .. } | ExprData::CfRead(_) | ExprData::Call { .. }));
+            let plain = is_value_tree(tgt, addr) && !reads_state(tgt, addr);
             if plain && is_value_tree(tgt, value) && found.len() < MAX_PENDING && !found.iter().any(|&x| same_tree(tgt, x, e)) {
                 found.push(e);
             }
@@ -815,13 +812,17 @@ fn converted_cell(src: &Function, s: Expr, tgt: &Function, t: Expr) -> Option<(S
     if tgt.expr_type(t) != Some(ty) || !is_value_tree(tgt, t) {
         return None;
     }
-    let (mut locals, mut memory) = (0, false);
-    tgt.visit_postorder(t, &mut |n| match tgt.exprs[n] {
-        ExprData::Local(_) => locals += 1,
-        ExprData::Load { .. } | ExprData::CfRead(_) | ExprData::Call { .. } => memory = true,
-        _ => {}
-    });
-    (locals > 0 && !memory).then_some((Slot::Read(Side::Src, ty, s), Slot::Read(Side::Tgt, ty, t)))
+    let mut locals = 0;
+    tgt.visit_postorder(t, &mut |n| locals += matches!(tgt.exprs[n], ExprData::Local(_)) as usize);
+    (locals > 0 && !reads_state(tgt, t)).then_some((Slot::Read(Side::Src, ty, s), Slot::Read(Side::Tgt, ty, t)))
+}
+
+/// Whether the tree at `e` reads anything but locals and constants: the heap, a callframe
+/// variable, or a helper's result.
+fn reads_state(f: &Function, e: Expr) -> bool {
+    let mut reads = false;
+    f.visit_postorder(e, &mut |n| reads |= matches!(f.exprs[n], ExprData::Load { .. } | ExprData::CfRead(_) | ExprData::Call { .. }));
+    reads
 }
 
 /// A block's encoded step: the entry states built from its partition, the assumptions
