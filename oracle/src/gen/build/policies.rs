@@ -32,6 +32,13 @@ const NEST_NODES: u64 = 800;
 
 impl<S: Source> Gen<'_, S> {
 
+    /// `slt(c, n)`: a small loop's test of its counter `c` against its round count.
+    fn counter_below(&mut self, c: Local, n: i64) -> Expr {
+        let c = self.local(c);
+        let n = self.konst(Type::I32, n);
+        self.cmp(CmpOp::Slt, c, n)
+    }
+
     /// The same pure expression on several paths: full and partial redundancy.
     pub(super) fn redundancy(&mut self) {
         let ty = self.ty();
@@ -689,11 +696,7 @@ impl<S: Source> Gen<'_, S> {
         } else {
             self.note("cf loop-invariant STORE loop");
             let log = self.on(Feature::Log) && self.chance(500);
-            let mut cond = |g: &mut Self, c: Local, n: i64| {
-                let c = g.local(c);
-                let n = g.konst(Type::I32, n);
-                g.cmp(CmpOp::Slt, c, n)
-            };
+            let mut cond = |g: &mut Self, c: Local, n: i64| g.counter_below(c, n);
             let top = self.chance(500);
             self.small_loop(top.then_some(&mut cond as LoopTest<'_, Self>), &mut |g: &mut Self, c| {
                 let e = g.counter_value(c, ty);
@@ -806,11 +809,7 @@ impl<S: Source> Gen<'_, S> {
         let addr = self.same_addr(place, width);
         let s = self.add(ExprData::Store { width, addr, value });
         self.push(s);
-        let mut cond = |g: &mut Self, c: Local, n: i64| {
-            let c = g.local(c);
-            let n = g.konst(Type::I32, n);
-            g.cmp(CmpOp::Slt, c, n)
-        };
+        let mut cond = |g: &mut Self, c: Local, n: i64| g.counter_below(c, n);
         self.small_loop(Some(&mut cond), &mut |g: &mut Self, c| {
             let value = g.counter_value(c, ty);
             let addr = g.same_addr(place, width);
@@ -830,11 +829,7 @@ impl<S: Source> Gen<'_, S> {
         let r = self.pick(&self.regions.clone());
         let wb = width.bytes() as i64;
         let mut place: Option<Expr> = None;
-        let mut cond = |g: &mut Self, c: Local, n: i64| {
-            let c = g.local(c);
-            let n = g.konst(Type::I32, n);
-            g.cmp(CmpOp::Slt, c, n)
-        };
+        let mut cond = |g: &mut Self, c: Local, n: i64| g.counter_below(c, n);
         let made = self.small_loop(Some(&mut cond), &mut |g: &mut Self, c| {
             let x = g.local(c);
             let k = g.konst(Type::I32, wb);
@@ -908,20 +903,14 @@ impl<S: Source> Gen<'_, S> {
         if self.chance(500) {
             self.note("heap loop-invariant STORE in a loop whose test checks its bounds");
             let mut cond = |g: &mut Self, c: Local, n: i64| {
-                let c = g.local(c);
-                let n = g.konst(Type::I32, n);
-                let more = g.cmp(CmpOp::Slt, c, n);
+                let more = g.counter_below(c, n);
                 let ok = inside(g);
                 g.bin(BinOp::And, more, ok)
             };
             self.small_loop(Some(&mut cond), &mut |g: &mut Self, c| store(g, c));
         } else {
             self.note("heap loop-invariant STORE behind a bounds check in the body");
-            let mut test = |g: &mut Self, c: Local, n: i64| {
-                let c = g.local(c);
-                let n = g.konst(Type::I32, n);
-                g.cmp(CmpOp::Slt, c, n)
-            };
+            let mut test = |g: &mut Self, c: Local, n: i64| g.counter_below(c, n);
             let top = self.chance(500);
             self.small_loop(top.then_some(&mut test as LoopTest<'_, Self>), &mut |g: &mut Self, c| {
                 let ok = inside(g);
