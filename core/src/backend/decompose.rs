@@ -51,7 +51,7 @@ pub fn decompose(f: &LirFunction) -> (LirFunction, DecomposeStats) {
         arg_bytes: f.arg_bytes,
         vars: Default::default(),
         cfvars: f.cfvars.clone(),
-        nodes: Default::default(),
+        nodes: node_arena(),
         blocks: SecondaryMap::new(),
         layout: f.layout.clone(),
         decomposed: true,
