@@ -335,45 +335,51 @@ pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
             _ => SmallVec::new(),
         }
     };
-    let mut preds: HashMap<Block, Vec<Block>> = HashMap::default();
+    // Maps over blocks, not hash maps: the allocator runs on every function compiled.
+    let mut preds: SecondaryMap<Block, SmallVec<[Block; 2]>> = SecondaryMap::new();
     for &b in &f.layout {
         for s in succs(b) {
-            preds.entry(s).or_default().push(b);
+            preds[s].push(b);
         }
     }
-    // Iterative DFS finding back edges (edges to a block on the stack).
+    // Iterative DFS finding back edges (edges to a block on the stack). The state of a
+    // block: 0 not seen, 1 on the stack, 2 done.
     let mut back = vec![];
-    let mut state: HashMap<Block, u8> = HashMap::default();
+    let mut state: SecondaryMap<Block, u8> = SecondaryMap::new();
     let mut stack = vec![(f.layout[0], 0usize)];
-    state.insert(f.layout[0], 1);
+    state[f.layout[0]] = 1;
     while let Some((b, i)) = stack.pop() {
         let s = succs(b);
         if i < s.len() {
             stack.push((b, i + 1));
             let t = s[i];
-            match state.get(&t) {
-                None => {
-                    state.insert(t, 1);
+            match state[t] {
+                0 => {
+                    state[t] = 1;
                     stack.push((t, 0));
                 }
-                Some(1) => back.push((b, t)),
+                1 => back.push((b, t)),
                 _ => {}
             }
         } else {
-            state.insert(b, 2);
+            state[b] = 2;
         }
     }
+    // The body of the `k`-th back edge's loop is the blocks marked `k + 1`.
     let mut depth: SecondaryMap<Block, u32> = SecondaryMap::new();
-    for (latch, header) in back {
-        let mut body: HashSet<Block> = HashSet::from_iter([header]);
-        let mut work = vec![latch];
+    let mut body: SecondaryMap<Block, u32> = SecondaryMap::new();
+    let mut work = vec![];
+    for (k, (latch, header)) in back.into_iter().enumerate() {
+        let mark = k as u32 + 1;
+        body[header] = mark;
+        depth[header] += 1;
+        work.push(latch);
         while let Some(x) = work.pop() {
-            if body.insert(x) {
-                work.extend(preds.get(&x).into_iter().flatten().copied());
+            if body[x] != mark {
+                body[x] = mark;
+                depth[x] += 1;
+                work.extend(preds[x].iter().copied());
             }
-        }
-        for x in body {
-            depth[x] += 1;
         }
     }
     depth
@@ -382,7 +388,7 @@ pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
 /// Picks the variables to keep in `ebx esi edi`: the heaviest by weighted accesses.
 pub fn global_allocation(f: &LirFunction) -> Vec<(Var, Reg)> {
     let depth = loop_depths(f);
-    let mut weight: HashMap<Var, u64> = HashMap::default();
+    let mut weight: SecondaryMap<Var, u64> = SecondaryMap::with_capacity(f.vars.len());
     let (mut all, mut stack) = (vec![], vec![]);
     for &b in &f.layout {
         let w = 8u64.pow(depth[b].min(6));
@@ -401,11 +407,12 @@ pub fn global_allocation(f: &LirFunction) -> Vec<(Var, Reg)> {
         }
         for &n in &all {
             if let Op::Read(v) | Op::Write(v) = f.nodes[n].op {
-                *weight.entry(v).or_default() += w;
+                weight[v] += w;
             }
         }
     }
-    let mut vars: Vec<(Var, u64)> = weight.into_iter().collect();
+    // Every variable read or written weighs at least 1.
+    let mut vars: Vec<(Var, u64)> = weight.iter().filter(|&(_, &w)| w > 0).map(|(v, &w)| (v, w)).collect();
     vars.sort_by_key(|&(v, w)| (std::cmp::Reverse(w), v));
     vars.into_iter().zip(Reg::CALLEE_SAVED).map(|((v, _), r)| (v, r)).collect()
 }
