@@ -268,7 +268,7 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
     // Each block's node constraints and the temps' locations, in buffers reused from
     // block to block.
     let mut cs: Vec<Constraints> = vec![];
-    let mut maps = BlockMaps::default();
+    let mut maps = BlockMaps::sized(f.nodes.len());
     for &b in &f.layout {
         maps.mark += 1;
         let mut la = LocalAllocator::new(f, &home, &globals, pool, &used, maps, &mut shared);
@@ -310,9 +310,21 @@ struct UsedValues(SecondaryMap<Node, u8>);
 impl UsedValues {
     fn of(f: &LirFunction) -> UsedValues {
         let mut used = SecondaryMap::with_capacity(f.nodes.len());
-        for n in f.all_nodes() {
-            for a in &f.nodes[n].args {
-                used[a.node] |= 1u8 << a.result;
+        used.resize(f.nodes.len());
+        // Every node in the linear order and every node contained in one (the nodes of
+        // `LirFunction::all_nodes`, without making the list).
+        let mut stack = vec![];
+        for &b in &f.layout {
+            for &n in &f.blocks[b].nodes {
+                stack.push(n);
+                while let Some(m) = stack.pop() {
+                    for a in &f.nodes[m].args {
+                        used[a.node] |= 1u8 << a.result;
+                        if f.nodes[a.node].contained {
+                            stack.push(a.node);
+                        }
+                    }
+                }
             }
         }
         UsedValues(used)
@@ -453,6 +465,15 @@ struct BlockMaps {
 }
 
 impl BlockMaps {
+    /// Maps with an entry for each of `nodes` nodes already (none grows one by one).
+    fn sized(nodes: usize) -> BlockMaps {
+        let mut maps = BlockMaps::default();
+        maps.locs.resize(nodes);
+        maps.aliases.resize(nodes);
+        maps.positions.resize(nodes);
+        maps
+    }
+
     fn loc(&self, u: Use) -> Option<ValLoc> {
         let (mark, at) = &self.locs[u.node];
         if *mark == self.mark {
