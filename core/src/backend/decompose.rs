@@ -14,9 +14,7 @@
 //! them; 64-bit division and remainder are calls of the runtime helpers
 //! `Sdiv64`/`Udiv64`/`Srem64`/`Urem64`, which trap as the IR does.
 
-use crate::hash::HashMap;
-
-use cranelift_entity::SecondaryMap;
+use cranelift_entity::{PrimaryMap, SecondaryMap};
 use smallvec::smallvec;
 
 use super::lir::*;
@@ -51,12 +49,14 @@ pub fn decompose(f: &LirFunction) -> (LirFunction, DecomposeStats) {
         arg_bytes: f.arg_bytes,
         vars: Default::default(),
         cfvars: f.cfvars.clone(),
-        nodes: Default::default(),
+        nodes: node_arena(),
         blocks: SecondaryMap::new(),
         layout: f.layout.clone(),
         decomposed: true,
     };
-    let mut var_map: HashMap<Var, (Var, Option<Var>)> = HashMap::default();
+    // Each old variable's halves, by old variable (the map's keys are the old ones, in
+    // the same order).
+    let mut var_map: PrimaryMap<Var, (Var, Option<Var>)> = PrimaryMap::with_capacity(f.vars.len());
     for (v, d) in &f.vars {
         let hi_kind = match d.kind {
             VarKind::Param { offset } => VarKind::Param { offset: offset + 4 },
@@ -66,13 +66,18 @@ pub fn decompose(f: &LirFunction) -> (LirFunction, DecomposeStats) {
             stats.split_vars += 1;
             let lo = out.add_var(format!("{}.lo", d.name), Type::I32, d.kind);
             let hi = out.add_var(format!("{}.hi", d.name), Type::I32, hi_kind);
-            var_map.insert(v, (lo, Some(hi)));
+            let k = var_map.push((lo, Some(hi)));
+            debug_assert_eq!(k, v);
         } else {
-            var_map.insert(v, (out.add_var(d.name.clone(), Type::I32, d.kind), None));
+            let k = var_map.push((out.add_var(d.name.clone(), Type::I32, d.kind), None));
+            debug_assert_eq!(k, v);
         }
     }
+    let mut vals = Vals::default();
     for &b in &f.layout {
-        let mut d = Decomposer { src: f, out: &mut out, list: vec![], vals: HashMap::default(), var_map: &var_map, stats: &mut stats };
+        vals.mark += 1;
+        let list = Vec::with_capacity(f.blocks[b].nodes.len());
+        let mut d = Decomposer { src: f, out: &mut out, list, vals: &mut vals, var_map: &var_map, stats: &mut stats };
         for &n in &f.blocks[b].nodes {
             d.node(n);
         }
@@ -86,9 +91,32 @@ struct Decomposer<'a> {
     src: &'a LirFunction,
     out: &'a mut LirFunction,
     list: Vec<Node>,
-    vals: HashMap<Use, Val>,
-    var_map: &'a HashMap<Var, (Var, Option<Var>)>,
+    vals: &'a mut Vals,
+    var_map: &'a PrimaryMap<Var, (Var, Option<Var>)>,
     stats: &'a mut DecomposeStats,
+}
+
+/// What each old node of the block being decomposed became: a map over the old nodes,
+/// not a hash map (decomposition runs on every function compiled), where an entry
+/// counts only when its mark is the current block's (`mark`, one more for each block).
+#[derive(Default)]
+struct Vals {
+    mark: u32,
+    of: SecondaryMap<Node, (u32, Option<Val>)>,
+}
+
+impl Vals {
+    /// The value of `u`, a result of a node decomposed earlier in the block.
+    fn get(&self, u: Use) -> Val {
+        match self.of[u.node] {
+            (mark, Some(v)) if mark == self.mark && u.result == 0 => v,
+            _ => panic!("{u} has no value in its block"),
+        }
+    }
+
+    fn insert(&mut self, n: Node, v: Val) {
+        self.of[n] = (self.mark, Some(v));
+    }
 }
 
 const I: Type = Type::I32;
@@ -121,14 +149,14 @@ impl Decomposer<'_> {
     }
 
     fn word(&self, u: Use) -> Use {
-        match self.vals[&u] {
+        match self.vals.get(u) {
             Val::W(w) => w,
             Val::P(..) => panic!("an i64 value where an i32 is expected"),
         }
     }
 
     fn pair(&self, u: Use) -> (Use, Use) {
-        match self.vals[&u] {
+        match self.vals.get(u) {
             Val::P(lo, hi) => (lo, hi),
             Val::W(_) => panic!("an i32 value where an i64 is expected"),
         }
@@ -144,7 +172,7 @@ impl Decomposer<'_> {
 
     /// A word argument (or the low word of a pair: a shift count).
     fn low(&self, u: Use) -> Use {
-        match self.vals[&u] {
+        match self.vals.get(u) {
             Val::W(w) => w,
             Val::P(lo, _) => lo,
         }
@@ -154,7 +182,7 @@ impl Decomposer<'_> {
     fn flat_args(&self, n: Node) -> Args {
         let mut v = Args::new();
         for &a in &self.src.nodes[n].args {
-            match self.vals[&a] {
+            match self.vals.get(a) {
                 Val::W(w) => v.push(w),
                 Val::P(lo, hi) => {
                     v.push(lo);
@@ -177,8 +205,8 @@ impl Decomposer<'_> {
             let new_args = self.flat_args(n);
             // Variables are renumbered: an `i64` variable before this one took two slots.
             let op = match op {
-                Op::Read(v) => Op::Read(self.var_map[&v].0),
-                Op::Write(v) => Op::Write(self.var_map[&v].0),
+                Op::Read(v) => Op::Read(self.var_map[v].0),
+                Op::Write(v) => Op::Write(self.var_map[v].0),
                 o => o,
             };
             let r = self.emit(op, results, new_args);
@@ -192,7 +220,7 @@ impl Decomposer<'_> {
             self.wide(n, op, &args)
         };
         if let Some(v) = val {
-            self.vals.insert(Use::of(n), v);
+            self.vals.insert(n, v);
         }
     }
 
@@ -203,7 +231,7 @@ impl Decomposer<'_> {
             Op::Convert(ConvOp::Trunc) => true,
             Op::Write(v) => self.src.vars[*v].ty == Type::I64,
             Op::Store { .. } | Op::CfWrite { .. } | Op::Switch { .. } | Op::Return | Op::Call(_) => {
-                d.args.iter().any(|a| matches!(self.vals[a], Val::P(..)))
+                d.args.iter().any(|a| matches!(self.vals.get(*a), Val::P(..)))
             }
             Op::Binary(BinOp::Shl | BinOp::Lshr | BinOp::Ashr) => false,
             _ => false,
@@ -217,12 +245,12 @@ impl Decomposer<'_> {
                 Val::P(lo, self.konst(v >> 32))
             }
             Op::Read(v) => {
-                let (lo, hi) = self.var_map[&v];
+                let (lo, hi) = self.var_map[v];
                 let a = self.read(lo);
                 Val::P(a, self.read(hi.expect("an i64 variable has two halves")))
             }
             Op::Write(v) => {
-                let (lo, hi) = self.var_map[&v];
+                let (lo, hi) = self.var_map[v];
                 let (a, b) = self.pair(args[0]);
                 self.emit(Op::Write(lo), 0, smallvec![a]);
                 self.emit(Op::Write(hi.expect("an i64 variable has two halves")), 0, smallvec![b]);

@@ -21,7 +21,7 @@
 //! edx` for calls) are the [`constraints`] of each lowered node, which the register
 //! allocator obeys.
 
-use crate::hash::HashSet;
+use cranelift_entity::SecondaryMap;
 use smallvec::{smallvec, SmallVec};
 
 use super::lir::*;
@@ -48,6 +48,8 @@ pub struct LowerStats {
 /// Lowers `f` in place.
 pub fn lower(f: &mut LirFunction) -> LowerStats {
     let mut stats = LowerStats::default();
+    // Per block: the nodes an address mode absorbed, and the nodes some node uses.
+    let (mut dropped, mut used) = (NodeSet::default(), NodeSet::default());
     let layout = f.layout.clone();
     for b in layout {
         let mut list = std::mem::take(&mut f.blocks[b].nodes);
@@ -65,7 +67,7 @@ pub fn lower(f: &mut LirFunction) -> LowerStats {
             with_args.push(n);
         }
         list = with_args;
-        let mut dropped: HashSet<Node> = HashSet::default();
+        dropped.next_block();
         // Address modes.
         for &n in &list {
             if matches!(f.nodes[n].op, Op::Load { .. } | Op::Store { .. }) {
@@ -78,19 +80,19 @@ pub fn lower(f: &mut LirFunction) -> LowerStats {
         for &n in &list {
             if matches!(f.nodes[n].op, Op::Branch { .. } | Op::TrapIf(_)) {
                 let c = f.nodes[n].args[0].node;
-                if matches!(f.nodes[c].op, Op::Cmp { .. }) && !dropped.contains(&c) {
+                if matches!(f.nodes[c].op, Op::Cmp { .. }) && !dropped.contains(c) {
                     f.nodes[c].contained = true;
                     stats.fused_compares += 1;
                 }
             }
         }
         // Immediates and memory operands.
-        let live: Vec<Node> = list.iter().copied().filter(|n| !dropped.contains(n) && !f.nodes[*n].contained).collect();
+        let live: Vec<Node> = list.iter().copied().filter(|&n| !dropped.contains(n) && !f.nodes[n].contained).collect();
         for (pos, &n) in live.iter().enumerate() {
             contain_operands(f, &live, pos, n, &mut stats);
         }
         // Unused constants and reads.
-        let mut used: HashSet<Node> = HashSet::default();
+        used.next_block();
         for &n in &live {
             collect_uses(f, n, &mut used);
         }
@@ -99,7 +101,7 @@ pub fn lower(f: &mut LirFunction) -> LowerStats {
             if f.nodes[n].contained {
                 continue;
             }
-            if matches!(f.nodes[n].op, Op::Const(_) | Op::Read(_)) && !used.contains(&n) {
+            if matches!(f.nodes[n].op, Op::Const(_) | Op::Read(_)) && !used.contains(n) {
                 stats.dead += 1;
                 continue;
             }
@@ -110,7 +112,30 @@ pub fn lower(f: &mut LirFunction) -> LowerStats {
     stats
 }
 
-fn collect_uses(f: &LirFunction, n: Node, used: &mut HashSet<Node>) {
+/// A set of nodes of one block at a time: a map over the function's nodes, not a hash
+/// set (lowering runs on every function compiled), where a node is in the set when its
+/// mark is the current block's; [`NodeSet::next_block`] empties it.
+#[derive(Default)]
+struct NodeSet {
+    mark: u32,
+    marks: SecondaryMap<Node, u32>,
+}
+
+impl NodeSet {
+    fn next_block(&mut self) {
+        self.mark += 1;
+    }
+
+    fn insert(&mut self, n: Node) {
+        self.marks[n] = self.mark;
+    }
+
+    fn contains(&self, n: Node) -> bool {
+        self.marks[n] == self.mark
+    }
+}
+
+fn collect_uses(f: &LirFunction, n: Node, used: &mut NodeSet) {
     for a in &f.nodes[n].args {
         used.insert(a.node);
         if f.nodes[a.node].contained {
@@ -129,7 +154,7 @@ fn const_of(f: &LirFunction, u: Use) -> Option<i64> {
 /// Builds the contained address-mode node for address value `a`: a constant is a bare
 /// displacement; `add(x, k)` adds `k` to the displacement of `x`'s mode; `add(x, y)` is
 /// `base + index`, with `shl(i, s)` (`s` in 0..=3) on either side as a scaled index.
-fn address_mode(f: &mut LirFunction, a: Use, dropped: &mut HashSet<Node>, stats: &mut LowerStats) -> Node {
+fn address_mode(f: &mut LirFunction, a: Use, dropped: &mut NodeSet, stats: &mut LowerStats) -> Node {
     let mut base: Option<Use> = None;
     let mut index: Option<(Use, u8)> = None;
     let mut disp: i64 = 0;

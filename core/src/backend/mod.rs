@@ -220,7 +220,10 @@ fn build(
     if print {
         stages.push(("rationalize", l.to_string()));
     }
-    let (mut l, s) = decompose::decompose(&l);
+    let (decomposed, s) = decompose::decompose(&l);
+    // The rationalized function's node arena serves the next function compiled.
+    l.recycle();
+    let mut l = decomposed;
     stats.decompose = s;
     done("decompose");
     if validate {
@@ -256,6 +259,7 @@ fn build(
         done("undefined-flags check");
     }
     stats.code_bytes = code.bytes.len();
+    l.recycle();
     Ok(Staged { lir: stages, code, stats })
 }
 

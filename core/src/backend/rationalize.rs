@@ -38,7 +38,7 @@ pub fn rationalize(f: &Function) -> Result<(LirFunction, RationalizeStats), Comp
         arg_bytes: 0,
         vars: Default::default(),
         cfvars: f.cfvars.values().map(|c| c.ty).collect(),
-        nodes: Default::default(),
+        nodes: node_arena(),
         blocks: Default::default(),
         layout: f.layout.clone(),
         decomposed: false,

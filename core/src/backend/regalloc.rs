@@ -26,7 +26,6 @@
 //! layout; [`Allocation::decisions`] records each step with the register states of
 //! `eax ecx edx` after it, in the seed's table format, for tests.
 
-use crate::hash::{HashMap, HashSet};
 use std::fmt;
 
 use cranelift_entity::SecondaryMap;
@@ -269,9 +268,10 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
     // Each block's node constraints and the temps' locations, in buffers reused from
     // block to block.
     let mut cs: Vec<Constraints> = vec![];
-    let mut loc = HashMap::default();
+    let mut maps = BlockMaps::sized(f.nodes.len());
     for &b in &f.layout {
-        let mut la = LocalAllocator::new(f, &home, &globals, pool, &used, loc, &mut shared);
+        maps.mark += 1;
+        let mut la = LocalAllocator::new(f, &home, &globals, pool, &used, maps, &mut shared);
         // Each node's constraints, made once for the aliases and the allocation.
         cs.clear();
         cs.extend(f.blocks[b].nodes.iter().map(|&n| constraints(f, n)));
@@ -286,8 +286,7 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
             return Err(error(node, RegallocErrorKind::TempLiveAtBlockEnd(r)));
         }
         code[b] = std::mem::take(&mut la.out);
-        loc = std::mem::take(&mut la.loc);
-        loc.clear();
+        maps = std::mem::take(&mut la.maps);
     }
     let mut used = shared.used;
     for (_, r) in &globals {
@@ -311,9 +310,21 @@ struct UsedValues(SecondaryMap<Node, u8>);
 impl UsedValues {
     fn of(f: &LirFunction) -> UsedValues {
         let mut used = SecondaryMap::with_capacity(f.nodes.len());
-        for n in f.all_nodes() {
-            for a in &f.nodes[n].args {
-                used[a.node] |= 1u8 << a.result;
+        used.resize(f.nodes.len());
+        // Every node in the linear order and every node contained in one (the nodes of
+        // `LirFunction::all_nodes`, without making the list).
+        let mut stack = vec![];
+        for &b in &f.layout {
+            for &n in &f.blocks[b].nodes {
+                stack.push(n);
+                while let Some(m) = stack.pop() {
+                    for a in &f.nodes[m].args {
+                        used[a.node] |= 1u8 << a.result;
+                        if f.nodes[a.node].contained {
+                            stack.push(a.node);
+                        }
+                    }
+                }
             }
         }
         UsedValues(used)
@@ -335,45 +346,51 @@ pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
             _ => SmallVec::new(),
         }
     };
-    let mut preds: HashMap<Block, Vec<Block>> = HashMap::default();
+    // Maps over blocks, not hash maps: the allocator runs on every function compiled.
+    let mut preds: SecondaryMap<Block, SmallVec<[Block; 2]>> = SecondaryMap::new();
     for &b in &f.layout {
         for s in succs(b) {
-            preds.entry(s).or_default().push(b);
+            preds[s].push(b);
         }
     }
-    // Iterative DFS finding back edges (edges to a block on the stack).
+    // Iterative DFS finding back edges (edges to a block on the stack). The state of a
+    // block: 0 not seen, 1 on the stack, 2 done.
     let mut back = vec![];
-    let mut state: HashMap<Block, u8> = HashMap::default();
+    let mut state: SecondaryMap<Block, u8> = SecondaryMap::new();
     let mut stack = vec![(f.layout[0], 0usize)];
-    state.insert(f.layout[0], 1);
+    state[f.layout[0]] = 1;
     while let Some((b, i)) = stack.pop() {
         let s = succs(b);
         if i < s.len() {
             stack.push((b, i + 1));
             let t = s[i];
-            match state.get(&t) {
-                None => {
-                    state.insert(t, 1);
+            match state[t] {
+                0 => {
+                    state[t] = 1;
                     stack.push((t, 0));
                 }
-                Some(1) => back.push((b, t)),
+                1 => back.push((b, t)),
                 _ => {}
             }
         } else {
-            state.insert(b, 2);
+            state[b] = 2;
         }
     }
+    // The body of the `k`-th back edge's loop is the blocks marked `k + 1`.
     let mut depth: SecondaryMap<Block, u32> = SecondaryMap::new();
-    for (latch, header) in back {
-        let mut body: HashSet<Block> = HashSet::from_iter([header]);
-        let mut work = vec![latch];
+    let mut body: SecondaryMap<Block, u32> = SecondaryMap::new();
+    let mut work = vec![];
+    for (k, (latch, header)) in back.into_iter().enumerate() {
+        let mark = k as u32 + 1;
+        body[header] = mark;
+        depth[header] += 1;
+        work.push(latch);
         while let Some(x) = work.pop() {
-            if body.insert(x) {
-                work.extend(preds.get(&x).into_iter().flatten().copied());
+            if body[x] != mark {
+                body[x] = mark;
+                depth[x] += 1;
+                work.extend(preds[x].iter().copied());
             }
-        }
-        for x in body {
-            depth[x] += 1;
         }
     }
     depth
@@ -382,7 +399,7 @@ pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
 /// Picks the variables to keep in `ebx esi edi`: the heaviest by weighted accesses.
 pub fn global_allocation(f: &LirFunction) -> Vec<(Var, Reg)> {
     let depth = loop_depths(f);
-    let mut weight: HashMap<Var, u64> = HashMap::default();
+    let mut weight: SecondaryMap<Var, u64> = SecondaryMap::with_capacity(f.vars.len());
     let (mut all, mut stack) = (vec![], vec![]);
     for &b in &f.layout {
         let w = 8u64.pow(depth[b].min(6));
@@ -401,11 +418,12 @@ pub fn global_allocation(f: &LirFunction) -> Vec<(Var, Reg)> {
         }
         for &n in &all {
             if let Op::Read(v) | Op::Write(v) = f.nodes[n].op {
-                *weight.entry(v).or_default() += w;
+                weight[v] += w;
             }
         }
     }
-    let mut vars: Vec<(Var, u64)> = weight.into_iter().collect();
+    // Every variable read or written weighs at least 1.
+    let mut vars: Vec<(Var, u64)> = weight.iter().filter(|&(_, &w)| w > 0).map(|(v, &w)| (v, w)).collect();
     vars.sort_by_key(|&(v, w)| (std::cmp::Reverse(w), v));
     vars.into_iter().zip(Reg::CALLEE_SAVED).map(|((v, _), r)| (v, r)).collect()
 }
@@ -431,16 +449,78 @@ enum ValLoc {
     Spilled(i32),
 }
 
+/// The local allocator's maps over the function's nodes, reused from block to block
+/// (maps over nodes, not hash maps: the allocator runs on every function compiled). An
+/// entry counts only when its mark is the current block's (`mark`, one more for each
+/// block), so a new block starts with them empty.
+#[derive(Default)]
+struct BlockMaps {
+    mark: u32,
+    /// Where each live temp is, by node and result.
+    locs: SecondaryMap<Node, (u32, [Option<ValLoc>; 2])>,
+    /// Reads of global variables whose one user only reads them: they are not copied.
+    aliases: SecondaryMap<Node, u32>,
+    /// Each node's first position in the block ([`BlockMaps::place_nodes`]).
+    positions: SecondaryMap<Node, (u32, u32)>,
+}
+
+impl BlockMaps {
+    /// Maps with an entry for each of `nodes` nodes already (none grows one by one).
+    fn sized(nodes: usize) -> BlockMaps {
+        let mut maps = BlockMaps::default();
+        maps.locs.resize(nodes);
+        maps.aliases.resize(nodes);
+        maps.positions.resize(nodes);
+        maps
+    }
+
+    fn loc(&self, u: Use) -> Option<ValLoc> {
+        let (mark, at) = &self.locs[u.node];
+        if *mark == self.mark {
+            at[u.result as usize]
+        } else {
+            None
+        }
+    }
+
+    fn set_loc(&mut self, u: Use, l: ValLoc) {
+        let entry = &mut self.locs[u.node];
+        if entry.0 != self.mark {
+            *entry = (self.mark, [None; 2]);
+        }
+        entry.1[u.result as usize] = Some(l);
+    }
+
+    fn remove_loc(&mut self, u: Use) {
+        if self.locs[u.node].0 == self.mark {
+            self.locs[u.node].1[u.result as usize] = None;
+        }
+    }
+
+    /// Records the first position of each node of `list`, the current block's.
+    fn place_nodes(&mut self, list: &[Node]) {
+        for (k, &m) in list.iter().enumerate() {
+            if self.positions[m].0 != self.mark {
+                self.positions[m] = (self.mark, k as u32);
+            }
+        }
+    }
+
+    /// A node's first position in the current block, once [`BlockMaps::place_nodes`] ran.
+    fn position(&self, n: Node) -> Option<usize> {
+        let (mark, at) = self.positions[n];
+        (mark == self.mark).then_some(at as usize)
+    }
+}
+
 /// The local allocator of one block.
 pub struct LocalAllocator<'a> {
     f: &'a LirFunction,
     home: &'a SecondaryMap<Var, Option<Operand>>,
     regs: [RegState; 6],
     pool: RegSet,
-    loc: HashMap<Use, ValLoc>,
+    maps: BlockMaps,
     used: &'a UsedValues,
-    /// Reads of global variables whose one user only reads them: they are not copied.
-    aliases: HashSet<Node>,
     out: Vec<MInst>,
     shared: &'a mut Shared,
 }
@@ -452,7 +532,7 @@ impl<'a> LocalAllocator<'a> {
         globals: &[(Var, Reg)],
         pool: RegSet,
         used: &'a UsedValues,
-        loc: HashMap<Use, ValLoc>,
+        maps: BlockMaps,
         shared: &'a mut Shared,
     ) -> Self {
         // At the start of the basic block, the registers are set to the free state.
@@ -460,7 +540,7 @@ impl<'a> LocalAllocator<'a> {
         for (v, r) in globals {
             regs[r.index()] = RegState::Allocated(*v);
         }
-        LocalAllocator { f, home, regs, pool, loc, used, aliases: HashSet::default(), out: vec![], shared }
+        LocalAllocator { f, home, regs, pool, maps, used, out: vec![], shared }
     }
 
     /// Finds the reads of globally allocated variables that need no copy: the one user
@@ -472,7 +552,7 @@ impl<'a> LocalAllocator<'a> {
         let list = &f.blocks[b].nodes;
         // Each node's first position in the block, made when first needed (a search of
         // the list per read made long blocks quadratic).
-        let mut position: Option<HashMap<Node, usize>> = None;
+        let mut positioned = false;
         for (upos, c) in cs.iter().enumerate() {
             for (i, (u, mask)) in c.operands.iter().enumerate() {
                 let Op::Read(v) = f.nodes[u.node].op else { continue };
@@ -480,16 +560,13 @@ impl<'a> LocalAllocator<'a> {
                 if !c.read_only(i) || !mask.contains(g) {
                     continue;
                 }
-                let position = position.get_or_insert_with(|| {
-                    let mut at = HashMap::default();
-                    for (k, &m) in list.iter().enumerate() {
-                        at.entry(m).or_insert(k);
-                    }
-                    at
-                });
-                let Some(&rpos) = position.get(&u.node) else { continue };
+                if !positioned {
+                    self.maps.place_nodes(list);
+                    positioned = true;
+                }
+                let Some(rpos) = self.maps.position(u.node) else { continue };
                 if list[rpos + 1..upos].iter().all(|&m| f.nodes[m].op != Op::Write(v)) {
-                    self.aliases.insert(u.node);
+                    self.maps.aliases[u.node] = self.maps.mark;
                 }
             }
         }
@@ -600,7 +677,7 @@ impl<'a> LocalAllocator<'a> {
         let RegState::Moveable(u) = self.regs[r.index()] else { panic!("spill of a non-moveable {r}") };
         let slot = self.new_slot();
         self.out.push(MInst::Spill { slot, src: r });
-        self.loc.insert(u, ValLoc::Spilled(slot));
+        self.maps.set_loc(u, ValLoc::Spilled(slot));
         self.regs[r.index()] = RegState::Free;
         self.shared.stats.spills += 1;
         self.log(|| format!("spill {r}"));
@@ -608,10 +685,10 @@ impl<'a> LocalAllocator<'a> {
 
     /// `register_unspill`: reloads spilled `u` into `r`; `r` becomes moveable.
     pub fn register_unspill(&mut self, u: Use, r: Reg) {
-        let Some(ValLoc::Spilled(slot)) = self.loc.get(&u).copied() else { panic!("unspill of a value not spilled") };
+        let Some(ValLoc::Spilled(slot)) = self.maps.loc(u) else { panic!("unspill of a value not spilled") };
         self.out.push(MInst::Move { dst: r, src: Operand::Mem(Mem::frame(slot)) });
         self.release_slot(slot);
-        self.loc.insert(u, ValLoc::Reg(r));
+        self.maps.set_loc(u, ValLoc::Reg(r));
         self.take(r, RegState::Moveable(u));
         self.shared.stats.unspills += 1;
         self.log(|| format!("un-spill {r}"));
@@ -619,7 +696,7 @@ impl<'a> LocalAllocator<'a> {
 
     fn move_value(&mut self, u: Use, from: Reg, to: Reg) {
         self.out.push(MInst::Move { dst: to, src: Operand::Reg(from) });
-        self.loc.insert(u, ValLoc::Reg(to));
+        self.maps.set_loc(u, ValLoc::Reg(to));
         self.regs[from.index()] = RegState::Free;
         self.take(to, RegState::Moveable(u));
         self.shared.stats.moves += 1;
@@ -628,7 +705,7 @@ impl<'a> LocalAllocator<'a> {
 
     /// Places operand `u` in a register of `mask` and marks it busy.
     fn place(&mut self, u: Use, mask: RegSet) -> Result<Reg, RegallocErrorKind> {
-        match self.loc.get(&u).copied() {
+        match self.maps.loc(u) {
             // An aliased global variable stays where it is, allocated.
             Some(ValLoc::Reg(r)) if matches!(self.regs[r.index()], RegState::Allocated(_)) => Ok(r),
             Some(ValLoc::Reg(r)) if mask.contains(r) => {
@@ -678,8 +755,8 @@ impl<'a> LocalAllocator<'a> {
         }
         // 4. The instruction itself.
         let ops = self.operands_of(n, &mut regs_of.iter().map(|r| r.unwrap()));
-        for (u, _) in &c.operands {
-            self.loc.remove(u);
+        for &(u, _) in &c.operands {
+            self.maps.remove_loc(u);
         }
         for r in regs_of.iter().flatten() {
             if !matches!(self.regs[r.index()], RegState::Allocated(_)) {
@@ -707,10 +784,10 @@ impl<'a> LocalAllocator<'a> {
     fn alias_or_reuse(&mut self, n: Node) -> bool {
         let f = self.f;
         let d = &f.nodes[n];
-        if self.aliases.contains(&n) {
+        if self.maps.aliases[n] == self.maps.mark {
             let Op::Read(v) = d.op else { unreachable!("only reads are aliased") };
             let Some(Operand::Reg(g)) = self.home[v] else { unreachable!("aliased reads are of globals") };
-            self.loc.insert(Use::of(n), ValLoc::Reg(g));
+            self.maps.set_loc(Use::of(n), ValLoc::Reg(g));
             self.out.push(MInst::Alias { node: n, reg: g });
             self.shared.stats.aliased += 1;
             self.log(|| format!("{g} = {} (global)", f.node_text(n)));
@@ -722,7 +799,7 @@ impl<'a> LocalAllocator<'a> {
         };
         if self.used.contains(&Use::of(n)) {
             self.regs[r.index()] = RegState::Moveable(Use::of(n));
-            self.loc.insert(Use::of(n), ValLoc::Reg(r));
+            self.maps.set_loc(Use::of(n), ValLoc::Reg(r));
             self.out.push(MInst::Reuse { node: n, reg: r });
             self.shared.stats.reused += 1;
             self.log(|| format!("{r} = {} (reused)", f.node_text(n)));
@@ -751,7 +828,7 @@ impl<'a> LocalAllocator<'a> {
                 continue;
             }
             let r = mask.iter().next().unwrap();
-            if self.loc.get(u) == Some(&ValLoc::Reg(r)) {
+            if self.maps.loc(*u) == Some(ValLoc::Reg(r)) {
                 self.regs[r.index()] = RegState::Busy(*u);
             } else {
                 if let RegState::Moveable(other) = self.regs[r.index()] {
@@ -761,7 +838,7 @@ impl<'a> LocalAllocator<'a> {
                 } else {
                     self.get_register_force(r, RegSet::ALL);
                 }
-                match self.loc.get(u).copied() {
+                match self.maps.loc(*u) {
                     Some(ValLoc::Reg(s)) => self.move_value(*u, s, r),
                     Some(ValLoc::Spilled(_)) => self.register_unspill(*u, r),
                     None => return Err(RegallocErrorKind::NoLocation(*u)),
@@ -798,7 +875,7 @@ impl<'a> LocalAllocator<'a> {
             };
             if self.used.contains(&val) {
                 self.take(r, RegState::Moveable(val));
-                self.loc.insert(val, ValLoc::Reg(r));
+                self.maps.set_loc(val, ValLoc::Reg(r));
                 results.push(Some(r));
             } else {
                 self.shared.used = self.shared.used.with(r);

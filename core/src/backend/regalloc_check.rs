@@ -121,13 +121,18 @@ struct Replay<'a> {
     frame: &'a Frame,
     globals: RegSet,
     saved: RegSet,
-    regs: HashMap<Reg, Use>,
-    holds_var: HashMap<Reg, Var>,
+    /// The value each register holds, by [`Reg::index`] (an array, not a hash map: the
+    /// checker replays every instruction compiled).
+    regs: [Option<Use>; 6],
+    holds_var: [Option<Var>; 6],
     /// Aliased reads: several reads of one global variable may share its register.
     aliased: HashMap<Use, Reg>,
     slots: HashMap<i32, Use>,
     /// The violations found at the current instruction.
     found: Vec<AllocErrorKind>,
+    /// The operands the current node expects in registers (a buffer reused from node
+    /// to node).
+    expected: Vec<(Use, Reg)>,
 }
 
 impl<'a> Replay<'a> {
@@ -138,11 +143,12 @@ impl<'a> Replay<'a> {
             frame,
             globals: RegSet::NONE,
             saved: RegSet::NONE,
-            regs: HashMap::default(),
-            holds_var: HashMap::default(),
+            regs: [None; 6],
+            holds_var: [None; 6],
             aliased: HashMap::default(),
             slots: HashMap::default(),
             found: vec![],
+            expected: vec![],
         }
     }
 
@@ -173,17 +179,17 @@ impl<'a> Replay<'a> {
                     self.found.push(AllocErrorKind::ReuseOfNonRead(*reg));
                     return;
                 };
-                if self.holds_var.get(reg) != Some(&v) {
+                if self.holds_var[reg.index()] != Some(v) {
                     self.found.push(AllocErrorKind::ReuseWithoutValue { var: v, reg: *reg });
                 }
-                self.regs.insert(*reg, Use::of(*node));
-                self.holds_var.remove(reg);
+                self.regs[reg.index()] = Some(Use::of(*node));
+                self.holds_var[reg.index()] = None;
             }
             MInst::Move { dst, src } => {
                 self.written(*dst);
-                self.holds_var.remove(dst);
+                self.holds_var[dst.index()] = None;
                 let v = match src {
-                    Operand::Reg(s) => self.regs.get(s).copied(),
+                    Operand::Reg(s) => self.regs[s.index()],
                     Operand::Mem(m) if m.base == Some(Base::Ebp) => {
                         if let Some(is) = self.frame.word(m.disp) {
                             self.found.push(AllocErrorKind::NotASpillSlot { slot: m.disp, is });
@@ -195,7 +201,7 @@ impl<'a> Replay<'a> {
                 };
                 match v {
                     Some(v) => {
-                        self.regs.insert(*dst, v);
+                        self.regs[dst.index()] = Some(v);
                     }
                     None => self.found.push(AllocErrorKind::MoveOfNoValue),
                 }
@@ -205,9 +211,9 @@ impl<'a> Replay<'a> {
                     self.found.push(AllocErrorKind::NotASpillSlot { slot: *slot, is });
                     return;
                 }
-                match self.regs.get(src) {
+                match self.regs[src.index()] {
                     Some(v) => {
-                        self.slots.insert(*slot, *v);
+                        self.slots.insert(*slot, v);
                     }
                     None => self.found.push(AllocErrorKind::SpillOfNoValue),
                 }
@@ -220,11 +226,12 @@ impl<'a> Replay<'a> {
     /// it kills what it clobbers and its operands, and defines its results.
     fn node(&mut self, n: Node, ops: &[Operand], results: &[Option<Reg>]) {
         let (f, alloc) = (self.f, self.alloc);
-        let mut expected = vec![];
+        let mut expected = std::mem::take(&mut self.expected);
+        expected.clear();
         inline_operands(f, n, ops, &mut 0, &mut expected);
         for (u, r) in &expected {
-            if self.regs.get(r) != Some(u) && self.aliased.get(u) != Some(r) {
-                let holds = self.regs.get(r).copied();
+            if self.regs[r.index()] != Some(*u) && self.aliased.get(u) != Some(r) {
+                let holds = self.regs[r.index()];
                 self.found.push(AllocErrorKind::OperandNotInRegister { operand: *u, reg: *r, holds });
             }
         }
@@ -236,33 +243,38 @@ impl<'a> Replay<'a> {
             }
         }
         for r in killed.iter() {
-            self.regs.remove(&r);
-            self.holds_var.remove(&r);
+            self.regs[r.index()] = None;
+            self.holds_var[r.index()] = None;
         }
         if let Op::Write(v) = f.nodes[n].op {
             // A write of a global variable overwrites any alias of its old value.
             if let Some(Operand::Reg(g)) = alloc.home[v] {
                 self.aliased.retain(|_, r| *r != g);
             }
-            self.holds_var.retain(|_, w| *w != v);
+            for w in &mut self.holds_var {
+                if *w == Some(v) {
+                    *w = None;
+                }
+            }
             if let (Some(Operand::Reg(r)), Some(Operand::Mem(_))) = (ops.first(), alloc.home[v]) {
                 if !self.globals.contains(*r) {
-                    self.holds_var.insert(*r, v);
+                    self.holds_var[r.index()] = Some(v);
                 }
             }
         }
         for (u, r) in &expected {
             if self.aliased.remove(u).is_none() {
-                self.regs.remove(r);
+                self.regs[r.index()] = None;
             }
         }
         for (i, r) in results.iter().enumerate() {
             if let Some(r) = r {
                 self.written(*r);
-                self.holds_var.remove(r);
-                self.regs.insert(*r, Use { node: n, result: i as u8 });
+                self.holds_var[r.index()] = None;
+                self.regs[r.index()] = Some(Use { node: n, result: i as u8 });
             }
         }
+        self.expected = expected;
     }
 }
 

@@ -254,53 +254,58 @@ impl<O: Observer> Machine<'_, O> {
 
     /// Evaluates a node that yields a value.
     fn value(&mut self, e: Expr) -> Result<i64, Stop> {
+        Ok(self.typed_value(e)?.0)
+    }
+
+    /// Evaluates a node that yields a value: the value and its type.
+    fn typed_value(&mut self, e: Expr) -> Result<(i64, Type), Stop> {
         Ok(self.eval(e)?.expect("the verifier guarantees a value here"))
     }
 
-    /// Evaluates the tree at `e`: operands first, left to right, then the node.
-    fn eval(&mut self, e: Expr) -> Result<Option<i64>, Stop> {
+    /// Evaluates the tree at `e`: operands first, left to right, then the node; its value
+    /// and type, if it yields one. The type comes up with the operands' values (that of
+    /// `Function::expr_type`), so no node walks down its tree again for it.
+    fn eval(&mut self, e: Expr) -> Result<Option<(i64, Type)>, Stop> {
         self.burn()?;
         let f = self.f;
-        let ty = f.expr_type(e);
-        let norm = |v: i64| ty.map(|t| t.normalize(v));
         Ok(match &f.exprs[e] {
-            ExprData::Const { value, .. } => Some(*value),
-            ExprData::Local(l) => Some(self.locals[*l]),
+            ExprData::Const { value, ty } => Some((*value, *ty)),
+            ExprData::Local(l) => Some((self.locals[*l], f.locals[*l].ty)),
             ExprData::Unary { op, arg } => {
-                let a = self.value(*arg)?;
-                norm(match op {
+                let (a, t) = self.typed_value(*arg)?;
+                let v = match op {
                     UnOp::Neg => a.wrapping_neg(),
                     UnOp::Not => !a,
-                })
+                };
+                Some((t.normalize(v), t))
             }
             ExprData::Binary { op, lhs, rhs } => {
-                let a = self.value(*lhs)?;
+                let (a, t) = self.typed_value(*lhs)?;
                 let b = self.value(*rhs)?;
                 self.obs.node(f, e, [a, b], &self.state.heap);
-                let t = ty.unwrap();
-                Some(t.normalize(binary(*op, t, a, b).map_err(Stop::Trap)?))
+                Some((t.normalize(binary(*op, t, a, b).map_err(Stop::Trap)?), t))
             }
             ExprData::Cmp { op, lhs, rhs } => {
-                let t = f.expr_type(*lhs).unwrap();
-                let a = self.value(*lhs)?;
+                let (a, t) = self.typed_value(*lhs)?;
                 let b = self.value(*rhs)?;
                 self.obs.node(f, e, [a, b], &self.state.heap);
-                Some(op.eval(t, a, b) as i64)
+                Some((op.eval(t, a, b) as i64, Type::I32))
             }
             ExprData::Convert { op, arg } => {
                 let a = self.value(*arg)?;
                 self.obs.node(f, e, [a, 0], &self.state.heap);
-                Some(match op {
+                let v = match op {
                     ConvOp::Sext => a as i32 as i64,
                     ConvOp::Zext => a as u32 as i64,
                     ConvOp::Trunc => a as i32 as i64,
-                })
+                };
+                Some((v, op.types().1))
             }
             ExprData::Select { cond, if_true, if_false } => {
                 let c = self.value(*cond)?;
-                let a = self.value(*if_true)?;
+                let (a, t) = self.typed_value(*if_true)?;
                 let b = self.value(*if_false)?;
-                Some(if c != 0 { a } else { b })
+                Some((if c != 0 { a } else { b }, t))
             }
             ExprData::Load { ty, width, signed, addr } => {
                 let a = self.value(*addr)?;
@@ -316,7 +321,7 @@ impl<O: Observer> Machine<'_, O> {
                 } else {
                     v as i64
                 };
-                Some(ty.normalize(ext))
+                Some((ty.normalize(ext), *ty))
             }
             ExprData::Store { width, addr, value } => {
                 let a = self.value(*addr)?;
@@ -327,7 +332,7 @@ impl<O: Observer> Machine<'_, O> {
                 self.state.heap[off..off + n].copy_from_slice(&v.to_le_bytes()[..n]);
                 None
             }
-            ExprData::CfRead(v) => Some(self.state.callframe[v.index()].as_i64()),
+            ExprData::CfRead(v) => Some((self.state.callframe[v.index()].as_i64(), f.cfvars[*v].ty)),
             ExprData::CfWrite { var, value } => {
                 let v = self.value(*value)?;
                 self.state.cf_set(var.index(), v);
@@ -344,7 +349,7 @@ impl<O: Observer> Machine<'_, O> {
                 for (&a, &p) in args.iter().zip(params) {
                     vals.push(Value::new(p, self.value(a)?));
                 }
-                call_helper(*helper, &vals, &mut self.state).map(|v| v.as_i64())
+                call_helper(*helper, &vals, &mut self.state).map(|v| (v.as_i64(), v.ty()))
             }
             ExprData::TrapIf { cond, code } => {
                 if self.value(*cond)? != 0 {
