@@ -52,6 +52,7 @@
 
 use cranelift_entity::{entity_impl, PrimaryMap};
 use std::fmt;
+use smallvec::{smallvec, SmallVec};
 
 use crate::helpers::{Effects, HelperKind};
 /// `Type` lives in [`crate::types`], below both this module and [`crate::helpers`]; it is
@@ -501,14 +502,15 @@ pub enum Terminator {
 }
 
 impl Terminator {
-    /// Successor blocks in order (duplicates kept).
-    pub fn successors(&self) -> Vec<Block> {
+    /// Successor blocks in order (duplicates kept); two are held inline, since every CFG
+    /// walk asks for them (a `Vec` per call was one allocation per block and walk).
+    pub fn successors(&self) -> SmallVec<[Block; 2]> {
         match self {
-            Terminator::Jump(b) => vec![*b],
-            Terminator::Branch { then_dest, else_dest, .. } => vec![*then_dest, *else_dest],
-            Terminator::Return(_) => vec![],
+            Terminator::Jump(b) => smallvec![*b],
+            Terminator::Branch { then_dest, else_dest, .. } => smallvec![*then_dest, *else_dest],
+            Terminator::Return(_) => SmallVec::new(),
             Terminator::Switch { default, cases, .. } => {
-                let mut v = vec![*default];
+                let mut v = smallvec![*default];
                 v.extend(cases.iter().map(|(_, b)| *b));
                 v
             }
@@ -704,12 +706,18 @@ impl Function {
                 f(n);
                 continue;
             }
+            let ops = self.exprs[n].operands();
+            if ops.is_empty() {
+                f(n);
+                continue;
+            }
             work.push((n, true));
             // A leaf operand has nothing to expand: it goes on the stack ready to visit.
-            work.extend(self.exprs[n].operands().into_iter().rev().map(|c| {
+            work.reserve(ops.len());
+            for &c in ops.iter().rev() {
                 let leaf = matches!(self.exprs[c], ExprData::Const { .. } | ExprData::Local(_) | ExprData::CfRead(_));
-                (c, leaf)
-            }));
+                work.push((c, leaf));
+            }
         }
         POSTORDER_STACK.with(|s| s.set(work));
     }
