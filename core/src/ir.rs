@@ -377,6 +377,7 @@ pub enum Operands<'a> {
 
 impl std::ops::Deref for Operands<'_> {
     type Target = [Expr];
+    #[inline]
     fn deref(&self) -> &[Expr] {
         match self {
             Operands::Fixed(a, n) => &a[..*n as usize],
@@ -388,6 +389,7 @@ impl std::ops::Deref for Operands<'_> {
 impl<'a> IntoIterator for Operands<'a> {
     type Item = Expr;
     type IntoIter = OperandsIter<'a>;
+    #[inline]
     fn into_iter(self) -> OperandsIter<'a> {
         let back = self.len();
         OperandsIter { ops: self, front: 0, back }
@@ -404,6 +406,7 @@ pub struct OperandsIter<'a> {
 
 impl Iterator for OperandsIter<'_> {
     type Item = Expr;
+    #[inline]
     fn next(&mut self) -> Option<Expr> {
         (self.front < self.back).then(|| {
             self.front += 1;
@@ -417,6 +420,7 @@ impl Iterator for OperandsIter<'_> {
 }
 
 impl DoubleEndedIterator for OperandsIter<'_> {
+    #[inline]
     fn next_back(&mut self) -> Option<Expr> {
         (self.front < self.back).then(|| {
             self.back -= 1;
@@ -430,6 +434,7 @@ impl ExactSizeIterator for OperandsIter<'_> {}
 impl ExprData {
     /// The operands in evaluation order, without allocating: up to three inline, a
     /// call's arguments borrowed.
+    #[inline]
     pub fn operands(&self) -> Operands<'_> {
         let fixed = |ops: &[Expr]| {
             let mut a = [Expr(0); 3];
@@ -504,6 +509,7 @@ pub enum Terminator {
 impl Terminator {
     /// Successor blocks in order (duplicates kept); two are held inline, since every CFG
     /// walk asks for them (a `Vec` per call was one allocation per block and walk).
+    #[inline]
     pub fn successors(&self) -> SmallVec<[Block; 2]> {
         match self {
             Terminator::Jump(b) => smallvec![*b],
@@ -532,6 +538,7 @@ impl Terminator {
     }
 
     /// The expression the terminator evaluates, if any.
+    #[inline]
     pub fn expr(&self) -> Option<Expr> {
         match self {
             Terminator::Jump(_) => None,
