@@ -506,7 +506,9 @@ fn too_deep(f: &Function, root: Expr, seen: &mut SecondaryMap<Expr, bool>, work:
             return true;
         }
         seen[n] = true;
-        work.extend(f.exprs[n].operands().into_iter().map(|c| (c, d + 1)));
+        for &c in f.exprs[n].operands().iter() {
+            work.push((c, d + 1));
+        }
     }
     false
 }
