@@ -294,15 +294,17 @@ impl<'a> Frg<'a> {
         }
         let mut phis: Vec<PhiOcc> = vec![];
         for &b in &phi_at {
-            let versions = e
-                .key
-                .operands
-                .iter()
-                .map(|op| match *op {
+            let mut versions = Some(Versions::new());
+            for op in &e.key.operands {
+                let v = match *op {
                     super::KeyOperand::Const(t, c) => Some(Val::Const(t, c)),
                     super::KeyOperand::Orig(o) => init.current_at(b, o).map(Val::Var),
-                })
-                .collect::<Option<Versions>>();
+                };
+                match (v, versions.as_mut()) {
+                    (Some(v), Some(vs)) => vs.push(v),
+                    _ => versions = None,
+                }
+            }
             let operands =
                 an.cfg.preds[b].iter().map(|&p| PhiOpnd { pred: p, def: Def::Bottom, has_real_use: false }).collect();
             let can_be_avail = versions.is_some();

@@ -76,9 +76,14 @@ pub fn run(f: &mut Function) -> Stats {
     let made = split::split_edges(f);
     // The temporaries' originals, with the round that made each.
     let mut temps: Vec<(String, usize)> = vec![];
+    // The steps add statements and rewrite trees but never add, remove or redirect a
+    // block (the edges that need it were split above), so the CFG analyses of the first
+    // round hold for every round.
+    let mut analyses = None;
     for round in 0..MAX_ROUNDS {
         // A round without a candidate changes nothing (the last round, usually).
-        let Some((an, init)) = Initialization::scan(f, &temps, round) else { break };
+        let Some(init) = Initialization::scan(f, &mut analyses, &temps, round) else { break };
+        let an = analyses.as_ref().expect("computed by the scan");
         let mut changed = false;
         for k in 0..init.worklist.len() {
             // After the first round only expressions over the last round's temporaries
@@ -86,7 +91,7 @@ pub fn run(f: &mut Function) -> Stats {
             if round > 0 && !init.worklist[k].fresh {
                 continue;
             }
-            changed |= frg::run_expression(f, &an, &init, k, round, &mut temps, &mut stats);
+            changed |= frg::run_expression(f, an, &init, k, round, &mut temps, &mut stats);
         }
         if !changed {
             break;
@@ -254,10 +259,15 @@ pub(crate) fn is_kill(d: &ExprData) -> bool {
 impl Initialization {
     /// Scans `f`: every candidate occurrence, effect and exit, the versions current at
     /// each block entry, and the parent of every node. `temps` names the originals of
-    /// earlier rounds' temporaries. Returns the CFG analyses the steps read with it, or
-    /// `None` when no block holds a candidate of this round: then there is nothing to do,
-    /// and the analyses and the rest of the scan are not computed.
-    pub fn scan(f: &Function, temps: &[(String, usize)], round: usize) -> Option<(Analyses, Initialization)> {
+    /// earlier rounds' temporaries. `analyses` are the CFG analyses of `f`, computed here
+    /// if they are not yet. `None` when no block holds a candidate of this round: then
+    /// there is nothing to do, and the analyses and the rest of the scan are not computed.
+    pub fn scan(
+        f: &Function,
+        analyses: &mut Option<Analyses>,
+        temps: &[(String, usize)],
+        round: usize,
+    ) -> Option<Initialization> {
         let (orig, norig, is_temp) = Self::name_originals(f, temps);
         let mut init = Initialization {
             worklist: vec![],
@@ -285,16 +295,16 @@ impl Initialization {
         if scratch.candidates.is_empty() {
             return None;
         }
-        let an = Analyses::compute(f);
+        let an = &*analyses.get_or_insert_with(|| Analyses::compute(f));
         init.collect(f, &read, &is_temp, round, std::mem::take(&mut scratch.candidates));
         // Rename merges the blocks with an effect into a trapping expression's sites in
         // dominator-tree pre-order; a block outside the tree is never walked.
         let dt = &an.domtree;
         init.kill_blocks.retain(|&b| dt.preorder_number(b) != 0);
         init.kill_blocks.sort_unstable_by_key(|&b| dt.preorder_number(b));
-        init.current_versions(f, &an, norig, &scratch);
+        init.current_versions(f, an, norig, &scratch);
         init.def_frontier = vec![std::cell::OnceCell::new(); norig];
-        Some((an, init))
+        Some(init)
     }
 
     /// The iterated dominance frontier of original `o`'s definition blocks.
