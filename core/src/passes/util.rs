@@ -54,6 +54,16 @@ impl LocalSet {
         grew
     }
 
+    /// Adds every member of `other` that `except` does not hold.
+    pub fn union_with_difference(&mut self, other: &LocalSet, except: &LocalSet) {
+        if other.words.len() > self.words.len() {
+            self.words.resize(other.words.len(), 0);
+        }
+        for (i, (a, b)) in self.words.iter_mut().zip(&other.words).enumerate() {
+            *a |= b & !except.words.get(i).copied().unwrap_or(0);
+        }
+    }
+
     /// The members in index order.
     pub fn iter(&self) -> impl Iterator<Item = Local> + '_ {
         self.words.iter().enumerate().flat_map(|(wi, &w)| {
@@ -176,20 +186,21 @@ impl Namer {
     /// Adds a local named after `base` to `f`.
     pub fn new_local(&mut self, f: &mut Function, base: &str, ty: crate::ir::Type) -> Local {
         assert!(self.only.as_deref().is_none_or(|b| b == base), "a namer for one base asked for another");
-        let mut name = base.to_string();
-        if self.taken.contains(&name) {
+        let name = if !self.taken.contains(base) {
+            base.to_string()
+        } else {
             if !self.next.contains_key(base) {
                 self.next.insert(base.to_string(), 1);
             }
             let n = self.next.get_mut(base).expect("inserted above");
             loop {
-                name = format!("{base}.{n}");
+                let name = format!("{base}.{n}");
                 *n += 1;
                 if !self.taken.contains(&name) {
-                    break;
+                    break name;
                 }
             }
-        }
+        };
         self.taken.insert(name.clone());
         f.locals.push(crate::ir::LocalData { name, ty })
     }
