@@ -1,5 +1,5 @@
-//! Small shared tools of the passes: a bit set over locals, the locals a tree reads and
-//! writes in evaluation order, and removal of locals no statement mentions any more
+//! Small shared tools of the passes: a bit set over locals, the nodes of a tree in
+//! evaluation order, and removal of locals no statement mentions any more
 //! (passes that delete definitions call it so printed IR lists only live names).
 
 use crate::ir::{Block, BlockData, ExprData, Expr, Function, Local, Terminator};
@@ -70,24 +70,6 @@ impl LocalSet {
             (0..64).filter(move |b| w >> b & 1 == 1).map(move |b| Local::new(wi * 64 + b))
         })
     }
-}
-
-/// A read or a write of a local by a tree.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub enum Access {
-    Use(Local),
-    Def(Local),
-}
-
-/// The local reads and writes of the tree at `e`, in evaluation order.
-pub fn accesses(f: &Function, e: Expr) -> Vec<Access> {
-    let mut out = vec![];
-    f.visit_postorder(e, &mut |n| match &f.exprs[n] {
-        ExprData::Local(l) => out.push(Access::Use(*l)),
-        ExprData::Assign { local, .. } => out.push(Access::Def(*local)),
-        _ => {}
-    });
-    out
 }
 
 /// The nodes of the tree at `e` in evaluation (post-) order.
