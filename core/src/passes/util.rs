@@ -94,14 +94,20 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
             }
         }
     }
-    let roots = f.roots();
-    for &r in &roots {
-        f.visit_postorder(r, &mut |n| match f.exprs[n] {
-            ExprData::Local(l) | ExprData::Assign { local: l, .. } => {
-                used.insert(l);
-            }
-            _ => {}
-        });
+    // The nodes that name a local, kept for the renumbering below (a second walk of
+    // every tree otherwise).
+    let mut mentions = vec![];
+    for &b in &f.layout {
+        let data = &f.blocks[b];
+        for r in data.stmts.iter().copied().chain(data.term.expr()) {
+            f.visit_postorder(r, &mut |n| match f.exprs[n] {
+                ExprData::Local(l) | ExprData::Assign { local: l, .. } => {
+                    used.insert(l);
+                    mentions.push(n);
+                }
+                _ => {}
+            });
+        }
     }
     let removed = f.locals.len() - used.iter().count();
     if removed == 0 {
@@ -127,15 +133,10 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
             }
         }
     }
-    let mut nodes = vec![];
-    for r in roots {
-        nodes.clear();
-        f.visit_postorder(r, &mut |n| nodes.push(n));
-        for &n in &nodes {
-            match &mut f.exprs[n] {
-                ExprData::Local(l) | ExprData::Assign { local: l, .. } => *l = m(*l),
-                _ => {}
-            }
+    for n in mentions {
+        match &mut f.exprs[n] {
+            ExprData::Local(l) | ExprData::Assign { local: l, .. } => *l = m(*l),
+            _ => {}
         }
     }
     removed
