@@ -168,6 +168,19 @@ impl Namer {
 
     /// Adds a local named after `base` to `f`.
     pub fn new_local(&mut self, f: &mut Function, base: &str, ty: crate::ir::Type) -> Local {
+        let name = self.fresh_name(base);
+        f.locals.push(crate::ir::LocalData { name, ty })
+    }
+
+    /// Adds a local of `x`'s type named after `x` to `f` (an SSA version of `x`).
+    pub fn new_local_after(&mut self, f: &mut Function, x: Local) -> Local {
+        let name = self.fresh_name(&f.locals[x].name);
+        let ty = f.locals[x].ty;
+        f.locals.push(crate::ir::LocalData { name, ty })
+    }
+
+    /// The next free name after `base`, taken from now on.
+    fn fresh_name(&mut self, base: &str) -> String {
         assert!(self.only.as_deref().is_none_or(|b| b == base), "a namer for one base asked for another");
         let name = if !self.taken.contains(base) {
             base.to_string()
@@ -185,7 +198,7 @@ impl Namer {
             }
         };
         self.taken.insert(name.clone());
-        f.locals.push(crate::ir::LocalData { name, ty })
+        name
     }
 }
 
