@@ -52,6 +52,7 @@
 
 use cranelift_entity::{entity_impl, PrimaryMap};
 use std::fmt;
+use smallvec::{smallvec, SmallVec};
 
 use crate::helpers::{Effects, HelperKind};
 /// `Type` lives in [`crate::types`], below both this module and [`crate::helpers`]; it is
@@ -376,6 +377,7 @@ pub enum Operands<'a> {
 
 impl std::ops::Deref for Operands<'_> {
     type Target = [Expr];
+    #[inline]
     fn deref(&self) -> &[Expr] {
         match self {
             Operands::Fixed(a, n) => &a[..*n as usize],
@@ -387,6 +389,7 @@ impl std::ops::Deref for Operands<'_> {
 impl<'a> IntoIterator for Operands<'a> {
     type Item = Expr;
     type IntoIter = OperandsIter<'a>;
+    #[inline]
     fn into_iter(self) -> OperandsIter<'a> {
         let back = self.len();
         OperandsIter { ops: self, front: 0, back }
@@ -403,6 +406,7 @@ pub struct OperandsIter<'a> {
 
 impl Iterator for OperandsIter<'_> {
     type Item = Expr;
+    #[inline]
     fn next(&mut self) -> Option<Expr> {
         (self.front < self.back).then(|| {
             self.front += 1;
@@ -416,6 +420,7 @@ impl Iterator for OperandsIter<'_> {
 }
 
 impl DoubleEndedIterator for OperandsIter<'_> {
+    #[inline]
     fn next_back(&mut self) -> Option<Expr> {
         (self.front < self.back).then(|| {
             self.back -= 1;
@@ -429,6 +434,7 @@ impl ExactSizeIterator for OperandsIter<'_> {}
 impl ExprData {
     /// The operands in evaluation order, without allocating: up to three inline, a
     /// call's arguments borrowed.
+    #[inline]
     pub fn operands(&self) -> Operands<'_> {
         let fixed = |ops: &[Expr]| {
             let mut a = [Expr(0); 3];
@@ -501,14 +507,16 @@ pub enum Terminator {
 }
 
 impl Terminator {
-    /// Successor blocks in order (duplicates kept).
-    pub fn successors(&self) -> Vec<Block> {
+    /// Successor blocks in order (duplicates kept); two are held inline, since every CFG
+    /// walk asks for them (a `Vec` per call was one allocation per block and walk).
+    #[inline]
+    pub fn successors(&self) -> SmallVec<[Block; 2]> {
         match self {
-            Terminator::Jump(b) => vec![*b],
-            Terminator::Branch { then_dest, else_dest, .. } => vec![*then_dest, *else_dest],
-            Terminator::Return(_) => vec![],
+            Terminator::Jump(b) => smallvec![*b],
+            Terminator::Branch { then_dest, else_dest, .. } => smallvec![*then_dest, *else_dest],
+            Terminator::Return(_) => SmallVec::new(),
             Terminator::Switch { default, cases, .. } => {
-                let mut v = vec![*default];
+                let mut v = smallvec![*default];
                 v.extend(cases.iter().map(|(_, b)| *b));
                 v
             }
@@ -530,6 +538,7 @@ impl Terminator {
     }
 
     /// The expression the terminator evaluates, if any.
+    #[inline]
     pub fn expr(&self) -> Option<Expr> {
         match self {
             Terminator::Jump(_) => None,
@@ -704,12 +713,18 @@ impl Function {
                 f(n);
                 continue;
             }
+            let ops = self.exprs[n].operands();
+            if ops.is_empty() {
+                f(n);
+                continue;
+            }
             work.push((n, true));
             // A leaf operand has nothing to expand: it goes on the stack ready to visit.
-            work.extend(self.exprs[n].operands().into_iter().rev().map(|c| {
+            work.reserve(ops.len());
+            for &c in ops.iter().rev() {
                 let leaf = matches!(self.exprs[c], ExprData::Const { .. } | ExprData::Local(_) | ExprData::CfRead(_));
-                (c, leaf)
-            }));
+                work.push((c, leaf));
+            }
         }
         POSTORDER_STACK.with(|s| s.set(work));
     }

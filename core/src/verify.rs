@@ -308,7 +308,8 @@ fn verify_function_into(
     declared: Option<&[HelperKind]>,
     errs: &mut Vec<VerifyError>,
 ) {
-    let mut cx = Ctx { f, index, errs, block: None, stmt: None, declared, parents: SecondaryMap::new() };
+    let parents = SecondaryMap::with_capacity(f.exprs.len());
+    let mut cx = Ctx { f, index, errs, block: None, stmt: None, declared, parents };
     cx.names();
     let Some(in_layout) = cx.layout() else { return };
     cx.branch_targets(&in_layout);
@@ -416,6 +417,11 @@ impl Ctx<'_> {
     /// and destination types agree.
     fn phis(&mut self, b: Block, preds: &[Block]) {
         let f = self.f;
+        if f.blocks[b].phis.is_empty() {
+            return;
+        }
+        let mut want = preds.to_vec();
+        want.sort();
         for phi in &f.blocks[b].phis {
             self.stmt = None;
             if !f.locals.is_valid(phi.dest) {
@@ -424,11 +430,9 @@ impl Ctx<'_> {
             }
             let dt = f.locals[phi.dest].ty;
             let dn = &f.locals[phi.dest].name;
-            let mut args: Vec<Block> = phi.args.iter().map(|(p, _)| *p).collect();
+            let mut args: smallvec::SmallVec<[Block; 4]> = phi.args.iter().map(|(p, _)| *p).collect();
             args.sort();
-            let mut want = preds.to_vec();
-            want.sort();
-            if args != want {
+            if args[..] != want[..] {
                 self.err(format!("phi for %{dn} has arguments for {args:?} but the predecessors are {want:?}"));
             }
             for (_, a) in &phi.args {
@@ -502,7 +506,9 @@ fn too_deep(f: &Function, root: Expr, seen: &mut SecondaryMap<Expr, bool>, work:
             return true;
         }
         seen[n] = true;
-        work.extend(f.exprs[n].operands().into_iter().map(|c| (c, d + 1)));
+        for &c in f.exprs[n].operands().iter() {
+            work.push((c, d + 1));
+        }
     }
     false
 }

@@ -112,7 +112,8 @@ fn cprop_tree(
     is_stmt: bool,
 ) {
     for n in postorder(f, root) {
-        match f.exprs[n].clone() {
+        // Matched by copies of its fields (a clone of the node copied a call's arguments).
+        match f.exprs[n] {
             ExprData::Local(l) => match acp.get(&l) {
                 Some(&Avail::Const(ty, value)) => {
                     f.exprs[n] = ExprData::Const { ty, value };
@@ -142,7 +143,8 @@ fn cprop_tree(
                         }
                     }
                     _ => {
-                        let reads_x = postorder(f, value).iter().any(|&e| f.exprs[e] == ExprData::Local(x));
+                        let mut reads_x = false;
+                        f.visit_postorder(value, &mut |e| reads_x |= f.exprs[e] == ExprData::Local(x));
                         if !reads_x && !f.tree_has_side_effect(value) {
                             tm.tree_def(f, b, x, n, value);
                         }

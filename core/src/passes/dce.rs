@@ -10,7 +10,7 @@
 //!
 //! Statistics: `stmts` removed, `phis` removed.
 
-use super::util::{accesses, remove_unused_locals, Access, LocalSet};
+use super::util::{remove_unused_locals, LocalSet};
 use super::Stats;
 use crate::ir::{ExprData, Function, Local};
 use cranelift_entity::EntityRef;
@@ -21,57 +21,69 @@ pub fn run(f: &mut Function) -> Stats {
     let n = f.locals.len();
     let mut needed = LocalSet::new(n);
     let mut work: Vec<Local> = vec![];
-    // Definitions of each local: the locals their trees or phis read.
-    let mut defs: Vec<Vec<Vec<Local>>> = vec![vec![]; n];
+    // The locals the definitions of each local read (its phis' arguments, the trees
+    // assigned to it), all definitions of a local in one list: needing the local needs
+    // every one of them.
+    let mut defs: Vec<Vec<Local>> = vec![vec![]; n];
     let need = |l: Local, needed: &mut LocalSet, work: &mut Vec<Local>| {
         if needed.insert(l) {
             work.push(l);
         }
     };
-    let reads = |f: &Function, e| -> Vec<Local> {
-        accesses(f, e).into_iter().filter_map(|a| if let Access::Use(l) = a { Some(l) } else { None }).collect()
-    };
+    // Whether each statement's value (an assignment's assigned tree, else the whole
+    // statement) has an effect, in layout order: the mark asks it and the sweep again.
+    let mut effects: Vec<bool> = vec![];
     for &b in &f.layout {
         let data = &f.blocks[b];
         for phi in &data.phis {
-            defs[phi.dest.index()].push(phi.args.iter().map(|(_, a)| *a).collect());
+            defs[phi.dest.index()].extend(phi.args.iter().map(|(_, a)| *a));
         }
         for &s in &data.stmts {
-            match f.exprs[s] {
-                ExprData::Assign { local, value } if !f.tree_has_side_effect(value) => {
-                    defs[local.index()].push(reads(f, value));
+            let (effect, read_by) = match f.exprs[s] {
+                ExprData::Assign { local, value } => {
+                    let effect = f.tree_has_side_effect(value);
+                    // An assignment is itself an effect: with an effect in its value, the
+                    // whole statement is critical.
+                    (effect, (!effect).then_some((local, value)))
                 }
-                _ if f.tree_has_side_effect(s) => {
-                    for l in reads(f, s) {
+                _ => (f.tree_has_side_effect(s), None),
+            };
+            effects.push(effect);
+            match read_by {
+                Some((local, value)) => reads(f, value, &mut defs[local.index()]),
+                None if effect => f.visit_postorder(s, &mut |e| {
+                    if let ExprData::Local(l) = f.exprs[e] {
                         need(l, &mut needed, &mut work);
                     }
-                }
-                _ => {}
+                }),
+                None => {}
             }
         }
         if let Some(t) = data.term.expr() {
-            for l in reads(f, t) {
-                need(l, &mut needed, &mut work);
-            }
+            f.visit_postorder(t, &mut |e| {
+                if let ExprData::Local(l) = f.exprs[e] {
+                    need(l, &mut needed, &mut work);
+                }
+            });
         }
     }
     while let Some(l) = work.pop() {
-        for d in std::mem::take(&mut defs[l.index()]) {
-            for u in d {
-                need(u, &mut needed, &mut work);
-            }
+        for u in std::mem::take(&mut defs[l.index()]) {
+            need(u, &mut needed, &mut work);
         }
     }
+    let mut effects = effects.into_iter();
     for b in f.layout.clone() {
         let before = f.blocks[b].phis.len();
         f.blocks[b].phis.retain(|p| needed.contains(p.dest));
         stats.add("phis", (before - f.blocks[b].phis.len()) as u64);
         let stmts = std::mem::take(&mut f.blocks[b].stmts);
-        let mut kept = vec![];
+        let mut kept = Vec::with_capacity(stmts.len());
         for s in stmts {
+            let effect = effects.next().expect("one per statement");
             let dead = match f.exprs[s] {
-                ExprData::Assign { local, value } => !needed.contains(local) && !f.tree_has_side_effect(value),
-                _ => !f.tree_has_side_effect(s),
+                ExprData::Assign { local, .. } => !needed.contains(local) && !effect,
+                _ => !effect,
             };
             if dead {
                 stats.bump("stmts");
@@ -83,4 +95,13 @@ pub fn run(f: &mut Function) -> Stats {
     }
     remove_unused_locals(f);
     stats
+}
+
+/// Appends the locals the tree at `e` reads, in evaluation order, to `out`.
+fn reads(f: &Function, e: crate::ir::Expr, out: &mut Vec<Local>) {
+    f.visit_postorder(e, &mut |n| {
+        if let ExprData::Local(l) = f.exprs[n] {
+            out.push(l);
+        }
+    });
 }

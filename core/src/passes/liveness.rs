@@ -6,8 +6,8 @@
 //! statements, so every pass that changes code must recompute it before using it.
 
 use super::cfg::Cfg;
-use super::util::{accesses, Access, LocalSet};
-use crate::ir::{Block, Function};
+use super::util::LocalSet;
+use crate::ir::{Block, ExprData, Function};
 use cranelift_entity::SecondaryMap;
 
 /// Live-in and live-out sets of every block.
@@ -32,18 +32,19 @@ impl Liveness {
             }
             let data = &f.blocks[b];
             for r in data.stmts.iter().copied().chain(data.term.expr()) {
-                for a in accesses(f, r) {
-                    match a {
-                        Access::Use(l) => {
-                            if !k.contains(l) {
-                                g.insert(l);
-                            }
-                        }
-                        Access::Def(l) => {
-                            k.insert(l);
+                // The reads and writes of the tree in evaluation order (`util::accesses`,
+                // without a list per tree).
+                f.visit_postorder(r, &mut |e| match f.exprs[e] {
+                    ExprData::Local(l) => {
+                        if !k.contains(l) {
+                            g.insert(l);
                         }
                     }
-                }
+                    ExprData::Assign { local, .. } => {
+                        k.insert(local);
+                    }
+                    _ => {}
+                });
             }
             gen[b] = g;
             kill[b] = k;
@@ -59,23 +60,20 @@ impl Liveness {
             for &b in cfg.rpo.iter().rev() {
                 let mut out = LocalSet::new(n);
                 for &s in &cfg.succs[b] {
-                    let mut from_s = lv.live_in[s].clone();
+                    // A live-in set never holds its block's phi destinations (they are in
+                    // `kill`, and `gen` holds no local its block defined first), so what
+                    // `s` passes back is its live-in and the arguments of its phis for `b`.
+                    out.union_with(&lv.live_in[s]);
                     for phi in &f.blocks[s].phis {
-                        from_s.remove(phi.dest);
                         for (p, a) in &phi.args {
                             if *p == b {
-                                from_s.insert(*a);
+                                out.insert(*a);
                             }
                         }
                     }
-                    out.union_with(&from_s);
                 }
                 let mut inn = gen[b].clone();
-                for l in out.iter() {
-                    if !kill[b].contains(l) {
-                        inn.insert(l);
-                    }
-                }
+                inn.union_with_difference(&out, &kill[b]);
                 if inn != lv.live_in[b] || out != lv.live_out[b] {
                     changed = true;
                     lv.live_in[b] = inn;

@@ -402,21 +402,35 @@ pub fn check_form_located(f: &Function, form: Form) -> Vec<FormError> {
             }
         }
         Form::Ssa => {
-            let site = definition_sites(f, &mut errs);
+            let (site, uses) = definition_sites(f, &mut errs);
             if errs.is_empty() {
-                errs.extend(check_strict(f, &site));
+                errs.extend(check_strict(f, &site, &uses));
             }
         }
     }
     errs
 }
 
+/// A use of a local in a tree: the local, its place (statement position and node
+/// position, as in [`definition_sites`]) and its node.
+type Use = (crate::ir::Local, (usize, usize), Expr);
+
+/// The uses of a local in every tree, in evaluation order, and for each position of the
+/// layout the range of `uses` its block holds.
+struct Uses {
+    uses: Vec<Use>,
+    at: Vec<std::ops::Range<usize>>,
+}
+
 /// Where each local is defined: (block, statement position, node position). Phis are at
 /// (0, 0), statement `i` at `i + 1` with its nodes in evaluation order, and parameters
 /// before everything in the entry. A second definition of a local (a parameter is defined
-/// already) is an error, in `errs`: one walk finds both, for the check after every pass.
-fn definition_sites(f: &Function, errs: &mut Vec<FormError>) -> DefinitionSites {
-    let mut site: DefinitionSites = cranelift_entity::SecondaryMap::new();
+/// already) is an error, in `errs`. The same walk collects every use of a local in a tree,
+/// in layout and evaluation order, for [`check_strict`]: one walk of every tree serves
+/// both rules, for the check after every pass.
+fn definition_sites(f: &Function, errs: &mut Vec<FormError>) -> (DefinitionSites, Uses) {
+    let mut site: DefinitionSites = cranelift_entity::SecondaryMap::with_capacity(f.locals.len());
+    let mut uses = Uses { uses: vec![], at: Vec::with_capacity(f.layout.len()) };
     for &p in &f.params {
         site[p] = Some((f.entry(), 0, 0));
     }
@@ -432,30 +446,34 @@ fn definition_sites(f: &Function, errs: &mut Vec<FormError>) -> DefinitionSites 
         for phi in &f.blocks[b].phis {
             def(phi.dest, (b, 0, 0), None, errs);
         }
+        let start = uses.uses.len();
         for (i, s) in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()).enumerate() {
             let mut k = 0;
             f.visit_postorder(s, &mut |n| {
-                if let ExprData::Assign { local, .. } = f.exprs[n] {
-                    def(local, (b, i + 1, k), Some(n), errs);
+                match f.exprs[n] {
+                    ExprData::Assign { local, .. } => def(local, (b, i + 1, k), Some(n), errs),
+                    ExprData::Local(l) => uses.uses.push((l, (i + 1, k), n)),
+                    _ => {}
                 }
                 k += 1;
             });
         }
+        uses.at.push(start..uses.uses.len());
     }
-    site
+    (site, uses)
 }
 
 /// The definition site of each local (see [`definition_sites`]).
 type DefinitionSites = cranelift_entity::SecondaryMap<crate::ir::Local, Option<(Block, usize, usize)>>;
 
-/// Strict SSA: every use of a local is dominated by its definition (a phi argument by
-/// the end of its predecessor). A local that is never defined anywhere is the constant 0
-/// (every local starts at 0), as if defined before the entry, so its uses are strict too.
-fn check_strict(f: &Function, site: &DefinitionSites) -> Vec<FormError> {
+/// Strict SSA: every use of a local (`uses`) is dominated by its
+/// definition (a phi argument by the end of its predecessor). A local that is never
+/// defined anywhere is the constant 0 (every local starts at 0), as if defined before the
+/// entry, so its uses are strict too.
+fn check_strict(f: &Function, site: &DefinitionSites, uses: &Uses) -> Vec<FormError> {
     use crate::ir::Local;
     let cfg = Cfg::compute(f);
     let dt = DomTree::compute(f, &cfg);
-    let roots = |b: Block| f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr());
     let mut errs = vec![];
     let mut check = |l: Local, b: Block, at: (usize, usize), node: Option<Expr>, what: &str| match site[l] {
         None => {}
@@ -467,20 +485,14 @@ fn check_strict(f: &Function, site: &DefinitionSites) -> Vec<FormError> {
             }
         }
     };
-    for &b in &f.layout {
+    for (&b, range) in f.layout.iter().zip(&uses.at) {
         for phi in &f.blocks[b].phis {
             for (p, a) in &phi.args {
                 check(*a, *p, (usize::MAX, usize::MAX), None, "phi argument");
             }
         }
-        for (i, s) in roots(b).enumerate() {
-            let mut k = 0;
-            f.visit_postorder(s, &mut |n| {
-                if let ExprData::Local(l) = f.exprs[n] {
-                    check(l, b, (i + 1, k), Some(n), "use");
-                }
-                k += 1;
-            });
+        for &(l, at, n) in &uses.uses[range.clone()] {
+            check(l, b, at, Some(n), "use");
         }
     }
     errs

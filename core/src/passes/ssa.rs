@@ -13,9 +13,9 @@
 //! Statistics: `phis` placed, `versions` created, `zero_inits` inserted.
 
 use super::liveness::Liveness;
-use super::util::{postorder, remove_unused_locals, Namer};
+use super::util::{remove_unused_locals, Namer};
 use super::{Analyses, Stats};
-use crate::ir::{Block, ExprData, Function, Local, Phi};
+use crate::ir::{Block, Expr, ExprData, Function, Local, Phi};
 use cranelift_entity::{EntityRef, SecondaryMap};
 
 /// Puts `f` (HIR without phis) into SSA form.
@@ -38,13 +38,13 @@ fn definition_blocks(f: &Function, an: &Analyses) -> Vec<Vec<Block>> {
     for &b in &an.cfg.rpo {
         let data = &f.blocks[b];
         for r in data.stmts.iter().copied().chain(data.term.expr()) {
-            for n in postorder(f, r) {
+            f.visit_postorder(r, &mut |n| {
                 if let ExprData::Assign { local, .. } = f.exprs[n] {
                     if def_blocks[local.index()].last() != Some(&b) {
                         def_blocks[local.index()].push(b);
                     }
                 }
-            }
+            });
         }
     }
     def_blocks
@@ -91,6 +91,7 @@ fn rename(
         stacks: vec![vec![]; nlocals],
         zero: vec![None; nlocals],
         namer: Namer::new(f),
+        nodes: vec![],
         stats,
     };
     for &p in &f.params {
@@ -104,9 +105,15 @@ fn rename(
             f.blocks[b].phis[i].dest = v;
             pushed.push(x);
         }
-        let roots: Vec<_> = f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()).collect();
-        for root in roots {
-            for n in postorder(f, root) {
+        // The statements (then the terminator's tree) by position, and each tree's nodes
+        // in one buffer reused from tree to tree: renaming rewrites nodes, not lists.
+        let mut nodes = std::mem::take(&mut r.nodes);
+        let count = f.blocks[b].stmts.len() + usize::from(f.blocks[b].term.expr().is_some());
+        for i in 0..count {
+            let root = f.blocks[b].stmts.get(i).copied().or_else(|| f.blocks[b].term.expr()).expect("a tree");
+            nodes.clear();
+            f.visit_postorder(root, &mut |n| nodes.push(n));
+            for &n in &nodes {
                 match f.exprs[n] {
                     ExprData::Local(x) => {
                         let v = r.current(f, x);
@@ -121,6 +128,7 @@ fn rename(
                 }
             }
         }
+        r.nodes = nodes;
         for &s in &an.cfg.succs[b] {
             for i in 0..f.blocks[s].phis.len() {
                 let x = phi_orig[s][i];
@@ -164,13 +172,14 @@ struct Renamer<'a> {
     /// The zero version of each original, created on first need.
     zero: Vec<Option<Local>>,
     namer: Namer,
+    /// The nodes of the tree being renamed.
+    nodes: Vec<Expr>,
     stats: &'a mut Stats,
 }
 
 impl Renamer<'_> {
     fn new_version(&mut self, f: &mut Function, x: Local) -> Local {
-        let (name, ty) = (f.locals[x].name.clone(), f.locals[x].ty);
-        let v = self.namer.new_local(f, &name, ty);
+        let v = self.namer.new_local_after(f, x);
         self.stacks[x.index()].push(v);
         self.stats.bump("versions");
         v

@@ -394,14 +394,14 @@ impl TreeMover {
     /// happen. Returns the statements to delete (moved definitions, forwarding copies).
     pub fn resolve(&mut self, f: &mut Function, stats: &mut Stats) -> HashSet<Expr> {
         let mut deleted = HashSet::default();
-        let mut parent: SecondaryMap<Expr, Option<Expr>> = SecondaryMap::new();
+        let mut parent: SecondaryMap<Expr, Option<Expr>> = SecondaryMap::with_capacity(f.exprs.len());
         for &b in &f.layout {
             for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
-                for n in super::util::postorder(f, r) {
-                    for c in f.exprs[n].operands() {
+                f.visit_postorder(r, &mut |n| {
+                    for &c in f.exprs[n].operands().iter() {
                         parent[c] = Some(n);
                     }
-                }
+                });
             }
         }
         for m in std::mem::take(&mut self.todo) {

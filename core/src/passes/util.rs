@@ -1,5 +1,5 @@
-//! Small shared tools of the passes: a bit set over locals, the locals a tree reads and
-//! writes in evaluation order, and removal of locals no statement mentions any more
+//! Small shared tools of the passes: a bit set over locals, the nodes of a tree in
+//! evaluation order, and removal of locals no statement mentions any more
 //! (passes that delete definitions call it so printed IR lists only live names).
 
 use crate::ir::{Block, BlockData, ExprData, Expr, Function, Local, Terminator};
@@ -54,30 +54,22 @@ impl LocalSet {
         grew
     }
 
+    /// Adds every member of `other` that `except` does not hold.
+    pub fn union_with_difference(&mut self, other: &LocalSet, except: &LocalSet) {
+        if other.words.len() > self.words.len() {
+            self.words.resize(other.words.len(), 0);
+        }
+        for (i, (a, b)) in self.words.iter_mut().zip(&other.words).enumerate() {
+            *a |= b & !except.words.get(i).copied().unwrap_or(0);
+        }
+    }
+
     /// The members in index order.
     pub fn iter(&self) -> impl Iterator<Item = Local> + '_ {
         self.words.iter().enumerate().flat_map(|(wi, &w)| {
             (0..64).filter(move |b| w >> b & 1 == 1).map(move |b| Local::new(wi * 64 + b))
         })
     }
-}
-
-/// A read or a write of a local by a tree.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub enum Access {
-    Use(Local),
-    Def(Local),
-}
-
-/// The local reads and writes of the tree at `e`, in evaluation order.
-pub fn accesses(f: &Function, e: Expr) -> Vec<Access> {
-    let mut out = vec![];
-    f.visit_postorder(e, &mut |n| match &f.exprs[n] {
-        ExprData::Local(l) => out.push(Access::Use(*l)),
-        ExprData::Assign { local, .. } => out.push(Access::Def(*local)),
-        _ => {}
-    });
-    out
 }
 
 /// The nodes of the tree at `e` in evaluation (post-) order.
@@ -102,14 +94,20 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
             }
         }
     }
-    let roots = f.roots();
-    for &r in &roots {
-        f.visit_postorder(r, &mut |n| match f.exprs[n] {
-            ExprData::Local(l) | ExprData::Assign { local: l, .. } => {
-                used.insert(l);
-            }
-            _ => {}
-        });
+    // The nodes that name a local, kept for the renumbering below (a second walk of
+    // every tree otherwise).
+    let mut mentions = vec![];
+    for &b in &f.layout {
+        let data = &f.blocks[b];
+        for r in data.stmts.iter().copied().chain(data.term.expr()) {
+            f.visit_postorder(r, &mut |n| match f.exprs[n] {
+                ExprData::Local(l) | ExprData::Assign { local: l, .. } => {
+                    used.insert(l);
+                    mentions.push(n);
+                }
+                _ => {}
+            });
+        }
     }
     let removed = f.locals.len() - used.iter().count();
     if removed == 0 {
@@ -135,15 +133,10 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
             }
         }
     }
-    let mut nodes = vec![];
-    for r in roots {
-        nodes.clear();
-        f.visit_postorder(r, &mut |n| nodes.push(n));
-        for &n in &nodes {
-            match &mut f.exprs[n] {
-                ExprData::Local(l) | ExprData::Assign { local: l, .. } => *l = m(*l),
-                _ => {}
-            }
+    for n in mentions {
+        match &mut f.exprs[n] {
+            ExprData::Local(l) | ExprData::Assign { local: l, .. } => *l = m(*l),
+            _ => {}
         }
     }
     removed
@@ -175,23 +168,37 @@ impl Namer {
 
     /// Adds a local named after `base` to `f`.
     pub fn new_local(&mut self, f: &mut Function, base: &str, ty: crate::ir::Type) -> Local {
+        let name = self.fresh_name(base);
+        f.locals.push(crate::ir::LocalData { name, ty })
+    }
+
+    /// Adds a local of `x`'s type named after `x` to `f` (an SSA version of `x`).
+    pub fn new_local_after(&mut self, f: &mut Function, x: Local) -> Local {
+        let name = self.fresh_name(&f.locals[x].name);
+        let ty = f.locals[x].ty;
+        f.locals.push(crate::ir::LocalData { name, ty })
+    }
+
+    /// The next free name after `base`, taken from now on.
+    fn fresh_name(&mut self, base: &str) -> String {
         assert!(self.only.as_deref().is_none_or(|b| b == base), "a namer for one base asked for another");
-        let mut name = base.to_string();
-        if self.taken.contains(&name) {
+        let name = if !self.taken.contains(base) {
+            base.to_string()
+        } else {
             if !self.next.contains_key(base) {
                 self.next.insert(base.to_string(), 1);
             }
             let n = self.next.get_mut(base).expect("inserted above");
             loop {
-                name = format!("{base}.{n}");
+                let name = format!("{base}.{n}");
                 *n += 1;
                 if !self.taken.contains(&name) {
-                    break;
+                    break name;
                 }
             }
-        }
+        };
         self.taken.insert(name.clone());
-        f.locals.push(crate::ir::LocalData { name, ty })
+        name
     }
 }
 

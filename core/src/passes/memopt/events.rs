@@ -85,17 +85,19 @@ fn key(f: &Function, e: Expr, out: &mut String, locals: &mut Vec<Local>) {
             }
         }
         d => {
-            let name = match d {
-                ExprData::Unary { op, .. } => op.name().to_string(),
-                ExprData::Binary { op, .. } => op.name().to_string(),
-                ExprData::Cmp { op, .. } => op.name().to_string(),
-                ExprData::Convert { op, .. } => op.name().to_string(),
-                ExprData::Select { .. } => "select".to_string(),
-                ExprData::Call { helper, .. } => format!("{helper:?}"),
-                _ => "?".to_string(),
-            };
             out.push('(');
-            out.push_str(&name);
+            // The operator's name, written in place (a `String` per node was most of it).
+            match d {
+                ExprData::Unary { op, .. } => out.push_str(op.name()),
+                ExprData::Binary { op, .. } => out.push_str(op.name()),
+                ExprData::Cmp { op, .. } => out.push_str(op.name()),
+                ExprData::Convert { op, .. } => out.push_str(op.name()),
+                ExprData::Select { .. } => out.push_str("select"),
+                ExprData::Call { helper, .. } => {
+                    let _ = write!(out, "{helper:?}");
+                }
+                _ => out.push('?'),
+            }
             for o in d.operands() {
                 out.push(' ');
                 key(f, o, out, locals);
@@ -188,7 +190,9 @@ pub fn tree_events(f: &Function, root: Expr, out: &mut Vec<Ev>) {
 /// returns.
 pub fn block_events(f: &Function, b: Block) -> Vec<Ev> {
     let data = &f.blocks[b];
-    let mut out: Vec<Ev> = data.phis.iter().map(|p| Ev::Def(p.dest)).collect();
+    // Room for the phis and about one event per statement, grown from there.
+    let mut out: Vec<Ev> = Vec::with_capacity(data.phis.len() + data.stmts.len() + 2);
+    out.extend(data.phis.iter().map(|p| Ev::Def(p.dest)));
     for &s in &data.stmts {
         tree_events(f, s, &mut out);
     }

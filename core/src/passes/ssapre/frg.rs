@@ -9,7 +9,7 @@
 //! classes" of Rename; a class is defined by a Φ or by the first real occurrence that
 //! starts it.
 
-use super::{Expression, Initialization, Parent, Val};
+use super::{Expression, Initialization, Parent, Val, Versions};
 use crate::ir::{Block, Expr, ExprData, Function, Local, Type};
 use crate::passes::util::Namer;
 use cranelift_bitset::CompoundBitSet;
@@ -40,7 +40,7 @@ struct PhiOcc {
     block: Block,
     /// The operand versions current at the block's entry; `None` when an original has
     /// no version there (the expression cannot be formed, so the Φ is never available).
-    versions: Option<Vec<Val>>,
+    versions: Option<Versions>,
     class: u32,
     down_safe: bool,
     can_be_avail: bool,
@@ -68,7 +68,7 @@ struct RealState {
 #[derive(Clone, Debug)]
 struct Insertion {
     block: Block,
-    versions: Vec<Val>,
+    versions: Versions,
 }
 
 /// The entry on top of Rename's stack: a real occurrence or a Φ.
@@ -294,15 +294,17 @@ impl<'a> Frg<'a> {
         }
         let mut phis: Vec<PhiOcc> = vec![];
         for &b in &phi_at {
-            let versions = e
-                .key
-                .operands
-                .iter()
-                .map(|op| match *op {
+            let mut versions = Some(Versions::new());
+            for op in &e.key.operands {
+                let v = match *op {
                     super::KeyOperand::Const(t, c) => Some(Val::Const(t, c)),
                     super::KeyOperand::Orig(o) => init.current_at(b, o).map(Val::Var),
-                })
-                .collect::<Option<Vec<Val>>>();
+                };
+                match (v, versions.as_mut()) {
+                    (Some(v), Some(vs)) => vs.push(v),
+                    _ => versions = None,
+                }
+            }
             let operands =
                 an.cfg.preds[b].iter().map(|&p| PhiOpnd { pred: p, def: Def::Bottom, has_real_use: false }).collect();
             let can_be_avail = versions.is_some();
@@ -917,7 +919,7 @@ impl<'a> Frg<'a> {
 
 /// The Φ's versions as seen at the end of predecessor `p`: a version defined by a phi of
 /// the Φ's block becomes that phi's argument for `p`.
-fn translate(f: &Function, init: &Initialization, phi: &PhiOcc, p: Block) -> Option<Vec<Val>> {
+fn translate(f: &Function, init: &Initialization, phi: &PhiOcc, p: Block) -> Option<Versions> {
     let versions = phi.versions.as_ref()?;
     Some(versions.iter().map(|&v| translate_one(f, init, phi.block, p, v)).collect())
 }

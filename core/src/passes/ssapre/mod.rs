@@ -65,6 +65,7 @@ use crate::helpers::HelperKind;
 use crate::ir::{BinOp, Block, CmpOp, ConvOp, Expr, ExprData, Function, Local, Type, UnOp};
 use cranelift_entity::SecondaryMap;
 use crate::hash::HashMap;
+use smallvec::SmallVec;
 
 /// How many rounds at most: round `k` sees composite expressions of depth `k`.
 const MAX_ROUNDS: usize = 4;
@@ -75,9 +76,14 @@ pub fn run(f: &mut Function) -> Stats {
     let made = split::split_edges(f);
     // The temporaries' originals, with the round that made each.
     let mut temps: Vec<(String, usize)> = vec![];
+    // The steps add statements and rewrite trees but never add, remove or redirect a
+    // block (the edges that need it were split above), so the CFG analyses of the first
+    // round hold for every round.
+    let mut analyses = None;
     for round in 0..MAX_ROUNDS {
-        let an = Analyses::compute(f);
-        let init = Initialization::scan(f, &an, &temps, round);
+        // A round without a candidate changes nothing (the last round, usually).
+        let Some(init) = Initialization::scan(f, &mut analyses, &temps, round) else { break };
+        let an = analyses.as_ref().expect("computed by the scan");
         let mut changed = false;
         for k in 0..init.worklist.len() {
             // After the first round only expressions over the last round's temporaries
@@ -85,7 +91,7 @@ pub fn run(f: &mut Function) -> Stats {
             if round > 0 && !init.worklist[k].fresh {
                 continue;
             }
-            changed |= frg::run_expression(f, &an, &init, k, round, &mut temps, &mut stats);
+            changed |= frg::run_expression(f, an, &init, k, round, &mut temps, &mut stats);
         }
         if !changed {
             break;
@@ -121,11 +127,12 @@ pub enum KeyOperand {
     Const(Type, i64),
 }
 
-/// The lexical form of an expression over original variables: the worklist key.
+/// The lexical form of an expression over original variables: the worklist key. Its
+/// operands are held inline (a candidate has at most three, a call to a pure helper two).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Key {
     pub op: OpKind,
-    pub operands: Vec<KeyOperand>,
+    pub operands: SmallVec<[KeyOperand; 3]>,
 }
 
 /// The value of an operand at an occurrence: an SSA version or a constant.
@@ -134,6 +141,10 @@ pub enum Val {
     Var(Local),
     Const(Type, i64),
 }
+
+/// The operand values of an occurrence, in operand order, held inline: every candidate
+/// and Φ has a list of them, built per scan and per expression.
+pub type Versions = SmallVec<[Val; 3]>;
 
 /// Where a node hangs: under another node, as the root of a statement of a block, or as a
 /// block's terminator expression.
@@ -151,7 +162,7 @@ pub struct RealOcc {
     pub block: Block,
     /// Position in the block's evaluation order (see [`Initialization::kills`]).
     pub pos: u32,
-    pub versions: Vec<Val>,
+    pub versions: Versions,
     pub parent: Parent,
 }
 
@@ -248,8 +259,15 @@ pub(crate) fn is_kill(d: &ExprData) -> bool {
 impl Initialization {
     /// Scans `f`: every candidate occurrence, effect and exit, the versions current at
     /// each block entry, and the parent of every node. `temps` names the originals of
-    /// earlier rounds' temporaries.
-    pub fn scan(f: &Function, an: &Analyses, temps: &[(String, usize)], round: usize) -> Initialization {
+    /// earlier rounds' temporaries. `analyses` are the CFG analyses of `f`, computed here
+    /// if they are not yet. `None` when no block holds a candidate of this round: then
+    /// there is nothing to do, and the analyses and the rest of the scan are not computed.
+    pub fn scan(
+        f: &Function,
+        analyses: &mut Option<Analyses>,
+        temps: &[(String, usize)],
+        round: usize,
+    ) -> Option<Initialization> {
         let (orig, norig, is_temp) = Self::name_originals(f, temps);
         let mut init = Initialization {
             worklist: vec![],
@@ -263,7 +281,7 @@ impl Initialization {
             phi_blocks: vec![vec![]; norig],
             def_blocks: vec![vec![]; norig],
             def_frontier: vec![],
-            parent: SecondaryMap::new(),
+            parent: SecondaryMap::with_capacity(f.exprs.len()),
         };
         // Locals something reads: a computation assigned to a local nobody reads is dead
         // (dce removes it), and taking it for an occurrence would make PRE move the
@@ -274,6 +292,10 @@ impl Initialization {
         for &b in &f.layout {
             init.scan_block(f, b, &mut read, &is_temp, round, &mut scratch);
         }
+        if scratch.candidates.is_empty() {
+            return None;
+        }
+        let an = &*analyses.get_or_insert_with(|| Analyses::compute(f));
         init.collect(f, &read, &is_temp, round, std::mem::take(&mut scratch.candidates));
         // Rename merges the blocks with an effect into a trapping expression's sites in
         // dominator-tree pre-order; a block outside the tree is never walked.
@@ -282,7 +304,7 @@ impl Initialization {
         init.kill_blocks.sort_unstable_by_key(|&b| dt.preorder_number(b));
         init.current_versions(f, an, norig, &scratch);
         init.def_frontier = vec![std::cell::OnceCell::new(); norig];
-        init
+        Some(init)
     }
 
     /// The iterated dominance frontier of original `o`'s definition blocks.
@@ -296,7 +318,7 @@ impl Initialization {
         // An original is a base name *and* a type: a pass may name a new local after an
         // unrelated one of another type (`memopt`'s `%mem` and `%mem.2`), and versions of
         // one variable always share its type.
-        let mut names: HashMap<(&str, Type), u32> = HashMap::default();
+        let mut names: HashMap<(&str, Type), u32> = HashMap::with_capacity_and_hasher(f.locals.len(), Default::default());
         let mut orig: SecondaryMap<Local, u32> = SecondaryMap::new();
         let mut is_temp: Vec<Option<usize>> = vec![];
         for (l, d) in f.locals.iter() {
@@ -335,46 +357,49 @@ impl Initialization {
         let mut pos = 0u32;
         let data = &f.blocks[b];
         let roots = data.stmts.iter().map(|&s| (s, Parent::Stmt(b))).chain(data.term.expr().map(|e| (e, Parent::Term(b))));
-        let nodes = &mut scratch.nodes;
         let start = scratch.assigns.len() as u32;
         for (root, p) in roots {
             init.parent[root] = Some(p);
-            nodes.clear();
-            f.visit_postorder(root, &mut |n| nodes.push(n));
-            for &n in nodes.iter() {
-                for c in f.exprs[n].operands() {
-                    init.parent[c] = Some(Parent::Node(n));
-                }
-            }
-            for &n in nodes.iter() {
+            // One walk: a node's operands are visited before it, and nothing reads a
+            // parent until the whole function is scanned.
+            f.visit_postorder(root, &mut |n| {
                 pos += 1;
                 let d = &f.exprs[n];
-                if let ExprData::Assign { local, .. } = d {
-                    let o = init.orig[*local] as usize;
-                    if init.def_blocks[o].last() != Some(&b) {
-                        init.def_blocks[o].push(b);
-                    }
-                    scratch.assigns.push(*local);
+                let operands = d.operands();
+                for &c in operands.iter() {
+                    init.parent[c] = Some(Parent::Node(n));
                 }
-                if let ExprData::Local(l) = d {
-                    read.insert(*l);
+                match d {
+                    ExprData::Assign { local, .. } => {
+                        let o = init.orig[*local] as usize;
+                        if init.def_blocks[o].last() != Some(&b) {
+                            init.def_blocks[o].push(b);
+                        }
+                        scratch.assigns.push(*local);
+                    }
+                    ExprData::Local(l) => {
+                        read.insert(*l);
+                    }
+                    _ => {}
                 }
                 if is_kill(d) {
                     init.kills[b].push((pos, n));
                 }
-                let Some(op) = op_kind(d) else { continue };
-                let Some(versions) = d.operands().iter().map(|&o| leaf(f, o)).collect::<Option<Vec<Val>>>() else {
-                    continue;
-                };
+                let Some(op) = op_kind(d) else { return };
+                let mut versions = Versions::new();
+                for &o in operands.iter() {
+                    let Some(v) = leaf(f, o) else { return };
+                    versions.push(v);
+                }
                 let last_round = |v: &Val| match *v {
                     Val::Var(l) => is_temp[init.orig[l] as usize] == Some(round.wrapping_sub(1)),
                     Val::Const(..) => false,
                 };
                 if round > 0 && !versions.iter().any(last_round) {
-                    continue;
+                    return;
                 }
                 scratch.candidates.push(Candidate { node: n, block: b, pos, op, versions });
-            }
+            });
         }
         scratch.assigned[b] = (start, scratch.assigns.len() as u32);
         init.exits[b] = matches!(data.term, crate::ir::Terminator::Return(_));
@@ -397,12 +422,12 @@ impl Initialization {
         candidates: Vec<Candidate>,
     ) {
         let init = self;
-        let mut index: HashMap<Key, usize> = HashMap::default();
+        let mut index: HashMap<Key, usize> = HashMap::with_capacity_and_hasher(candidates.len(), Default::default());
         for Candidate { node: n, block: b, pos, op, versions } in candidates {
             if dead(f, &init.parent, n, read) {
                 continue;
             }
-            let operands: Vec<KeyOperand> = versions
+            let operands: SmallVec<[KeyOperand; 3]> = versions
                 .iter()
                 .map(|v| match *v {
                     Val::Var(l) => KeyOperand::Orig(init.orig[l]),
@@ -504,15 +529,14 @@ struct Candidate {
     block: Block,
     pos: u32,
     op: OpKind,
-    versions: Vec<Val>,
+    versions: Versions,
 }
 
-/// Buffers of one scan: the nodes of the tree being scanned, and the locals each block
+/// Buffers of one scan: the candidates found, and the locals each block
 /// assigns in evaluation order (`assigns[assigned[b].0..assigned[b].1]`), which the walk
 /// for the current versions reads instead of walking the trees again.
 #[derive(Default)]
 struct Scratch {
-    nodes: Vec<Expr>,
     candidates: Vec<Candidate>,
     assigns: Vec<Local>,
     assigned: SecondaryMap<Block, (u32, u32)>,
