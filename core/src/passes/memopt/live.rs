@@ -15,8 +15,15 @@
 //! named by a local is dropped from the set where that local is defined (going backward
 //! past a definition, the address it names changes).
 //!
-//! The iteration starts from "nothing is dead" and only grows, so every claim it makes
-//! holds on every path (a least fixpoint, below the exact solution).
+//! As the seed says ("initially, the required set at each block is empty"), the iteration
+//! starts optimistic: a block not yet computed counts as needing nothing, so every slot a
+//! store may write is dead there (the only slots that can be found dead; a finite top).
+//! The sets only shrink from there, to the greatest fixpoint. Each claim then holds on
+//! every finite path, by induction from its end (a return or a trap needs every slot); a
+//! path that never ends observes nothing, and a run that does not end is not compared (its
+//! fuel runs out). Starting from "nothing is dead" instead (the least fixpoint) misses a
+//! store overwritten after an inner loop that does not touch it: that loop's back edge
+//! keeps its own "nothing is dead" forever.
 
 use super::events::{Ev, Loc};
 use crate::ir::{Block, Expr};
@@ -96,11 +103,23 @@ fn walk(st: &mut Dead, b: Block, events: &[Ev], out: &mut Option<&mut Vec<DeadSt
 /// Finds the dead stores of a function; `None` if the analysis does not converge.
 pub fn dead_stores(ncf: usize, cfg: &Cfg, events: &SecondaryMap<Block, Vec<Ev>>) -> Option<Vec<DeadStore>> {
     let empty = Dead { cf: vec![false; ncf], cf_local: vec![false; ncf], heap: vec![] };
+    // What a block not yet computed stands for: every slot a store writes is dead.
+    let mut stored: Vec<(Loc, bool)> = vec![];
+    for &b in &cfg.rpo {
+        for ev in &events[b] {
+            if let Ev::Store { loc: Some(loc), .. } = ev {
+                if !stored.iter().any(|(l, _)| l == loc) {
+                    stored.push((loc.clone(), false));
+                }
+            }
+        }
+    }
+    let top = Dead { cf: vec![true; ncf], cf_local: vec![false; ncf], heap: stored };
     let mut ins: SecondaryMap<Block, Option<Dead>> = SecondaryMap::new();
     let at_end = |ins: &SecondaryMap<Block, Option<Dead>>, b: Block| -> Dead {
         let mut acc: Option<Dead> = None;
         for &s in &cfg.succs[b] {
-            let d = ins[s].clone().unwrap_or_else(|| empty.clone());
+            let d = ins[s].clone().unwrap_or_else(|| top.clone());
             acc = Some(match acc {
                 None => Dead { cf_local: vec![false; ncf], heap: d.heap.iter().map(|(l, _)| (l.clone(), false)).collect(), cf: d.cf },
                 Some(a) => intersect(&a, &d),
