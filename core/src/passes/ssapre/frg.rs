@@ -170,6 +170,11 @@ pub fn run_expression(
     frg.rename(f);
     frg.down_safety();
     frg.will_be_avail();
+    if frg.finds_nothing() {
+        // What Finalize would find: no reload, and no Φ available to be unneeded.
+        stats.add("phis_unneeded", 0);
+        return false;
+    }
     frg.finalize(f);
     if !frg.real.iter().any(|r| r.reload) {
         let unneeded = frg.phis.iter().filter(|p| p.will_be_avail()).count();
@@ -553,6 +558,26 @@ impl<'a> Frg<'a> {
     /// Φ that is not later, feeds it (`compute_later`).
     fn later(&mut self) {
         compute_later(&mut self.phis, &self.users);
+    }
+
+    /// Whether Finalize would decide no reload, known after WillBeAvail without its walk:
+    /// a reload reads an available definition of its class that dominates it, which is a
+    /// will-be-available Φ or an earlier occurrence of the class, so there is none when no
+    /// Φ will be available and no occurrence joined another's class. Most expressions of
+    /// one occurrence with Φs end here (a Φ fed by the occurrence on one side of a merge
+    /// and by nothing on the other is neither down-safe nor can be available).
+    fn finds_nothing(&self) -> bool {
+        if self.phis.iter().any(PhiOcc::will_be_avail) {
+            return false;
+        }
+        match &self.real[..] {
+            [_] => true,
+            real => {
+                let mut classes: Vec<u32> = real.iter().map(|r| r.class).collect();
+                classes.sort_unstable();
+                classes.windows(2).all(|w| w[0] != w[1])
+            }
+        }
     }
 
     /// Finalize (`seeds/ssapre.txt`, "Finalize: make so that the FRG is exactly like the
