@@ -205,7 +205,7 @@ fn inert(f: &Function, an: &Analyses, init: &Initialization, e: &Expression) -> 
     if dt.preorder_number(occ.block) == 0 {
         return false;
     }
-    let frontier = an.frontiers.iterated(&[occ.block]);
+    let frontier = init.frontier(an, occ.block);
     // Φ-Insertion's blocks (see there): a merge in the occurrence's iterated frontier, with
     // a phi of an operand's original (then the version current there is that phi's), or in
     // the iterated frontier of its definitions.
@@ -251,8 +251,7 @@ fn inert(f: &Function, an: &Analyses, init: &Initialization, e: &Expression) -> 
 /// only when it has no block for one).
 fn has_phi(an: &Analyses, init: &Initialization, e: &Expression) -> bool {
     let merge = |b: &Block| an.cfg.preds[*b].len() >= 2;
-    let seeds: Vec<Block> = e.occs.iter().map(|o| o.block).collect();
-    an.frontiers.iterated(&seeds).iter().any(merge)
+    e.occs.iter().any(|o| init.frontier(an, o.block).iter().any(merge))
         || e.key.operands.iter().any(|op| match *op {
             super::KeyOperand::Orig(o) => {
                 init.phi_blocks[o as usize].iter().any(merge) || init.def_frontier(an, o).iter().any(merge)
@@ -273,16 +272,15 @@ impl<'a> Frg<'a> {
         // The iterated frontier of a union is the union of the iterated frontiers, so
         // the originals' part is computed once per original by Initialization (per
         // expression it cost every expression the size of the function: a chain of
-        // 100,000 blocks took minutes).
+        // 100,000 blocks took minutes), and the occurrences' part once per block.
         let mut seeds: Vec<Block> = occs.iter().map(|o| o.block).collect();
-        seeds.sort();
         seeds.dedup();
         // The union of the lists in block order, by a bit set: an operand with a phi in
         // every merge gives each expression over it as many Φ blocks as the function has
         // merges, and a sort of them per expression was a tenth of a function of
         // thousands of diamonds.
         let mut union = CompoundBitSet::new();
-        for b in an.frontiers.iterated(&seeds) {
+        for &b in seeds.iter().flat_map(|&s| init.frontier(an, s)) {
             union.insert(b.index());
         }
         for op in &e.key.operands {
