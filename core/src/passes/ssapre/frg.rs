@@ -103,9 +103,10 @@ struct Frg<'a> {
     /// each lookup then cost more than the walk of the whole tree it replaced.
     phi_index: HashMap<Block, usize>,
     /// The real occurrences of each block that has some: a run of the worklist entry's
-    /// occurrences (they are in block layout order) as its start and end (see
-    /// [`Frg::occs_in`]).
-    occ_runs: HashMap<Block, (usize, usize)>,
+    /// occurrences (they are in block layout order) as its block, start and end, sorted
+    /// by block (see [`Frg::occs_in`]; most expressions have one run, and a hash map
+    /// cost each an allocation).
+    occ_runs: Vec<(Block, usize, usize)>,
     /// The blocks where Rename and Finalize1 have something to do, in dominator-tree
     /// pre-order: those with a Φ or a real occurrence, the predecessors of Φ blocks
     /// (where Φ operands occur), the exits and, for a trapping expression, the blocks
@@ -348,7 +349,7 @@ impl<'a> Frg<'a> {
             trapping,
             phis,
             phi_index,
-            occ_runs: occ_runs.iter().map(|&(b, start, end)| (b, (start, end))).collect(),
+            occ_runs,
             sites,
             real: vec![RealState::default(); occs.len()],
             classes: 0,
@@ -366,9 +367,9 @@ impl<'a> Frg<'a> {
 
     /// The real occurrences in block `b`, in order.
     fn occs_in(&self, b: Block) -> std::ops::Range<usize> {
-        match self.occ_runs.get(&b) {
-            Some(&(start, end)) => start..end,
-            None => 0..0,
+        match self.occ_runs.binary_search_by_key(&b, |r| r.0) {
+            Ok(at) => self.occ_runs[at].1..self.occ_runs[at].2,
+            Err(_) => 0..0,
         }
     }
 
