@@ -103,9 +103,10 @@ struct Frg<'a> {
     /// each lookup then cost more than the walk of the whole tree it replaced.
     phi_index: HashMap<Block, usize>,
     /// The real occurrences of each block that has some: a run of the worklist entry's
-    /// occurrences (they are in block layout order) as its start and end (see
-    /// [`Frg::occs_in`]).
-    occ_runs: HashMap<Block, (usize, usize)>,
+    /// occurrences (they are in block layout order) as its block, start and end, sorted
+    /// by block (see [`Frg::occs_in`]; most expressions have one run, and a hash map
+    /// cost each an allocation).
+    occ_runs: Vec<(Block, usize, usize)>,
     /// The blocks where Rename and Finalize1 have something to do, in dominator-tree
     /// pre-order: those with a Φ or a real occurrence, the predecessors of Φ blocks
     /// (where Φ operands occur), the exits and, for a trapping expression, the blocks
@@ -170,6 +171,11 @@ pub fn run_expression(
     frg.rename(f);
     frg.down_safety();
     frg.will_be_avail();
+    if frg.finds_nothing() {
+        // What Finalize would find: no reload, and no Φ available to be unneeded.
+        stats.add("phis_unneeded", 0);
+        return false;
+    }
     frg.finalize(f);
     if !frg.real.iter().any(|r| r.reload) {
         let unneeded = frg.phis.iter().filter(|p| p.will_be_avail()).count();
@@ -200,7 +206,7 @@ fn inert(f: &Function, an: &Analyses, init: &Initialization, e: &Expression) -> 
     if dt.preorder_number(occ.block) == 0 {
         return false;
     }
-    let frontier = an.frontiers.iterated(&[occ.block]);
+    let frontier = init.frontier(an, occ.block);
     // Φ-Insertion's blocks (see there): a merge in the occurrence's iterated frontier, with
     // a phi of an operand's original (then the version current there is that phi's), or in
     // the iterated frontier of its definitions.
@@ -246,8 +252,7 @@ fn inert(f: &Function, an: &Analyses, init: &Initialization, e: &Expression) -> 
 /// only when it has no block for one).
 fn has_phi(an: &Analyses, init: &Initialization, e: &Expression) -> bool {
     let merge = |b: &Block| an.cfg.preds[*b].len() >= 2;
-    let seeds: Vec<Block> = e.occs.iter().map(|o| o.block).collect();
-    an.frontiers.iterated(&seeds).iter().any(merge)
+    e.occs.iter().any(|o| init.frontier(an, o.block).iter().any(merge))
         || e.key.operands.iter().any(|op| match *op {
             super::KeyOperand::Orig(o) => {
                 init.phi_blocks[o as usize].iter().any(merge) || init.def_frontier(an, o).iter().any(merge)
@@ -268,16 +273,15 @@ impl<'a> Frg<'a> {
         // The iterated frontier of a union is the union of the iterated frontiers, so
         // the originals' part is computed once per original by Initialization (per
         // expression it cost every expression the size of the function: a chain of
-        // 100,000 blocks took minutes).
+        // 100,000 blocks took minutes), and the occurrences' part once per block.
         let mut seeds: Vec<Block> = occs.iter().map(|o| o.block).collect();
-        seeds.sort();
         seeds.dedup();
         // The union of the lists in block order, by a bit set: an operand with a phi in
         // every merge gives each expression over it as many Φ blocks as the function has
         // merges, and a sort of them per expression was a tenth of a function of
         // thousands of diamonds.
         let mut union = CompoundBitSet::new();
-        for b in an.frontiers.iterated(&seeds) {
+        for &b in seeds.iter().flat_map(|&s| init.frontier(an, s)) {
             union.insert(b.index());
         }
         for op in &e.key.operands {
@@ -345,7 +349,7 @@ impl<'a> Frg<'a> {
             trapping,
             phis,
             phi_index,
-            occ_runs: occ_runs.iter().map(|&(b, start, end)| (b, (start, end))).collect(),
+            occ_runs,
             sites,
             real: vec![RealState::default(); occs.len()],
             classes: 0,
@@ -363,9 +367,9 @@ impl<'a> Frg<'a> {
 
     /// The real occurrences in block `b`, in order.
     fn occs_in(&self, b: Block) -> std::ops::Range<usize> {
-        match self.occ_runs.get(&b) {
-            Some(&(start, end)) => start..end,
-            None => 0..0,
+        match self.occ_runs.binary_search_by_key(&b, |r| r.0) {
+            Ok(at) => self.occ_runs[at].1..self.occ_runs[at].2,
+            Err(_) => 0..0,
         }
     }
 
@@ -553,6 +557,26 @@ impl<'a> Frg<'a> {
     /// Φ that is not later, feeds it (`compute_later`).
     fn later(&mut self) {
         compute_later(&mut self.phis, &self.users);
+    }
+
+    /// Whether Finalize would decide no reload, known after WillBeAvail without its walk:
+    /// a reload reads an available definition of its class that dominates it, which is a
+    /// will-be-available Φ or an earlier occurrence of the class, so there is none when no
+    /// Φ will be available and no occurrence joined another's class. Most expressions of
+    /// one occurrence with Φs end here (a Φ fed by the occurrence on one side of a merge
+    /// and by nothing on the other is neither down-safe nor can be available).
+    fn finds_nothing(&self) -> bool {
+        if self.phis.iter().any(PhiOcc::will_be_avail) {
+            return false;
+        }
+        match &self.real[..] {
+            [_] => true,
+            real => {
+                let mut classes: Vec<u32> = real.iter().map(|r| r.class).collect();
+                classes.sort_unstable();
+                classes.windows(2).all(|w| w[0] != w[1])
+            }
+        }
     }
 
     /// Finalize (`seeds/ssapre.txt`, "Finalize: make so that the FRG is exactly like the

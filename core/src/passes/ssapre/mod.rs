@@ -63,7 +63,7 @@ mod split;
 use super::{Analyses, Stats};
 use crate::helpers::HelperKind;
 use crate::ir::{BinOp, Block, CmpOp, ConvOp, Expr, ExprData, Function, Local, Type, UnOp};
-use cranelift_entity::SecondaryMap;
+use cranelift_entity::{EntityRef, SecondaryMap};
 use crate::hash::HashMap;
 use smallvec::SmallVec;
 
@@ -205,6 +205,10 @@ pub struct Initialization {
     /// The iterated dominance frontier of each original's `def_blocks`, computed when an
     /// expression over the original first asks ([`Initialization::def_frontier`]).
     def_frontier: Vec<std::cell::OnceCell<Vec<Block>>>,
+    /// The iterated dominance frontier of each block, computed when an occurrence's block
+    /// first asks ([`Initialization::frontier`]): the expressions of a block share it, and
+    /// a walk of it per expression was a tenth of `ssapre`.
+    block_frontier: Vec<std::cell::OnceCell<Vec<Block>>>,
     /// The parent of every node of the function.
     pub parent: SecondaryMap<Expr, Option<Parent>>,
 }
@@ -281,6 +285,7 @@ impl Initialization {
             phi_blocks: vec![vec![]; norig],
             def_blocks: vec![vec![]; norig],
             def_frontier: vec![],
+            block_frontier: vec![],
             parent: SecondaryMap::with_capacity(f.exprs.len()),
         };
         // Locals something reads: a computation assigned to a local nobody reads is dead
@@ -304,12 +309,18 @@ impl Initialization {
         init.kill_blocks.sort_unstable_by_key(|&b| dt.preorder_number(b));
         init.current_versions(f, an, norig, &scratch);
         init.def_frontier = vec![std::cell::OnceCell::new(); norig];
+        init.block_frontier = vec![std::cell::OnceCell::new(); f.blocks.len()];
         Some(init)
     }
 
     /// The iterated dominance frontier of original `o`'s definition blocks.
     pub fn def_frontier(&self, an: &Analyses, o: u32) -> &[Block] {
         self.def_frontier[o as usize].get_or_init(|| an.frontiers.iterated(&self.def_blocks[o as usize]))
+    }
+
+    /// The iterated dominance frontier of block `b`.
+    pub fn frontier(&self, an: &Analyses, b: Block) -> &[Block] {
+        self.block_frontier[b.index()].get_or_init(|| an.frontiers.iterated(&[b]))
     }
 
     /// The original of every local, the number of originals, and per original the round
