@@ -1489,42 +1489,44 @@ impl<'a, S: Source> Gen<'a, S> {
 
     /// A leaf of type `ty`: a local, a callframe read or a constant.
     fn leaf(&mut self, ty: Type) -> Expr {
-        let locals: Vec<Local> = self
-            .readable
-            .iter()
-            .copied()
-            .filter(|l| {
-                self.f.locals[*l].ty == ty
-                    && (!self.invariant_mode || self.f.params.contains(l) || self.frozen.contains(l))
-            })
-            .collect();
-        let cfs: Vec<CfVar> = self
-            .f
-            .cfvars
-            .iter()
-            .filter(|(c, d)| {
-                d.ty == ty
-                    && !self.noread_cf.contains(c)
-                    && (!self.invariant_mode || self.frozen_cf.contains(c))
-            })
-            .map(|(c, _)| c)
-            .collect();
-        let unread: Vec<Local> = locals.iter().copied().filter(|l| self.unread.contains(l)).collect();
+        // The candidates of the kind drawn are counted and the chosen one found by its
+        // index, as `pick` takes it from a list: the same draws, no list built per leaf.
+        let readable = |g: &Self, l: Local| {
+            g.f.locals[l].ty == ty && (!g.invariant_mode || g.f.params.contains(&l) || g.frozen.contains(&l))
+        };
+        let unread = |g: &Self, l: Local| readable(g, l) && g.unread.contains(&l);
+        let cf = |g: &Self, c: CfVar| {
+            g.f.cfvars[c].ty == ty && !g.noread_cf.contains(&c) && (!g.invariant_mode || g.frozen_cf.contains(&c))
+        };
+        let nth = |g: &Self, keep: &dyn Fn(&Self, Local) -> bool, k: usize| {
+            g.readable.iter().copied().filter(|&l| keep(g, l)).nth(k).expect("k below the count")
+        };
         match self.below(10) {
-            0..=5 if !unread.is_empty() && self.chance(self.cfg.anchor_permille) => {
-                let l = self.pick(&unread);
-                self.local(l)
+            0..=5 => {
+                let n = self.readable.iter().filter(|&&l| unread(self, l)).count();
+                if n > 0 && self.chance(self.cfg.anchor_permille) {
+                    let k = self.below(n as u32) as usize;
+                    let l = nth(self, &unread, k);
+                    return self.local(l);
+                }
+                let n = self.readable.iter().filter(|&&l| readable(self, l)).count();
+                if n > 0 {
+                    let k = self.below(n as u32) as usize;
+                    let l = nth(self, &readable, k);
+                    return self.local(l);
+                }
             }
-            0..=5 if !locals.is_empty() => {
-                let l = self.pick(&locals);
-                self.local(l)
+            6 => {
+                let n = self.f.cfvars.keys().filter(|&c| cf(self, c)).count();
+                if n > 0 {
+                    let k = self.below(n as u32) as usize;
+                    let c = self.f.cfvars.keys().filter(|&c| cf(self, c)).nth(k).expect("k below the count");
+                    return self.add(ExprData::CfRead(c));
+                }
             }
-            6 if !cfs.is_empty() => {
-                let c = self.pick(&cfs);
-                self.add(ExprData::CfRead(c))
-            }
-            _ => self.constant(ty),
+            _ => {}
         }
+        self.constant(ty)
     }
 
     /// An expression of type `ty` at most `depth` deep.
