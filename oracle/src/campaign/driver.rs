@@ -336,11 +336,7 @@ impl Summary {
             self.samples.push((r.t, self.cases));
         }
         self.infidelities.extend(r.infidelity.iter().cloned());
-        let pairs = gen::distinguish::ProgramPairs {
-            evaluated: r.evaluated.iter().cloned().collect(),
-            distinguished: r.distinguished.iter().cloned().collect(),
-        };
-        self.distinguish.add_program(&pairs);
+        self.distinguish.add_program_names(&r.evaluated, &r.distinguished);
     }
 
     /// Puts the statistics in their fixed order, whatever order the workers delivered
@@ -945,8 +941,8 @@ impl Session {
             limited: o.limited,
             stats,
             validator: o.validator,
-            evaluated: o.pairs.evaluated.into_iter().collect(),
-            distinguished: o.pairs.distinguished.into_iter().collect(),
+            evaluated: o.pairs.evaluated.names(),
+            distinguished: o.pairs.distinguished.names(),
             finding,
             infidelity,
             t,

@@ -39,6 +39,7 @@ mod reach;
 
 use super::config::{Config, Feature, FeatureSet, Weights};
 use super::source::Source;
+use cranelift_entity::SecondaryMap;
 use tandem_core::helpers::HelperKind;
 use tandem_core::ir::*;
 
@@ -228,6 +229,8 @@ pub(super) struct Gen<'a, S: Source> {
     mult: u64,
     /// Upper bound of the fuel spent so far.
     cost: u64,
+    /// The size of each tree counted so far ([`node_count`]).
+    sizes: SecondaryMap<Expr, u32>,
     /// Fuel kept for code the current region is followed by and that is not checked
     /// against the budget itself (the return value's first leaf, after the top region).
     reserve: u64,
@@ -254,10 +257,19 @@ const HELD_CYCLE_PERMILLE: u32 = 500;
 /// see [`Gen::convert_to`]).
 const LEAF_NODES: u64 = 6;
 
-fn node_count(f: &Function, e: Expr) -> u64 {
-    let mut n = 0;
-    f.visit_postorder(e, &mut |_| n += 1);
-    n
+/// The nodes of the tree under `e`, remembered per node in `sizes` (0: not yet known), so
+/// that a statement's count does not walk again the subtrees counted before. A node's
+/// operands never change once it is built (the one rewrite in place, of a loop bound,
+/// puts a constant where a constant was), so a remembered size stays true.
+fn node_count(f: &Function, sizes: &mut SecondaryMap<Expr, u32>, e: Expr) -> u64 {
+    if sizes[e] == 0 {
+        let mut n = 1;
+        for op in f.exprs[e].operands() {
+            n += node_count(f, sizes, op) as u32;
+        }
+        sizes[e] = n;
+    }
+    sizes[e] as u64
 }
 
 /// The swarm features of one program: each dropped at the configured rate (and every
@@ -414,6 +426,7 @@ impl<'a, S: Source> Gen<'a, S> {
             hot_offsets: vec![],
             mult: 1,
             cost: 0,
+            sizes: SecondaryMap::new(),
             reserve: 0,
             nesting: 0,
             temps: 0,
@@ -542,14 +555,14 @@ impl<'a, S: Source> Gen<'a, S> {
     fn seal(&mut self, term: Terminator) {
         let b = self.cur.take().expect("an open block");
         if let Some(e) = term.expr() {
-            self.cost += self.mult * node_count(&self.f, e);
+            self.cost += self.mult * node_count(&self.f, &mut self.sizes, e);
         }
         self.f.blocks[b].term = term;
     }
 
     fn push(&mut self, stmt: Expr) {
         let b = self.cur.expect("an open block");
-        self.cost += self.mult * node_count(&self.f, stmt);
+        self.cost += self.mult * node_count(&self.f, &mut self.sizes, stmt);
         self.f.blocks[b].stmts.push(stmt);
     }
 
@@ -643,14 +656,14 @@ impl<'a, S: Source> Gen<'a, S> {
         // return tree's nodes and the trace call that may follow.
         let ret = self.f.ret;
         let first = if self.fits(RETURN_RESERVE) { self.expr(ret, 2) } else { self.leaf(ret) };
-        let mut nodes = node_count(&self.f, first) + 1;
+        let mut nodes = node_count(&self.f, &mut self.sizes, first) + 1;
         let mut leaves = vec![first];
         let unread: Vec<Local> = self.unread.iter().copied().filter(|l| self.readable.contains(l)).collect();
         for l in unread {
             if leaves.len() < 40 && self.chance(self.cfg.anchor_permille) && self.fits(nodes + LEAF_NODES + 1) {
                 let x = self.local(l);
                 let leaf = self.convert_to(x, ret);
-                nodes += node_count(&self.f, leaf) + 1;
+                nodes += node_count(&self.f, &mut self.sizes, leaf) + 1;
                 leaves.push(leaf);
             }
         }
@@ -659,7 +672,7 @@ impl<'a, S: Source> Gen<'a, S> {
             if leaves.len() < 32 && self.chance(500) && self.fits(nodes + LEAF_NODES + 1) {
                 let x = self.local(l);
                 let leaf = self.convert_to(x, ret);
-                nodes += node_count(&self.f, leaf) + 1;
+                nodes += node_count(&self.f, &mut self.sizes, leaf) + 1;
                 leaves.push(leaf);
             }
         }
@@ -1489,42 +1502,44 @@ impl<'a, S: Source> Gen<'a, S> {
 
     /// A leaf of type `ty`: a local, a callframe read or a constant.
     fn leaf(&mut self, ty: Type) -> Expr {
-        let locals: Vec<Local> = self
-            .readable
-            .iter()
-            .copied()
-            .filter(|l| {
-                self.f.locals[*l].ty == ty
-                    && (!self.invariant_mode || self.f.params.contains(l) || self.frozen.contains(l))
-            })
-            .collect();
-        let cfs: Vec<CfVar> = self
-            .f
-            .cfvars
-            .iter()
-            .filter(|(c, d)| {
-                d.ty == ty
-                    && !self.noread_cf.contains(c)
-                    && (!self.invariant_mode || self.frozen_cf.contains(c))
-            })
-            .map(|(c, _)| c)
-            .collect();
-        let unread: Vec<Local> = locals.iter().copied().filter(|l| self.unread.contains(l)).collect();
+        // The candidates of the kind drawn are counted and the chosen one found by its
+        // index, as `pick` takes it from a list: the same draws, no list built per leaf.
+        let readable = |g: &Self, l: Local| {
+            g.f.locals[l].ty == ty && (!g.invariant_mode || g.f.params.contains(&l) || g.frozen.contains(&l))
+        };
+        let unread = |g: &Self, l: Local| readable(g, l) && g.unread.contains(&l);
+        let cf = |g: &Self, c: CfVar| {
+            g.f.cfvars[c].ty == ty && !g.noread_cf.contains(&c) && (!g.invariant_mode || g.frozen_cf.contains(&c))
+        };
+        let nth = |g: &Self, keep: &dyn Fn(&Self, Local) -> bool, k: usize| {
+            g.readable.iter().copied().filter(|&l| keep(g, l)).nth(k).expect("k below the count")
+        };
         match self.below(10) {
-            0..=5 if !unread.is_empty() && self.chance(self.cfg.anchor_permille) => {
-                let l = self.pick(&unread);
-                self.local(l)
+            0..=5 => {
+                let n = self.readable.iter().filter(|&&l| unread(self, l)).count();
+                if n > 0 && self.chance(self.cfg.anchor_permille) {
+                    let k = self.below(n as u32) as usize;
+                    let l = nth(self, &unread, k);
+                    return self.local(l);
+                }
+                let n = self.readable.iter().filter(|&&l| readable(self, l)).count();
+                if n > 0 {
+                    let k = self.below(n as u32) as usize;
+                    let l = nth(self, &readable, k);
+                    return self.local(l);
+                }
             }
-            0..=5 if !locals.is_empty() => {
-                let l = self.pick(&locals);
-                self.local(l)
+            6 => {
+                let n = self.f.cfvars.keys().filter(|&c| cf(self, c)).count();
+                if n > 0 {
+                    let k = self.below(n as u32) as usize;
+                    let c = self.f.cfvars.keys().filter(|&c| cf(self, c)).nth(k).expect("k below the count");
+                    return self.add(ExprData::CfRead(c));
+                }
             }
-            6 if !cfs.is_empty() => {
-                let c = self.pick(&cfs);
-                self.add(ExprData::CfRead(c))
-            }
-            _ => self.constant(ty),
+            _ => {}
         }
+        self.constant(ty)
     }
 
     /// An expression of type `ty` at most `depth` deep.
