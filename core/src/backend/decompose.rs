@@ -73,9 +73,9 @@ pub fn decompose(f: &LirFunction) -> (LirFunction, DecomposeStats) {
             debug_assert_eq!(k, v);
         }
     }
-    let mut vals = Vals::default();
+    let mut vals = Vals(BlockNodeMap::with_nodes(f.nodes.len()));
     for &b in &f.layout {
-        vals.mark += 1;
+        vals.0.next_block();
         let list = Vec::with_capacity(f.blocks[b].nodes.len());
         let mut d = Decomposer { src: f, out: &mut out, list, vals: &mut vals, var_map: &var_map, stats: &mut stats };
         for &n in &f.blocks[b].nodes {
@@ -96,26 +96,20 @@ struct Decomposer<'a> {
     stats: &'a mut DecomposeStats,
 }
 
-/// What each old node of the block being decomposed became: a map over the old nodes,
-/// not a hash map (decomposition runs on every function compiled), where an entry
-/// counts only when its mark is the current block's (`mark`, one more for each block).
-#[derive(Default)]
-struct Vals {
-    mark: u32,
-    of: SecondaryMap<Node, (u32, Option<Val>)>,
-}
+/// What each old node of the block being decomposed became.
+struct Vals(BlockNodeMap<Val>);
 
 impl Vals {
     /// The value of `u`, a result of a node decomposed earlier in the block.
     fn get(&self, u: Use) -> Val {
-        match self.of[u.node] {
-            (mark, Some(v)) if mark == self.mark && u.result == 0 => v,
+        match self.0.get(u.node) {
+            Some(&v) if u.result == 0 => v,
             _ => panic!("{u} has no value in its block"),
         }
     }
 
     fn insert(&mut self, n: Node, v: Val) {
-        self.of[n] = (self.mark, Some(v));
+        self.0.insert(n, v);
     }
 }
 

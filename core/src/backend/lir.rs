@@ -29,6 +29,82 @@ use crate::ir::{BinOp, Block, CfVar, CmpOp, ConvOp, MemWidth, Type, UnOp};
 pub struct Node(u32);
 entity_impl!(Node, "n");
 
+/// A map over a function's nodes that holds the entries of one block at a time: an entry
+/// counts only while its mark is the current block's, so [`BlockNodeMap::next_block`]
+/// empties the map without touching it. The backend's passes keep their per-block data
+/// in these instead of a hash map made per block (they run on every function compiled).
+pub struct BlockNodeMap<V: Clone> {
+    mark: u32,
+    of: SecondaryMap<Node, (u32, Option<V>)>,
+}
+
+/// A set of nodes of one block at a time (see [`BlockNodeMap`]).
+pub type BlockNodeSet = BlockNodeMap<()>;
+
+impl BlockNodeSet {
+    pub fn add(&mut self, n: Node) {
+        self.insert(n, ());
+    }
+}
+
+impl<V: Clone> Default for BlockNodeMap<V> {
+    fn default() -> Self {
+        Self::with_nodes(0)
+    }
+}
+
+impl<V: Clone> BlockNodeMap<V> {
+    /// An empty map with room for `nodes` nodes (none grows one by one); call
+    /// [`BlockNodeMap::next_block`] before each block.
+    pub fn with_nodes(nodes: usize) -> Self {
+        let mut of = SecondaryMap::new();
+        of.resize(nodes);
+        // Mark 0 is what every untouched entry holds: no block has it.
+        BlockNodeMap { mark: 0, of }
+    }
+
+    /// Empties the map for the next block.
+    pub fn next_block(&mut self) {
+        self.mark += 1;
+    }
+
+    pub fn get(&self, n: Node) -> Option<&V> {
+        let (mark, v) = &self.of[n];
+        if *mark == self.mark {
+            v.as_ref()
+        } else {
+            None
+        }
+    }
+
+    pub fn get_mut(&mut self, n: Node) -> Option<&mut V> {
+        let (mark, v) = &mut self.of[n];
+        if *mark == self.mark {
+            v.as_mut()
+        } else {
+            None
+        }
+    }
+
+    pub fn contains(&self, n: Node) -> bool {
+        self.get(n).is_some()
+    }
+
+    pub fn insert(&mut self, n: Node, v: V) {
+        self.of[n] = (self.mark, Some(v));
+    }
+
+    /// The entry of `n`, made with `make` if the block has none.
+    pub fn get_or_insert_with(&mut self, n: Node, make: impl FnOnce() -> V) -> &mut V {
+        let mark = self.mark;
+        let entry = &mut self.of[n];
+        if entry.0 != mark || entry.1.is_none() {
+            *entry = (mark, Some(make()));
+        }
+        entry.1.as_mut().expect("just set")
+    }
+}
+
 /// A LIR variable: a HIR local (or one half of an `i64` local) or a backend temporary.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Var(u32);

@@ -21,7 +21,6 @@
 //! edx` for calls) are the [`constraints`] of each lowered node, which the register
 //! allocator obeys.
 
-use cranelift_entity::SecondaryMap;
 use smallvec::{smallvec, SmallVec};
 
 use super::lir::*;
@@ -49,7 +48,7 @@ pub struct LowerStats {
 pub fn lower(f: &mut LirFunction) -> LowerStats {
     let mut stats = LowerStats::default();
     // Per block: the nodes an address mode absorbed, and the nodes some node uses.
-    let (mut dropped, mut used) = (NodeSet::default(), NodeSet::default());
+    let (mut dropped, mut used) = (BlockNodeSet::with_nodes(f.nodes.len()), BlockNodeSet::with_nodes(f.nodes.len()));
     let layout = f.layout.clone();
     for b in layout {
         let mut list = std::mem::take(&mut f.blocks[b].nodes);
@@ -112,32 +111,9 @@ pub fn lower(f: &mut LirFunction) -> LowerStats {
     stats
 }
 
-/// A set of nodes of one block at a time: a map over the function's nodes, not a hash
-/// set (lowering runs on every function compiled), where a node is in the set when its
-/// mark is the current block's; [`NodeSet::next_block`] empties it.
-#[derive(Default)]
-struct NodeSet {
-    mark: u32,
-    marks: SecondaryMap<Node, u32>,
-}
-
-impl NodeSet {
-    fn next_block(&mut self) {
-        self.mark += 1;
-    }
-
-    fn insert(&mut self, n: Node) {
-        self.marks[n] = self.mark;
-    }
-
-    fn contains(&self, n: Node) -> bool {
-        self.marks[n] == self.mark
-    }
-}
-
-fn collect_uses(f: &LirFunction, n: Node, used: &mut NodeSet) {
+fn collect_uses(f: &LirFunction, n: Node, used: &mut BlockNodeSet) {
     for a in &f.nodes[n].args {
-        used.insert(a.node);
+        used.add(a.node);
         if f.nodes[a.node].contained {
             collect_uses(f, a.node, used);
         }
@@ -154,26 +130,26 @@ fn const_of(f: &LirFunction, u: Use) -> Option<i64> {
 /// Builds the contained address-mode node for address value `a`: a constant is a bare
 /// displacement; `add(x, k)` adds `k` to the displacement of `x`'s mode; `add(x, y)` is
 /// `base + index`, with `shl(i, s)` (`s` in 0..=3) on either side as a scaled index.
-fn address_mode(f: &mut LirFunction, a: Use, dropped: &mut NodeSet, stats: &mut LowerStats) -> Node {
+fn address_mode(f: &mut LirFunction, a: Use, dropped: &mut BlockNodeSet, stats: &mut LowerStats) -> Node {
     let mut base: Option<Use> = None;
     let mut index: Option<(Use, u8)> = None;
     let mut disp: i64 = 0;
     let mut cur = a;
     let is_add = |f: &LirFunction, u: Use| f.nodes[u.node].op == Op::Binary(BinOp::Add) && !f.nodes[u.node].contained;
     if let Some(k) = const_of(f, cur) {
-        dropped.insert(cur.node);
+        dropped.add(cur.node);
         disp = k;
     } else {
         if is_add(f, cur) {
             if let Some(k) = const_of(f, f.nodes[cur.node].args[1]) {
-                dropped.insert(cur.node);
-                dropped.insert(f.nodes[cur.node].args[1].node);
+                dropped.add(cur.node);
+                dropped.add(f.nodes[cur.node].args[1].node);
                 disp = k;
                 cur = f.nodes[cur.node].args[0];
             }
         }
         if is_add(f, cur) {
-            dropped.insert(cur.node);
+            dropped.add(cur.node);
             let (x, y) = (f.nodes[cur.node].args[0], f.nodes[cur.node].args[1]);
             let scaled = |f: &LirFunction, u: Use| -> Option<(Use, u8)> {
                 if f.nodes[u.node].op != Op::Binary(BinOp::Shl) {
@@ -183,17 +159,17 @@ fn address_mode(f: &mut LirFunction, a: Use, dropped: &mut NodeSet, stats: &mut 
                 (0..=3).contains(&s).then(|| (f.nodes[u.node].args[0], 1u8 << s))
             };
             if let Some(k) = const_of(f, y) {
-                dropped.insert(y.node);
+                dropped.add(y.node);
                 base = Some(x);
                 disp = disp.wrapping_add(k);
             } else if let Some((i, s)) = scaled(f, y) {
-                dropped.insert(y.node);
-                dropped.insert(f.nodes[y.node].args[1].node);
+                dropped.add(y.node);
+                dropped.add(f.nodes[y.node].args[1].node);
                 base = Some(x);
                 index = Some((i, s));
             } else if let Some((i, s)) = scaled(f, x) {
-                dropped.insert(x.node);
-                dropped.insert(f.nodes[x.node].args[1].node);
+                dropped.add(x.node);
+                dropped.add(f.nodes[x.node].args[1].node);
                 base = Some(y);
                 index = Some((i, s));
             } else {

@@ -270,7 +270,7 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
     let mut cs: Vec<Constraints> = vec![];
     let mut maps = BlockMaps::sized(f.nodes.len());
     for &b in &f.layout {
-        maps.mark += 1;
+        maps.next_block();
         let mut la = LocalAllocator::new(f, &home, &globals, pool, &used, maps, &mut shared);
         // Each node's constraints, made once for the aliases and the allocation.
         cs.clear();
@@ -450,66 +450,56 @@ enum ValLoc {
 }
 
 /// The local allocator's maps over the function's nodes, reused from block to block
-/// (maps over nodes, not hash maps: the allocator runs on every function compiled). An
-/// entry counts only when its mark is the current block's (`mark`, one more for each
-/// block), so a new block starts with them empty.
+/// ([`BlockNodeMap`]: a new block starts with them empty).
 #[derive(Default)]
 struct BlockMaps {
-    mark: u32,
     /// Where each live temp is, by node and result.
-    locs: SecondaryMap<Node, (u32, [Option<ValLoc>; 2])>,
+    locs: BlockNodeMap<[Option<ValLoc>; 2]>,
     /// Reads of global variables whose one user only reads them: they are not copied.
-    aliases: SecondaryMap<Node, u32>,
+    aliases: BlockNodeSet,
     /// Each node's first position in the block ([`BlockMaps::place_nodes`]).
-    positions: SecondaryMap<Node, (u32, u32)>,
+    positions: BlockNodeMap<u32>,
 }
 
 impl BlockMaps {
     /// Maps with an entry for each of `nodes` nodes already (none grows one by one).
     fn sized(nodes: usize) -> BlockMaps {
-        let mut maps = BlockMaps::default();
-        maps.locs.resize(nodes);
-        maps.aliases.resize(nodes);
-        maps.positions.resize(nodes);
-        maps
+        BlockMaps { locs: BlockNodeMap::with_nodes(nodes), aliases: BlockNodeMap::with_nodes(nodes), positions: BlockNodeMap::with_nodes(nodes) }
+    }
+
+    /// Empties the maps for the next block.
+    fn next_block(&mut self) {
+        self.locs.next_block();
+        self.aliases.next_block();
+        self.positions.next_block();
     }
 
     fn loc(&self, u: Use) -> Option<ValLoc> {
-        let (mark, at) = &self.locs[u.node];
-        if *mark == self.mark {
-            at[u.result as usize]
-        } else {
-            None
-        }
+        self.locs.get(u.node).and_then(|at| at[u.result as usize])
     }
 
     fn set_loc(&mut self, u: Use, l: ValLoc) {
-        let entry = &mut self.locs[u.node];
-        if entry.0 != self.mark {
-            *entry = (self.mark, [None; 2]);
-        }
-        entry.1[u.result as usize] = Some(l);
+        self.locs.get_or_insert_with(u.node, || [None; 2])[u.result as usize] = Some(l);
     }
 
     fn remove_loc(&mut self, u: Use) {
-        if self.locs[u.node].0 == self.mark {
-            self.locs[u.node].1[u.result as usize] = None;
+        if let Some(at) = self.locs.get_mut(u.node) {
+            at[u.result as usize] = None;
         }
     }
 
     /// Records the first position of each node of `list`, the current block's.
     fn place_nodes(&mut self, list: &[Node]) {
         for (k, &m) in list.iter().enumerate() {
-            if self.positions[m].0 != self.mark {
-                self.positions[m] = (self.mark, k as u32);
+            if !self.positions.contains(m) {
+                self.positions.insert(m, k as u32);
             }
         }
     }
 
     /// A node's first position in the current block, once [`BlockMaps::place_nodes`] ran.
     fn position(&self, n: Node) -> Option<usize> {
-        let (mark, at) = self.positions[n];
-        (mark == self.mark).then_some(at as usize)
+        self.positions.get(n).map(|&at| at as usize)
     }
 }
 
@@ -566,7 +556,7 @@ impl<'a> LocalAllocator<'a> {
                 }
                 let Some(rpos) = self.maps.position(u.node) else { continue };
                 if list[rpos + 1..upos].iter().all(|&m| f.nodes[m].op != Op::Write(v)) {
-                    self.maps.aliases[u.node] = self.maps.mark;
+                    self.maps.aliases.add(u.node);
                 }
             }
         }
@@ -784,7 +774,7 @@ impl<'a> LocalAllocator<'a> {
     fn alias_or_reuse(&mut self, n: Node) -> bool {
         let f = self.f;
         let d = &f.nodes[n];
-        if self.maps.aliases[n] == self.maps.mark {
+        if self.maps.aliases.contains(n) {
             let Op::Read(v) = d.op else { unreachable!("only reads are aliased") };
             let Some(Operand::Reg(g)) = self.home[v] else { unreachable!("aliased reads are of globals") };
             self.maps.set_loc(Use::of(n), ValLoc::Reg(g));
