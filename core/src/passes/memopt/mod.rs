@@ -43,7 +43,7 @@ pub mod motion;
 
 use super::util::{postorder, remove_unused_locals, Namer};
 use super::{Analyses, Stats};
-use crate::ir::{Block, Expr, ExprData, Function, Local, Type};
+use crate::ir::{Block, ConvOp, Expr, ExprData, Function, Local, Type};
 use avail::{Action, Availability, Materializer, Origin, Slot, Val};
 use cranelift_entity::SecondaryMap;
 use events::{block_events, canon_addr, Ev};
@@ -208,14 +208,24 @@ fn forward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, exempt: &[Expr], s
                 let mut x = m.value_expr(f, cx, &known);
                 let target = m.target(node);
                 if let ExprData::Load { ty, width, signed, .. } = f.exprs[target] {
+                    // Convert from the type the value really has: a speculative phi's
+                    // local takes the type of the first value it was made for, and a
+                    // slot may hold an i64 stored value where an i32 was known before
+                    // (default seed 12012: `zext` of an i64). Only the low `width`
+                    // bits matter, and both types hold them.
+                    let from = f.expr_type(x).unwrap_or(known.ty);
                     if !cx.spec_values.contains(&node) {
-                        // Convert from the type the value really has: a speculative phi's
-                        // local takes the type of the first value it was made for, and a
-                        // slot may hold an i64 stored value where an i32 was known before
-                        // (default seed 12012: `zext` of an i64). Only the low `width`
-                        // bits matter, and both types hold them.
-                        let from = f.expr_type(x).unwrap_or(known.ty);
                         x = avail::convert_load(f, x, from, width, signed, ty);
+                    } else if from != ty {
+                        // The value of a store sunk onto a loop's exits: only its low
+                        // `width` bits are stored, so no extension is needed, but the
+                        // type must stay the load's. Availability recorded the stored
+                        // slot with that type, and a phi over the slot after the exit
+                        // takes it (loops seed 434496: `store.16` of an i64 in a loop,
+                        // then a loop reading it as `load.i32.s16`: a phi of type i32
+                        // got the i64 value as an argument).
+                        let op = if from == Type::I64 { ConvOp::Trunc } else { ConvOp::Zext };
+                        x = f.add_expr(ExprData::Convert { op, arg: x });
                     }
                 }
                 f.exprs[target] = std::mem::replace(&mut f.exprs[x], ExprData::Const { ty: Type::I32, value: 0 });
