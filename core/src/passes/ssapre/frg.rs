@@ -149,8 +149,7 @@ impl Temps {
 }
 
 /// Runs the SSAPRE steps for worklist entry `k` (`seeds/ssapre.txt`, "for each entry in
-/// the worklist, these operations are performed"). Returns whether the function changed;
-/// the blocks whose trees CodeMotion rewrote or added to go on `touched`.
+/// the worklist, these operations are performed"). Returns whether the function changed.
 pub fn run_expression(
     f: &mut Function,
     an: &Analyses,
@@ -159,7 +158,6 @@ pub fn run_expression(
     round: usize,
     temps: &mut Vec<(String, usize)>,
     stats: &mut Stats,
-    touched: &mut Vec<Block>,
 ) -> bool {
     stats.bump("exprs");
     if inert(f, an, init, &init.worklist[k]) {
@@ -185,7 +183,6 @@ pub fn run_expression(
         return false;
     }
     frg.code_motion(f, round, temps, stats);
-    frg.touched(touched);
     true
 }
 
@@ -755,16 +752,6 @@ impl<'a> Frg<'a> {
         if self.e.composite {
             stats.bump("composite");
         }
-    }
-
-    /// The blocks whose trees CodeMotion rewrote or added to: those of the saved and the
-    /// reloaded occurrences (a save hoisted out of its statement stays in its block), and
-    /// those of the insertions made. (Its phis are not trees.)
-    fn touched(&self, out: &mut Vec<Block>) {
-        let occs = &self.e.occs;
-        out.extend((0..occs.len()).filter(|&i| self.real[i].save || self.real[i].reload).map(|i| occs[i].block));
-        let made = self.insertions.iter().zip(&self.used_insertion).filter(|(_, &used)| used);
-        out.extend(made.map(|(ins, _)| ins.block));
     }
 
     /// CodeMotion's save of occurrence `i`: the local it is assigned to, or a new

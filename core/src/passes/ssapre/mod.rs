@@ -80,38 +80,18 @@ pub fn run(f: &mut Function) -> Stats {
     // block (the edges that need it were split above), so the CFG analyses of the first
     // round hold for every round.
     let mut analyses = None;
-    // Whether a local of the input is named like a temporary (`pre3`, `pre3.1`): then a
-    // local older than a round can be one of its temporaries' versions (see
-    // [`candidate_in`]).
-    let named_like_temps = f.locals.values().any(|d| d.name.starts_with("pre"));
-    // The blocks the last round's CodeMotion rewrote, and the locals it made (from
-    // `made_from` on).
-    let mut touched: Vec<Block> = vec![];
-    let mut made_from = f.locals.len();
     for round in 0..MAX_ROUNDS {
-        // A round without a candidate changes nothing (the last round, usually). After
-        // the first, a candidate reads a temporary of the last round, which only its
-        // rewritten blocks do: when none of them holds one, the scan of every block would
-        // find none either.
-        if round > 0 && !named_like_temps && !candidate_in(f, &touched, made_from) {
-            debug_assert!(
-                Initialization::scan(f, &mut None, &temps, round).is_none(),
-                "a candidate outside the blocks the last round rewrote"
-            );
-            break;
-        }
+        // A round without a candidate changes nothing (the last round, usually).
         let Some(init) = Initialization::scan(f, &mut analyses, &temps, round) else { break };
         let an = analyses.as_ref().expect("computed by the scan");
         let mut changed = false;
-        touched.clear();
-        made_from = f.locals.len();
         for k in 0..init.worklist.len() {
             // After the first round only expressions over the last round's temporaries
             // are new; the others were done.
             if round > 0 && !init.worklist[k].fresh {
                 continue;
             }
-            changed |= frg::run_expression(f, an, &init, k, round, &mut temps, &mut stats, &mut touched);
+            changed |= frg::run_expression(f, an, &init, k, round, &mut temps, &mut stats);
         }
         if !changed {
             break;
@@ -120,34 +100,6 @@ pub fn run(f: &mut Function) -> Stats {
     let kept = split::unsplit_unused(f, &made);
     stats.add("edges_split", kept as u64);
     stats
-}
-
-/// Whether a tree of `blocks` holds a candidate over a local made since `made_from` (the
-/// number of locals when the last round began): a node of a candidate kind whose operands
-/// are all leaves, one of them such a local. Every local a round makes is one of its
-/// temporaries, so when no local of the input is named like a temporary, these are the
-/// candidates [`Initialization::scan`] looks for in the next round (a temporary of the
-/// last round), and the blocks the last round rewrote are the only ones that read them:
-/// saves and reloads stay in their occurrence's block, insertions read versions current
-/// before the round, and phis are not trees.
-fn candidate_in(f: &Function, blocks: &[Block], made_from: usize) -> bool {
-    let mut seen = crate::hash::HashSet::default();
-    let new = |v: Option<Val>| matches!(v, Some(Val::Var(l)) if l.index() >= made_from);
-    blocks.iter().filter(|&&b| seen.insert(b)).any(|&b| {
-        let data = &f.blocks[b];
-        let mut found = false;
-        for root in data.stmts.iter().copied().chain(data.term.expr()) {
-            f.visit_postorder(root, &mut |n| {
-                let d = &f.exprs[n];
-                if found || op_kind(d).is_none() {
-                    return;
-                }
-                let ops = d.operands();
-                found = ops.iter().all(|&o| leaf(f, o).is_some()) && ops.iter().any(|&o| new(leaf(f, o)));
-            });
-        }
-        found
-    })
 }
 
 /// The operator of a candidate expression.
