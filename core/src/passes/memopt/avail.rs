@@ -102,40 +102,44 @@ fn val_of(f: &Function, e: Expr, subst: &HashMap<Expr, Val>) -> Val {
     }
 }
 
-impl Availability {
-    fn slot_id(&mut self, s: Slot) -> usize {
-        match self.slots.iter().position(|x| *x == s) {
-            Some(i) => i,
-            None => {
-                self.slots.push(s);
-                self.slots.len() - 1
-            }
+/// The number of slot `s` in `slots`, given it if it has none yet.
+fn slot_id(slots: &mut Vec<Slot>, s: Slot) -> usize {
+    match slots.iter().position(|x| *x == s) {
+        Some(i) => i,
+        None => {
+            slots.push(s);
+            slots.len() - 1
         }
     }
+}
+
+impl Availability {
 
     /// The state at the entry of `b`: the meet of its predecessors' (see the module docs).
     /// With `sticky`, a slot whose value at `b` was already `b`'s own speculative phi keeps
     /// it (the phi stays inserted) instead of collapsing to the one value the others
     /// agree on.
     fn join(&mut self, f: &Function, cfg: &Cfg, b: Block, sticky: bool) -> Avail {
-        let preds: Vec<Avail> = cfg.preds[b].iter().filter_map(|&p| self.outs[p].clone()).collect();
+        // The predecessors' states are read in place (a copy of each was most of it).
+        let (outs, slots) = (&self.outs, &mut self.slots);
+        let preds: Vec<&Avail> = cfg.preds[b].iter().filter_map(|&p| outs[p].as_ref()).collect();
         let ncf = f.cfvars.len();
         let mut out = Avail { cf: vec![None; ncf], heap: vec![] };
         if preds.is_empty() {
             return out;
         }
-        let before = if sticky { self.ins[b].clone() } else { None };
-        let merge = |this: &mut Self, slot: Slot, ks: Vec<&Known>| -> Option<Known> {
+        let before = if sticky { self.ins[b].as_ref() } else { None };
+        let merge = |slots: &mut Vec<Slot>, slot: Slot, ks: Vec<&Known>| -> Option<Known> {
             let ty = ks[0].ty;
             if ks.iter().any(|k| k.ty != ty) {
                 return None;
             }
             let origin = if ks.iter().all(|k| k.origin == Origin::Load) { Origin::Load } else { Origin::Store };
-            let was = before.as_ref().and_then(|st| match &slot {
+            let was = before.and_then(|st| match &slot {
                 Slot::Cf(v) => st.cf[v.index()].as_ref().map(|k| k.val.clone()),
                 Slot::Heap(loc) => st.heap.iter().find(|(l, _)| l == loc).map(|(_, k)| k.val.clone()),
             });
-            let id = this.slot_id(slot);
+            let id = slot_id(slots, slot);
             let me = Val::Phi(b, id);
             if was.as_ref() == Some(&me) {
                 return Some(Known { val: me, ty, origin });
@@ -148,14 +152,14 @@ impl Availability {
         for v in 0..ncf {
             let ks: Option<Vec<&Known>> = preds.iter().map(|p| p.cf[v].as_ref()).collect();
             if let Some(ks) = ks {
-                out.cf[v] = merge(self, Slot::Cf(crate::ir::CfVar::new(v)), ks);
+                out.cf[v] = merge(slots, Slot::Cf(crate::ir::CfVar::new(v)), ks);
             }
         }
         for (loc, _) in &preds[0].heap {
             let ks: Option<Vec<&Known>> =
                 preds.iter().map(|p| p.heap.iter().find(|(l, _)| l == loc).map(|(_, k)| k)).collect();
             if let Some(ks) = ks {
-                if let Some(k) = merge(self, Slot::Heap(loc.clone()), ks) {
+                if let Some(k) = merge(slots, Slot::Heap(loc.clone()), ks) {
                     out.heap.push((loc.clone(), k));
                 }
             }
@@ -355,7 +359,7 @@ impl<'a> Materializer<'a> {
             ExprData::Load { .. } => "mem".to_string(),
             _ => "val".to_string(),
         };
-        let t = cx.namer.new_local(f, &base, ty);
+        let t = cx.new_local(f, &base, ty);
         let moved = f.add_expr(f.exprs[e].clone());
         let asg = f.add_expr(ExprData::Assign { local: t, value: moved });
         let use_ = f.add_expr(ExprData::Local(t));
@@ -375,7 +379,7 @@ impl<'a> Materializer<'a> {
             return l;
         }
         let name = self.name(f, Some(slot));
-        let dest = cx.namer.new_local(f, &name, ty);
+        let dest = cx.new_local(f, &name, ty);
         self.phis.insert((b, slot), dest);
         let mut args = vec![];
         for &p in &self.cfg.preds[b] {
@@ -395,7 +399,7 @@ impl<'a> Materializer<'a> {
                 if let Some(&l) = self.consts.get(&(p, *t, *c)) {
                     return l;
                 }
-                let l = cx.namer.new_local(f, "k", *t);
+                let l = cx.new_local(f, "k", *t);
                 let k = f.add_expr(ExprData::Const { ty: *t, value: *c });
                 let s = f.add_expr(ExprData::Assign { local: l, value: k });
                 f.blocks[p].stmts.push(s);

@@ -16,16 +16,25 @@
 
 use crate::helpers::Effects;
 use crate::ir::{BinOp, Block, CfVar, Expr, ExprData, Function, Local, MemWidth, Terminator};
+use std::rc::Rc;
 
 /// A canonical heap access: `base + offset`, `width` bytes.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Loc {
-    /// The printed structure of the base tree (`None`: an absolute address).
-    pub base: Option<String>,
-    /// The locals the base reads.
-    pub locals: Vec<Local>,
+    /// The base tree (`None`: an absolute address), shared: the analyses copy a location
+    /// into every state that holds it, and a copy of its text was two allocations each.
+    pub base: Option<Rc<Base>>,
     pub offset: u32,
     pub width: MemWidth,
+}
+
+/// The base of a canonical heap address: a pure tree over SSA locals.
+#[derive(PartialEq, Eq, Hash, Debug)]
+pub struct Base {
+    /// The printed structure of the tree: two bases are the same tree when it is.
+    pub key: String,
+    /// The locals the tree reads.
+    pub locals: Vec<Local>,
 }
 
 impl Loc {
@@ -48,7 +57,12 @@ impl Loc {
 
     /// Whether the base reads local `l`.
     pub fn mentions(&self, l: Local) -> bool {
-        self.locals.contains(&l)
+        self.locals().contains(&l)
+    }
+
+    /// The locals the base reads.
+    pub fn locals(&self) -> &[Local] {
+        self.base.as_ref().map_or(&[], |b| &b.locals)
     }
 }
 
@@ -133,17 +147,16 @@ pub fn canon_addr(f: &Function, e: Expr, width: MemWidth) -> Option<Loc> {
         }
     }
     let (base, offset) = split(f, e)?;
-    let mut locals = vec![];
     let base = base.map(|b| {
-        let mut s = String::new();
-        key(f, b, &mut s, &mut locals);
-        s
+        let (mut key_text, mut locals) = (String::new(), vec![]);
+        key(f, b, &mut key_text, &mut locals);
+        Rc::new(Base { key: key_text, locals })
     });
-    Some(Loc { base, locals, offset, width })
+    Some(Loc { base, offset, width })
 }
 
 /// One memory-relevant step of a block, in evaluation order.
-#[derive(Clone, Debug)]
+#[derive(Clone, PartialEq, Debug)]
 pub enum Ev {
     /// A local gets a new value (a phi of the block, or an assignment).
     Def(Local),

@@ -119,10 +119,15 @@ pub fn dead_stores(ncf: usize, cfg: &Cfg, events: &SecondaryMap<Block, Vec<Ev>>)
     let at_end = |ins: &SecondaryMap<Block, Option<Dead>>, b: Block| -> Dead {
         let mut acc: Option<Dead> = None;
         for &s in &cfg.succs[b] {
-            let d = ins[s].clone().unwrap_or_else(|| top.clone());
+            // Read in place: a copy of each successor's state was most of the join.
+            let d = ins[s].as_ref().unwrap_or(&top);
             acc = Some(match acc {
-                None => Dead { cf_local: vec![false; ncf], heap: d.heap.iter().map(|(l, _)| (l.clone(), false)).collect(), cf: d.cf },
-                Some(a) => intersect(&a, &d),
+                None => Dead {
+                    cf_local: vec![false; ncf],
+                    heap: d.heap.iter().map(|(l, _)| (l.clone(), false)).collect(),
+                    cf: d.cf.clone(),
+                },
+                Some(a) => intersect(&a, d),
             });
         }
         acc.unwrap_or_else(|| empty.clone())

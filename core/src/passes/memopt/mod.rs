@@ -71,7 +71,9 @@ pub const COUNTERS: [&str; 16] = [
 
 /// What the steps of the pass share.
 pub struct Ctx {
-    pub namer: Namer,
+    /// Made when the pass first adds a local ([`Ctx::new_local`]): until then the
+    /// function's locals are the ones it came with, and most functions get none.
+    namer: Option<Namer>,
     /// Nodes the pass inserted (never counted).
     pub inserted: HashSet<Expr>,
     /// Locals holding a read hoisted out of a loop.
@@ -85,6 +87,13 @@ pub struct Ctx {
     pub sunk: Vec<(Vec<Block>, Slot)>,
 }
 
+impl Ctx {
+    /// Adds a local named after `base` to `f` (as `Function::new_local` names).
+    pub fn new_local(&mut self, f: &mut Function, base: &str, ty: Type) -> Local {
+        self.namer.get_or_insert_with(|| Namer::new(f)).new_local(f, base, ty)
+    }
+}
+
 /// Runs `memopt` on `f` (SSA form).
 pub fn run(f: &mut Function) -> Stats {
     let mut stats = Stats::default();
@@ -92,7 +101,7 @@ pub fn run(f: &mut Function) -> Stats {
         stats.add(c, 0);
     }
     let mut cx = Ctx {
-        namer: Namer::new(f),
+        namer: None,
         inserted: HashSet::default(),
         hoisted: HashSet::default(),
         speculative: vec![],
@@ -111,25 +120,74 @@ pub fn run(f: &mut Function) -> Stats {
 }
 
 /// The analyses and the memory events of every block of the function as it is: a step
-/// that leaves the function as it was hands them to the next step, which would otherwise
-/// compute the same again (`None` once a step changed the function).
+/// hands them to the next step, which would otherwise compute the same again. A step
+/// that changed the function says what it changed ([`Snapshot::changed`]): the analyses
+/// are computed again only when the CFG changed (a loop motion's new preheader or split
+/// exit edge; availability and liveness only rewrite trees and add phis and statements),
+/// and the events only of the blocks whose phis or trees changed, once the next step
+/// takes the snapshot. `None` when there is none yet.
 struct Snapshot {
     an: Analyses,
     events: SecondaryMap<Block, Vec<Ev>>,
+    /// The blocks whose events no longer describe them.
+    stale: Stale,
+}
+
+/// Which blocks' events a step left out of date.
+enum Stale {
+    None,
+    Blocks(Vec<Block>),
+    All,
 }
 
 impl Snapshot {
-    /// The snapshot left by the last step if the function has not changed since, else a
-    /// new one.
+    /// The snapshot of `f` as it is: the one left by the last step, with the events of the
+    /// blocks it changed computed again, or a new one.
     fn take(snap: &mut Option<Snapshot>, f: &Function) -> Snapshot {
-        snap.take().unwrap_or_else(|| {
+        let Some(mut s) = snap.take() else {
             let an = Analyses::compute(f);
             let mut events = SecondaryMap::new();
             for &b in &an.cfg.rpo {
                 events[b] = block_events(f, b);
             }
-            Snapshot { an, events }
-        })
+            return Snapshot { an, events, stale: Stale::None };
+        };
+        match std::mem::replace(&mut s.stale, Stale::None) {
+            Stale::None => {}
+            Stale::Blocks(blocks) => {
+                for b in blocks {
+                    s.events[b] = block_events(f, b);
+                }
+            }
+            Stale::All => {
+                for &b in &s.an.cfg.rpo {
+                    s.events[b] = block_events(f, b);
+                }
+            }
+        }
+        debug_assert!(
+            s.an.cfg.rpo.iter().all(|&b| s.events[b] == block_events(f, b)),
+            "memopt's snapshot holds the events of the function as it is"
+        );
+        s
+    }
+
+    /// Leaves `s` for the next step after this one changed `f`: the CFG when `cfg_changed`
+    /// (then the analyses are computed again here), and the phis or trees of `blocks`
+    /// (`None`: of any block). Every block the step added is among `blocks`.
+    fn changed(snap: &mut Option<Snapshot>, mut s: Snapshot, f: &Function, cfg_changed: bool, blocks: Option<Vec<Block>>) {
+        if cfg_changed {
+            s.an = Analyses::compute(f);
+        }
+        s.stale = match (s.stale, blocks) {
+            (Stale::All, _) | (_, None) => Stale::All,
+            (Stale::None, Some(b)) => Stale::Blocks(b),
+            (Stale::Blocks(mut a), Some(b)) => {
+                a.extend(b);
+                Stale::Blocks(a)
+            }
+        };
+        *snap = Some(s);
     }
 }
 
@@ -239,6 +297,8 @@ fn forward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, exempt: &[Expr], s
         }
     }
     sweep(f, &gone);
+    // Trees of any block changed and phis may have been added, but no block or edge.
+    Snapshot::changed(snap, s, f, false, None);
 }
 
 /// TASK 2: liveness of memory values, then dead STORE, STORE-STORE and loop-invariant
@@ -251,7 +311,8 @@ fn backward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, snap: &mut Option
         *snap = Some(s);
         return;
     };
-    drop(s);
+    // Only the blocks of the dead stores change, and not the CFG.
+    let blocks = dead.iter().map(|d| d.block).collect();
     let mut gone = HashSet::default();
     for d in dead {
         if !cx.inserted.contains(&d.node) {
@@ -273,6 +334,7 @@ fn backward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, snap: &mut Option
         neutralize(f, d.node, &mut gone);
     }
     sweep(f, &gone);
+    Snapshot::changed(snap, s, f, false, Some(blocks));
 }
 
 /// Dead LOAD: a read whose value nobody uses (the pass's own hoisted reads and copies

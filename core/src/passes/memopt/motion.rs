@@ -23,7 +23,8 @@
 //!   dominates every exiting block, or an access covering it is available on entry.
 //!
 //! Loops are handled innermost first; the analyses are recomputed after each loop whose
-//! blocks changed (a new preheader or a split exit edge).
+//! blocks changed (a new preheader or a split exit edge), and the memory events of the
+//! blocks that received an access (the preheader and the exits).
 
 use super::avail::{Availability, Slot};
 use super::events::{Ev, Loc};
@@ -57,7 +58,9 @@ pub(super) fn run(f: &mut Function, cx: &mut Ctx, snap: &mut Option<Snapshot>) -
             *snap = Some(s);
             continue;
         }
-        cfg_changed |= apply(f, cx, an, &body, header, plan);
+        let (changed, blocks) = apply(f, cx, an, &body, header, plan);
+        cfg_changed |= changed;
+        Snapshot::changed(snap, s, f, changed, Some(blocks));
     }
     cfg_changed
 }
@@ -149,7 +152,7 @@ impl<'a> LoopFacts<'a> {
 
     /// No local of the location is defined in the loop.
     fn invariant(&self, loc: &Loc) -> bool {
-        loc.locals.iter().all(|&l| self.def_block[l].is_none_or(|b| !self.in_loop(b)))
+        loc.locals().iter().all(|&l| self.def_block[l].is_none_or(|b| !self.in_loop(b)))
     }
 
     /// Blocks from which the loop is left must all be dominated by `b`.
@@ -310,7 +313,7 @@ fn preheader(f: &mut Function, cx: &mut Ctx, an: &Analyses, body: &[Block], head
         } else {
             let name = f.locals[phi.dest].name.clone();
             let ty = f.locals[phi.dest].ty;
-            let d = cx.namer.new_local(f, &name, ty);
+            let d = cx.new_local(f, &name, ty);
             f.blocks[ph].phis.push(Phi { dest: d, args: out_args });
             d
         };
@@ -350,12 +353,17 @@ fn exit_blocks(f: &mut Function, an: &Analyses, body: &[Block]) -> (Vec<Block>, 
     (out, changed)
 }
 
-fn apply(f: &mut Function, cx: &mut Ctx, an: &Analyses, body: &[Block], header: Block, plan: Plan) -> bool {
+/// Inserts what `plan` says for one loop. Returns whether the CFG changed, and the
+/// blocks whose phis or statements changed (or that are new): the preheader and the
+/// exits. (The header's phis keep their destinations, and the blocks whose branches now
+/// reach a new block keep their trees: their events stay.)
+fn apply(f: &mut Function, cx: &mut Ctx, an: &Analyses, body: &[Block], header: Block, plan: Plan) -> (bool, Vec<Block>) {
     let (ph, mut changed) = preheader(f, cx, an, body, header);
+    let mut touched = vec![ph];
     let hoist_cf = |f: &mut Function, cx: &mut Ctx, v: crate::ir::CfVar| -> Local {
         let ty = f.cfvars[v].ty;
         let name = f.cfvars[v].name.clone();
-        let h = cx.namer.new_local(f, &name, ty);
+        let h = cx.new_local(f, &name, ty);
         let r = f.add_expr(ExprData::CfRead(v));
         let s = f.add_expr(ExprData::Assign { local: h, value: r });
         cx.inserted.insert(r);
@@ -371,7 +379,7 @@ fn apply(f: &mut Function, cx: &mut Ctx, an: &Analyses, body: &[Block], header: 
         hoist_cf(f, cx, v);
     }
     for acc in &plan.heap_hoist {
-        let h = cx.namer.new_local(f, "mem", acc.ty);
+        let h = cx.new_local(f, "mem", acc.ty);
         let addr = f.clone_tree(acc.addr);
         let l = f.add_expr(ExprData::Load { ty: acc.ty, width: acc.loc.width, signed: acc.signed, addr });
         let s = f.add_expr(ExprData::Assign { local: h, value: l });
@@ -405,6 +413,7 @@ fn apply(f: &mut Function, cx: &mut Ctx, an: &Analyses, body: &[Block], header: 
                 stmts.push(w);
             }
             f.blocks[x].stmts.splice(0..0, stmts);
+            touched.push(x);
         }
         for &v in &plan.cf_sink {
             cx.sunk.push((body.to_vec(), Slot::Cf(v)));
@@ -413,5 +422,5 @@ fn apply(f: &mut Function, cx: &mut Ctx, an: &Analyses, body: &[Block], header: 
             cx.sunk.push((body.to_vec(), Slot::Heap(acc.loc.clone())));
         }
     }
-    changed
+    (changed, touched)
 }
