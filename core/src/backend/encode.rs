@@ -7,12 +7,6 @@
 //! relative transfer are kept apart (`jcc label`, `jmp label`, `call address`) and written
 //! by hand when the addresses are known.
 //!
-//! The encoder's bytes for such an instruction depend on the instruction alone (it names
-//! no address relative to itself, and is always encoded at address 0), and a function's
-//! code repeats the same few instructions (`mov eax, [ebp-8]`, `mov [ebp-12], eax`)
-//! many times: each thread keeps the bytes the encoder gave for the instructions it
-//! encoded last ([`ENCODED`]), and an instruction seen before is copied, not encoded again.
-//!
 //! Invariant: the bytes are exactly those of the block encoder (options
 //! `RETURN_NEW_INSTRUCTION_OFFSETS`, 32-bit, one block). [`Assembler::finish`] sizes the
 //! branches by the block encoder's own rules: every branch starts near (`jcc rel32`, 6
@@ -24,11 +18,7 @@
 //! that carries each label, as the block encoder's did, because the emulator's budget is
 //! derived from it ([`crate::abi::CodeShape`]).
 
-use std::cell::RefCell;
-
 use iced_x86::{Encoder, IcedError, Instruction};
-
-use crate::hash::HashMap;
 
 /// A place in the code that branches name; bound to a position by [`Assembler::bind`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -81,43 +71,9 @@ const MAX_INSTRUCTION_LENGTH: i64 = 15;
 /// The block encoder's number of sizing passes.
 const SIZING_PASSES: usize = 5;
 
-/// The bytes `iced-x86`'s encoder gave for one instruction (at most
-/// [`MAX_INSTRUCTION_LENGTH`]).
-#[derive(Clone, Copy)]
-struct Encoded {
-    len: u8,
-    bytes: [u8; MAX_INSTRUCTION_LENGTH as usize],
-}
-
-impl Encoded {
-    fn of(bytes: &[u8]) -> Encoded {
-        let mut e = Encoded { len: bytes.len() as u8, bytes: [0; MAX_INSTRUCTION_LENGTH as usize] };
-        e.bytes[..bytes.len()].copy_from_slice(bytes);
-        e
-    }
-
-    fn bytes(&self) -> &[u8] {
-        &self.bytes[..self.len as usize]
-    }
-}
-
-/// The most encodings a thread keeps (about 64 bytes each with the table's own): a
-/// default program's functions use a few hundred distinct instructions; past the bound
-/// the table starts over, so what a thread keeps is bounded whatever it compiles.
-const ENCODED_MAX: usize = 1 << 14;
-
-thread_local! {
-    /// The encoder's bytes for the instructions this thread encoded, by instruction
-    /// (`Instruction`'s equality compares every field the encoder reads, and ignores only
-    /// its address and length, which these instructions do not have).
-    static ENCODED: RefCell<HashMap<Instruction, Encoded>> = RefCell::new(HashMap::default());
-}
-
 /// The code of one function being assembled at a fixed base address.
 pub struct Assembler {
     encoder: Encoder,
-    /// The bytes of the instructions encoded so far (the [`Piece::Bytes`] in order).
-    bytes: Vec<u8>,
     pieces: Vec<Piece>,
     /// The piece at which each label is bound (`u32::MAX` until bound).
     labels: Vec<u32>,
@@ -140,7 +96,7 @@ impl Assembled {
 
 impl Assembler {
     pub fn new() -> Result<Assembler, IcedError> {
-        Ok(Assembler { encoder: Encoder::try_new(32)?, bytes: Vec::new(), pieces: Vec::new(), labels: Vec::new(), insns: 0 })
+        Ok(Assembler { encoder: Encoder::try_new(32)?, pieces: Vec::new(), labels: Vec::new(), insns: 0 })
     }
 
     /// Instructions emitted so far (each bound label counts one, as the zero-byte
@@ -163,26 +119,9 @@ impl Assembler {
 
     /// Encodes an instruction that names no label (nor any address relative to itself).
     pub fn add(&mut self, i: Instruction) -> Result<(), IcedError> {
-        let len = ENCODED.with(|cache| -> Result<u32, IcedError> {
-            let mut cache = cache.borrow_mut();
-            if let Some(e) = cache.get(&i) {
-                self.bytes.extend_from_slice(e.bytes());
-                return Ok(e.len as u32);
-            }
-            // The address does not matter for these instructions; the block encoder's own
-            // is used for the bytes to be the same in every case.
-            self.encoder.encode(&i, 0)?;
-            let mut out = self.encoder.take_buffer();
-            if cache.len() >= ENCODED_MAX {
-                cache.clear();
-            }
-            cache.insert(i, Encoded::of(&out));
-            self.bytes.extend_from_slice(&out);
-            let len = out.len() as u32;
-            out.clear();
-            self.encoder.set_buffer(out);
-            Ok(len)
-        })?;
+        // The address does not matter for these instructions; the block encoder's own
+        // is used for the bytes to be the same in every case.
+        let len = self.encoder.encode(&i, 0)? as u32;
         match self.pieces.last_mut() {
             Some(Piece::Bytes { len: run }) => *run += len,
             _ => self.pieces.push(Piece::Bytes { len }),
@@ -266,12 +205,12 @@ impl Assembler {
     }
 
     /// The code at `base`: every label bound, every branch written.
-    pub fn finish(self, base: u32) -> Assembled {
+    pub fn finish(mut self, base: u32) -> Assembled {
         for l in &self.labels {
             assert!(*l != u32::MAX, "a label used but never bound");
         }
         let (sizing, at) = self.size_branches();
-        let encoded = &self.bytes;
+        let encoded = self.encoder.take_buffer();
         let mut bytes = Vec::with_capacity(encoded.len() + 6 * self.pieces.len());
         let mut from = 0usize;
         for (k, p) in self.pieces.iter().enumerate() {
