@@ -505,11 +505,20 @@ fn wild_jumps_and_bad_accesses_are_faults_with_disassembly() {
     });
     assert_eq!(fault(run(&mut emu, &write_code, &f, &inp)).0, FaultKind::WriteProtected);
 
-    let into_heap = asm(|a| {
-        a.mov(eax, HEAP_BASE)?;
-        a.jmp(eax)
-    });
-    assert_eq!(fault(run(&mut emu, &into_heap, &f, &inp)).0, FaultKind::FetchProtected);
+    // A jump into each region a program reads and writes, at its start and inside it:
+    // a protection fault at the jump's target, traced back to the jump. The regions'
+    // pages are written first, so that a store before the jump has made them known.
+    for target in [HEAP_BASE, HEAP_BASE + 0x10, CALLFRAME_BASE + 8, STACK_BASE + STACK_SIZE - 0x100, STACK_BASE + STACK_SIZE - 0x3ff0] {
+        let into_data = asm(|a| {
+            a.mov(dword_ptr(HEAP_BASE + 4), 7)?;
+            a.mov(dword_ptr(esp - 4), 7)?;
+            a.mov(eax, target)?;
+            a.jmp(eax)
+        });
+        let (kind, pc, address, dis) = fault(run(&mut emu, &into_data, &f, &inp));
+        assert_eq!((kind, pc, address), (FaultKind::FetchProtected, target, None), "{target:#x}");
+        assert!(dis.lines().any(|l| l.trim_start().starts_with("->") && l.contains("jmp eax")), "{dis}");
+    }
 
     let ud2 = asm(|a| a.ud2());
     assert_eq!(fault(run(&mut emu, &ud2, &f, &inp)).0, FaultKind::InvalidOpcode);

@@ -88,13 +88,14 @@ fn check_decoded(code: &MachineCode, insns: &[Instruction]) -> Result<(), Vec<Un
         }
     }
     let mut errors = vec![];
-    let mut fmt = IntelFormatter::new();
+    // Made only for a finding: a formatter costs more to make than the rest of a check.
+    let mut fmt: Option<IntelFormatter> = None;
     for (k, i) in insns.iter().enumerate() {
         let Some(undefined) = before[k] else { continue };
         let bad = i.rflags_read() & undefined & STATUS;
         if bad != 0 {
             let mut text = String::new();
-            fmt.format(i, &mut text);
+            fmt.get_or_insert_with(IntelFormatter::new).format(i, &mut text);
             errors.push(UndefinedFlag { address: i.ip(), instruction: text, flags: bad });
         }
     }

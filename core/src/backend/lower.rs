@@ -47,8 +47,10 @@ pub struct LowerStats {
 /// Lowers `f` in place.
 pub fn lower(f: &mut LirFunction) -> LowerStats {
     let mut stats = LowerStats::default();
-    // Per block: the nodes an address mode absorbed, and the nodes some node uses.
+    // Per block: the nodes an address mode absorbed, the nodes some node uses, and each
+    // live node's position in the block's live list.
     let (mut dropped, mut used) = (BlockNodeSet::with_nodes(f.nodes.len()), BlockNodeSet::with_nodes(f.nodes.len()));
+    let mut positions: BlockNodeMap<u32> = BlockNodeMap::with_nodes(f.nodes.len());
     let layout = f.layout.clone();
     for b in layout {
         let mut list = std::mem::take(&mut f.blocks[b].nodes);
@@ -87,8 +89,13 @@ pub fn lower(f: &mut LirFunction) -> LowerStats {
         }
         // Immediates and memory operands.
         let live: Vec<Node> = list.iter().copied().filter(|&n| !dropped.contains(n) && !f.nodes[n].contained).collect();
+        positions.next_block();
+        for (pos, &n) in live.iter().enumerate().rev() {
+            // The first position of each node (a node is in the list once).
+            positions.insert(n, pos as u32);
+        }
         for (pos, &n) in live.iter().enumerate() {
-            contain_operands(f, &live, pos, n, &mut stats);
+            contain_operands(f, &live, &positions, pos, n, &mut stats);
         }
         // Unused constants and reads.
         used.next_block();
@@ -219,13 +226,17 @@ fn accepts(op: &Op, i: usize) -> Accepts {
     }
 }
 
-fn contain_operands(f: &mut LirFunction, live: &[Node], pos: usize, n: Node, stats: &mut LowerStats) {
+/// Contains the arguments of `n`, at position `pos` of the block's `live` nodes, that
+/// its instruction accepts as immediates or memory operands (`positions`: each live
+/// node's position).
+fn contain_operands(f: &mut LirFunction, live: &[Node], positions: &BlockNodeMap<u32>, pos: usize, n: Node, stats: &mut LowerStats) {
     let args = f.nodes[n].args.clone();
+    let position = |m: Node| positions.get(m).map(|&at| at as usize);
     for (i, a) in args.iter().enumerate() {
         let d = &f.nodes[a.node];
         if d.contained {
             if matches!(d.op, Op::Cmp { .. }) {
-                contain_operands(f, live, pos, a.node, stats);
+                contain_operands(f, live, positions, pos, a.node, stats);
             }
             continue;
         }
@@ -236,7 +247,7 @@ fn contain_operands(f: &mut LirFunction, live: &[Node], pos: usize, n: Node, sta
                 stats.immediates += 1;
             }
             Op::Read(v) if matches!(acc, Accepts::Rm | Accepts::ImmRm) => {
-                let Some(def_pos) = live.iter().position(|&m| m == a.node) else { continue };
+                let Some(def_pos) = position(a.node) else { continue };
                 let written = live[def_pos + 1..pos].iter().any(|&m| f.nodes[m].op == Op::Write(v));
                 if !written {
                     f.nodes[a.node].contained = true;
@@ -246,7 +257,7 @@ fn contain_operands(f: &mut LirFunction, live: &[Node], pos: usize, n: Node, sta
             // A callframe read becomes an absolute memory operand when no callframe
             // write of it and no helper call (which may write the callframe) intervenes.
             Op::CfRead { var, offset } if matches!(acc, Accepts::Rm | Accepts::ImmRm) => {
-                let Some(def_pos) = live.iter().position(|&m| m == a.node) else { continue };
+                let Some(def_pos) = position(a.node) else { continue };
                 let written = live[def_pos + 1..pos].iter().any(|&m| {
                     matches!(f.nodes[m].op, Op::Call(_)) || f.nodes[m].op == Op::CfWrite { var, offset }
                 });

@@ -272,6 +272,8 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
     for &b in &f.layout {
         maps.next_block();
         let mut la = LocalAllocator::new(f, &home, &globals, pool, &used, maps, &mut shared);
+        // About one instruction per node: the block's list rarely grows.
+        la.out.reserve(f.blocks[b].nodes.len() + 4);
         // Each node's constraints, made once for the aliases and the allocation.
         cs.clear();
         cs.extend(f.blocks[b].nodes.iter().map(|&n| constraints(f, n)));
@@ -400,25 +402,22 @@ pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
 pub fn global_allocation(f: &LirFunction) -> Vec<(Var, Reg)> {
     let depth = loop_depths(f);
     let mut weight: SecondaryMap<Var, u64> = SecondaryMap::with_capacity(f.vars.len());
-    let (mut all, mut stack) = (vec![], vec![]);
+    weight.resize(f.vars.len());
+    // Every node of the block and every node contained in one, each counted once.
+    let mut stack = vec![];
     for &b in &f.layout {
         let w = 8u64.pow(depth[b].min(6));
-        all.clear();
         for &n in &f.blocks[b].nodes {
-            all.push(n);
             stack.push(n);
             while let Some(m) = stack.pop() {
+                if let Op::Read(v) | Op::Write(v) = f.nodes[m].op {
+                    weight[v] += w;
+                }
                 for a in &f.nodes[m].args {
                     if f.nodes[a.node].contained {
-                        all.push(a.node);
                         stack.push(a.node);
                     }
                 }
-            }
-        }
-        for &n in &all {
-            if let Op::Read(v) | Op::Write(v) = f.nodes[n].op {
-                weight[v] += w;
             }
         }
     }

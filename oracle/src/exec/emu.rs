@@ -36,6 +36,16 @@
 //!   ([`Emulator::run_against`]), a helper call that makes the trace longer than the
 //!   reference's ([`Finding::TraceBeyondReference`]). A run that returns must also leave the callframe page
 //!   outside the variables' slots untouched.
+//! * Every guest store is a plain host store once the page's translation is known, as
+//!   loads always were. Unicorn sends a store down its slow path (a look-up of the
+//!   memory region, twice) while the page's translation may execute code or a memory
+//!   hook covers the page, and on x86 without paging every translation may execute. So
+//!   the translations are this runner's ([`tlb_fill`]: the data regions read and write
+//!   only, everything else as before), and the fault hooks cover every address except
+//!   the data regions that are always mapped (heap, callframe, stack window), where no
+//!   access can be unmapped and none but a fetch can break a protection; a fetch there
+//!   is the same `FetchProtected` at the same address (the first byte of the block, the
+//!   program counter) without the hook ([`install_hooks`]).
 //! * A block hook remembers the last block of the code that ran, so a fault outside the
 //!   code names the instruction that left it. The same hook counts the instruction
 //!   budget by translated blocks (an upper bound of Unicorn's count at every point),
@@ -59,9 +69,11 @@ pub use crate::exec::machine::{
 use crate::exec::outcome::{End, Event, Outcome, Value};
 use crate::exec::runtime::HelperEnv;
 use iced_x86::Mnemonic;
-use tandem_core::abi::{MachineCode, RuntimeHelper, CHECK_TRAP_VECTOR, CODE_BASE, CODE_SIZE_MAX, HELPER_BASE, RETURN_SENTINEL, STACK_BASE};
+use tandem_core::abi::{
+    MachineCode, RuntimeHelper, CHECK_TRAP_VECTOR, CODE_BASE, CODE_SIZE_MAX, HELPER_BASE, RETURN_SENTINEL, STACK_BASE, STACK_SIZE,
+};
 use tandem_core::ir::{Function, TrapKind, Type, CALLFRAME_BASE, CALLFRAME_SLOT, HEAP_BASE, HEAP_SIZE};
-use unicorn_engine::unicorn_const::{uc_ctl, uc_error, Arch, ControlType, HookType, MemType, Mode, Prot};
+use unicorn_engine::unicorn_const::{uc_ctl, uc_error, Arch, ControlType, HookType, MemType, Mode, Prot, TlbEntry, TlbType};
 use unicorn_engine::{Context, RegisterX86, UcHookId, Unicorn};
 
 /// The size of Unicorn's translated-code buffer: a full buffer is flushed and refilled,
@@ -232,6 +244,8 @@ impl Emulator {
         )
         .map_err(uc_err("creating the x86-32 engine"))?;
         set_tcg_buffer_size(&mut uc, bytes)?;
+        uc.ctl_set_tlb_type(TlbType::VIRTUAL).map_err(uc_err("choosing the runner's address translation"))?;
+        uc.add_tlb_hook(1, 0, tlb_fill).map_err(uc_err("hooking address translation"))?;
         map_regions(&mut uc, &code)?;
         let block_hook = install_hooks(&mut uc)?;
         let pristine = uc.context_init().map_err(uc_err("saving the initial CPU state"))?;
@@ -551,8 +565,25 @@ fn map_regions(uc: &mut Uc<'static>, code: &CodeBuffer) -> Result<(), EmuError> 
     uc.mem_write(RETURN_SENTINEL as u64, &vec![INT3; PAGE as usize]).map_err(uc_err("filling the sentinel"))
 }
 
+/// The regions a program reads and writes, always mapped: the heap, the callframe and
+/// the stack window, as `[start, end)` in address order. The stack below the window
+/// (mapped on first touch) is not one of them.
+const DATA_REGIONS: [(u64, u64); 3] = [
+    (HEAP_BASE as u64, HEAP_BASE as u64 + (HEAP_SIZE.div_ceil(PAGE) * PAGE) as u64),
+    (CALLFRAME_BASE as u64, CALLFRAME_BASE as u64 + CALLFRAME_SIZE as u64),
+    (STACK_WINDOW_BASE as u64, STACK_BASE as u64 + STACK_SIZE as u64),
+];
+
 /// Installs the hooks: helper stubs, interrupts, bad memory, and the block hook
 /// ([`add_block_hook`]), whose id is returned.
+///
+/// The bad-memory hook covers every address but the [`DATA_REGIONS`]: Unicorn sends
+/// every store to a page a memory hook covers down its slow path. Inside them no access
+/// is unmapped and none breaks a protection but a fetch, which Unicorn reports without
+/// the hook as the same `FetchProtected`, at the program counter: a block cannot start
+/// outside them and reach into them (each lies between unmapped pages or the stack below
+/// the window), so a fetch there is the first byte of a block, the address the hook
+/// would have named.
 fn install_hooks(uc: &mut Uc<'static>) -> Result<UcHookId, EmuError> {
     uc.add_code_hook(HELPER_BASE as u64, (HELPER_BASE + PAGE - 1) as u64, helper_hook)
         .map_err(uc_err("hooking the helper stubs"))?;
@@ -564,8 +595,26 @@ fn install_hooks(uc: &mut Uc<'static>) -> Result<UcHookId, EmuError> {
         | HookType::MEM_READ_PROT
         | HookType::MEM_WRITE_PROT
         | HookType::MEM_FETCH_PROT;
-    uc.add_mem_hook(bad_mem, 1, 0, bad_memory_hook).map_err(uc_err("hooking memory faults"))?;
+    let mut from = 0u64;
+    for (start, end) in DATA_REGIONS.into_iter().chain([(u64::MAX, u64::MAX)]) {
+        uc.add_mem_hook(bad_mem, from, start - 1, bad_memory_hook).map_err(uc_err("hooking memory faults"))?;
+        from = end;
+    }
     Ok(block_hook)
+}
+
+/// The address translation of a page (Unicorn's TLB fill, the runner's since
+/// [`TlbType::VIRTUAL`]): every address to itself, as the CPU without paging does. A
+/// data access to a [`DATA_REGIONS`] page may read and write; anything else may also
+/// execute, as every translation the CPU makes without paging may. Protections and
+/// unmapped pages are checked by Unicorn from the regions, whatever the translation
+/// allows: the translation only decides whether a store to the page may skip Unicorn's
+/// slow path, which it may once the page is translated without execution and no memory
+/// hook covers it.
+fn tlb_fill(_uc: &mut Uc<'_>, page: u64, access: MemType) -> Option<TlbEntry> {
+    let data = DATA_REGIONS.iter().any(|&(start, end)| (start..end).contains(&page));
+    let perms = if data && access != MemType::FETCH { Prot::READ | Prot::WRITE } else { Prot::ALL };
+    Some(TlbEntry { paddr: page, perms })
 }
 
 /// Adds the hook on every block of the code: it remembers the last block entered, to
