@@ -632,6 +632,11 @@ thread_local! {
     static POSTORDER_STACK: std::cell::Cell<Vec<(Expr, bool)>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
+/// The most entries a kept [`Function::visit_postorder`] stack may have room for (8 bytes
+/// each: 128 KiB), far above a generated tree's depth: what a thread keeps stays bounded,
+/// so a long campaign's resident set does not ratchet up with the deepest tree it met.
+const SPARE_POSTORDER: usize = 1 << 14;
+
 impl Function {
     /// An empty function with one block that returns zero.
     pub fn new(name: &str, ret: Type) -> Function {
@@ -726,7 +731,10 @@ impl Function {
                 work.push((c, leaf));
             }
         }
-        POSTORDER_STACK.with(|s| s.set(work));
+        // A rare deep tree's stack is not kept (see [`SPARE_POSTORDER`]).
+        if work.capacity() <= SPARE_POSTORDER {
+            POSTORDER_STACK.with(|s| s.set(work));
+        }
     }
 
     /// Whether any node of the tree rooted at `e` has a side effect or may trap.

@@ -41,9 +41,17 @@ pub fn check(code: &MachineCode) -> Result<(), Vec<UndefinedFlag>> {
     let mut insns = DECODED.with(|d| d.take());
     decode_into(&code.bytes, &mut insns);
     let result = check_decoded(code, &insns);
-    DECODED.with(|d| d.set(insns));
+    // A rare large program's list is not kept: what a thread keeps stays bounded, so a
+    // long campaign's resident set does not ratchet up with the largest program it met.
+    if insns.capacity() <= SPARE_DECODED {
+        DECODED.with(|d| d.set(insns));
+    }
     result
 }
+
+/// The most instructions a kept list may have room for (40 bytes each: 320 KiB), well
+/// above a default program's.
+const SPARE_DECODED: usize = 1 << 13;
 
 thread_local! {
     /// The instruction list of this thread's last check, reused by the next. A program's
