@@ -26,7 +26,8 @@
 //! of a (function, pass) has [`Options::rlimit`] Z3 resource units ([`Budget`]; the
 //! simulation check may use half, the bounded check gets the rest; both checks also
 //! charge their encoding work to it, [`simulate::NODE_COST`] units per unit of work, and
-//! every solver check costs [`CHECK_COST`] units on top of Z3's count) and a cap on the
+//! every solver check costs [`CHECK_COST`] units on top of Z3's count, which includes what
+//! Z3 counted outside any check since the one before: simplification, substitution) and a cap on the
 //! size of the encoding ([`Options::max_nodes`]), so the same query gets the same answer
 //! on every machine, and the CPU time of an answer follows its budget (measured: at most
 //! about 0.8 µs per unit; the time a validation spends in the solver is in Z3's count,
@@ -115,14 +116,25 @@ impl Unknown {
 
 /// The resource budget of one validation: what is left of [`Options::rlimit`]. Z3 counts
 /// its work in the context's resource counter; each query is given what is left and
-/// charged what it used.
+/// charged what the counter went up by since the last check: the query's work, and the
+/// work Z3 counted between the checks (simplifying goals, the concrete samples'
+/// substitutions, model evaluation), which Z3 counts alike but no check's limit bounds.
 pub struct Budget {
     left: u64,
+    /// The context's resource counter as last charged, shared with the budget's shares.
+    seen: std::rc::Rc<std::cell::Cell<u64>>,
 }
 
 impl Budget {
     pub fn new(opts: &Options) -> Budget {
-        Budget { left: opts.rlimit as u64 }
+        let seen = Self::count(&Solver::new());
+        Budget { left: opts.rlimit as u64, seen: std::rc::Rc::new(std::cell::Cell::new(seen)) }
+    }
+
+    /// A budget of `left` units drawn from this one's (the caller charges this one what
+    /// the share spent), which charges the context's counter from where this one stands.
+    pub fn share(&self, left: u64) -> Budget {
+        Budget { left, seen: self.seen.clone() }
     }
 
     /// What is left.
@@ -154,16 +166,26 @@ impl Budget {
 
     /// [`Budget::check`], giving the query at most `cap` of what is left.
     pub fn check_within(&mut self, s: &Solver, cap: u64) -> SatResult {
-        if self.left == 0 {
+        // Z3 reads an rlimit of 0 as no limit at all.
+        let limit = self.left.min(cap).min(u32::MAX as u64);
+        if limit == 0 {
+            return SatResult::Unknown;
+        }
+        // What Z3 counted since the last check (outside any check's limit) first.
+        let before = Self::count(s);
+        self.left = self.left.saturating_sub(before.saturating_sub(self.seen.get()));
+        self.seen.set(before);
+        let limit = limit.min(self.left);
+        if limit == 0 {
             return SatResult::Unknown;
         }
         let mut p = z3::Params::new();
-        p.set_u32("rlimit", self.left.min(cap).min(u32::MAX as u64) as u32);
+        p.set_u32("rlimit", limit as u32);
         s.set_params(&p);
-        let before = Self::count(s);
         let r = s.check();
-        let used = Self::count(s).saturating_sub(before);
-        self.left = self.left.saturating_sub(used + CHECK_COST);
+        let after = Self::count(s);
+        self.seen.set(after);
+        self.left = self.left.saturating_sub(after.saturating_sub(before) + CHECK_COST);
         r
     }
 }
@@ -315,7 +337,7 @@ fn validate_here(before: &Function, after: &Function, pass: &str, opts: &Options
     // When a block differs on some entry state, or the solver gives up on it, the bounded
     // check looks for a whole run that shows it. The simulation check may use half the
     // budget, so that the bounded check always has the other half.
-    let mut half = Budget { left: budget.left / 2 };
+    let mut half = budget.share(budget.left / 2);
     let start = half.left;
     let proved = simulate::check_simulation(before, after, opts, &mut half) == Ok(true);
     budget.left -= start - half.left;
