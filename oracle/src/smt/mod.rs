@@ -26,7 +26,8 @@
 //! of a (function, pass) has [`Options::rlimit`] Z3 resource units ([`Budget`]; the
 //! simulation check may use half, the bounded check gets the rest; both checks also
 //! charge their encoding work to it, [`simulate::NODE_COST`] units per unit of work, and
-//! every solver check costs [`CHECK_COST`] units on top of Z3's count) and a cap on the
+//! every solver check costs [`CHECK_COST`] units on top of Z3's count, which includes what
+//! Z3 counted outside any check since the one before: simplification, substitution) and a cap on the
 //! size of the encoding ([`Options::max_nodes`]), so the same query gets the same answer
 //! on every machine, and the CPU time of an answer follows its budget (measured: at most
 //! about 0.8 µs per unit; the time a validation spends in the solver is in Z3's count,
@@ -115,14 +116,25 @@ impl Unknown {
 
 /// The resource budget of one validation: what is left of [`Options::rlimit`]. Z3 counts
 /// its work in the context's resource counter; each query is given what is left and
-/// charged what it used.
+/// charged what the counter went up by since the last check: the query's work, and the
+/// work Z3 counted between the checks (simplifying goals, the concrete samples'
+/// substitutions, model evaluation), which Z3 counts alike but no check's limit bounds.
 pub struct Budget {
     left: u64,
+    /// The context's resource counter as last charged, shared with the budget's shares.
+    seen: std::rc::Rc<std::cell::Cell<u64>>,
 }
 
 impl Budget {
     pub fn new(opts: &Options) -> Budget {
-        Budget { left: opts.rlimit as u64 }
+        let seen = Self::count(&Solver::new());
+        Budget { left: opts.rlimit as u64, seen: std::rc::Rc::new(std::cell::Cell::new(seen)) }
+    }
+
+    /// A budget of `left` units drawn from this one's (the caller charges this one what
+    /// the share spent), which charges the context's counter from where this one stands.
+    pub fn share(&self, left: u64) -> Budget {
+        Budget { left, seen: self.seen.clone() }
     }
 
     /// What is left.
@@ -154,16 +166,26 @@ impl Budget {
 
     /// [`Budget::check`], giving the query at most `cap` of what is left.
     pub fn check_within(&mut self, s: &Solver, cap: u64) -> SatResult {
-        if self.left == 0 {
+        // Z3 reads an rlimit of 0 as no limit at all.
+        let limit = self.left.min(cap).min(u32::MAX as u64);
+        if limit == 0 {
+            return SatResult::Unknown;
+        }
+        // What Z3 counted since the last check (outside any check's limit) first.
+        let before = Self::count(s);
+        self.left = self.left.saturating_sub(before.saturating_sub(self.seen.get()));
+        self.seen.set(before);
+        let limit = limit.min(self.left);
+        if limit == 0 {
             return SatResult::Unknown;
         }
         let mut p = z3::Params::new();
-        p.set_u32("rlimit", self.left.min(cap).min(u32::MAX as u64) as u32);
+        p.set_u32("rlimit", limit as u32);
         s.set_params(&p);
-        let before = Self::count(s);
         let r = s.check();
-        let used = Self::count(s).saturating_sub(before);
-        self.left = self.left.saturating_sub(used + CHECK_COST);
+        let after = Self::count(s);
+        self.seen.set(after);
+        self.left = self.left.saturating_sub(after.saturating_sub(before) + CHECK_COST);
         r
     }
 }
@@ -294,7 +316,19 @@ fn too_large(f: &Function) -> bool {
 
 /// Validates one pass: `before` and `after` are the function as the pass found and left
 /// it. `pass` only names it in messages.
+///
+/// In a Z3 context of its own ([`in_context`]), so that the answer depends on the two
+/// functions and the options alone, never on what was validated before in the same
+/// process: in a shared context, the names of fresh symbols (`v!1234`, which the concrete
+/// samples order by name) and the ids of terms (by which Z3's simplifier orders operands)
+/// depended on the terms earlier passes had built, and default seed 36's memopt answered
+/// `proved (bound 2)` after the earlier passes' validations and `proved` alone.
 pub fn validate(before: &Function, after: &Function, pass: &str, opts: &Options) -> Answer {
+    in_context(|| validate_here(before, after, pass, opts))
+}
+
+/// [`validate`] in the current Z3 context.
+fn validate_here(before: &Function, after: &Function, pass: &str, opts: &Options) -> Answer {
     let _ = pass;
     if too_large(before) || too_large(after) {
         return Answer::Unknown(Unknown::TooLarge);
@@ -303,7 +337,7 @@ pub fn validate(before: &Function, after: &Function, pass: &str, opts: &Options)
     // When a block differs on some entry state, or the solver gives up on it, the bounded
     // check looks for a whole run that shows it. The simulation check may use half the
     // budget, so that the bounded check always has the other half.
-    let mut half = Budget { left: budget.left / 2 };
+    let mut half = budget.share(budget.left / 2);
     let start = half.left;
     let proved = simulate::check_simulation(before, after, opts, &mut half) == Ok(true);
     budget.left -= start - half.left;
@@ -344,13 +378,22 @@ pub fn validate_some_passes(f: &Function, pipeline: &Pipeline, opts: &Options, o
 /// to the system (see [`validate_pipeline`]). A panic inside is carried out of the context
 /// and resumed, so the thread's default context is restored either way.
 pub fn in_fresh_context<T: Send + Sync>(work: impl Fn() -> T + Send + Sync) -> T {
-    let run = || std::panic::catch_unwind(std::panic::AssertUnwindSafe(&work)).map_err(std::sync::Mutex::new);
-    let result = z3::with_z3_config(&z3::Config::new(), run);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| in_context(&work)));
     // A big function's queries take a hundred megabytes for a moment; glibc keeps freed
     // memory in its heaps, so without this a long campaign's resident set would climb to
     // the largest query it ever ran and stay there (issue 23).
     crate::measure::memory::release_free();
     match result {
+        Ok(answer) => answer,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// Runs `work` in a new Z3 context, dropped at the end; the thread's context before it is
+/// restored, also when `work` panics (the panic is resumed after).
+pub fn in_context<T: Send + Sync>(work: impl Fn() -> T + Send + Sync) -> T {
+    let run = || std::panic::catch_unwind(std::panic::AssertUnwindSafe(&work)).map_err(std::sync::Mutex::new);
+    match z3::with_z3_config(&z3::Config::new(), run) {
         Ok(answer) => answer,
         Err(panic) => std::panic::resume_unwind(panic.into_inner().unwrap_or_else(|e| e.into_inner())),
     }
