@@ -782,6 +782,52 @@ fn translation_buffer_flushes_keep_runs_right() {
 }
 
 #[test]
+fn after_a_large_program_a_fresh_instance_runs_the_next_ones_afresh() {
+    let (f, mut emu, inp) = ret0();
+    // A program longer than the bound (padded after its `ret`) that leaves garbage on
+    // the stack and the heap.
+    let mut large = asm(|a| {
+        a.mov(dword_ptr(esp - 64), 0x1111_1111)?;
+        a.mov(dword_ptr(HEAP_BASE), 0x2222_2222)?;
+        a.mov(eax, 7)?;
+        a.ret()
+    });
+    large.bytes.resize(emu::RENEW_AFTER_CODE_BYTES as usize + 1, 0x90);
+    let read_heap = asm(|a| {
+        a.mov(eax, dword_ptr(HEAP_BASE))?;
+        a.ret()
+    });
+    let read_stack = asm(|a| {
+        a.mov(eax, dword_ptr(esp - 64))?;
+        a.ret()
+    });
+    // Where the large program had its padding.
+    let old_code = asm(|a| {
+        a.mov(eax, CODE_BASE + 40_000)?;
+        a.jmp(eax)
+    });
+    let poison = u32::from_le_bytes([emu::STACK_POISON; 4]) as i32;
+    for round in 0..2 {
+        assert_eq!(run(&mut emu, &large, &f, &inp).unwrap().end, End::Return(Value::I32(7)));
+        // The same program again is not new: the instance is kept.
+        assert_eq!(run(&mut emu, &large, &f, &inp).unwrap().end, End::Return(Value::I32(7)));
+        assert_eq!(emu.renewals(), round);
+        assert_eq!(run(&mut emu, &read_heap, &f, &inp).unwrap().end, End::Return(Value::I32(0)));
+        assert_eq!(emu.renewals(), round + 1);
+        assert_eq!(run(&mut emu, &read_stack, &f, &inp).unwrap().end, End::Return(Value::I32(poison)));
+        assert_eq!(fault(run(&mut emu, &old_code, &f, &inp)).0, FaultKind::OutsideCode);
+        assert_eq!(emu.renewals(), round + 1);
+    }
+    assert_eq!(emu.runs(), 10);
+    // A stepping instance is replaced by a stepping one.
+    let mut stepping = Emulator::stepping().unwrap();
+    run(&mut stepping, &large, &f, &inp).unwrap();
+    assert_eq!(run(&mut stepping, &read_heap, &f, &inp).unwrap().end, End::Return(Value::I32(0)));
+    assert_eq!(stepping.renewals(), 1);
+    assert_eq!(stepping.take_steps().len(), 2);
+}
+
+#[test]
 fn the_worker_emulator_is_created_once_per_thread() {
     let f = func(RET0);
     let code = asm(|a| {

@@ -292,8 +292,12 @@ thread_local! {
 
 /// Arenas a thread keeps for reuse: rationalization's and decomposition's.
 const SPARE_ARENAS: usize = 2;
-/// The most nodes an arena kept for reuse held (72 bytes a node: about 2.4 MB).
-const SPARE_ARENA_NODES: usize = 1 << 15;
+/// The most nodes an arena kept for reuse held (72 bytes a node: 576 KiB; about one
+/// function in 200 of the `mix` profile has more). A kept arena's resident pages are
+/// those its largest function wrote, so this bound is also what a thread's arenas
+/// grow to, and they reach it within a campaign's first minute: with a bound as rare as
+/// the largest functions, they crept up for the whole hour as larger ones came (issue 23).
+const SPARE_ARENA_NODES: usize = 1 << 13;
 
 /// An empty node arena: one this thread recycled when there is one, else a new one.
 pub fn node_arena() -> PrimaryMap<Node, NodeData> {

@@ -207,7 +207,24 @@ pub struct Emulator {
     /// The block hook ([`add_block_hook`]), replaced whenever new code is loaded.
     block_hook: UcHookId,
     runs: u64,
+    /// The size of the translated-code buffer it was created with.
+    tcg_bytes: u32,
+    /// Whether it records the registers before every instruction ([`Emulator::stepping`]).
+    stepping: bool,
+    /// How many times the Unicorn instance was replaced ([`RENEW_AFTER_CODE_BYTES`]).
+    renewals: u64,
 }
+
+/// Code longer than this (about one program in 500 of the `mix` profile) is run, and
+/// the instance is then replaced by a fresh one before the next program is loaded.
+/// What an instance keeps between programs grows with the largest program it has run
+/// and is never given back: Unicorn's own tables (translation-block hash table, TLB,
+/// page descriptors), the translation buffer's resident pages, the runner's code copy
+/// and budget index. A long campaign kept meeting larger rare programs, so a worker's
+/// resident set crept up for the whole hour (issue 23); a fresh instance after each of
+/// them holds only what the common programs need, which the first minute already
+/// reaches. A fresh instance costs about as much as a few runs.
+pub const RENEW_AFTER_CODE_BYTES: u32 = 1 << 16;
 
 fn page_round(n: u32) -> u32 {
     n.div_ceil(PAGE) * PAGE
@@ -258,6 +275,9 @@ impl Emulator {
             pristine,
             block_hook,
             runs: 0,
+            tcg_bytes: bytes,
+            stepping: false,
+            renewals: 0,
         })
     }
 
@@ -265,7 +285,13 @@ impl Emulator {
     /// (slow: for the instruction trace of an emulator infidelity, never for campaigns).
     pub fn stepping() -> Result<Emulator, EmuError> {
         let mut emu = Emulator::new()?;
-        emu.uc
+        emu.add_step_hook()?;
+        Ok(emu)
+    }
+
+    fn add_step_hook(&mut self) -> Result<(), EmuError> {
+        self.stepping = true;
+        self.uc
             .add_code_hook(CODE_BASE as u64, (CODE_BASE + CODE_SIZE_MAX - 1) as u64, |uc: &mut Uc<'_>, addr: u64, _size: u32| {
                 if uc.get_data().steps.len() < STEP_LIMIT {
                     let r = Registers { eip: addr as u32, ..registers_of(uc) };
@@ -273,7 +299,19 @@ impl Emulator {
                 }
             })
             .map_err(uc_err("hooking every instruction"))?;
-        Ok(emu)
+        Ok(())
+    }
+
+    /// Replaces the instance by a fresh one of the same kind ([`RENEW_AFTER_CODE_BYTES`]).
+    fn renew(&mut self) -> Result<(), EmuError> {
+        let mut fresh = Emulator::with_translation_buffer(self.tcg_bytes)?;
+        if self.stepping {
+            fresh.add_step_hook()?;
+        }
+        fresh.runs = self.runs;
+        fresh.renewals = self.renewals + 1;
+        *self = fresh;
+        Ok(())
     }
 
     /// The registers recorded before each instruction of the last run of a stepping
@@ -285,6 +323,12 @@ impl Emulator {
     /// How many runs this instance has executed.
     pub fn runs(&self) -> u64 {
         self.runs
+    }
+
+    /// How many times its Unicorn instance was replaced by a fresh one after a large
+    /// program ([`RENEW_AFTER_CODE_BYTES`]).
+    pub fn renewals(&self) -> u64 {
+        self.renewals
     }
 
     /// Runs `code` as the compilation of `f` on `input`, with a budget of
@@ -439,6 +483,9 @@ impl Emulator {
             // The same program again (another input): its translated blocks stay valid,
             // since the code region is read-only to the program.
             return Ok(());
+        }
+        if self.code_high_water > RENEW_AFTER_CODE_BYTES {
+            self.renew()?;
         }
         let len = bytes.len() as u32;
         // The code region is read-only to the program, so it is written through its host
