@@ -723,7 +723,7 @@ impl<'a> Frg<'a> {
     /// FRG"): temporaries for saves, insertions and Φs, then the phis and the reloads.
     fn code_motion(&mut self, f: &mut Function, round: usize, temps: &mut Vec<(String, usize)>, stats: &mut Stats) {
         let partial = self.partial();
-        let base = super::temp_name(temps.len());
+        let base = format!("pre{}", temps.len() + 1);
         temps.push((base.clone(), round));
         let ty = f.expr_type(self.e.occs[0].node).expect("a candidate yields a value");
         let mut t = Temps { namer: None, base, ty, of: HashMap::default() };

@@ -80,32 +80,18 @@ pub fn run(f: &mut Function) -> Stats {
     // block (the edges that need it were split above), so the CFG analyses of the first
     // round hold for every round.
     let mut analyses = None;
-    // What the last round rewrote (see [`LastRound`]).
-    let mut last = LastRound::default();
     for round in 0..MAX_ROUNDS {
-        // A round without a candidate changes nothing (the last round, usually): known
-        // without the scan when nothing the last round rewrote can be one.
-        if round > 0 && !last.may_have_candidates(f, &temps, round) {
-            debug_assert!(Initialization::scan(f, &mut analyses, &temps, round).is_none(), "a round-{round} candidate");
-            break;
-        }
+        // A round without a candidate changes nothing (the last round, usually).
         let Some(init) = Initialization::scan(f, &mut analyses, &temps, round) else { break };
         let an = analyses.as_ref().expect("computed by the scan");
         let mut changed = false;
-        last = LastRound { locals_before: f.locals.len(), parents: vec![] };
         for k in 0..init.worklist.len() {
             // After the first round only expressions over the last round's temporaries
             // are new; the others were done.
             if round > 0 && !init.worklist[k].fresh {
                 continue;
             }
-            if frg::run_expression(f, an, &init, k, round, &mut temps, &mut stats) {
-                changed = true;
-                last.parents.extend(init.worklist[k].occs.iter().filter_map(|o| match o.parent {
-                    Parent::Node(p) => Some(p),
-                    Parent::Stmt(_) | Parent::Term(_) => None,
-                }));
-            }
+            changed |= frg::run_expression(f, an, &init, k, round, &mut temps, &mut stats);
         }
         if !changed {
             break;
@@ -114,58 +100,6 @@ pub fn run(f: &mut Function) -> Stats {
     let kept = split::unsplit_unused(f, &made);
     stats.add("edges_split", kept as u64);
     stats
-}
-
-/// The original of the `i`-th temporary the pass makes (`temps[i]` in [`run`]).
-pub(crate) fn temp_name(i: usize) -> String {
-    format!("pre{}", i + 1)
-}
-
-/// The index `i` of a name of the form [`temp_name`]`(i)` (other names may give an index
-/// too: the caller compares the name).
-fn temp_index(base: &str) -> Option<usize> {
-    base.strip_prefix("pre").and_then(|n| n.parse::<usize>().ok()).and_then(|n| n.checked_sub(1))
-}
-
-/// What a round rewrote, for the next round's question whether it has a candidate at all
-/// (a candidate of round `r > 0` reads a temporary of round `r - 1`). The round's
-/// temporaries are the locals it added (only [`frg`]'s temporaries add locals), and a
-/// tree reads one only where CodeMotion put the read: a save (`%h` or `comma(%h = e, %h)`)
-/// or a reload in place of an occurrence of an expression the round changed, under the
-/// occurrence's parent, which is in `parents` when it is a node. An insertion reads the
-/// versions of the round's start, and a phi is no tree. So the round has no successor
-/// with a candidate when none of those parents is one, unless a local the round did not
-/// add is named after one of its temporaries (the scan counts it as a temporary too:
-/// `is_temp` goes by name).
-#[derive(Default)]
-struct LastRound {
-    /// How many locals the function had when the round started.
-    locals_before: usize,
-    /// The parent nodes of the occurrences of the expressions the round changed.
-    parents: Vec<Expr>,
-}
-
-impl LastRound {
-    /// Whether round `round` may have a candidate: false only when the scan would find
-    /// none. `temps` are the temporaries' originals with the round that made each.
-    fn may_have_candidates(&self, f: &Function, temps: &[(String, usize)], round: usize) -> bool {
-        // Looked up where its name says, not searched for.
-        let made_last = |base: &str| temp_index(base).and_then(|i| temps.get(i)).is_some_and(|(t, r)| t == base && *r == round - 1);
-        // Every local named after a temporary of the last round is one it added.
-        let named = f.locals.values().filter(|d| made_last(original_name(&d.name))).count();
-        if named != f.locals.len() - self.locals_before {
-            return true;
-        }
-        // The scan's test for a candidate of a later round, on each parent.
-        self.parents.iter().any(|&p| {
-            op_kind(&f.exprs[p]).is_some() && {
-                let versions: Option<Versions> = f.exprs[p].operands().iter().map(|&o| leaf(f, o)).collect();
-                versions.is_some_and(|vs| {
-                    vs.iter().any(|v| matches!(*v, Val::Var(l) if made_last(original_name(&f.locals[l].name))))
-                })
-            }
-        })
-    }
 }
 
 /// The operator of a candidate expression.
