@@ -317,7 +317,8 @@ fn verify_function_into(
         return;
     }
     cx.reachability();
-    let preds = f.predecessors();
+    // Only phis read the predecessors, and a function in HIR form has none.
+    let preds = if f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty()) { f.predecessors() } else { SecondaryMap::new() };
     let mut seen: SecondaryMap<Expr, bool> = SecondaryMap::with_capacity(f.exprs.len());
     // The depth check's stack, reused from statement to statement.
     let mut work = vec![];

@@ -364,6 +364,13 @@ pub fn constraints(f: &LirFunction, n: Node) -> Constraints {
     Constraints { operands, read_only, clobbers, results }
 }
 
+/// What the instruction of lowered node `n` overwrites: the registers it clobbers and
+/// where its results go, as in its [`constraints`] but without the operand list, which
+/// the allocation checker does not need (it replays the operands the allocator chose).
+pub fn kills(f: &LirFunction, n: Node) -> (RegSet, SmallVec<[ResultReg; 2]>) {
+    fixed_registers(f, n, &mut [])
+}
+
 /// What the instruction of `n` fixes: the masks of its first register operands (in
 /// argument order, set in `operands`; the rest take any register), the registers it
 /// clobbers, and where its results are.

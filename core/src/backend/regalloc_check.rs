@@ -16,7 +16,7 @@ use crate::hash::HashMap;
 use std::fmt;
 
 use super::lir::*;
-use super::lower::{constraints, ResultReg};
+use super::lower::{kills, ResultReg};
 use super::regalloc::{Allocation, Base, MInst, Mem, Operand, OUT_ARG_BYTES};
 use super::x86::{Reg, RegSet};
 use crate::ir::Block;
@@ -235,9 +235,9 @@ impl<'a> Replay<'a> {
                 self.found.push(AllocErrorKind::OperandNotInRegister { operand: *u, reg: *r, holds });
             }
         }
-        let c = constraints(f, n);
-        let mut killed = c.clobbers;
-        for rr in &c.results {
+        let (clobbers, fixed) = kills(f, n);
+        let mut killed = clobbers;
+        for rr in &fixed {
             if let ResultReg::Fixed(r) = rr {
                 killed = killed.with(*r);
             }

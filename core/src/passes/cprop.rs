@@ -18,7 +18,7 @@
 
 use super::fold::fold_node;
 use super::tree_mover::TreeMover;
-use super::util::{postorder, remove_unused_locals};
+use super::util::{postorder_into, remove_unused_locals};
 use super::Stats;
 use crate::ir::{Block, ExprData, Function, Local, Type};
 use crate::hash::HashMap;
@@ -34,8 +34,10 @@ enum Avail {
 pub fn run(f: &mut Function) -> Stats {
     let mut stats = Stats::default();
     let mut tm = TreeMover::new(f.locals.len());
+    // The nodes of the tree being propagated, in order: one list for every tree.
+    let mut order = vec![];
     for b in f.layout.clone() {
-        cprop_block(f, b, &mut tm, &mut stats);
+        cprop_block(f, b, &mut tm, &mut stats, &mut order);
     }
     let deleted = tm.resolve(f, &mut stats);
     for b in f.layout.clone() {
@@ -78,7 +80,7 @@ impl Acp {
     }
 }
 
-fn cprop_block(f: &mut Function, b: Block, tm: &mut TreeMover, stats: &mut Stats) {
+fn cprop_block(f: &mut Function, b: Block, tm: &mut TreeMover, stats: &mut Stats, order: &mut Vec<crate::ir::Expr>) {
     let mut acp = Acp::default();
     let stmts = f.blocks[b].stmts.clone();
     let mut kept = vec![];
@@ -92,12 +94,12 @@ fn cprop_block(f: &mut Function, b: Block, tm: &mut TreeMover, stats: &mut Stats
                 }
             }
         }
-        cprop_tree(f, b, s, &mut acp, tm, stats, true);
+        cprop_tree(f, b, s, &mut acp, tm, stats, true, order);
         kept.push(s);
     }
     f.blocks[b].stmts = kept;
     if let Some(t) = f.blocks[b].term.expr() {
-        cprop_tree(f, b, t, &mut acp, tm, stats, false);
+        cprop_tree(f, b, t, &mut acp, tm, stats, false, order);
     }
     tm.end_block();
 }
@@ -110,8 +112,10 @@ fn cprop_tree(
     tm: &mut TreeMover,
     stats: &mut Stats,
     is_stmt: bool,
+    order: &mut Vec<crate::ir::Expr>,
 ) {
-    for n in postorder(f, root) {
+    postorder_into(f, root, order);
+    for &n in order.iter() {
         // Matched by copies of its fields (a clone of the node copied a call's arguments).
         match f.exprs[n] {
             ExprData::Local(l) => match acp.get(&l) {
@@ -143,9 +147,14 @@ fn cprop_tree(
                         }
                     }
                     _ => {
-                        let mut reads_x = false;
-                        f.visit_postorder(value, &mut |e| reads_x |= f.exprs[e] == ExprData::Local(x));
-                        if !reads_x && !f.tree_has_side_effect(value) {
+                        // One walk for both questions (the tree's nodes were all
+                        // propagated above: they are what a second walk would see).
+                        let (mut reads_x, mut effect) = (false, false);
+                        f.visit_postorder(value, &mut |e| {
+                            reads_x |= f.exprs[e] == ExprData::Local(x);
+                            effect |= f.exprs[e].has_side_effect();
+                        });
+                        if !reads_x && !effect {
                             tm.tree_def(f, b, x, n, value);
                         }
                     }

@@ -75,8 +75,15 @@ impl LocalSet {
 /// The nodes of the tree at `e` in evaluation (post-) order.
 pub fn postorder(f: &Function, e: Expr) -> Vec<Expr> {
     let mut out = vec![];
-    f.visit_postorder(e, &mut |n| out.push(n));
+    postorder_into(f, e, &mut out);
     out
+}
+
+/// [`postorder`] into `out` (cleared first), for a caller that reuses one list from tree
+/// to tree.
+pub fn postorder_into(f: &Function, e: Expr, out: &mut Vec<Expr>) {
+    out.clear();
+    f.visit_postorder(e, &mut |n| out.push(n));
 }
 
 /// Removes the locals that are neither parameters nor mentioned by any statement,

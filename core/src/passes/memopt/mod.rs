@@ -41,7 +41,7 @@ pub mod events;
 pub mod live;
 pub mod motion;
 
-use super::util::{postorder, remove_unused_locals, Namer};
+use super::util::{remove_unused_locals, Namer};
 use super::{Analyses, Stats};
 use crate::ir::{Block, ConvOp, Expr, ExprData, Function, Local, Type};
 use avail::{Action, Availability, Materializer, Origin, Slot, Val};
@@ -349,11 +349,11 @@ fn dead_loads(f: &mut Function, cx: &Ctx, stats: &mut Stats) {
         }
     }
     for r in f.roots() {
-        for n in postorder(f, r) {
+        f.visit_postorder(r, &mut |n| {
             if let ExprData::Local(l) = f.exprs[n] {
                 *uses.entry(l).or_default() += 1;
             }
-        }
+        });
     }
     for b in f.layout.clone() {
         let stmts = std::mem::take(&mut f.blocks[b].stmts);

@@ -1114,7 +1114,11 @@ fn root_of(f: &Function, init: &Initialization, n: Expr) -> (Block, Expr) {
         }
     };
     let roots: Vec<Expr> = f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()).collect();
-    let holds = |r: Expr| crate::passes::util::postorder(f, r).contains(&n);
+    let holds = |r: Expr| {
+        let mut found = false;
+        f.visit_postorder(r, &mut |m| found |= m == n);
+        found
+    };
     if roots.contains(&m) && holds(m) {
         return (b, m);
     }
