@@ -48,7 +48,9 @@
 //! first by congruence ([`congruent`]: where the two values are the same operators down to
 //! a few differing subterms, only those are compared, so that a pass that changed one
 //! operand deep inside a 64-bit division does not make the solver bit-blast the
-//! division), then whole; a model that breaks it splits the successor's classes by the model's values, and the
+//! division; each goal on its own, so a heap goal or one whose operators differ at the
+//! top leaves the others to it), the rest whole, one edge's queries within
+//! [`EDGE_CAPS`] query shares over all its rounds; a model that breaks it splits the successor's classes by the model's values, and the
 //! successor is encoded again from its weaker relation. Splitting only weakens the
 //! relation, so the other edges into that block need no new look; when no edge breaks
 //! its successor's relation, it is inductive. The entry block starts from the real
@@ -1364,6 +1366,8 @@ fn refine_edge(p: &Pair, edge: &Edge, class: &mut [usize], limit: usize, rng: &m
     // The pairs of values the solver showed equal on this edge: the step's entry relation
     // does not change while its successor's classes split, so they stay shown.
     let mut shown: Vec<(Val, Val)> = vec![];
+    // What the edge's queries may still take, over all its rounds.
+    let mut edge_left = edge.query_cap * EDGE_CAPS;
     loop {
         let (mut goals, dropped) = edge_goals(p, class, edge, limit, &mut meter.work);
         goals.retain(|(_, _, a, b)| !shown.iter().any(|(x, y)| x.same_term(a) && y.same_term(b)));
@@ -1387,7 +1391,7 @@ fn refine_edge(p: &Pair, edge: &Edge, class: &mut [usize], limit: usize, rng: &m
             changed = true;
             continue;
         }
-        if !query_split(p, class, &goals, edge, limit, &mut shown, budget)? {
+        if !query_split(p, class, &goals, edge, limit, &mut shown, &mut edge_left, budget)? {
             return Ok(changed);
         }
         changed = true;
@@ -1430,19 +1434,41 @@ fn edge_goals(p: &Pair, class: &[usize], edge: &Edge, limit: usize, work: &mut u
 }
 
 /// Asks the solver whether the goals hold after the step under the relation; returns
-/// whether a class split (false: they hold).
+/// whether a class split (false: they hold). Once the edge's queries have taken
+/// `edge_left` (all its rounds together), the goals left are not asked: their members
+/// leave their classes.
 ///
 /// Only the relation is assumed, not that the edge is taken or the source valid: a model
 /// may then split a class that the edge's condition would keep, which only weakens the
 /// relation (it never makes a proof wrong), and the query stays as small as the values
 /// it compares.
-fn query_split(p: &Pair, class: &mut [usize], goals: &[Goal], edge: &Edge, limit: usize, shown: &mut Vec<(Val, Val)>, budget: &mut Budget) -> Result<bool, Unknown> {
-    if congruent(edge, goals, budget) {
-        return Ok(false);
+#[allow(clippy::too_many_arguments)]
+fn query_split(p: &Pair, class: &mut [usize], goals: &[Goal], edge: &Edge, limit: usize, shown: &mut Vec<(Val, Val)>, edge_left: &mut u64, budget: &mut Budget) -> Result<bool, Unknown> {
+    if *edge_left == 0 {
+        split_goals(class, goals);
+        return Ok(true);
     }
-    let mut spare = edge.query_cap * RETRY_CAPS;
-    query_parts(p, class, goals, edge, limit, false, &mut spare, shown, budget)
+    let start = budget.left();
+    // The goals shown by congruence hold; only the others go to the solver whole.
+    let held = congruent(edge, goals, budget);
+    let rest: Vec<Goal> = goals.iter().enumerate().filter(|(k, _)| !held.contains(k)).map(|(_, g)| g.clone()).collect();
+    shown.extend(held.iter().map(|&k| (goals[k].2.clone(), goals[k].3.clone())));
+    let split = if rest.is_empty() {
+        Ok(false)
+    } else {
+        let mut spare = edge.query_cap * RETRY_CAPS;
+        query_parts(p, class, &rest, edge, limit, false, &mut spare, shown, budget)
+    };
+    *edge_left = edge_left.saturating_sub(start - budget.left());
+    split
 }
+
+/// The queries of one edge may take this many query shares in all, over every round of
+/// its refinement: before, each round (a model's split, or a query out of its share whose
+/// goals then left their classes) started anew with [`RETRY_CAPS`] more, and default seed
+/// 28's memopt spent the whole check's budget on one edge of 18 goals in 6 rounds of
+/// three queries, each out of its share.
+const EDGE_CAPS: u64 = 4;
 
 /// Retries of a query whose share ran out may take this many query shares in all.
 const RETRY_CAPS: u64 = 2;
@@ -1510,30 +1536,42 @@ const CONGRUENT_SHARE: u64 = 16;
 /// Most pairs of differing subterms [`congruent`] compares.
 const MAX_CONGRUENT_PAIRS: usize = 16;
 
-/// Whether every goal holds by congruence: the two values of each goal are the same
+/// The goals that hold by congruence (their indices): the two values of each are the same
 /// operator applied to operands that are the same terms except at a few places, and the
 /// solver shows the differing subterms equal under the relation (sufficient: equal
 /// operands give equal results). Where a pass changed one operand deep inside a large
 /// computation (memopt's `and(%val, 4294967295)` for a load, under 64-bit divisions and
-/// multiplications), this asks about that operand alone, not about the whole computation
-/// the solver would otherwise bit-blast. False when that is not shown (the full query
-/// then decides).
-fn congruent(edge: &Edge, goals: &[Goal], budget: &mut Budget) -> bool {
+/// multiplications; a stored value it now takes from a local, deep in a heap's chain of
+/// stores), this asks about that operand alone, not about the whole computation the
+/// solver would otherwise bit-blast, or the two heaps it would compare cell by cell.
+/// Every goal whose two values share their top operator is a candidate, heaps too, up to
+/// [`MAX_CONGRUENT_PAIRS`] pairs in all; the candidates are shown together or not at all
+/// (the full query then decides them). Before, one goal that was no candidate (a heap,
+/// or operators that differ at the top) sent every goal of the edge to the full query.
+fn congruent(edge: &Edge, goals: &[Goal], budget: &mut Budget) -> Vec<usize> {
+    let dynamic = |v: &Val| match v {
+        Val::Bv(b) => Dynamic::from_ast(b),
+        Val::Heap(h) => Dynamic::from_ast(h),
+    };
     let mut pairs: Vec<(Dynamic, Dynamic)> = vec![];
-    let mut smaller = false;
-    for (_, _, a, b) in goals {
-        let (Val::Bv(a), Val::Bv(b)) = (a, b) else { return false };
-        let a = Dynamic::from_ast(a);
-        let before = pairs.len();
-        if !differing_subterms(&a, &Dynamic::from_ast(b), &mut pairs) {
-            return false;
+    let mut held = vec![];
+    for (k, (_, _, a, b)) in goals.iter().enumerate() {
+        let a = dynamic(a);
+        let mut own = vec![];
+        // A goal whose operators differ at the top is no smaller as a pair: the full
+        // query asks it.
+        if !differing_subterms(&a, &dynamic(b), &mut own) || own.first().is_some_and(|(x, _)| x.ast_eq(&a)) {
+            continue;
         }
-        smaller |= !pairs.get(before).is_some_and(|(x, _)| x.ast_eq(&a));
+        if pairs.len() + own.len() > MAX_CONGRUENT_PAIRS {
+            continue;
+        }
+        pairs.extend(own);
+        held.push(k);
     }
-    // Goals whose operators all differ at the top are no smaller as pairs: the full query
-    // asks them.
-    if !smaller {
-        return false;
+    if pairs.is_empty() {
+        // No candidate, or candidates equal as terms below the top.
+        return held;
     }
     let refs: Vec<Bool> = pairs.iter().map(|(x, y)| x.eq(y).not()).collect();
     let s = super::solver();
@@ -1541,7 +1579,11 @@ fn congruent(edge: &Edge, goals: &[Goal], budget: &mut Budget) -> bool {
         s.assert(a);
     }
     s.assert(Bool::or(&refs));
-    budget.check_within(&s, edge.query_cap / CONGRUENT_SHARE) == SatResult::Unsat
+    if budget.check_within(&s, edge.query_cap / CONGRUENT_SHARE) == SatResult::Unsat {
+        held
+    } else {
+        vec![]
+    }
 }
 
 /// Adds to `out` the pairs of subterms where `a` and `b` differ below the operators they
@@ -1550,8 +1592,10 @@ fn congruent(edge: &Edge, goals: &[Goal], budget: &mut Budget) -> bool {
 /// [`MAX_CONGRUENT_PAIRS`].
 fn differing_subterms(a: &Dynamic, b: &Dynamic, out: &mut Vec<(Dynamic, Dynamic)>) -> bool {
     let mut stack = vec![(a.clone(), b.clone())];
+    // A pair of subterms shared by several parents is looked at once.
+    let mut seen: HashSet<(Dynamic, Dynamic)> = HashSet::new();
     while let Some((x, y)) = stack.pop() {
-        if x.ast_eq(&y) {
+        if x.ast_eq(&y) || !seen.insert((x.clone(), y.clone())) {
             continue;
         }
         let n = x.num_children();
