@@ -193,10 +193,8 @@ pub struct Emulator {
     uc: Uc<'static>,
     /// The host memory behind the code region.
     code: CodeBuffer,
-    /// The largest code length loaded so far: the part of the code region that must be
+    /// The code bytes currently loaded: also the part of the code region that must be
     /// refilled with `int3` when shorter code is loaded.
-    code_high_water: u32,
-    /// The code bytes currently loaded.
     loaded: Vec<u8>,
     /// The stack window's contents at the start of every run: all poison.
     stack_poison: Vec<u8>,
@@ -269,7 +267,6 @@ impl Emulator {
         Ok(Emulator {
             uc,
             code,
-            code_high_water: 0,
             loaded: vec![],
             stack_poison: vec![STACK_POISON; STACK_WINDOW as usize],
             pristine,
@@ -484,17 +481,17 @@ impl Emulator {
             // since the code region is read-only to the program.
             return Ok(());
         }
-        if self.code_high_water > RENEW_AFTER_CODE_BYTES {
+        if self.loaded.len() > RENEW_AFTER_CODE_BYTES as usize {
             self.renew()?;
         }
-        let len = bytes.len() as u32;
+        let len = bytes.len();
         // The code region is read-only to the program, so it is written through its host
         // memory (`uc.mem_write` would flip its protection twice, which costs more than
         // the rest of a run).
         let mem = self.code.bytes_mut();
-        mem[..len as usize].copy_from_slice(bytes);
-        if self.code_high_water > len {
-            mem[len as usize..self.code_high_water as usize].fill(INT3);
+        mem[..len].copy_from_slice(bytes);
+        if self.loaded.len() > len {
+            mem[len..self.loaded.len()].fill(INT3);
         }
         // Translated blocks of the previous program must not survive the new bytes. The
         // whole translation cache is flushed, not only the code range: dropping a range
@@ -508,7 +505,6 @@ impl Emulator {
         self.uc.remove_hook(self.block_hook).map_err(uc_err("removing the block hook"))?;
         self.block_hook = add_block_hook(&mut self.uc)?;
         self.uc.get_data_mut().budget.index(bytes);
-        self.code_high_water = len;
         self.loaded.clear();
         self.loaded.extend_from_slice(bytes);
         Ok(())
