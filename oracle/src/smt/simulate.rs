@@ -2001,4 +2001,3 @@ mod tests {
         assert_eq!(pairs(&a.bvudiv(&b), &a.bvsdiv(&b)).len(), 1);
     }
 }
-
