@@ -6,6 +6,26 @@ use std::process::ExitCode;
 
 mod cli;
 
+/// Every `mmap64` call of the code linked into the command (Unicorn's, the standard
+/// library's), sent here by the linker (`--wrap=mmap64`, `oracle/build.rs`), so that
+/// Unicorn's translation buffer lies within reach of direct calls to its helpers
+/// (`tandem_oracle::exec::emu::mmap_for_unicorn`).
+///
+/// # Safety
+/// As `mmap64`.
+#[no_mangle]
+pub unsafe extern "C" fn __wrap_mmap64(
+    addr: *mut libc::c_void,
+    len: usize,
+    prot: libc::c_int,
+    flags: libc::c_int,
+    fd: libc::c_int,
+    offset: libc::off_t,
+) -> *mut libc::c_void {
+    // SAFETY: the caller's own request, passed on.
+    unsafe { tandem_oracle::exec::emu::mmap_for_unicorn(addr, len, prot, flags, fd, offset) }
+}
+
 #[derive(Parser)]
 #[command(name = "tandem", version, about = "Differential testing harness for the Tandem x86-32 compiler")]
 struct Cli {

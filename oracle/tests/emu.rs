@@ -849,3 +849,59 @@ fn the_worker_emulator_is_created_once_per_thread() {
     let other = std::thread::spawn(|| emu::with_worker_emulator(|e| e.runs()).unwrap()).join().unwrap();
     assert_eq!(other, 0);
 }
+
+/// The translation buffer's place (`emu::map_near_code`): above 4 GiB, where the native
+/// runner allows a mapping, and near enough to this executable's code (Unicorn's helpers
+/// are linked into it) that every call from the buffer to the code is a 32-bit
+/// displacement; writable and executable, as Unicorn's buffer must be.
+#[test]
+fn translation_buffer_is_mapped_within_reach_of_the_code() {
+    let len = emu::TCG_BUFFER_SIZE as usize;
+    let p = emu::map_near_code(len).expect("room below the executable's code") as usize;
+    let code = Emulator::new as *const () as usize;
+    assert!(p >= 1 << 32, "{p:#x} is below 4 GiB");
+    // The farthest pair: the buffer's first byte and the code's, or its last byte and
+    // the code's; the executable's code is far smaller than the margin left.
+    let farthest = code.abs_diff(p).max(code.abs_diff(p + len));
+    assert!(farthest < (1 << 31) - (64 << 20), "buffer {p:#x} is {farthest:#x} bytes from the code at {code:#x}");
+    // Read-write-execute: a `ret` written there returns when called.
+    // SAFETY: the mapping is `len` bytes, readable, writable and executable, and used by
+    // nothing else; the function it holds is one `ret`.
+    unsafe {
+        *(p as *mut u8) = 0xC3;
+        let f: extern "C" fn() = std::mem::transmute(p);
+        f();
+        assert_eq!(libc::munmap(p as *mut libc::c_void, len), 0);
+    }
+}
+
+/// Any other request is made as asked (`emu::mmap_for_unicorn`): a read-write mapping
+/// with no address is read-write, where the kernel put it, not below the code.
+#[test]
+fn other_mappings_are_made_as_asked() {
+    let len = 1 << 20;
+    let rw = libc::PROT_READ | libc::PROT_WRITE;
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+    // SAFETY: a new anonymous mapping, unmapped below.
+    let p = unsafe { emu::mmap_for_unicorn(std::ptr::null_mut(), len, rw, flags, -1, 0) };
+    assert_ne!(p, libc::MAP_FAILED);
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let line = maps
+        .lines()
+        .find(|l| {
+            let (range, _) = l.split_once(' ').unwrap();
+            let (a, b) = range.split_once('-').unwrap();
+            let (a, b) = (usize::from_str_radix(a, 16).unwrap(), usize::from_str_radix(b, 16).unwrap());
+            (a..b).contains(&(p as usize))
+        })
+        .expect("the mapping is listed");
+    assert!(line.split_whitespace().nth(1).unwrap().starts_with("rw-"), "{line}");
+    let code = Emulator::new as *const () as usize;
+    let below = (code & !((2 << 20) - 1)).saturating_sub(1 << 30)..code;
+    assert!(!below.contains(&(p as usize)), "{p:?} was placed below the code at {code:#x}: {line}");
+    // SAFETY: the mapping made above.
+    unsafe {
+        *(p as *mut u8) = 1;
+        assert_eq!(libc::munmap(p, len), 0);
+    }
+}

@@ -24,6 +24,10 @@
 //!   with the number of programs (issue 23); it is also bounded ([`TCG_BUFFER_SIZE`]).
 //!   The hook on the code's blocks is replaced at the same time, since Unicorn keeps a
 //!   record of every block a hook instrumented that no flush forgets (`add_block_hook`).
+//! * In the `tandem` command, the translation buffer lies just below the executable's
+//!   code ([`mmap_for_unicorn`]), so translated code calls Unicorn's helpers directly
+//!   rather than through each block's constant pool, whose upkeep grows with the square
+//!   of the calls in a block.
 //! * A helper call runs the one Rust implementation ([`crate::exec::runtime::call_helper`])
 //!   over Unicorn memory, then returns like a cdecl callee that trashes everything it may:
 //!   `eax ecx edx` that carry no result hold [`POISON_EAX`], [`POISON_ECX`],
@@ -79,6 +83,83 @@ use unicorn_engine::{Context, RegisterX86, UcHookId, Unicorn};
 /// The size of Unicorn's translated-code buffer: a full buffer is flushed and refilled,
 /// so this bounds the memory a worker's instance grows to.
 pub const TCG_BUFFER_SIZE: u32 = 32 << 20;
+
+/// How far below this executable's code [`mmap_for_unicorn`] looks for room for a
+/// translation buffer: well inside the ±2 GiB a 32-bit displacement reaches, with the
+/// executable's own size to spare.
+const NEAR_CODE_REACH: usize = 1 << 30;
+
+/// Unicorn's `mmap64` calls, which the `tandem` command's link sends here
+/// (`oracle/build.rs` links it with `--wrap=mmap64`; its `__wrap_mmap64` calls this):
+/// the translation buffer goes just below this executable's code, every other mapping
+/// is made as asked.
+///
+/// Why: translated code calls Unicorn's helpers (the memory accesses' slow paths, the
+/// flags, the block hook), which are linked into this executable. A helper within ±2 GiB
+/// of the call site is a direct call; any other is an indirect call through a constant
+/// of the block's constant pool, and Unicorn keeps that pool as a list sorted by
+/// insertion, so a block with n such calls costs about n² comparisons
+/// (`new_pool_insert`'s `memcmp`, about 6% of a campaign's time). Unicorn asks for its
+/// buffer with `mmap64(NULL, ...)`, and the kernel puts that among the shared libraries,
+/// far from the executable. What runs is the same code either way: only how the
+/// translated code reaches the helpers changes.
+///
+/// The request is recognized by its shape (no address, read-write-execute, private and
+/// anonymous), which nothing else in this process asks for. When no place below the
+/// code is free, or the kernel does not know `MAP_FIXED_NOREPLACE` (before Linux 4.17),
+/// the buffer is mapped as Unicorn asked.
+///
+/// # Safety
+/// As `mmap` with the same arguments.
+pub unsafe fn mmap_for_unicorn(
+    addr: *mut libc::c_void,
+    len: usize,
+    prot: libc::c_int,
+    flags: libc::c_int,
+    fd: libc::c_int,
+    offset: libc::off_t,
+) -> *mut libc::c_void {
+    let rwx = libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC;
+    if addr.is_null() && prot == rwx && flags == libc::MAP_PRIVATE | libc::MAP_ANONYMOUS && fd == -1 {
+        if let Some(p) = map_near_code(len) {
+            return p;
+        }
+    }
+    // SAFETY: the caller's own request (`mmap`, not `mmap64`: the linker sends `mmap64`
+    // here; on 64-bit Linux they are one function).
+    unsafe { libc::mmap(addr, len, prot, flags, fd, offset) }
+}
+
+/// Maps `len` bytes read-write-execute in the first free place below this executable's
+/// code, 2 MiB-aligned, within [`NEAR_CODE_REACH`] of it and above 4 GiB (the native
+/// runner needs nothing mapped below, `exec::native`); `None` when there is none.
+pub fn map_near_code(len: usize) -> Option<*mut libc::c_void> {
+    const ALIGN: usize = 2 << 20;
+    // Any function of this executable marks its code; Unicorn is linked into it.
+    let code = map_near_code as *const () as usize;
+    let step = len.div_ceil(ALIGN) * ALIGN;
+    let mut at = code & !(ALIGN - 1);
+    loop {
+        at = at.checked_sub(step)?;
+        if at < 1 << 32 || code - at > NEAR_CODE_REACH {
+            return None;
+        }
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE;
+        let rwx = libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC;
+        // SAFETY: a new anonymous mapping that replaces nothing (`MAP_FIXED_NOREPLACE`).
+        let p = unsafe { libc::mmap(at as *mut libc::c_void, len, rwx, flags, -1, 0) };
+        if p == at as *mut libc::c_void {
+            return Some(p);
+        }
+        if p != libc::MAP_FAILED {
+            // A kernel without the flag took the address as a hint and mapped elsewhere.
+            // SAFETY: `p` is the mapping just made, of `len` bytes, which nothing uses.
+            unsafe { libc::munmap(p, len) };
+            return None;
+        }
+        // Taken (`EEXIST`): the next place down.
+    }
+}
 
 fn uc_err(what: &str) -> impl Fn(uc_error) -> EmuError + '_ {
     move |e| EmuError::Unicorn(format!("{what}: {e:?}"))
