@@ -55,10 +55,14 @@ pub struct Args {
     /// Write a JUnit XML report here (one test case per function and pass).
     #[arg(long)]
     pub junit: Option<PathBuf>,
+    /// For each changed pair not proved for every run, print why the simulation check
+    /// did not prove it: what ended each of its tries (the check again, in this process).
+    #[arg(long)]
+    pub why: bool,
 }
 
 pub fn main(a: Args) -> ExitCode {
-    let Args { paths, pass, pipeline, bound, rlimit, generated, self_check, seed, count, profile, out, verbose, json, junit } = a;
+    let Args { paths, pass, pipeline, bound, rlimit, generated, self_check, seed, count, profile, out, verbose, json, junit, why } = a;
     let opts = tandem_oracle::smt::Options { bound, rlimit, ..Default::default() };
     if self_check {
         return verify_self_check(seed, count, profile, bound);
@@ -74,7 +78,7 @@ pub fn main(a: Args) -> ExitCode {
     let plan = tandem_oracle::smt::run::Plan { pipeline: &pipeline, only: pass.as_deref(), opts: &opts, out: &out };
     // The reports list every query; without them, only the counts are kept.
     let keep = json.is_some() || junit.is_some();
-    let tally = match verify(&w, &plan, verbose, keep) {
+    let tally = match verify(&w, &plan, Show { verbose, why }, keep) {
         Ok(t) => t,
         Err(code) => return code,
     };
@@ -133,9 +137,18 @@ fn pipeline_for(f: &tandem_core::ir::Function, pipeline: &Pipeline) -> Result<Pi
     Pipeline::new_from(Form::Ssa, &rest).map_err(|e| e.to_string())
 }
 
+/// What `verify` prints besides the counts: every answer (`verbose`, else those that are
+/// not proofs), and why changed pairs are not proved for every run (`why`).
+#[derive(Clone, Copy)]
+struct Show {
+    verbose: bool,
+    why: bool,
+}
+
 /// Validates every function of the files or generated seeds, printing the answers that
 /// are not proofs (every answer with `verbose`) as they come.
-fn verify(what: &VerifyWhat, plan: &Plan, verbose: bool, keep: bool) -> Result<Tally, ExitCode> {
+fn verify(what: &VerifyWhat, plan: &Plan, show_what: Show, keep: bool) -> Result<Tally, ExitCode> {
+    let Show { verbose, why } = show_what;
     let mut tally = if keep { Tally::keeping_entries() } else { Tally::default() };
     let mut out = std::io::stdout().lock();
     let mut show = |entries: &[tandem_oracle::smt::run::Entry]| {
@@ -165,6 +178,14 @@ fn verify(what: &VerifyWhat, plan: &Plan, verbose: bool, keep: bool) -> Result<T
             let stem = if what.generated { stem.clone() } else { format!("{stem}-{}", f.name) };
             let added = tally.add_function(f, &origin, &stem, &plan).map_err(|e| fail(format!("{origin}: {e}")))?;
             show(&added);
+            let short: Vec<String> = added.iter().filter(|e| why && e.changed && e.answer.kind() != "proved").map(|e| e.pass.clone()).collect();
+            if !short.is_empty() {
+                for (pass, lines) in Tally::explain(f, &plan, &short).map_err(|e| fail(format!("{origin}: {e}")))? {
+                    for l in lines {
+                        let _ = writeln!(std::io::stdout().lock(), "  why {origin} {pass}: {l}");
+                    }
+                }
+            }
         }
         tandem_oracle::measure::memory::release_free();
     }

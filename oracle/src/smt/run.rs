@@ -195,6 +195,22 @@ impl Tally {
         Ok(added)
     }
 
+    /// Why the simulation check proves none of `passes` on `f` for every run, one line
+    /// per try ([`super::simulate::explain`]): per pass of the pipeline named in
+    /// `passes`, its lines (`tandem verify --why`, for the changed pairs not proved).
+    pub fn explain(f: &Function, plan: &Plan, passes: &[String]) -> Result<Vec<(String, Vec<String>)>, PassError> {
+        let mut before = f.clone();
+        let mut g = f.clone();
+        let mut out = vec![];
+        crate::judge::check::drive(&tandem_core::passes::PassManager { verify: true }, plan.pipeline, &mut g, &mut |pass, after, _| {
+            if passes.iter().any(|p| p == pass) {
+                out.push((pass.to_string(), super::simulate::explain(&before, after, plan.opts)));
+            }
+            before = after.clone();
+        })?;
+        Ok(out)
+    }
+
     /// Counts one answer (and keeps it, if entries are kept).
     pub fn add(&mut self, e: &Entry) {
         let i = match self.passes.iter().position(|p| p.answers.pass == e.pass) {

@@ -1220,6 +1220,53 @@ fn corresponds(src: &Function, tgt: &Function) -> bool {
 /// on the terms the passes before it built in the same Z3 context; validated alone, with
 /// `--pass`, default seeds 0, 35 and 36 of memopt and 13 of SSAPRE answer as before.)
 pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: &mut Budget) -> Result<bool, Unknown> {
+    check_noting(src, tgt, opts, budget, &mut Notes::default())
+}
+
+/// Why the simulation check does not prove a pair, one line per try (`tandem verify
+/// --why`): the same check as [`check_simulation`] within the same half of the budget
+/// that [`super::validate`] gives it, with what ended each try noted: the budget (during
+/// the encoding, the inference or the observables), or the first block whose observables
+/// differ under the inferred relation and how (its next block: a branch condition the
+/// relation does not fix; its return value, trap, trace, or the heap or a callframe
+/// variable where the run stops). Empty when the pair is proved.
+pub fn explain(src: &Function, tgt: &Function, opts: &Options) -> Vec<String> {
+    super::in_context(|| {
+        let whole = Budget::new(opts);
+        let mut half = whole.share(whole.left() / 2);
+        let mut notes = Notes { on: true, ..Notes::default() };
+        match check_noting(src, tgt, opts, &mut half, &mut notes) {
+            Ok(true) => vec![],
+            Ok(false) if notes.lines.is_empty() => vec!["the blocks do not correspond".to_string()],
+            Ok(false) => notes.lines,
+            Err(e) => {
+                notes.lines.push(format!("ended: {}", e.reason()));
+                notes.lines
+            }
+        }
+    })
+}
+
+/// What ended each try, when asked ([`explain`]).
+#[derive(Default)]
+struct Notes {
+    on: bool,
+    lines: Vec<String>,
+    /// The try under way.
+    label: String,
+}
+
+impl Notes {
+    fn note(&mut self, what: impl FnOnce() -> String) {
+        if self.on {
+            let line = format!("{}: {}", self.label, what());
+            self.lines.push(line);
+        }
+    }
+}
+
+/// [`check_simulation`], noting what ended each try in `notes`.
+fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Budget, notes: &mut Notes) -> Result<bool, Unknown> {
     if !corresponds(src, tgt) {
         return Ok(false);
     }
@@ -1240,15 +1287,23 @@ pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: 
             continue;
         }
         tried.push(first.clone());
+        if notes.on {
+            let kind = match scope {
+                Scope::StateOnly => "states' slots",
+                Scope::PerBlock => "per block",
+                Scope::Whole => "whole function",
+            };
+            notes.label = format!("try {} ({kind}, {} candidates, {} slots)", tried.len(), candidates.len(), first.0.len());
+        }
         if scope != Scope::StateOnly {
-            if prove_from(src, tgt, first, opts, budget)? {
+            if prove_from(src, tgt, first, opts, budget, notes)? {
                 return Ok(true);
             }
             continue;
         }
         let mut share = budget.share(budget.left() / STATE_ONLY_SHARE);
         let start = share.left();
-        let proved = prove_from(src, tgt, first, opts, &mut share);
+        let proved = prove_from(src, tgt, first, opts, &mut share, notes);
         budget.charge(start - share.left());
         match proved {
             Ok(true) => return Ok(true),
@@ -1277,6 +1332,13 @@ const STATE_ONLY_SHARE: u64 = 10;
 struct Meter {
     work: usize,
     charged: usize,
+    /// What the inference did, for [`explain`]: blocks encoded again, edge rounds, splits
+    /// by concrete samples, solver queries and the units they took.
+    encodes: usize,
+    rounds: usize,
+    sampled: usize,
+    queries: usize,
+    query_units: u64,
 }
 
 impl Meter {
@@ -1294,25 +1356,40 @@ impl Meter {
 
 /// The check from one first partition: encode every block, refine the relation until it
 /// is inductive ([`infer`]), then prove each block's observables under it.
-fn prove_from(src: &Function, tgt: &Function, (slots, first): (Vec<Slot>, Vec<Vec<usize>>), opts: &Options, budget: &mut Budget) -> Result<bool, Unknown> {
+fn prove_from(src: &Function, tgt: &Function, (slots, first): (Vec<Slot>, Vec<Vec<usize>>), opts: &Options, budget: &mut Budget, notes: &mut Notes) -> Result<bool, Unknown> {
     let trace = encode::trace_slots(src).max(encode::trace_slots(tgt));
     let index = slots.iter().enumerate().map(|(i, &s)| (s, i)).collect();
     let p = Pair { src, tgt, slots, index };
     let limit = opts.max_nodes;
     // Past the encoding cap the check is too large, and the bounded check answers.
     if src.layout.len().saturating_mul(p.slots.len().max(1)) > limit {
+        notes.note(|| "too large".into());
         return Err(Unknown::TooLarge);
     }
     let mut class: Vec<Vec<usize>> = first;
     let mut meter = Meter::default();
     let mut steps: Vec<Step> = vec![];
+    let start = budget.left();
     for (i, &b) in src.layout.iter().enumerate() {
         let c = if b == src.entry() { None } else { Some(&class[i][..]) };
-        steps.push(encode_block(&p, b, c, trace, limit, &mut meter.work)?);
-        meter.charge(budget)?;
+        let step = encode_block(&p, b, c, trace, limit, &mut meter.work).and_then(|s| meter.charge(budget).map(|_| s));
+        match step {
+            Ok(s) => steps.push(s),
+            Err(e) => {
+                notes.note(|| format!("{} during the encoding", e.reason()));
+                return Err(e);
+            }
+        }
     }
-    infer(&p, &mut steps, &mut class, trace, limit, &mut meter, budget)?;
-    observables_agree(&steps, budget)
+    let inferred = infer(&p, &mut steps, &mut class, trace, limit, &mut meter, budget);
+    let m = &meter;
+    let what = || format!("{} encodes, {} rounds, {} sample splits, {} queries of {} units, {} units in all", m.encodes, m.rounds, m.sampled, m.queries, m.query_units, start - budget.left());
+    if let Err(e) = inferred {
+        notes.note(|| format!("{} during the inference ({})", e.reason(), what()));
+        return Err(e);
+    }
+    notes.note(|| format!("inferred ({})", what()));
+    observables_agree(&p, &steps, budget, notes)
 }
 
 /// Refines the classes of every block until the relation is inductive: a worklist of
@@ -1342,6 +1419,7 @@ fn infer(p: &Pair, steps: &mut [Step], class: &mut [Vec<usize>], trace: usize, l
             if steps[j].entry {
                 continue;
             }
+            meter.encodes += 1;
             steps[j] = encode_block(p, steps[j].block, Some(&class[j][..]), trace, limit, &mut meter.work)?;
             meter.charge(budget)?;
             work_list.insert(j);
@@ -1384,14 +1462,20 @@ fn refine_edge(p: &Pair, edge: &Edge, class: &mut [usize], limit: usize, rng: &m
         // members of a class apart splits it as a model would, for no solver call.
         let sampled = sample_split(p, class, &goals, edge, limit, rng, &mut meter.work);
         meter.charge(budget)?;
+        meter.rounds += 1;
         if let Some(moved) = sampled {
+            meter.sampled += 1;
             for ns in moved {
                 regroup(class, &ns);
             }
             changed = true;
             continue;
         }
-        if !query_split(p, class, &goals, edge, limit, &mut shown, &mut edge_left, budget)? {
+        let before = budget.left();
+        let split = query_split(p, class, &goals, edge, limit, &mut shown, &mut edge_left, budget);
+        meter.queries += 1;
+        meter.query_units += before - budget.left();
+        if !split? {
             return Ok(changed);
         }
         changed = true;
@@ -1679,7 +1763,7 @@ fn model_groups(p: &Pair, class: &[usize], goals: &[Goal], edge: &Edge, limit: u
 
 /// The observables, under the inferred relation: every block's two steps must agree
 /// wherever the source is valid.
-fn observables_agree(steps: &[Step], budget: &mut Budget) -> Result<bool, Unknown> {
+fn observables_agree(p: &Pair, steps: &[Step], budget: &mut Budget, notes: &mut Notes) -> Result<bool, Unknown> {
     let valid = |st: &Step| st.x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not();
     for st in steps {
         if same_step(&st.x, &st.y) {
@@ -1696,12 +1780,62 @@ fn observables_agree(steps: &[Step], budget: &mut Budget) -> Result<bool, Unknow
         match budget.check(&s) {
             SatResult::Unsat => {}
             SatResult::Sat => {
-                return Ok(false)
+                notes.note(|| format!("{}: {}", st.block, step_difference(p, st, &s.get_model().expect("a model after sat"))));
+                return Ok(false);
             }
-            SatResult::Unknown => return Err(Unknown::Budget),
+            SatResult::Unknown => {
+                notes.note(|| format!("budget during the observables of {}", st.block));
+                return Err(Unknown::Budget);
+            }
         }
     }
     Ok(true)
+}
+
+/// How the two steps of `st` differ in model `m` (for [`explain`]): the first of their
+/// ending, next block, return value, trap code, trace, callframe variables and heap (the
+/// last two where the run stops) that differs.
+fn step_difference(p: &Pair, st: &Step, m: &z3::Model) -> String {
+    let num = |v: &BV| m.eval(v, true).and_then(|x| x.as_u64()).unwrap_or(u64::MAX);
+    let (kx, ky) = (num(&st.x.kind), num(&st.y.kind));
+    let (vx, vy) = (num(&st.x.value), num(&st.y.value));
+    let end = |k: u64, v: u64| match k {
+        encode::END_RETURN => "return".to_string(),
+        encode::END_DIVIDE => "divide trap".to_string(),
+        encode::END_CHECK => "check trap".to_string(),
+        encode::END_INVALID => "invalid".to_string(),
+        encode::END_CONTINUE => format!("to b{v}"),
+        _ => format!("kind {k}"),
+    };
+    let term = match &p.src.blocks[st.block].term {
+        tandem_core::ir::Terminator::Branch { .. } => "br",
+        tandem_core::ir::Terminator::Jump(_) => "jump",
+        tandem_core::ir::Terminator::Return(_) => "ret",
+        tandem_core::ir::Terminator::Switch { .. } => "switch",
+    };
+    if kx != ky {
+        return format!("ends differ (source {}, target {}; {term})", end(kx, vx), end(ky, vy));
+    }
+    if vx != vy {
+        return format!("{} differs (source {}, target {}; {term})", if kx == encode::END_CONTINUE { "next block" } else { "value" }, end(kx, vx), end(ky, vy));
+    }
+    if num(&st.x.code) != num(&st.y.code) {
+        return "check code differs".into();
+    }
+    let (tx, ty) = (&st.x.state.trace, &st.y.state.trace);
+    if num(&tx.len) != num(&ty.len) {
+        return format!("trace length differs ({})", end(kx, vx));
+    }
+    for ((v, d), (x, y)) in p.src.cfvars.iter().zip(st.x.state.callframe.iter().zip(&st.y.state.callframe)) {
+        if kx != encode::END_CONTINUE && num(x) != num(y) {
+            return format!("callframe @{} differs at the stop ({}; {v})", d.name, end(kx, vx));
+        }
+    }
+    let heap_same = m.eval(&st.x.state.heap.eq(&st.y.state.heap), true).and_then(|b| b.as_bool());
+    if kx != encode::END_CONTINUE && heap_same != Some(true) {
+        return format!("heap differs at the stop ({})", end(kx, vx));
+    }
+    format!("trace event differs ({})", end(kx, vx))
 }
 
 /// The uninterpreted constants (the entry state's symbols) that `terms` mention.
