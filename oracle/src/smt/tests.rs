@@ -421,6 +421,20 @@ fn a_callframe_variable_kept_in_a_local_across_a_loop_is_proved() {
     assert!(c.diff.iter().any(|d| d.starts_with("trace event 2")), "{:?}", c.diff);
 }
 
+/// `tandem verify --why` on the pair above: nothing to say where the simulation check
+/// proves it; where the loop writes `@c` (the stale `%t` logged from the second trip
+/// on), a line per try, and the first says the log's argument (the trace) differs in the
+/// loop's block.
+#[test]
+fn why_a_pair_is_not_proved_names_the_block_and_the_observable() {
+    let o = Options { bound: 1, ..opts() };
+    assert_eq!(super::simulate::explain(&callframe_loop("cfread(@c)", ""), &callframe_loop("%t", ""), &o), Vec::<String>::new());
+    let write = "    cfwrite(@c, add(%i, 7))\n";
+    let lines = super::simulate::explain(&callframe_loop("cfread(@c)", write), &callframe_loop("%t", write), &o);
+    assert!(lines.first().is_some_and(|l| l.starts_with("try 1")), "{lines:?}");
+    assert!(lines.iter().any(|l| l.contains("b1: trace event differs")), "{lines:?}");
+}
+
 /// The `ssa` pass on FullRedundancy2 (the corpus seed): the versions of `%a` (negated on
 /// one arm) and of `%v1` meet at the join in phis. The per-block first partition alone
 /// left it at `proved (bound 4)`; the third try, from the whole-function relation,
