@@ -1762,11 +1762,14 @@ fn model_groups(p: &Pair, class: &[usize], goals: &[Goal], edge: &Edge, limit: u
 }
 
 /// The observables, under the inferred relation: every block's two steps must agree
-/// wherever the source is valid.
+/// wherever the source is valid. Each block is asked first by congruence
+/// ([`observables_congruent`]: only the subterms where the two steps differ, within a
+/// small share), then whole, on what is left of the budget.
 fn observables_agree(p: &Pair, steps: &[Step], budget: &mut Budget, notes: &mut Notes) -> Result<bool, Unknown> {
     let valid = |st: &Step| st.x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not();
+    let share = (budget.left() / QUERY_SHARE).max(1);
     for st in steps {
-        if same_step(&st.x, &st.y) {
+        if same_step(&st.x, &st.y) || observables_congruent(st, budget, share / CONGRUENT_SHARE) {
             continue;
         }
         let s = super::solver();
@@ -1790,6 +1793,46 @@ fn observables_agree(p: &Pair, steps: &[Step], budget: &mut Budget, notes: &mut 
         }
     }
     Ok(true)
+}
+
+/// Whether the two steps of `st` agree by congruence: where their observables (how they
+/// end, the value, the code, the heap, the trace, the callframe) differ as terms, they
+/// are the same operators down to at most [`MAX_CONGRUENT_PAIRS`] pairs of differing
+/// subterms, and the solver shows each pair equal under the relation, within `cap`
+/// (sufficient: equal operands give equal results, whatever the source's validity). A
+/// pass that changed one operand deep inside a computation, or a stored value deep in a
+/// heap's chain of stores, is asked about that operand alone.
+fn observables_congruent(st: &Step, budget: &mut Budget, cap: u64) -> bool {
+    let (xs, ys) = (observable_terms(&st.x), observable_terms(&st.y));
+    if xs.len() != ys.len() {
+        return false;
+    }
+    let mut pairs: Vec<(Dynamic, Dynamic)> = vec![];
+    for (x, y) in xs.into_iter().zip(ys) {
+        if !differing_subterms(&x, &y, &mut pairs) {
+            return false;
+        }
+    }
+    if pairs.is_empty() {
+        return true;
+    }
+    let refs: Vec<Bool> = pairs.iter().map(|(x, y)| x.eq(y).not()).collect();
+    let s = super::solver();
+    for a in relevant(st, &refs) {
+        s.assert(a);
+    }
+    s.assert(Bool::or(&refs));
+    budget.check_within(&s, cap) == SatResult::Unsat
+}
+
+/// The terms of a step that [`step_differs`] compares, in one order.
+fn observable_terms(o: &SymOutcome) -> Vec<Dynamic> {
+    let mut out = vec![Dynamic::from_ast(&o.kind), Dynamic::from_ast(&o.value), Dynamic::from_ast(&o.code), Dynamic::from_ast(&o.state.heap)];
+    out.push(Dynamic::from_ast(&o.state.trace.len));
+    out.push(Dynamic::from_ast(&o.state.trace.kind));
+    out.extend(o.state.trace.args.iter().map(|a| Dynamic::from_ast(a)));
+    out.extend(o.state.callframe.iter().map(|c| Dynamic::from_ast(c)));
+    out
 }
 
 /// How the two steps of `st` differ in model `m` (for [`explain`]): the first of their
