@@ -137,6 +137,13 @@ impl Budget {
         Budget { left, seen: self.seen.clone() }
     }
 
+    /// The share of a (function, pass)'s budget the simulation check may use: half, so
+    /// that the bounded check always has the other half ([`validate`], and `tandem
+    /// verify --why`, which runs the simulation check again as `validate` did).
+    pub fn simulation_share(&self) -> Budget {
+        self.share(self.left / 2)
+    }
+
     /// What is left.
     pub fn left(&self) -> u64 {
         self.left
@@ -335,9 +342,8 @@ fn validate_here(before: &Function, after: &Function, pass: &str, opts: &Options
     }
     let mut budget = Budget::new(opts);
     // When a block differs on some entry state, or the solver gives up on it, the bounded
-    // check looks for a whole run that shows it. The simulation check may use half the
-    // budget, so that the bounded check always has the other half.
-    let mut half = budget.share(budget.left / 2);
+    // check looks for a whole run that shows it.
+    let mut half = budget.simulation_share();
     let start = half.left;
     let proved = simulate::check_simulation(before, after, opts, &mut half) == Ok(true);
     budget.left -= start - half.left;

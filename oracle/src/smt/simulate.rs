@@ -1232,8 +1232,7 @@ pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: 
 /// variable where the run stops). Empty when the pair is proved.
 pub fn explain(src: &Function, tgt: &Function, opts: &Options) -> Vec<String> {
     super::in_context(|| {
-        let whole = Budget::new(opts);
-        let mut half = whole.share(whole.left() / 2);
+        let mut half = Budget::new(opts).simulation_share();
         let mut notes = Notes { on: true, ..Notes::default() };
         match check_noting(src, tgt, opts, &mut half, &mut notes) {
             Ok(true) => vec![],
@@ -1657,13 +1656,7 @@ fn congruent(edge: &Edge, goals: &[Goal], budget: &mut Budget) -> Vec<usize> {
         // No candidate, or candidates equal as terms below the top.
         return held;
     }
-    let refs: Vec<Bool> = pairs.iter().map(|(x, y)| x.eq(y).not()).collect();
-    let s = super::solver();
-    for a in relevant(edge.step, &refs) {
-        s.assert(a);
-    }
-    s.assert(Bool::or(&refs));
-    if budget.check_within(&s, edge.query_cap / CONGRUENT_SHARE) == SatResult::Unsat {
+    if pairs_equal(edge.step, &pairs, budget, edge.query_cap / CONGRUENT_SHARE) {
         held
     } else {
         vec![]
@@ -1769,7 +1762,7 @@ fn observables_agree(p: &Pair, steps: &[Step], budget: &mut Budget, notes: &mut 
     let valid = |st: &Step| st.x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not();
     let share = (budget.left() / QUERY_SHARE).max(1);
     for st in steps {
-        if same_step(&st.x, &st.y) || observables_congruent(st, budget, share / CONGRUENT_SHARE) {
+        if observables_congruent(st, budget, share / CONGRUENT_SHARE) {
             continue;
         }
         let s = super::solver();
@@ -1799,9 +1792,10 @@ fn observables_agree(p: &Pair, steps: &[Step], budget: &mut Budget, notes: &mut 
 /// end, the value, the code, the heap, the trace, the callframe) differ as terms, they
 /// are the same operators down to at most [`MAX_CONGRUENT_PAIRS`] pairs of differing
 /// subterms, and the solver shows each pair equal under the relation, within `cap`
-/// (sufficient: equal operands give equal results, whatever the source's validity). A
-/// pass that changed one operand deep inside a computation, or a stored value deep in a
-/// heap's chain of stores, is asked about that operand alone.
+/// (sufficient: equal operands give equal results, whatever the source's validity); true
+/// with no query when they are the same terms. A pass that changed one operand deep
+/// inside a computation, or a stored value deep in a heap's chain of stores, is asked
+/// about that operand alone.
 fn observables_congruent(st: &Step, budget: &mut Budget, cap: u64) -> bool {
     let (xs, ys) = (observable_terms(&st.x), observable_terms(&st.y));
     if xs.len() != ys.len() {
@@ -1816,6 +1810,13 @@ fn observables_congruent(st: &Step, budget: &mut Budget, cap: u64) -> bool {
     if pairs.is_empty() {
         return true;
     }
+    pairs_equal(st, &pairs, budget, cap)
+}
+
+/// Whether the solver shows each pair of subterms equal under the relation assumed at
+/// `st`'s entry, within `cap` (the congruence queries of [`congruent`] and
+/// [`observables_congruent`]).
+fn pairs_equal(st: &Step, pairs: &[(Dynamic, Dynamic)], budget: &mut Budget, cap: u64) -> bool {
     let refs: Vec<Bool> = pairs.iter().map(|(x, y)| x.eq(y).not()).collect();
     let s = super::solver();
     for a in relevant(st, &refs) {
@@ -2053,18 +2054,6 @@ fn regroup(class: &mut [usize], members: &[usize]) {
     for &n in members {
         class[n] = r;
     }
-}
-
-/// Whether the two steps are the same terms in everything [`step_differs`] compares.
-fn same_step(a: &SymOutcome, b: &SymOutcome) -> bool {
-    a.kind.ast_eq(&b.kind)
-        && a.value.ast_eq(&b.value)
-        && a.code.ast_eq(&b.code)
-        && a.state.heap.ast_eq(&b.state.heap)
-        && a.state.trace.len.ast_eq(&b.state.trace.len)
-        && a.state.trace.kind.ast_eq(&b.state.trace.kind)
-        && a.state.trace.args.iter().zip(&b.state.trace.args).all(|(x, y)| x.ast_eq(y))
-        && a.state.callframe.iter().zip(&b.state.callframe).all(|(x, y)| x.ast_eq(y))
 }
 
 /// The two sides' steps differ observably: how they end (the next block included), the
