@@ -102,6 +102,37 @@ pub fn verify_module(m: &Module) -> Result<(), Vec<VerifyError>> {
     }
 }
 
+/// A function [`verify_function`] accepted, exactly as it was then: the only way to make
+/// one is [`Verified::check`], which verifies the function it takes, and a `Verified`
+/// hands out no mutable access, so the fact cannot outlive a change. It lets the pass
+/// manager's verification after the last pass travel to the backend, which then verifies
+/// only what nothing verified.
+#[derive(Clone, Debug)]
+pub struct Verified(Function);
+
+impl Verified {
+    /// Verifies `f`: the verified function, or `f` back with every error.
+    pub fn check(f: Function) -> Result<Verified, (Function, Vec<VerifyError>)> {
+        match verify_function(&f) {
+            Ok(()) => Ok(Verified(f)),
+            Err(errs) => Err((f, errs)),
+        }
+    }
+
+    /// The function, to change it (after which it is unverified again).
+    pub fn into_function(self) -> Function {
+        self.0
+    }
+}
+
+impl std::ops::Deref for Verified {
+    type Target = Function;
+
+    fn deref(&self) -> &Function {
+        &self.0
+    }
+}
+
 /// Verifies one function on its own (helper declarations are not checked).
 pub fn verify_function(f: &Function) -> Result<(), Vec<VerifyError>> {
     let mut errs = vec![];
