@@ -276,10 +276,10 @@ fn build(
         regalloc_check::check_allocation(&l, &alloc).map_err(CompileError::InvalidAllocation)?;
         done("allocation checker");
     }
-    let code = emit::emit(&l, &alloc).map_err(CompileError::Encode)?;
+    let mut code = emit::emit(&l, &alloc).map_err(CompileError::Encode)?;
     done("emit");
     if validate {
-        flags_check::check(&code).map_err(CompileError::UndefinedFlags)?;
+        code.index = Some(flags_check::check(&code).map_err(CompileError::UndefinedFlags)?);
         done("undefined-flags check");
     }
     stats.code_bytes = code.bytes.len();
