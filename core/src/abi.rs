@@ -96,6 +96,9 @@ pub fn helper_address(h: RuntimeHelper) -> u32 {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct MachineCode {
     pub bytes: Vec<u8>,
+    /// The index of the instructions of `bytes` that the undefined-flags check leaves, so
+    /// that the emulator does not decode them again; `None` when no check ran.
+    pub index: Option<InsnIndex>,
     /// Offset of the entry point within `bytes`.
     pub entry: u32,
     /// What the code's size says about how long and how deep a correct run can go.
@@ -108,7 +111,72 @@ pub struct MachineCode {
 impl MachineCode {
     /// Hand-written code entered at its first byte, with no shape or block facts.
     pub fn from_bytes(bytes: Vec<u8>) -> MachineCode {
-        MachineCode { bytes, entry: 0, shape: CodeShape::default(), blocks: vec![] }
+        MachineCode { bytes, index: None, entry: 0, shape: CodeShape::default(), blocks: vec![] }
+    }
+}
+
+/// The linear decoding of a code's bytes, by which the emulator's instruction budget
+/// counts the instructions of a block: for each offset, the number of the instruction
+/// starting there when the bytes are decoded one instruction after another from the first
+/// (`u32::MAX` where none starts), and one more entry for the end, set only when decoding
+/// stopped exactly there. The undefined-flags check decodes the code anyway and leaves
+/// the index in [`MachineCode::index`]. An index keeps a copy of the bytes it describes
+/// and answers only for those ([`InsnIndex::for_bytes`]), so code changed after the check
+/// is decoded anew, never counted by a stale index.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct InsnIndex {
+    bytes: Vec<u8>,
+    starts: Vec<u32>,
+}
+
+impl InsnIndex {
+    /// The index of `bytes` from their linear decoding at [`CODE_BASE`]: the offset of
+    /// every instruction decoded, in order, and the offset where decoding stopped.
+    pub(crate) fn from_decoding(bytes: &[u8], positions: impl Iterator<Item = usize>, end: usize) -> InsnIndex {
+        let mut starts = vec![];
+        fill_index(bytes.len(), &mut starts, positions, || end);
+        InsnIndex { bytes: bytes.to_vec(), starts }
+    }
+
+    /// The index, if it describes exactly `bytes`.
+    pub fn for_bytes(&self, bytes: &[u8]) -> Option<&[u32]> {
+        (self.bytes == bytes).then_some(&self.starts[..])
+    }
+
+    /// Decodes `bytes` linearly at [`CODE_BASE`] and writes their index into `starts`
+    /// (emptied first; kept by a caller that indexes code after code).
+    pub fn decode_into(bytes: &[u8], starts: &mut Vec<u32>) {
+        let mut decoder = iced_x86::Decoder::with_ip(32, bytes, CODE_BASE as u64, iced_x86::DecoderOptions::NONE);
+        let mut ins = iced_x86::Instruction::default();
+        let end = std::cell::Cell::new(0);
+        let positions = std::iter::from_fn(|| {
+            if !decoder.can_decode() {
+                end.set(decoder.position());
+                return None;
+            }
+            let at = decoder.position();
+            decoder.decode_out(&mut ins);
+            Some(at)
+        });
+        fill_index(bytes.len(), starts, positions, || end.get());
+    }
+}
+
+/// Writes into `starts` the index of code of `len` bytes whose linear decoding has
+/// instructions at `positions`, in order, and stopped at `end()` (asked once they are all
+/// seen).
+fn fill_index(len: usize, starts: &mut Vec<u32>, positions: impl Iterator<Item = usize>, end: impl FnOnce() -> usize) {
+    starts.clear();
+    starts.resize(len + 1, u32::MAX);
+    let mut k = 0u32;
+    for at in positions {
+        starts[at] = k;
+        k += 1;
+    }
+    // The last instruction may run past the end; the end is an instruction boundary only
+    // when decoding stopped exactly there.
+    if end() == len {
+        starts[len] = k;
     }
 }
 

@@ -656,6 +656,22 @@ impl Function {
         f
     }
 
+    /// Moves the function out, leaving in its place one with nothing in it (not even a
+    /// block: not a valid function), which costs no allocation.
+    pub fn take(&mut self) -> Function {
+        let empty = Function {
+            name: String::new(),
+            params: vec![],
+            ret: self.ret,
+            locals: PrimaryMap::new(),
+            cfvars: PrimaryMap::new(),
+            exprs: PrimaryMap::new(),
+            blocks: PrimaryMap::new(),
+            layout: vec![],
+        };
+        std::mem::replace(self, empty)
+    }
+
     /// The entry block.
     pub fn entry(&self) -> Block {
         self.layout[0]

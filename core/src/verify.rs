@@ -102,6 +102,37 @@ pub fn verify_module(m: &Module) -> Result<(), Vec<VerifyError>> {
     }
 }
 
+/// A function [`verify_function`] accepted, exactly as it was then: the only way to make
+/// one is [`Verified::check`], which verifies the function it takes, and a `Verified`
+/// hands out no mutable access, so the fact cannot outlive a change. It lets the pass
+/// manager's verification after the last pass travel to the backend, which then verifies
+/// only what nothing verified.
+#[derive(Clone, Debug)]
+pub struct Verified(Function);
+
+impl Verified {
+    /// Verifies `f`: the verified function, or `f` back with every error.
+    pub fn check(f: Function) -> Result<Verified, (Function, Vec<VerifyError>)> {
+        match verify_function(&f) {
+            Ok(()) => Ok(Verified(f)),
+            Err(errs) => Err((f, errs)),
+        }
+    }
+
+    /// The function, to change it (after which it is unverified again).
+    pub fn into_function(self) -> Function {
+        self.0
+    }
+}
+
+impl std::ops::Deref for Verified {
+    type Target = Function;
+
+    fn deref(&self) -> &Function {
+        &self.0
+    }
+}
+
 /// Verifies one function on its own (helper declarations are not checked).
 pub fn verify_function(f: &Function) -> Result<(), Vec<VerifyError>> {
     let mut errs = vec![];
@@ -121,11 +152,21 @@ struct Ctx<'a> {
     stmt: Option<Expr>,
     declared: Option<&'a [HelperKind]>,
     parents: SecondaryMap<Expr, u32>,
+    /// The nodes above the one [`Ctx::check`] is at, in the current statement's tree.
+    depth: usize,
+    /// Set when the current statement's tree is deeper than [`MAX_EXPR_DEPTH`]: its
+    /// check stops there, so that it never recurses deeper.
+    too_deep: bool,
+    /// Whether [`Ctx::check_tree`] is checking a tree.
+    in_tree: bool,
 }
 
 impl Ctx<'_> {
     fn err(&mut self, message: String) {
-        let stmt = self.stmt.map(|s| (s, stmt_to_string(self.f, s)));
+        // Inside a tree, the statement's text is written once its check is over
+        // ([`Ctx::check_tree`]), and only if the tree is not too deep to print.
+        let text = |s| if self.in_tree { String::new() } else { stmt_to_string(self.f, s) };
+        let stmt = self.stmt.map(|s| (s, text(s)));
         self.errs.push(VerifyError {
             location: Location {
                 helper: None,
@@ -138,8 +179,14 @@ impl Ctx<'_> {
     }
 
     /// Checks the tree at `e` and returns its type (`None`: yields nothing). `valueless_ok`
-    /// says whether this position may hold a node that yields nothing.
+    /// says whether this position may hold a node that yields nothing. A node that exists
+    /// and has no other parent, at a depth past [`MAX_EXPR_DEPTH`], sets `too_deep` and
+    /// ends the check of the tree (the caller reports it), which therefore recurses at
+    /// most that deep.
     fn check(&mut self, e: Expr, valueless_ok: bool) -> Option<Option<Type>> {
+        if self.too_deep {
+            return None;
+        }
         let f = self.f;
         if !f.exprs.is_valid(e) {
             self.err(format!("expression {e} does not exist"));
@@ -150,6 +197,19 @@ impl Ctx<'_> {
             self.err(format!("expression {e} has more than one parent (trees may not share nodes)"));
             return None;
         }
+        if self.depth == MAX_EXPR_DEPTH {
+            self.too_deep = true;
+            return None;
+        }
+        self.depth += 1;
+        let ty = self.node(e, valueless_ok);
+        self.depth -= 1;
+        ty
+    }
+
+    /// [`Ctx::check`] of the node `e` itself, which exists and has one parent.
+    fn node(&mut self, e: Expr, valueless_ok: bool) -> Option<Option<Type>> {
+        let f = self.f;
         let ty = match &f.exprs[e] {
             ExprData::Const { ty, value } => {
                 if ty.normalize(*value) != *value {
@@ -309,7 +369,7 @@ fn verify_function_into(
     errs: &mut Vec<VerifyError>,
 ) {
     let parents = SecondaryMap::with_capacity(f.exprs.len());
-    let mut cx = Ctx { f, index, errs, block: None, stmt: None, declared, parents };
+    let mut cx = Ctx { f, index, errs, block: None, stmt: None, declared, parents, depth: 0, too_deep: false, in_tree: false };
     cx.names();
     let Some(in_layout) = cx.layout() else { return };
     cx.branch_targets(&in_layout);
@@ -319,13 +379,10 @@ fn verify_function_into(
     cx.reachability();
     // Only phis read the predecessors, and a function in HIR form has none.
     let preds = if f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty()) { f.predecessors() } else { SecondaryMap::new() };
-    let mut seen: SecondaryMap<Expr, bool> = SecondaryMap::with_capacity(f.exprs.len());
-    // The depth check's stack, reused from statement to statement.
-    let mut work = vec![];
     for &b in &f.layout {
         cx.block = Some(b);
         cx.phis(b, &preds[b]);
-        cx.body(b, &mut seen, &mut work);
+        cx.body(b);
         cx.stmt = None;
     }
 }
@@ -446,28 +503,50 @@ impl Ctx<'_> {
         }
     }
 
+    /// Checks the tree of the statement (or terminator expression) `root`, as
+    /// [`Ctx::check`]: `None` when it is deeper than [`MAX_EXPR_DEPTH`], with the errors its
+    /// check found before it stopped taken back, and the location left without the
+    /// statement, for the caller's one error about it.
+    fn check_tree(&mut self, root: Expr, valueless_ok: bool) -> Option<Option<Option<Type>>> {
+        let found = self.errs.len();
+        self.in_tree = true;
+        let t = self.check(root, valueless_ok);
+        self.in_tree = false;
+        if std::mem::take(&mut self.too_deep) {
+            self.errs.truncate(found);
+            self.stmt = None;
+            return None;
+        }
+        if self.errs.len() > found {
+            let text = stmt_to_string(self.f, root);
+            for e in &mut self.errs[found..] {
+                if let Some((_, t)) = &mut e.location.stmt {
+                    t.clone_from(&text);
+                }
+            }
+        }
+        Some(t)
+    }
+
     /// The statements of `b` and its terminator's expression: trees no deeper than
-    /// `MAX_EXPR_DEPTH`, well typed, and the terminator's value of the type it needs.
-    fn body(&mut self, b: Block, seen: &mut SecondaryMap<Expr, bool>, work: &mut Vec<(Expr, usize)>) {
+    /// `MAX_EXPR_DEPTH`, well typed, and the terminator's value of the type it needs. A tree
+    /// too deep is reported as that alone, without what its check found before it stopped.
+    fn body(&mut self, b: Block) {
         let f = self.f;
         let data = &f.blocks[b];
         for &s in &data.stmts {
-            if too_deep(f, s, seen, work) {
-                self.stmt = None;
-                self.err(format!("statement {s} is a tree deeper than {MAX_EXPR_DEPTH} levels"));
-                continue;
-            }
             self.stmt = Some(s);
-            self.check(s, true);
+            if self.check_tree(s, true).is_none() {
+                self.err(format!("statement {s} is a tree deeper than {MAX_EXPR_DEPTH} levels"));
+            }
         }
         let Some(e) = data.term.expr() else { return };
-        if too_deep(f, e, seen, work) {
-            self.stmt = None;
+        self.stmt = Some(e);
+        let Some(t) = self.check_tree(e, false) else {
             self.err(format!("the terminator's expression {e} is deeper than {MAX_EXPR_DEPTH} levels"));
             return;
-        }
-        self.stmt = Some(e);
-        let t = self.check(e, false).flatten();
+        };
+        let t = t.flatten();
         match (&data.term, t) {
             (Terminator::Branch { .. }, Some(t)) if t != Type::I32 => {
                 self.err(format!("a branch condition must be i32, found {t}"));
@@ -492,24 +571,3 @@ pub fn format_errors(errs: &[VerifyError]) -> String {
     errs.iter().map(|e| format!("{e}\n")).collect()
 }
 
-/// Whether the tree at `root` is deeper than [`MAX_EXPR_DEPTH`], checked with an explicit
-/// stack before the recursive checks run (so that they recurse at most that deep). Nodes
-/// that do not exist or were `seen` under another root are not descended into: the
-/// recursive check reports them.
-fn too_deep(f: &Function, root: Expr, seen: &mut SecondaryMap<Expr, bool>, work: &mut Vec<(Expr, usize)>) -> bool {
-    work.clear();
-    work.push((root, 1));
-    while let Some((n, d)) = work.pop() {
-        if !f.exprs.is_valid(n) || seen[n] {
-            continue;
-        }
-        if d > MAX_EXPR_DEPTH {
-            return true;
-        }
-        seen[n] = true;
-        for &c in f.exprs[n].operands().iter() {
-            work.push((c, d + 1));
-        }
-    }
-    false
-}

@@ -64,3 +64,45 @@ fn a_chain_of_100000_blocks() {
     let _ = writeln!(s, "b{n}:\n    ret %x\n}}");
     through_every_stage(&s);
 }
+
+/// A function whose one statement `%x = add(c, not(not(... 0)))` is a tree `depth` nodes
+/// deep, where `c` is an `i32` constant out of its range when `bad` (an error found before
+/// the deep operand is checked).
+fn nested(depth: usize, bad: bool) -> tandem_core::ir::Function {
+    use tandem_core::ir::{BinOp, ExprData, Function, Type, UnOp};
+    let mut f = Function::new("f", Type::I32);
+    let x = f.new_local("x", Type::I32);
+    let mut e = f.exprs.push(ExprData::Const { ty: Type::I32, value: 0 });
+    for _ in 0..depth - 3 {
+        e = f.exprs.push(ExprData::Unary { op: UnOp::Not, arg: e });
+    }
+    let c = f.exprs.push(ExprData::Const { ty: Type::I32, value: if bad { 1 << 40 } else { 0 } });
+    let sum = f.exprs.push(ExprData::Binary { op: BinOp::Add, lhs: c, rhs: e });
+    let s = f.exprs.push(ExprData::Assign { local: x, value: sum });
+    let entry = f.entry();
+    f.blocks[entry].stmts.push(s);
+    f
+}
+
+#[test]
+fn the_verifier_checks_a_tree_at_the_depth_bound_and_reports_one_past_it_alone() {
+    use tandem_core::ir::MAX_EXPR_DEPTH;
+    use tandem_core::verify::verify_function;
+    let messages = |depth, bad| match verify_function(&nested(depth, bad)) {
+        Ok(()) => vec![],
+        Err(es) => es.into_iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+    };
+    assert_eq!(messages(MAX_EXPR_DEPTH, false), Vec::<String>::new());
+    let wrong = messages(MAX_EXPR_DEPTH, true);
+    assert_eq!(wrong.len(), 1, "{wrong:?}");
+    assert!(wrong[0].contains("is not in canonical i32 form"), "{wrong:?}");
+    // One level more: the depth alone, not what the check found in the tree; and a tree
+    // far deeper is reported the same way, without recursing down it.
+    for depth in [MAX_EXPR_DEPTH + 1, 200_000] {
+        for bad in [false, true] {
+            let deep = messages(depth, bad);
+            assert_eq!(deep.len(), 1, "{deep:?}");
+            assert!(deep[0].ends_with(&format!("is a tree deeper than {MAX_EXPR_DEPTH} levels")), "{deep:?}");
+        }
+    }
+}

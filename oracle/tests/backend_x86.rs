@@ -103,7 +103,7 @@ fn corpus_agrees_with_the_interpreter() {
         for run in &case.runs {
             let f = case.module.function(&run.entry).unwrap();
             // A function written in SSA form reaches the backend through `ssa-destroy`.
-            let g = tandem_oracle::judge::check::backend_input(f).unwrap();
+            let g = tandem_oracle::judge::check::backend_input(f).unwrap().into_function();
             let code = compile(&g).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let inp = run.input(f).unwrap();
             let v = check(&g, &inp, &code, &mut emu).unwrap();

@@ -565,7 +565,7 @@ pub fn emit(f: &LirFunction, alloc: &Allocation) -> Result<MachineCode, EmitErro
     let code = e.a.finish(CODE_BASE);
     let blocks = f.layout.iter().map(|&b| (b, code.offset(e.labels[b].expect("a label per block")))).collect();
     let shape = CodeShape { insns, max_block_insns, frame_bytes: alloc.frame_bytes + 4 };
-    Ok(MachineCode { bytes: code.bytes, entry: 0, shape, blocks })
+    Ok(MachineCode { bytes: code.bytes, index: None, entry: 0, shape, blocks })
 }
 
 impl Emitter<'_> {

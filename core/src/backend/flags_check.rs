@@ -13,7 +13,7 @@
 //! which flags each instruction reads, writes, sets, clears and leaves undefined.
 //! `compile_validated` runs it after emission, as the harness's checks do.
 
-use crate::abi::{MachineCode, CODE_BASE};
+use crate::abi::{InsnIndex, MachineCode, CODE_BASE};
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Formatter, Instruction, IntelFormatter, Mnemonic, OpKind, RflagsBits};
 
 /// The arithmetic flags the check follows.
@@ -36,11 +36,16 @@ impl std::fmt::Display for UndefinedFlag {
     }
 }
 
-/// Checks `code`; one error per instruction that reads a possibly undefined flag.
-pub fn check(code: &MachineCode) -> Result<(), Vec<UndefinedFlag>> {
+/// Checks `code`; one error per instruction that reads a possibly undefined flag. When
+/// none does, the index of its instructions (for the emulator's budget), from the same
+/// decoding.
+pub fn check(code: &MachineCode) -> Result<InsnIndex, Vec<UndefinedFlag>> {
     let mut insns = DECODED.with(|d| d.take());
-    decode_into(&code.bytes, &mut insns);
-    let result = check_decoded(code, &insns);
+    let end = decode_into(&code.bytes, &mut insns);
+    let result = check_decoded(code, &insns).map(|()| {
+        let at = |i: &Instruction| (i.ip() - CODE_BASE as u64) as usize;
+        InsnIndex::from_decoding(&code.bytes, insns.iter().map(at), end)
+    });
     // A rare large program's list is not kept: what a thread keeps stays bounded, so a
     // long campaign's resident set does not ratchet up with the largest program it met.
     if insns.capacity() <= SPARE_DECODED {
@@ -114,13 +119,15 @@ fn check_decoded(code: &MachineCode, insns: &[Instruction]) -> Result<(), Vec<Un
     }
 }
 
-/// Decodes `bytes` into `out` (emptied first).
-fn decode_into(bytes: &[u8], out: &mut Vec<Instruction>) {
+/// Decodes `bytes` into `out` (emptied first), one instruction after another from the
+/// first; returns the offset where decoding stopped.
+fn decode_into(bytes: &[u8], out: &mut Vec<Instruction>) -> usize {
     let mut d = Decoder::with_ip(32, bytes, CODE_BASE as u64, DecoderOptions::NONE);
     out.clear();
     while d.can_decode() {
         out.push(d.decode());
     }
+    d.position()
 }
 
 /// The undefined flags after `i` given those before it, as two masks: they are
@@ -194,7 +201,7 @@ mod tests {
             a.adc(edx, 0)?;
             a.ret()
         });
-        assert_eq!(check(&c), Ok(()));
+        assert!(check(&c).is_ok());
     }
 
     #[test]
@@ -225,7 +232,7 @@ mod tests {
             a.seto(al)?;
             a.ret()
         });
-        assert_eq!(check(&ok), Ok(()));
+        assert!(check(&ok).is_ok());
     }
 
     #[test]
@@ -257,5 +264,32 @@ mod tests {
             a.ret()
         });
         assert!(check(&c).is_err());
+    }
+
+    #[test]
+    fn the_index_left_is_the_decoding_of_the_bytes_checked() {
+        let c = code(|a| {
+            let mut out = a.create_label();
+            a.mov(eax, 0x1234_5678)?;
+            a.test(eax, eax)?;
+            a.je(out)?;
+            a.add(eax, dword_ptr(ecx + 8))?;
+            a.set_label(&mut out)?;
+            a.ret()
+        });
+        let index = check(&c).unwrap();
+        let mut decoded = vec![];
+        InsnIndex::decode_into(&c.bytes, &mut decoded);
+        let starts = index.for_bytes(&c.bytes).unwrap();
+        assert_eq!(starts, &decoded[..]);
+        // `mov eax, imm32` is 5 bytes, `test eax, eax` 2: instructions 0, 1 and 2 start at
+        // offsets 0, 5 and 7, and nothing starts inside the first.
+        assert_eq!((starts[0], starts[5], starts[7]), (0, 1, 2));
+        assert!(starts[1..5].iter().all(|&k| k == u32::MAX));
+        assert_eq!(starts[c.bytes.len()], 5);
+        // Other bytes get no answer from it, even of the same length.
+        let mut changed = c.bytes.clone();
+        changed[1] ^= 1;
+        assert!(index.for_bytes(&changed).is_none());
     }
 }

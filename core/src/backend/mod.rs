@@ -29,6 +29,7 @@ use std::fmt;
 
 use crate::abi::{MachineCode, CODE_BASE};
 use crate::ir::{Block, Function};
+use crate::verify::Verified;
 pub use regalloc::RegallocOptions;
 
 /// Why a function could not be compiled.
@@ -155,6 +156,13 @@ pub fn compile(f: &Function) -> Result<MachineCode, CompileError> {
 /// checker after allocation, in every build (the harness's checks run them in release
 /// campaigns too).
 pub fn compile_validated(f: &Function) -> Result<MachineCode, CompileError> {
+    verify(f, &mut |_| {})?;
+    Ok(build(f, RegallocOptions::default(), false, true, &mut |_| {})?.code)
+}
+
+/// [`compile_validated`] for a function verified already (by the pass manager after the
+/// pass that made it), which is therefore not verified again.
+pub fn compile_verified(f: &Verified) -> Result<MachineCode, CompileError> {
     Ok(build(f, RegallocOptions::default(), false, true, &mut |_| {})?.code)
 }
 
@@ -176,27 +184,47 @@ fn check(pass: &'static str, f: &lir::LirFunction) -> Result<(), CompileError> {
 /// Compiles `f` with explicit allocator options; `print` keeps the LIR text of every
 /// stage. The validator runs after every pass in debug builds and when printing.
 pub fn compile_with(f: &Function, opts: RegallocOptions, print: bool) -> Result<Staged, CompileError> {
+    verify(f, &mut |_| {})?;
     build(f, opts, print, cfg!(debug_assertions) || print, &mut |_| {})
 }
 
-/// [`compile_validated`], timing each step by `clock` (seconds, e.g. the thread's CPU
-/// time): `(step, seconds)` in order, for every backend pass, each run of the LIR
-/// validator, the allocation checker, emission and the undefined-flags check
-/// (`tandem bench --profile-stages`).
-pub fn compile_validated_timed(f: &Function, clock: &dyn Fn() -> f64) -> Result<(MachineCode, Vec<(&'static str, f64)>), CompileError> {
+/// [`compile_validated`] of a function verified already (`Ok`, as
+/// [`compile_verified`]) or not (`Err`), timing each step by `clock` (seconds, e.g. the
+/// thread's CPU time): `(step, seconds)` in order, for the HIR verifier when it runs,
+/// every backend pass, each run of the LIR validator, the allocation checker, emission
+/// and the undefined-flags check (`tandem bench --profile-stages`).
+pub fn compile_validated_timed(
+    f: Result<&Verified, &Function>,
+    clock: &dyn Fn() -> f64,
+) -> Result<(MachineCode, Vec<(&'static str, f64)>), CompileError> {
     let mut times = vec![];
     let mut last = clock();
-    let code = build(f, RegallocOptions::default(), false, true, &mut |step| {
+    let mut done = |step| {
         let now = clock();
         times.push((step, now - last));
         last = now;
-    })?
-    .code;
+    };
+    let f = match f {
+        Ok(v) => &**v,
+        Err(f) => {
+            verify(f, &mut done)?;
+            f
+        }
+    };
+    let code = build(f, RegallocOptions::default(), false, true, &mut done)?.code;
     Ok((code, times))
 }
 
-/// The backend: `validate` runs the LIR validator after every pass and the allocation
-/// checker after register allocation; `done(step)` is called as each step ends.
+/// The HIR verifier on the backend's input, for a function nothing verified.
+fn verify(f: &Function, done: &mut dyn FnMut(&'static str)) -> Result<(), CompileError> {
+    crate::verify::verify_function(f).map_err(CompileError::Unverified)?;
+    done("verify");
+    Ok(())
+}
+
+/// The backend, for a verified function: `validate` runs the LIR validator after every
+/// pass and the allocation checker after register allocation; `done(step)` is called as
+/// each step ends.
 fn build(
     f: &Function,
     opts: RegallocOptions,
@@ -204,10 +232,6 @@ fn build(
     validate: bool,
     done: &mut dyn FnMut(&'static str),
 ) -> Result<Staged, CompileError> {
-    if let Err(errs) = crate::verify::verify_function(f) {
-        return Err(CompileError::Unverified(errs));
-    }
-    done("verify");
     let mut stages = vec![];
     let mut stats = BackendStats::default();
     let (l, s) = rationalize::rationalize(f)?;
@@ -252,10 +276,10 @@ fn build(
         regalloc_check::check_allocation(&l, &alloc).map_err(CompileError::InvalidAllocation)?;
         done("allocation checker");
     }
-    let code = emit::emit(&l, &alloc).map_err(CompileError::Encode)?;
+    let mut code = emit::emit(&l, &alloc).map_err(CompileError::Encode)?;
     done("emit");
     if validate {
-        flags_check::check(&code).map_err(CompileError::UndefinedFlags)?;
+        code.index = Some(flags_check::check(&code).map_err(CompileError::UndefinedFlags)?);
         done("undefined-flags check");
     }
     stats.code_bytes = code.bytes.len();

@@ -10,7 +10,9 @@
 //! [`PassManager::run`] verifies the IR after every pass when asked (always in tests and
 //! debug builds: the default), including the SSA rules (one definition per local, every
 //! use dominated by its definition) while the IR is in SSA form, and calls a hook with
-//! the IR after every pass so that the harness can interpret it.
+//! the IR after every pass so that the harness can interpret it. [`PassManager::run_verified`]
+//! returns the function as [`Verified`] by the verification after the last pass, so that
+//! the backend does not verify it again.
 //!
 //! [`default_pipeline`] reads like the pass list of `DESIGN.md`; the passes of later
 //! issues (`memopt`, `ssapre`, the backend) join it as they land.
@@ -30,7 +32,7 @@ pub mod tree_mover;
 pub mod util;
 
 use crate::ir::{Block, Expr, ExprData, Function, Module};
-use crate::verify::{verify_function, VerifyError};
+use crate::verify::{verify_function, Verified, VerifyError};
 use std::fmt;
 
 pub use cfg::Cfg;
@@ -316,6 +318,33 @@ impl PassManager {
         f: &mut Function,
         hook: &mut dyn FnMut(&str, &Function, &Stats),
     ) -> Result<Vec<(&'static str, Stats)>, PassError> {
+        self.run_keeping(pipeline, f, hook, None)
+    }
+
+    /// [`run`](Self::run) over a function it owns, which it returns as [`Verified`]: the
+    /// verification after the last pass (made whether or not `verify` is set) is what the
+    /// backend then trusts, so that it does not verify the same function again. An empty
+    /// pipeline is [`PassError::EmptyName`].
+    pub fn run_verified(
+        &self,
+        pipeline: &Pipeline,
+        mut f: Function,
+        hook: &mut dyn FnMut(&str, &Function, &Stats),
+    ) -> Result<(Vec<(&'static str, Stats)>, Verified), PassError> {
+        let mut last = None;
+        let stats = self.run_keeping(pipeline, &mut f, hook, Some(&mut last))?;
+        last.map(|v| (stats, v)).ok_or(PassError::EmptyName)
+    }
+
+    /// [`run`](Self::run); with `last`, the function after the last pass is verified
+    /// whatever `verify` says, by [`Verified::check`], and moved there (leaving `f` empty).
+    fn run_keeping(
+        &self,
+        pipeline: &Pipeline,
+        f: &mut Function,
+        hook: &mut dyn FnMut(&str, &Function, &Stats),
+        mut last: Option<&mut Option<Verified>>,
+    ) -> Result<Vec<(&'static str, Stats)>, PassError> {
         if !check_form(f, pipeline.start).is_empty() {
             return Err(PassError::InputForm { function: f.name.clone(), expected: pipeline.start });
         }
@@ -323,18 +352,36 @@ impl PassManager {
         // Computed when a pass that reads them comes after the CFG changed (or first).
         let mut analyses: Option<Analyses> = None;
         let mut form = pipeline.start;
-        for p in &pipeline.passes {
+        for (i, p) in pipeline.passes.iter().enumerate() {
             let stats = match p.run {
                 PassFn::WithAnalyses(run) => run(f, analyses.get_or_insert_with(|| Analyses::compute(f))),
                 PassFn::Alone(run) => run(f),
             };
             form = p.produces.unwrap_or(form);
-            if self.verify {
-                let mut errors: Vec<String> = match verify_function(f) {
-                    Ok(()) => vec![],
-                    Err(es) => es.iter().map(VerifyError::to_string).collect(),
+            let keep = if i + 1 == pipeline.passes.len() { last.take() } else { None };
+            if let Some(keep) = keep {
+                let verified = match Verified::check(f.take()) {
+                    Ok(v) => v,
+                    Err((g, es)) => {
+                        *f = g;
+                        return Err(self.verify_error(p.name, f, form, es));
+                    }
                 };
-                errors.extend(check_form(f, form));
+                let errors = check_form(&verified, form);
+                if !errors.is_empty() {
+                    *f = verified.into_function();
+                    return Err(PassError::Verify { pass: p.name, function: f.name.clone(), errors });
+                }
+                hook(p.name, &verified, &stats);
+                *keep = Some(verified);
+                out.push((p.name, stats));
+                break;
+            }
+            if self.verify {
+                let errors = match verify_function(f) {
+                    Ok(()) => check_form(f, form),
+                    Err(es) => return Err(self.verify_error(p.name, f, form, es)),
+                };
                 if !errors.is_empty() {
                     return Err(PassError::Verify { pass: p.name, function: f.name.clone(), errors });
                 }
@@ -346,6 +393,14 @@ impl PassManager {
             out.push((p.name, stats));
         }
         Ok(out)
+    }
+
+    /// The error of a pass whose result fails the verifier with `errors`: those, then
+    /// what breaks the rules of `form`.
+    fn verify_error(&self, pass: &'static str, f: &Function, form: Form, errors: Vec<VerifyError>) -> PassError {
+        let mut errors: Vec<String> = errors.iter().map(VerifyError::to_string).collect();
+        errors.extend(check_form(f, form));
+        PassError::Verify { pass, function: f.name.clone(), errors }
     }
 
     /// Runs `pipeline` over every function of a module.

@@ -74,7 +74,7 @@ use crate::exec::outcome::{End, Event, Outcome, Value};
 use crate::exec::runtime::HelperEnv;
 use iced_x86::Mnemonic;
 use tandem_core::abi::{
-    MachineCode, RuntimeHelper, CHECK_TRAP_VECTOR, CODE_BASE, CODE_SIZE_MAX, HELPER_BASE, RETURN_SENTINEL, STACK_BASE, STACK_SIZE,
+    InsnIndex, MachineCode, RuntimeHelper, CHECK_TRAP_VECTOR, CODE_BASE, CODE_SIZE_MAX, HELPER_BASE, RETURN_SENTINEL, STACK_BASE, STACK_SIZE,
 };
 use tandem_core::ir::{Function, TrapKind, Type, CALLFRAME_BASE, CALLFRAME_SLOT, HEAP_BASE, HEAP_SIZE};
 use unicorn_engine::unicorn_const::{uc_ctl, uc_error, Arch, ControlType, HookType, MemType, Mode, Prot, TlbEntry, TlbType};
@@ -230,23 +230,15 @@ const HELPER_CALL_INSNS: u64 = 2;
 const BUDGET_MARGIN: u64 = 16;
 
 impl BlockBudget {
-    /// Indexes the instructions of `bytes` (the code just loaded).
-    fn index(&mut self, bytes: &[u8]) {
-        self.index.clear();
-        self.index.resize(bytes.len() + 1, u32::MAX);
-        let mut decoder = iced_x86::Decoder::with_ip(32, bytes, CODE_BASE as u64, iced_x86::DecoderOptions::NONE);
-        let mut ins = iced_x86::Instruction::default();
-        let mut k = 0u32;
-        while decoder.can_decode() {
-            let at = decoder.position();
-            decoder.decode_out(&mut ins);
-            self.index[at] = k;
-            k += 1;
-        }
-        // The last instruction may run past the end; the end is an instruction boundary
-        // only when decoding stopped exactly there.
-        if decoder.position() == bytes.len() {
-            self.index[bytes.len()] = k;
+    /// Indexes the instructions of `code` (just loaded): the index its undefined-flags
+    /// check left when that describes these bytes, else one decoded here.
+    fn index(&mut self, code: &MachineCode) {
+        match code.index.as_ref().and_then(|x| x.for_bytes(&code.bytes)) {
+            Some(starts) => {
+                self.index.clear();
+                self.index.extend_from_slice(starts);
+            }
+            None => InsnIndex::decode_into(&code.bytes, &mut self.index),
         }
     }
 
@@ -484,7 +476,7 @@ impl Emulator {
     /// Loads the code, the memory, the stack and the registers of a run and resets the
     /// hooks' state; returns the entry `esp`.
     fn load(&mut self, code: &MachineCode, f: &Function, input: &RunInput, initial: &State) -> Result<u32, EmuError> {
-        self.load_code(&code.bytes)?;
+        self.load_code(code)?;
         self.uc.mem_write(HEAP_BASE as u64, &initial.heap).map_err(uc_err("writing the heap"))?;
         self.uc.mem_write(CALLFRAME_BASE as u64, &callframe_page(initial)).map_err(uc_err("writing the callframe"))?;
         let entry_esp = self.load_stack(input)?;
@@ -556,7 +548,8 @@ impl Emulator {
         Ok(Ok(Outcome { end, trace, heap, callframe }))
     }
 
-    fn load_code(&mut self, bytes: &[u8]) -> Result<(), EmuError> {
+    fn load_code(&mut self, code: &MachineCode) -> Result<(), EmuError> {
+        let bytes = &code.bytes[..];
         if self.loaded == bytes {
             // The same program again (another input): its translated blocks stay valid,
             // since the code region is read-only to the program.
@@ -585,7 +578,7 @@ impl Emulator {
         // fresh hook starts it over (see [`add_block_hook`]).
         self.uc.remove_hook(self.block_hook).map_err(uc_err("removing the block hook"))?;
         self.block_hook = add_block_hook(&mut self.uc)?;
-        self.uc.get_data_mut().budget.index(bytes);
+        self.uc.get_data_mut().budget.index(code);
         self.loaded.clear();
         self.loaded.extend_from_slice(bytes);
         Ok(())

@@ -29,6 +29,7 @@ use crate::judge::passcheck;
 use tandem_core::backend;
 use tandem_core::ir::Function;
 use tandem_core::passes::{Form, PassError, PassManager, Pipeline, Stats};
+use tandem_core::verify::Verified;
 
 /// A bug planted for the harness's own tests: called with a pass name and the function
 /// right after that pass (a buggy pass), and with `x86` and the function the backend
@@ -106,6 +107,32 @@ pub fn drive(
     g: &mut Function,
     hook: &mut passcheck::Hook<'_>,
 ) -> Result<Vec<(&'static str, Stats)>, PassError> {
+    drive_keeping(pm, pipeline, g, hook, None)
+}
+
+/// [`drive`] over a function it owns, returned as [`Verified`] by the verification after
+/// the last pass (and the last planted bug), which the backend then trusts
+/// ([`BackendInput`]). An empty pipeline is [`PassError::EmptyName`].
+pub fn drive_verified(
+    pm: &PassManager,
+    pipeline: &Pipeline,
+    mut g: Function,
+    hook: &mut passcheck::Hook<'_>,
+) -> Result<(Vec<(&'static str, Stats)>, Verified), PassError> {
+    let mut last = None;
+    let stats = drive_keeping(pm, pipeline, &mut g, hook, Some(&mut last))?;
+    last.map(|v| (stats, v)).ok_or(PassError::EmptyName)
+}
+
+/// [`drive`]; with `last`, the function after the last pass is verified whatever `pm`
+/// says and moved there (leaving `g` empty).
+fn drive_keeping(
+    pm: &PassManager,
+    pipeline: &Pipeline,
+    g: &mut Function,
+    hook: &mut passcheck::Hook<'_>,
+    mut last: Option<&mut Option<Verified>>,
+) -> Result<Vec<(&'static str, Stats)>, PassError> {
     let names: Vec<&'static str> = pipeline.passes.iter().map(|p| p.name).collect();
     let names = &names;
     let pass_stage = move |i: usize| move || names.get(i).map_or_else(|| "harness after the passes".to_string(), |n| format!("pass {n}"));
@@ -118,7 +145,13 @@ pub fn drive(
             done += 1;
             enter_stage(pass_stage(done));
         };
-        return pm.run(pipeline, g, &mut staged);
+        return match last {
+            None => pm.run(pipeline, g, &mut staged),
+            Some(last) => pm.run_verified(pipeline, g.take(), &mut staged).map(|(stats, v)| {
+                *last = Some(v);
+                stats
+            }),
+        };
     };
     let mut out = vec![];
     let mut form = pipeline.start;
@@ -127,18 +160,28 @@ pub fn drive(
         let (name, stats) = pm.run(&one, g, &mut |_, _, _| {})?.remove(0);
         form = pipeline.form_after(out.len() + 1);
         bug(name, g);
-        let mut errors: Vec<String> = match tandem_core::verify::verify_function(g) {
-            Ok(()) => vec![],
-            Err(es) => es.iter().map(|e| e.to_string()).collect(),
+        let verified = match Verified::check(g.take()) {
+            Ok(v) => v,
+            Err((h, es)) => {
+                *g = h;
+                let mut errors: Vec<String> = es.iter().map(|e| e.to_string()).collect();
+                errors.extend(tandem_core::passes::check_form(g, form));
+                return Err(PassError::Verify { pass: name, function: g.name.clone(), errors });
+            }
         };
-        errors.extend(tandem_core::passes::check_form(g, form));
+        let errors = tandem_core::passes::check_form(&verified, form);
         if !errors.is_empty() {
+            *g = verified.into_function();
             return Err(PassError::Verify { pass: name, function: g.name.clone(), errors });
         }
         enter_stage(|| format!("interpreter after pass {name}"));
-        hook(name, g, &stats);
+        hook(name, &verified, &stats);
         out.push((name, stats));
         enter_stage(pass_stage(out.len()));
+        match last.as_deref_mut().filter(|_| out.len() == pipeline.passes.len()) {
+            Some(keep) => *keep = Some(verified),
+            None => *g = verified.into_function(),
+        }
     }
     Ok(out)
 }
@@ -193,27 +236,75 @@ impl std::fmt::Display for CheckError {
 
 impl std::error::Error for CheckError {}
 
-/// The function the backend compiles when no IR optimization runs: `f` itself, or for a
-/// function with phis, `f` after `ssa-destroy`.
-pub fn backend_input(f: &Function) -> Result<Function, String> {
-    let mut g = f.clone();
-    if f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty()) {
-        let p = Pipeline::parse_from(Form::Ssa, "ssa-destroy").expect("valid pipeline");
-        PassManager { verify: true }.run(&p, &mut g, &mut |_, _, _| {}).map_err(|e| e.to_string())?;
+/// What an x86 stage compiles: a function verified as it is, by the pass manager after
+/// the pass that made it, or one that nothing verified, which the backend verifies. So
+/// every function compiled is verified once, and the fact comes from the verification
+/// itself ([`Verified`]), never from where the function came from.
+#[derive(Clone, Debug)]
+pub enum BackendInput {
+    Verified(Verified),
+    Unverified(Function),
+}
+
+impl BackendInput {
+    pub fn function(&self) -> &Function {
+        match self {
+            BackendInput::Verified(v) => v,
+            BackendInput::Unverified(f) => f,
+        }
     }
-    Ok(g)
+
+    pub fn into_function(self) -> Function {
+        match self {
+            BackendInput::Verified(v) => v.into_function(),
+            BackendInput::Unverified(f) => f,
+        }
+    }
+
+    /// As [`backend::compile_validated_timed`] takes it: `Ok` when verified.
+    pub fn as_result(&self) -> Result<&Verified, &Function> {
+        match self {
+            BackendInput::Verified(v) => Ok(v),
+            BackendInput::Unverified(f) => Err(f),
+        }
+    }
+
+    /// Compiles with every backend checker ([`backend::compile_validated`]), the HIR
+    /// verifier only if nothing verified the function.
+    pub fn compile(&self) -> Result<tandem_core::abi::MachineCode, backend::CompileError> {
+        match self {
+            BackendInput::Verified(v) => backend::compile_verified(v),
+            BackendInput::Unverified(f) => backend::compile_validated(f),
+        }
+    }
+}
+
+/// The function the backend compiles when no IR optimization runs: `f` itself (which
+/// nothing verified here), or for a function with phis, `f` after `ssa-destroy`
+/// (verified after it).
+pub fn backend_input(f: &Function) -> Result<BackendInput, String> {
+    if f.layout.iter().all(|&b| f.blocks[b].phis.is_empty()) {
+        return Ok(BackendInput::Unverified(f.clone()));
+    }
+    let p = Pipeline::parse_from(Form::Ssa, "ssa-destroy").expect("valid pipeline");
+    let (_, g) = PassManager { verify: true }.run_verified(&p, f.clone(), &mut |_, _, _| {}).map_err(|e| e.to_string())?;
+    Ok(BackendInput::Verified(g))
 }
 
 /// What stage 3 compiles: [`backend_input`] (a panic caught as its message), with the
-/// planted bug of a test applied.
-pub fn unoptimized_input(f: &Function) -> Result<Function, String> {
+/// planted bug of a test applied (after which the function is unverified).
+pub fn unoptimized_input(f: &Function) -> Result<BackendInput, String> {
     enter_stage(|| "pass ssa-destroy (the backend's input)".to_string());
-    let mut unoptimized = caught(|| backend_input(f)).map_err(|msg| format!("ssa-destroy panicked: {msg}")).and_then(|r| r);
+    let unoptimized = caught(|| backend_input(f)).map_err(|msg| format!("ssa-destroy panicked: {msg}")).and_then(|r| r);
     enter_stage(|| "harness: the backend's input".to_string());
-    if let (Some(bug), Ok(g)) = (planted(), &mut unoptimized) {
-        bug("x86", g);
+    match (planted(), unoptimized) {
+        (Some(bug), Ok(g)) => {
+            let mut g = g.into_function();
+            bug("x86", &mut g);
+            Ok(BackendInput::Unverified(g))
+        }
+        (_, unoptimized) => unoptimized,
     }
-    unoptimized
 }
 
 /// Runs `f`, turning a panic into its message: a pass or a backend stage that panics is
@@ -293,7 +384,7 @@ fn check_ir_stages(
     inputs: &[RunInput],
     references: &References,
     found: &mut Collected,
-) -> Vec<(String, Result<Function, String>)> {
+) -> Vec<(String, Result<BackendInput, String>)> {
     let outcomes: Vec<_> = references.iter().map(|(r, _)| r.clone()).collect();
     let pm = PassManager { verify: true };
     let mut stages: Vec<(&str, Pipeline)> = vec![];
@@ -308,7 +399,7 @@ fn check_ir_stages(
     for (stage, pipeline) in stages {
         let optimizing = stage == "IR passes";
         let x86_stage = format!("x86 after {pipeline}");
-        let checked = caught(|| passcheck::check_against(f, inputs, &outcomes, Some(&pipeline), |g, hook| drive(&pm, &pipeline, g, hook)))
+        let checked = caught(|| passcheck::check_against(f, inputs, &outcomes, Some(&pipeline), |g, hook| drive_verified(&pm, &pipeline, g, hook)))
             .map_err(|msg| format!("a pass panicked: {msg}"))
             .and_then(|r| r.map_err(|e| e.to_string()));
         match checked {
@@ -321,7 +412,7 @@ fn check_ir_stages(
                 let label = |n: &str| if optimizing { n.to_string() } else { "cprop on HIR".to_string() };
                 found.pass_stats.extend(c.stats.into_iter().map(|(n, st)| (label(n), st)));
                 if optimizing {
-                    x86_stages.push((x86_stage, c.result.map_err(|e| e.to_string())));
+                    x86_stages.push((x86_stage, c.result.map(BackendInput::Verified).map_err(|e| e.to_string())));
                 }
             }
             Err(e) => {
@@ -340,14 +431,14 @@ fn check_ir_stages(
 /// problems, and the CPU's verdict judged as usual.
 fn check_x86_stage(
     stage: &str,
-    g: Result<Function, String>,
+    g: Result<BackendInput, String>,
     inputs: &[RunInput],
     references: &References,
     emu: &mut dyn X86Runner,
     found: &mut Collected,
 ) -> Result<(), CheckError> {
     enter_stage(|| format!("backend compiling for {stage}"));
-    let compiled = g.map_err(|e| format!("the IR passes failed: {e}")).and_then(|g| match caught(|| backend::compile_validated(&g)) {
+    let compiled = g.map_err(|e| format!("the IR passes failed: {e}")).and_then(|g| match caught(|| g.compile()) {
         Ok(Ok(c)) => Ok((g, c)),
         Ok(Err(e)) => Err(format!("the backend failed: {e}")),
         Err(msg) => Err(format!("the backend panicked: {msg}")),
@@ -363,7 +454,7 @@ fn check_x86_stage(
         };
         enter_stage(|| format!("x86 machine running {stage}"));
         // The instruction budget follows the fuel the reference used (`diff::budget_for`).
-        let mut v = diff::check_against(expected.clone(), *fuel_used, g, input, code, emu).map_err(CheckError::Emulator)?;
+        let mut v = diff::check_against(expected.clone(), *fuel_used, g.function(), input, code, emu).map_err(CheckError::Emulator)?;
         if let diff::Verdict::Infidelity { infidelity, cpu } = v {
             found.infidelities[k].push((stage.to_string(), infidelity));
             v = *cpu;

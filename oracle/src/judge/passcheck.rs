@@ -13,6 +13,7 @@ use crate::exec::interp::{self, InputError, RunInput};
 use crate::exec::outcome::{Invalid, Outcome};
 use tandem_core::ir::Function;
 use tandem_core::passes::{check_pipeline, Form, PassError, PassManager, Pipeline, Stats};
+use tandem_core::verify::Verified;
 
 /// The verdict of one per-pass check.
 #[derive(Clone, Debug)]
@@ -108,7 +109,7 @@ pub fn check_function_inputs(
     let pm = PassManager { verify: true };
     let references =
         inputs.iter().map(|input| interp::run(f, input)).collect::<Result<Vec<_>, _>>().map_err(PassCheckError::Input)?;
-    let c = check_against(f, inputs, &references, Some(pipeline), |g, hook| pm.run(pipeline, g, hook))?;
+    let c = check_against(f, inputs, &references, Some(pipeline), |g, hook| pm.run_verified(pipeline, g, hook))?;
     Ok(per_input(c))
 }
 
@@ -136,37 +137,40 @@ pub fn check_with_inputs(
 ) -> Result<Vec<PassCheck>, PassCheckError> {
     let references =
         inputs.iter().map(|input| interp::run(f, input)).collect::<Result<Vec<_>, _>>().map_err(PassCheckError::Input)?;
-    let c = check_against(f, inputs, &references, None, drive)?;
+    let c = check_against(f, inputs, &references, None, |mut g, hook| drive(&mut g, hook).map(|stats| (stats, ())))?;
     Ok(per_input(c))
 }
 
 /// One [`PassCheck`] per input of a pipeline's check.
-fn per_input(c: PipelineCheck) -> Vec<PassCheck> {
+fn per_input<R>(c: PipelineCheck<R>) -> Vec<PassCheck> {
     let stats = c.stats;
     c.verdicts.into_iter().map(|verdict| PassCheck { verdict, stats: stats.clone() }).collect()
 }
 
-/// What [`check_against`] found: one verdict per input, what each pass did, and the IR
-/// the last pass left (or the verifier error of the pass that broke it).
+/// What [`check_against`] found: one verdict per input, what each pass did, and what the
+/// driver returned with its statistics (for the pass manager, the IR the last pass left,
+/// [`Verified`]), or the verifier error of the pass that broke it.
 #[derive(Clone, Debug)]
-pub struct PipelineCheck {
+pub struct PipelineCheck<R = Verified> {
     pub verdicts: Vec<Verdict>,
     pub stats: Vec<(&'static str, Stats)>,
-    pub result: Result<Function, PassError>,
+    pub result: Result<R, PassError>,
 }
 
 /// The per-pass check against reference outcomes the caller already has
 /// (`references[k]` is the reference run of `inputs[k]`), so that the reference
 /// interpreter and the pipeline each run once however many stages use them.
 /// `pipeline` names the passes `drive` runs, when known: the IR is then kept only before
-/// an `ssapre` (for its anticipability check), not after every pass.
-pub fn check_against(
+/// an `ssapre` (for its anticipability check), not after every pass. `drive` takes a copy
+/// of `f` and returns the statistics of its steps with what the caller keeps of the
+/// result (the pass manager: the function, verified after its last pass).
+pub fn check_against<R>(
     f: &Function,
     inputs: &[RunInput],
     references: &[Result<Outcome, Invalid>],
     pipeline: Option<&Pipeline>,
-    drive: impl FnOnce(&mut Function, &mut Hook<'_>) -> Result<Vec<(&'static str, Stats)>, PassError>,
-) -> Result<PipelineCheck, PassCheckError> {
+    drive: impl FnOnce(Function, &mut Hook<'_>) -> Result<(Vec<(&'static str, Stats)>, R), PassError>,
+) -> Result<PipelineCheck<R>, PassCheckError> {
     // Per input: the after-pass input (more fuel) and the first mismatch found so far.
     let mut state: Vec<(RunInput, Option<Verdict>)> = inputs
         .iter()
@@ -176,14 +180,13 @@ pub fn check_against(
             (after_input, None)
         })
         .collect();
-    let mut g = f.clone();
     let mut index = 0;
     // The IR before the current pass, for the anticipability check of `ssapre` (`None`:
     // `f` itself, before the first pass). A snapshot is taken after pass `i` only when
     // pass `i + 1` may be `ssapre`.
     let mut prev: Option<Function> = None;
     let ssapre_at = |i: usize| pipeline.map_or(true, |p| p.passes.get(i).is_some_and(|p| p.name == "ssapre"));
-    let result = drive(&mut g, &mut |pass: &str, ir: &Function, _: &Stats| {
+    let result = drive(f.clone(), &mut |pass: &str, ir: &Function, _: &Stats| {
         if pass == "ssapre" {
             let violations = crate::judge::anticip::check(prev.as_ref().unwrap_or(f), ir);
             if !violations.is_empty() {
@@ -222,7 +225,7 @@ pub fn check_against(
         index += 1;
     });
     let (stats, result) = match result {
-        Ok(stats) => (stats, Ok(g)),
+        Ok((stats, kept)) => (stats, Ok(kept)),
         Err(e @ PassError::Verify { .. }) => (vec![], Err(e)),
         Err(e) => return Err(PassCheckError::Pipeline(e)),
     };

@@ -18,6 +18,7 @@ use std::time::Instant;
 use tandem_core::abi::{MachineCode, RuntimeHelper, CODE_BASE};
 use tandem_core::helpers::HelperKind;
 use tandem_core::ir::Function;
+use crate::judge::check::BackendInput;
 use unicorn_engine::unicorn_const::{Arch, Mode, Prot};
 use unicorn_engine::{RegisterX86, Unicorn};
 
@@ -352,7 +353,7 @@ pub fn generated_bench(start: u64, count: u64, emu: &mut Emulator) -> Result<Vec
     for seed in start..start + count {
         let case = gen::generate(seed, &cfg).case;
         let f = case.module.functions[0].clone();
-        let g = backend_input(&f).map_err(|e| bad(seed, e))?;
+        let g = backend_input(&f).map_err(|e| bad(seed, e))?.into_function();
         let inputs: Vec<RunInput> = case.runs.iter().map(|r| r.input(&f)).collect::<Result<_, _>>().map_err(|e| bad(seed, e))?;
         // The runs a check emulates, with the fuel the reference used.
         let mut valid = vec![];
@@ -397,7 +398,7 @@ pub fn generated_bench(start: u64, count: u64, emu: &mut Emulator) -> Result<Vec
     for seed in start..start + count {
         let case = gen::generate(seed, &cfg).case;
         let f = &case.module.functions[0];
-        let g = backend_input(f).map_err(|e| bad(seed, e))?;
+        let g = backend_input(f).map_err(|e| bad(seed, e))?.into_function();
         let code = tandem_core::backend::compile(&g).map_err(|e| bad(seed, e.to_string()))?;
         for r in &case.runs {
             let input = r.input(f).map_err(|e| bad(seed, e))?;
@@ -539,19 +540,19 @@ fn profile_pipeline(
     references: &[(Result<Outcome, Invalid>, u64)],
     prefix: &str,
     pipeline: &tandem_core::passes::Pipeline,
-) -> Result<Function, String> {
+) -> Result<BackendInput, String> {
     use crate::exec::interp;
     use crate::judge::{anticip, passcheck};
     let pm = tandem_core::passes::PassManager { verify: true };
     let t = thread_cpu_seconds();
-    let mut g = f.clone();
+    let g = f.clone();
     p.add("function snapshots (clone)", thread_cpu_seconds() - t);
     // As the check keeps it: the IR before an `ssapre`, for its anticipability check.
     let mut prev: Option<Function> = None;
     let mut index = 0;
     let mut mark = thread_cpu_seconds();
     let mut failed = None;
-    pm.run(pipeline, &mut g, &mut |pass, ir, _| {
+    let (_, g) = pm.run_verified(pipeline, g, &mut |pass, ir, _| {
         p.add(&format!("{prefix}{pass} (and IR verifier)"), thread_cpu_seconds() - mark);
         if pass == "ssapre" {
             let t = thread_cpu_seconds();
@@ -582,7 +583,7 @@ fn profile_pipeline(
     .map_err(|e| e.to_string())?;
     match failed {
         Some(what) => Err(what),
-        None => Ok(g),
+        None => Ok(BackendInput::Verified(g)),
     }
 }
 
@@ -591,21 +592,21 @@ fn profile_pipeline(
 fn profile_x86(
     p: &mut StageProfile,
     seed: u64,
-    g: &Function,
+    g: &BackendInput,
     inputs: &[RunInput],
     references: &[(Result<Outcome, Invalid>, u64)],
     emu: &mut Emulator,
 ) -> Result<(), BenchError> {
     use crate::judge::diff;
     let bad = |what: String| BenchError::Disagreement(format!("seed {seed}: {what}"));
-    let (code, times) = tandem_core::backend::compile_validated_timed(g, &thread_cpu_seconds).map_err(|e| bad(e.to_string()))?;
+    let (code, times) = tandem_core::backend::compile_validated_timed(g.as_result(), &thread_cpu_seconds).map_err(|e| bad(e.to_string()))?;
     for (step, t) in times {
         p.add(&format!("backend: {step}"), t);
     }
     let t = thread_cpu_seconds();
     for (input, (reference, fuel_used)) in inputs.iter().zip(references) {
         let Ok(expected) = reference else { continue };
-        match diff::check_against(expected.clone(), *fuel_used, g, input, &code, emu).map_err(BenchError::Emulator)? {
+        match diff::check_against(expected.clone(), *fuel_used, g.function(), input, &code, emu).map_err(BenchError::Emulator)? {
             diff::Verdict::Agree(_) | diff::Verdict::Skipped(_) | diff::Verdict::Limit(_) => {}
             v => return Err(bad(v.to_string())),
         }

@@ -220,7 +220,7 @@ pub fn ir_change(located: Option<&Located>, z3: Option<&Z3>) -> Option<IrChange>
     };
     if stage.starts_with("x86") {
         let g = if stage == "x86" {
-            check::unoptimized_input(f)
+            check::unoptimized_input(f).map(check::BackendInput::into_function)
         } else {
             let pipeline = passcheck::replay_pipeline(f)?;
             match replay_passes(f, &pipeline) {
