@@ -13,8 +13,11 @@
 //! **Relation.** At the entry of each pair of corresponding blocks (phis applied), a
 //! partition of *slots* into classes of equal values ([`Slot`]): every local, callframe
 //! variable and heap of both sides, and *definitions*, the value on one side of an
-//! expression that assigns a local there (SSAPRE's temporaries, hoisted loads, constants;
-//! a phi's destination with its arguments' expressions). The first partition joins the
+//! expression that assigns a local there, as a statement or inside one (SSAPRE's
+//! temporaries, hoisted loads, constants, memopt's `comma((%val = x), %val)`; a phi's
+//! destination with its arguments' expressions translated through the block's phis:
+//! [`definitions`]), and, where a target's local has a source's local of the same name
+//! with the same tree, only the statements' own. The first partition joins the
 //! slots a pass is likely to keep equal: locals of related names (`%i` and its SSA
 //! versions `%i.3`), the two heaps, each callframe variable on both sides, a callframe
 //! variable and the locals the target added (memopt's promoted variables), a local and
@@ -186,39 +189,90 @@ fn base(name: &str) -> &str {
     name.split('.').next().unwrap_or(name)
 }
 
-/// Per local, the value trees assigned to it in `f` (phis: the trees of their arguments'
-/// assignments, one level deep), at most [`MAX_DEFS`] each.
-fn definitions(f: &Function) -> Vec<Vec<Expr>> {
+/// Per local, the value trees assigned to it in `f` (by a statement or inside one), at
+/// most [`MAX_DEFS`] each. A phi's destination gets its arguments' trees *translated
+/// through the phis* of its block (a local the tree reads that is the argument of another phi of the block on the same
+/// edge is read as that phi's destination), which adds those trees to `f`'s arena (no
+/// statement reads them; they are only evaluated as the relation's definitions). SSAPRE's
+/// `%pre25.2 = phi(b20: %pre25, b21: %pre25.1)`, where `%pre25 = add(%pre5, 1)` and
+/// `%pre5.2 = phi(b20: %pre5, b21: %pre5.1)`, holds `add(%pre5.2, 1)` at the block's
+/// entry on both edges, where `add(%pre5, 1)` is stale when the run came through b21;
+/// a loop's `%pre2.4 = phi(b14: %pre2.3, b17: %pre2.2)` with `%pre2.2 = and(%v1.24, 1)`
+/// holds `and(%v1.22, 1)` for the `%v1.22 = phi(b14: %v1.21, b17: %v1.24)` beside it
+/// (default seeds 10 and 0's `ssapre`: without it, the relation could not say what the
+/// temporary holds, and a divisor or a branch condition was free).
+fn definitions(f: &mut Function) -> Vec<Vec<Expr>> {
     let mut defs: Vec<Vec<Expr>> = vec![vec![]; f.locals.len()];
     for &b in &f.layout {
-        for &s in &f.blocks[b].stmts {
-            if let ExprData::Assign { local, value } = &f.exprs[s] {
-                let d = &mut defs[local.index()];
-                if d.len() < MAX_DEFS && is_value_tree(f, *value) && !d.iter().any(|&x| same_tree(f, x, *value)) {
-                    d.push(*value);
+        let data = &f.blocks[b];
+        for r in data.stmts.iter().copied().chain(data.term.expr()) {
+            // Assignments inside a tree too (memopt's `cfwrite(@c1, comma((%val = x), %val))`).
+            f.visit_postorder(r, &mut |s| {
+                if let ExprData::Assign { local, value } = &f.exprs[s] {
+                    let d = &mut defs[local.index()];
+                    if d.len() < MAX_DEFS && is_value_tree(f, *value) && !d.iter().any(|&x| same_tree(f, x, *value)) {
+                        d.push(*value);
+                    }
                 }
-            }
+            });
         }
     }
-    let direct = defs.clone();
-    for &b in &f.layout {
-        for phi in &f.blocks[b].phis {
-            for (_, a) in &phi.args {
-                for &e in &direct[a.index()] {
-                    let d = &mut defs[phi.dest.index()];
-                    if d.len() < MAX_DEFS && !d.iter().any(|&x| same_tree(f, x, e)) {
-                        d.push(e);
+    // A phi of a phi in a later block (or an earlier one, around a loop) needs the other's
+    // trees first: a few rounds, in layout order.
+    for _ in 0..3 {
+        let mut added = false;
+        for b in f.layout.clone() {
+            for phi in f.blocks[b].phis.clone() {
+                for (pred, a) in &phi.args {
+                    let map: std::collections::HashMap<Local, Local> =
+                        f.blocks[b].phis.iter().filter_map(|q| Some((q.args.iter().find(|(e, _)| e == pred)?.1, q.dest))).collect();
+                    for e in defs[a.index()].clone() {
+                        if defs[phi.dest.index()].len() >= MAX_DEFS {
+                            break;
+                        }
+                        let t = translated(f, e, &map);
+                        if !defs[phi.dest.index()].iter().any(|&x| same_tree(f, x, t)) {
+                            defs[phi.dest.index()].push(t);
+                            added = true;
+                        }
                     }
                 }
             }
+        }
+        if !added {
+            break;
         }
     }
     defs
 }
 
-/// Structural equality of two trees of `f`.
-fn same_tree(f: &Function, a: Expr, b: Expr) -> bool {
-    let (x, y) = (&f.exprs[a], &f.exprs[b]);
+/// The tree `e` of `f` with each local that `map` names read as its image: `e` itself
+/// where it reads none of them, else a copy added to `f`'s arena.
+fn translated(f: &mut Function, e: Expr, map: &std::collections::HashMap<Local, Local>) -> Expr {
+    let mut reads = false;
+    f.visit_postorder(e, &mut |n| reads |= matches!(f.exprs[n], ExprData::Local(l) if map.contains_key(&l)));
+    if !reads {
+        return e;
+    }
+    let mut data = f.exprs[e].clone();
+    if let ExprData::Local(l) = &mut data {
+        *l = map[l];
+        return f.exprs.push(data);
+    }
+    let ops: Vec<Expr> = data.operands().iter().copied().collect();
+    let new: Vec<Expr> = ops.into_iter().map(|o| translated(f, o, map)).collect();
+    for (o, n) in data.operands_mut().into_iter().zip(new) {
+        *o = n;
+    }
+    f.exprs.push(data)
+}
+
+/// Structural equality of a tree of `f` and one of `g`, locals compared by name.
+fn same_tree_across(f: &Function, a: Expr, g: &Function, b: Expr) -> bool {
+    let (x, y) = (&f.exprs[a], &g.exprs[b]);
+    if let (ExprData::Local(l), ExprData::Local(m)) = (x, y) {
+        return f.locals[*l].name == g.locals[*m].name;
+    }
     if std::mem::discriminant(x) != std::mem::discriminant(y) {
         return false;
     }
@@ -231,7 +285,18 @@ fn same_tree(f: &Function, a: Expr, b: Expr) -> bool {
     for o in shallow_y.operands_mut() {
         *o = Expr::new(0);
     }
-    shallow_x == shallow_y && xo.len() == yo.len() && xo.iter().zip(yo.iter()).all(|(&p, &q)| same_tree(f, p, q))
+    shallow_x == shallow_y && xo.len() == yo.len() && xo.iter().zip(yo.iter()).all(|(&p, &q)| same_tree_across(f, p, g, q))
+}
+
+/// Structural equality of two trees of `f`.
+fn same_tree(f: &Function, a: Expr, b: Expr) -> bool {
+    same_tree_across(f, a, f, b)
+}
+
+/// Each side's [`definitions`].
+struct Defs {
+    src: Vec<Vec<Expr>>,
+    tgt: Vec<Vec<Expr>>,
 }
 
 /// The two functions and the slots of their states.
@@ -392,12 +457,12 @@ enum Scope {
 /// may be available ([`available_definitions`]), and the candidates `aligned` read off
 /// the code ([`aligned_reads`]). With [`Scope::Whole`], every pair of versions and every
 /// definition is joined at every block (a superset: more candidates, more splits).
-fn first_partition(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)], scope: Scope) -> (Vec<Slot>, Vec<Vec<usize>>) {
+fn first_partition(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot, Slot)], scope: Scope) -> (Vec<Slot>, Vec<Vec<usize>>) {
     // Only the try over the states' slots leaves dead locals out: with definitions, a
     // definition's class can need a dead local of the other side too (the ssa form of
     // FullRedundancy2 and default seed 36's memopt went from proved to bounded so).
-    let live = Live { src: live_locals(src), tgt: live_locals(tgt), carriers: carriers(src, tgt, aligned, scope != Scope::StateOnly), all: scope != Scope::StateOnly };
-    let slots = partition_slots(src, tgt, aligned, scope != Scope::StateOnly, &live);
+    let live = Live { src: live_locals(src), tgt: live_locals(tgt), carriers: carriers(src, tgt, defs, aligned, scope != Scope::StateOnly), all: scope != Scope::StateOnly };
+    let slots = partition_slots(src, tgt, defs, aligned, scope != Scope::StateOnly, &live);
     let mut at: std::collections::HashMap<Slot, usize> = std::collections::HashMap::new();
     for (i, &y) in slots.iter().enumerate() {
         at.entry(y).or_insert(i);
@@ -645,7 +710,7 @@ impl Live {
 /// an entry is its tree over the entry state, so a local it reads carries the value even
 /// where the code reads it no more (SSAPRE's `%t` holding `add(%a, %b)` where the target
 /// reads only `%t`): such a local stays in the relation wherever it is dead.
-fn carriers(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)], with_defs: bool) -> HashSet<Slot> {
+fn carriers(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot, Slot)], with_defs: bool) -> HashSet<Slot> {
     let mut out = HashSet::new();
     let mut add = |side: Side, f: &Function, e: Expr| {
         f.visit_postorder(e, &mut |n| {
@@ -655,9 +720,9 @@ fn carriers(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)], with_defs:
         })
     };
     if with_defs {
-        for (side, f) in [(Side::Src, src), (Side::Tgt, tgt)] {
-            for defs in definitions(f) {
-                for e in defs {
+        for (side, f, defs) in [(Side::Src, src, &defs.src), (Side::Tgt, tgt, &defs.tgt)] {
+            for trees in defs {
+                for &e in trees {
                     add(side, f, e);
                 }
             }
@@ -739,7 +804,7 @@ fn live_locals(f: &Function) -> Vec<Vec<bool>> {
 /// definitions of the target's locals (a pass's temporaries, promoted variables,
 /// versions, and locals it now assigns earlier) and of the source's locals the target
 /// removed (by name), and the loads of `aligned` (one per tree), cut at [`MAX_SLOTS`].
-fn partition_slots(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)], with_defs: bool, live: &Live) -> Vec<Slot> {
+fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot, Slot)], with_defs: bool, live: &Live) -> Vec<Slot> {
     let mut slots = vec![Slot::Heap(Side::Src), Slot::Heap(Side::Tgt)];
     slots.extend(src.cfvars.keys().map(|v| Slot::Cf(Side::Src, v)));
     slots.extend(tgt.cfvars.keys().map(|v| Slot::Cf(Side::Tgt, v)));
@@ -750,12 +815,31 @@ fn partition_slots(src: &Function, tgt: &Function, aligned: &[(Slot, Slot)], wit
     slots.extend(tgt.locals.keys().filter(|&l| kept(Side::Tgt, l)).map(|l| Slot::Local(Side::Tgt, l)));
     let states = slots.len();
     let tgt_names: HashSet<&str> = tgt.locals.values().map(|d| d.name.as_str()).collect();
-    for (side, f, other) in [(Side::Src, src, Some(&tgt_names)), (Side::Tgt, tgt, None)].into_iter().filter(|_| with_defs) {
-        for (l, defs) in definitions(f).into_iter().enumerate() {
-            if other.is_some_and(|o| o.contains(f.locals[Local::new(l)].name.as_str())) {
+    let defs_src = &defs.src;
+    let stated: HashSet<Expr> = tgt.layout.iter().flat_map(|&b| tgt.blocks[b].stmts.iter()).filter_map(|&x| match tgt.exprs[x] {
+        ExprData::Assign { value, .. } => Some(value),
+        _ => None,
+    }).collect();
+    let src_local: std::collections::HashMap<&str, Local> = src.locals.iter().map(|(l, d)| (d.name.as_str(), l)).collect();
+    for (side, f, defs, other) in [(Side::Src, src, &defs.src, Some(&tgt_names)), (Side::Tgt, tgt, &defs.tgt, None)].into_iter().filter(|_| with_defs) {
+        for (l, trees) in defs.iter().enumerate() {
+            let name = f.locals[Local::new(l)].name.as_str();
+            if other.is_some_and(|o| o.contains(name)) {
                 continue;
             }
-            slots.extend(defs.into_iter().map(|e| Slot::Def(side, Local::new(l), e)));
+            // A tree assigned inside a statement, or translated through phis, that the
+            // source's local of the same name has too: a candidate the pass did not
+            // make, of which a function has many (each a goal on every edge: default
+            // seed 12's memopt spent its budget on them). A statement's own tree stays,
+            // since a phi of a local the pass added may need it (`%pre5.6 = phi(.., b34:
+            // %v0.18)`, where `%v0.18 = sext(6)`).
+            let theirs = if side == Side::Tgt { src_local.get(name).map(|&m| &defs_src[m.index()][..]) } else { None };
+            slots.extend(
+                trees
+                    .iter()
+                    .filter(|&&e| stated.contains(&e) || !theirs.is_some_and(|t| t.iter().any(|&x| same_tree_across(src, x, tgt, e))))
+                    .map(|&e| Slot::Def(side, Local::new(l), e)),
+            );
         }
     }
     for &(a, b) in aligned {
@@ -1269,6 +1353,10 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
     if !corresponds(src, tgt) {
         return Ok(false);
     }
+    // Copies, since [`definitions`] adds the trees it translates through phis.
+    let (mut src, mut tgt) = (src.clone(), tgt.clone());
+    let defs = Defs { src: definitions(&mut src), tgt: definitions(&mut tgt) };
+    let (src, tgt) = (&src, &tgt);
     let aligned = aligned_reads(src, tgt);
     let pending = pending_stores(src, tgt);
     let with_pending: Vec<(Slot, Slot)> = aligned.iter().chain(&pending).copied().collect();
@@ -1281,7 +1369,7 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
         tries.insert(0, (&[][..], Scope::StateOnly));
     }
     for (candidates, scope) in tries {
-        let first = first_partition(src, tgt, candidates, scope);
+        let first = first_partition(src, tgt, &defs, candidates, scope);
         if tried.contains(&first) {
             continue;
         }
@@ -1536,15 +1624,26 @@ fn query_split(p: &Pair, class: &mut [usize], goals: &[Goal], edge: &Edge, limit
     let held = congruent(edge, goals, budget);
     let rest: Vec<Goal> = goals.iter().enumerate().filter(|(k, _)| !held.contains(k)).map(|(_, g)| g.clone()).collect();
     shown.extend(held.iter().map(|&k| (goals[k].2.clone(), goals[k].3.clone())));
-    let split = if rest.is_empty() {
-        Ok(false)
-    } else {
+    // The states' goals first, on the query's share; then the derived slots' (the
+    // definitions, loads and pending stores: candidates, of which a function has many and
+    // a proof needs few), on a smaller one: a definition of a 64-bit division that the
+    // solver can neither show nor break took whole shares (default seed 10's memopt).
+    let (derived, state): (Vec<Goal>, Vec<Goal>) = rest.into_iter().partition(|g| p.derived(p.slots[g.1]));
+    let small = Edge { query_cap: (edge.query_cap / DERIVED_SHARE).max(1), ..*edge };
+    let mut split = Ok(false);
+    for (goals, edge) in [(&state, edge), (&derived, &small)] {
+        if goals.is_empty() || !matches!(split, Ok(false)) {
+            continue;
+        }
         let mut spare = edge.query_cap * RETRY_CAPS;
-        query_parts(p, class, &rest, edge, limit, false, &mut spare, shown, budget)
-    };
+        split = query_parts(p, class, goals, edge, limit, false, &mut spare, shown, budget);
+    }
     *edge_left = edge_left.saturating_sub(start - budget.left());
     split
 }
+
+/// A query over derived slots' goals alone may take `1 / DERIVED_SHARE` of a query's share.
+const DERIVED_SHARE: u64 = 4;
 
 /// The queries of one edge may take this many query shares in all, over every round of
 /// its refinement: before, each round (a model's split, or a query out of its share whose
@@ -2097,7 +2196,7 @@ mod tests {
     fn a_definition_is_available_until_what_it_reads_is_written() {
         let f = versions();
         let y = Local::new(3);
-        let e = definitions(&f)[y.index()][0];
+        let e = definitions(&mut f.clone())[y.index()][0];
         let slots = [Slot::Heap(Side::Src), Slot::Def(Side::Src, y, e)];
         let avail = available_definitions(&slots, Side::Src, &f);
         let at = |b: usize| avail[b][1];
