@@ -89,7 +89,7 @@ use super::encode::{self, encode_step, eval_value, is_value_tree, State, SymOutc
 use super::{Budget, Options, Unknown};
 use cranelift_entity::EntityRef;
 use std::collections::{BTreeSet, HashSet};
-use tandem_core::ir::{Block, CfVar, Expr, ExprData, Function, Local, Type};
+use tandem_core::ir::{Block, CfVar, Expr, ExprData, Function, Local, Phi, Type};
 use z3::ast::{Array, Ast, Bool, Dynamic, BV};
 use z3::{SatResult, Sort};
 
@@ -191,9 +191,10 @@ fn base(name: &str) -> &str {
 
 /// Per local, the value trees assigned to it in `f` (by a statement or inside one), at
 /// most [`MAX_DEFS`] each. A phi's destination gets its arguments' trees *translated
-/// through the phis* of its block (a local the tree reads that is the argument of another phi of the block on the same
-/// edge is read as that phi's destination), which adds those trees to `f`'s arena (no
-/// statement reads them; they are only evaluated as the relation's definitions). SSAPRE's
+/// through the phis* of its block (a local the tree reads that is the argument of another
+/// phi of the block on the same edge is read as that phi's destination), which adds those
+/// trees to `f`'s arena (no statement reads them; they are only evaluated as the
+/// relation's definitions). SSAPRE's
 /// `%pre25.2 = phi(b20: %pre25, b21: %pre25.1)`, where `%pre25 = add(%pre5, 1)` and
 /// `%pre5.2 = phi(b20: %pre5, b21: %pre5.1)`, holds `add(%pre5.2, 1)` at the block's
 /// entry on both edges, where `add(%pre5, 1)` is stale when the run came through b21;
@@ -219,18 +220,34 @@ fn definitions(f: &mut Function) -> Vec<Vec<Expr>> {
     }
     // A phi of a phi in a later block (or an earlier one, around a loop) needs the other's
     // trees first: a few rounds, in layout order.
+    // Per block with phis, its phis and, per incoming edge, each argument's destination.
+    type Renames = std::collections::HashMap<Block, std::collections::HashMap<Local, Local>>;
+    let joins: Vec<(Vec<Phi>, Renames)> = f
+        .layout
+        .iter()
+        .filter(|&&b| !f.blocks[b].phis.is_empty())
+        .map(|&b| {
+            let phis = f.blocks[b].phis.clone();
+            let mut renames = Renames::new();
+            for q in &phis {
+                for &(pred, a) in &q.args {
+                    renames.entry(pred).or_default().insert(a, q.dest);
+                }
+            }
+            (phis, renames)
+        })
+        .collect();
     for _ in 0..3 {
         let mut added = false;
-        for b in f.layout.clone() {
-            for phi in f.blocks[b].phis.clone() {
+        for (phis, renames) in &joins {
+            for phi in phis {
                 for (pred, a) in &phi.args {
-                    let map: std::collections::HashMap<Local, Local> =
-                        f.blocks[b].phis.iter().filter_map(|q| Some((q.args.iter().find(|(e, _)| e == pred)?.1, q.dest))).collect();
+                    let map = &renames[pred];
                     for e in defs[a.index()].clone() {
                         if defs[phi.dest.index()].len() >= MAX_DEFS {
                             break;
                         }
-                        let t = translated(f, e, &map);
+                        let t = translated(f, e, map);
                         if !defs[phi.dest.index()].iter().any(|&x| same_tree(f, x, t)) {
                             defs[phi.dest.index()].push(t);
                             added = true;
@@ -247,20 +264,20 @@ fn definitions(f: &mut Function) -> Vec<Vec<Expr>> {
 }
 
 /// The tree `e` of `f` with each local that `map` names read as its image: `e` itself
-/// where it reads none of them, else a copy added to `f`'s arena.
+/// where it reads none of them, else a copy added to `f`'s arena (its unchanged subtrees
+/// shared with `e`'s).
 fn translated(f: &mut Function, e: Expr, map: &std::collections::HashMap<Local, Local>) -> Expr {
-    let mut reads = false;
-    f.visit_postorder(e, &mut |n| reads |= matches!(f.exprs[n], ExprData::Local(l) if map.contains_key(&l)));
-    if !reads {
-        return e;
-    }
     let mut data = f.exprs[e].clone();
     if let ExprData::Local(l) = &mut data {
-        *l = map[l];
+        let Some(&d) = map.get(l) else { return e };
+        *l = d;
         return f.exprs.push(data);
     }
     let ops: Vec<Expr> = data.operands().iter().copied().collect();
-    let new: Vec<Expr> = ops.into_iter().map(|o| translated(f, o, map)).collect();
+    let new: Vec<Expr> = ops.iter().map(|&o| translated(f, o, map)).collect();
+    if new == ops {
+        return e;
+    }
     for (o, n) in data.operands_mut().into_iter().zip(new) {
         *o = n;
     }
@@ -815,14 +832,13 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
     slots.extend(tgt.locals.keys().filter(|&l| kept(Side::Tgt, l)).map(|l| Slot::Local(Side::Tgt, l)));
     let states = slots.len();
     let tgt_names: HashSet<&str> = tgt.locals.values().map(|d| d.name.as_str()).collect();
-    let defs_src = &defs.src;
     let stated: HashSet<Expr> = tgt.layout.iter().flat_map(|&b| tgt.blocks[b].stmts.iter()).filter_map(|&x| match tgt.exprs[x] {
         ExprData::Assign { value, .. } => Some(value),
         _ => None,
     }).collect();
     let src_local: std::collections::HashMap<&str, Local> = src.locals.iter().map(|(l, d)| (d.name.as_str(), l)).collect();
-    for (side, f, defs, other) in [(Side::Src, src, &defs.src, Some(&tgt_names)), (Side::Tgt, tgt, &defs.tgt, None)].into_iter().filter(|_| with_defs) {
-        for (l, trees) in defs.iter().enumerate() {
+    for (side, f, own, other) in [(Side::Src, src, &defs.src, Some(&tgt_names)), (Side::Tgt, tgt, &defs.tgt, None)].into_iter().filter(|_| with_defs) {
+        for (l, trees) in own.iter().enumerate() {
             let name = f.locals[Local::new(l)].name.as_str();
             if other.is_some_and(|o| o.contains(name)) {
                 continue;
@@ -833,7 +849,7 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
             // seed 12's memopt spent its budget on them). A statement's own tree stays,
             // since a phi of a local the pass added may need it (`%pre5.6 = phi(.., b34:
             // %v0.18)`, where `%v0.18 = sext(6)`).
-            let theirs = if side == Side::Tgt { src_local.get(name).map(|&m| &defs_src[m.index()][..]) } else { None };
+            let theirs = if side == Side::Tgt { src_local.get(name).map(|&m| &defs.src[m.index()][..]) } else { None };
             slots.extend(
                 trees
                     .iter()
