@@ -32,7 +32,7 @@ pub mod tree_mover;
 pub mod util;
 
 use crate::ir::{Block, Expr, ExprData, Function, Module};
-use crate::verify::{verify_function, Verified, VerifyError};
+use crate::verify::{Verified, VerifyError};
 use std::fmt;
 
 pub use cfg::Cfg;
@@ -309,6 +309,29 @@ impl Default for PassManager {
     }
 }
 
+/// Verifies the function `pass` left in `f` and checks it against the rules of `form`,
+/// moving it out as [`Verified`]. On failure `f` keeps it, and the error lists what the
+/// verifier found, then what breaks the rules of `form` (the pass manager's check after
+/// a pass, and the harness's after a pass and a planted bug).
+pub fn verify_after(pass: &'static str, f: &mut Function, form: Form) -> Result<Verified, PassError> {
+    let (g, errors) = match Verified::check(f.take()) {
+        Ok(v) => {
+            let errors = check_form(&v, form);
+            if errors.is_empty() {
+                return Ok(v);
+            }
+            (v.into_function(), errors)
+        }
+        Err((g, es)) => {
+            let mut errors: Vec<String> = es.iter().map(VerifyError::to_string).collect();
+            errors.extend(check_form(&g, form));
+            (g, errors)
+        }
+    };
+    *f = g;
+    Err(PassError::Verify { pass, function: f.name.clone(), errors })
+}
+
 impl PassManager {
     /// Runs `pipeline` over `f`, calling `hook(pass, f, stats)` after each pass. Returns
     /// the statistics of each pass in order.
@@ -359,32 +382,15 @@ impl PassManager {
             };
             form = p.produces.unwrap_or(form);
             let keep = if i + 1 == pipeline.passes.len() { last.take() } else { None };
-            if let Some(keep) = keep {
-                let verified = match Verified::check(f.take()) {
-                    Ok(v) => v,
-                    Err((g, es)) => {
-                        *f = g;
-                        return Err(self.verify_error(p.name, f, form, es));
-                    }
-                };
-                let errors = check_form(&verified, form);
-                if !errors.is_empty() {
-                    *f = verified.into_function();
-                    return Err(PassError::Verify { pass: p.name, function: f.name.clone(), errors });
+            if keep.is_some() || self.verify {
+                let verified = verify_after(p.name, f, form)?;
+                if let Some(keep) = keep {
+                    hook(p.name, &verified, &stats);
+                    *keep = Some(verified);
+                    out.push((p.name, stats));
+                    break;
                 }
-                hook(p.name, &verified, &stats);
-                *keep = Some(verified);
-                out.push((p.name, stats));
-                break;
-            }
-            if self.verify {
-                let errors = match verify_function(f) {
-                    Ok(()) => check_form(f, form),
-                    Err(es) => return Err(self.verify_error(p.name, f, form, es)),
-                };
-                if !errors.is_empty() {
-                    return Err(PassError::Verify { pass: p.name, function: f.name.clone(), errors });
-                }
+                *f = verified.into_function();
             }
             if p.changes_cfg {
                 analyses = None;
@@ -393,14 +399,6 @@ impl PassManager {
             out.push((p.name, stats));
         }
         Ok(out)
-    }
-
-    /// The error of a pass whose result fails the verifier with `errors`: those, then
-    /// what breaks the rules of `form`.
-    fn verify_error(&self, pass: &'static str, f: &Function, form: Form, errors: Vec<VerifyError>) -> PassError {
-        let mut errors: Vec<String> = errors.iter().map(VerifyError::to_string).collect();
-        errors.extend(check_form(f, form));
-        PassError::Verify { pass, function: f.name.clone(), errors }
     }
 
     /// Runs `pipeline` over every function of a module.

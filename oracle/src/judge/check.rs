@@ -160,20 +160,7 @@ fn drive_keeping(
         let (name, stats) = pm.run(&one, g, &mut |_, _, _| {})?.remove(0);
         form = pipeline.form_after(out.len() + 1);
         bug(name, g);
-        let verified = match Verified::check(g.take()) {
-            Ok(v) => v,
-            Err((h, es)) => {
-                *g = h;
-                let mut errors: Vec<String> = es.iter().map(|e| e.to_string()).collect();
-                errors.extend(tandem_core::passes::check_form(g, form));
-                return Err(PassError::Verify { pass: name, function: g.name.clone(), errors });
-            }
-        };
-        let errors = tandem_core::passes::check_form(&verified, form);
-        if !errors.is_empty() {
-            *g = verified.into_function();
-            return Err(PassError::Verify { pass: name, function: g.name.clone(), errors });
-        }
+        let verified = tandem_core::passes::verify_after(name, g, form)?;
         enter_stage(|| format!("interpreter after pass {name}"));
         hook(name, &verified, &stats);
         out.push((name, stats));
