@@ -121,6 +121,7 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
         return 0;
     }
     let mut map: SecondaryMap<Local, Option<Local>> = SecondaryMap::new();
+    map.resize(f.locals.len());
     let mut locals = PrimaryMap::new();
     for (l, d) in std::mem::take(&mut f.locals) {
         if used.contains(l) {
@@ -165,11 +166,12 @@ impl Namer {
         Namer { taken: f.locals.values().map(|d| d.name.clone()).collect(), next: Default::default(), only: None }
     }
 
-    /// A namer for locals named after `base` alone: it knows only the names of `f`'s
-    /// locals that start with `base`, the only ones `base` or `base.N` can be, so it
-    /// names exactly as [`Namer::new`] would without copying every name.
-    pub fn for_base(f: &Function, base: &str) -> Namer {
-        let taken = f.locals.values().filter(|d| d.name.starts_with(base)).map(|d| d.name.clone()).collect();
+    /// A namer for locals named after `base` alone, given `names` that include every
+    /// name of the function's locals starting with `base`: it knows only those, the only
+    /// ones `base` or `base.N` can be, so it names exactly as [`Namer::new`] would
+    /// without copying every name.
+    pub fn for_base<'a>(names: impl Iterator<Item = &'a str>, base: &str) -> Namer {
+        let taken = names.filter(|n| n.starts_with(base)).map(str::to_string).collect();
         Namer { taken, next: Default::default(), only: Some(base.to_string()) }
     }
 
