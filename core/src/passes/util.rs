@@ -4,6 +4,7 @@
 
 use crate::ir::{Block, BlockData, ExprData, Expr, Function, Local, Terminator};
 use cranelift_entity::{EntityRef, PrimaryMap, SecondaryMap};
+use std::fmt::Write;
 
 /// A fixed-size set of locals.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
@@ -194,12 +195,19 @@ impl Namer {
         let name = if !self.taken.contains(base) {
             base.to_string()
         } else {
-            if !self.next.contains_key(base) {
-                self.next.insert(base.to_string(), 1);
-            }
-            let n = self.next.get_mut(base).expect("inserted above");
+            let n = match self.next.get_mut(base) {
+                Some(n) => n,
+                None => self.next.entry(base.to_string()).or_insert(1),
+            };
+            // `base.N`, the number written over the last one tried (SSA renaming names
+            // every version here, and wrote a new `String` for each number tried).
+            let mut name = String::with_capacity(base.len() + 4);
+            name.push_str(base);
+            name.push('.');
+            let stem = name.len();
             loop {
-                let name = format!("{base}.{n}");
+                name.truncate(stem);
+                write!(name, "{n}").expect("a String takes any text");
                 *n += 1;
                 if !self.taken.contains(&name) {
                     break name;
