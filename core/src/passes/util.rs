@@ -4,6 +4,7 @@
 
 use crate::ir::{Block, BlockData, ExprData, Expr, Function, Local, Terminator};
 use cranelift_entity::{EntityRef, PrimaryMap, SecondaryMap};
+use std::fmt::Write;
 
 /// A fixed-size set of locals.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
@@ -121,6 +122,7 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
         return 0;
     }
     let mut map: SecondaryMap<Local, Option<Local>> = SecondaryMap::new();
+    map.resize(f.locals.len());
     let mut locals = PrimaryMap::new();
     for (l, d) in std::mem::take(&mut f.locals) {
         if used.contains(l) {
@@ -165,11 +167,12 @@ impl Namer {
         Namer { taken: f.locals.values().map(|d| d.name.clone()).collect(), next: Default::default(), only: None }
     }
 
-    /// A namer for locals named after `base` alone: it knows only the names of `f`'s
-    /// locals that start with `base`, the only ones `base` or `base.N` can be, so it
-    /// names exactly as [`Namer::new`] would without copying every name.
-    pub fn for_base(f: &Function, base: &str) -> Namer {
-        let taken = f.locals.values().filter(|d| d.name.starts_with(base)).map(|d| d.name.clone()).collect();
+    /// A namer for locals named after `base` alone, given `names` that include every
+    /// name of the function's locals starting with `base`: it knows only those, the only
+    /// ones `base` or `base.N` can be, so it names exactly as [`Namer::new`] would
+    /// without copying every name.
+    pub fn for_base<'a>(names: impl Iterator<Item = &'a str>, base: &str) -> Namer {
+        let taken = names.filter(|n| n.starts_with(base)).map(str::to_string).collect();
         Namer { taken, next: Default::default(), only: Some(base.to_string()) }
     }
 
@@ -192,12 +195,19 @@ impl Namer {
         let name = if !self.taken.contains(base) {
             base.to_string()
         } else {
-            if !self.next.contains_key(base) {
-                self.next.insert(base.to_string(), 1);
-            }
-            let n = self.next.get_mut(base).expect("inserted above");
+            let n = match self.next.get_mut(base) {
+                Some(n) => n,
+                None => self.next.entry(base.to_string()).or_insert(1),
+            };
+            // `base.N`, the number written over the last one tried (SSA renaming names
+            // every version here, and wrote a new `String` for each number tried).
+            let mut name = String::with_capacity(base.len() + 4);
+            name.push_str(base);
+            name.push('.');
+            let stem = name.len();
             loop {
-                let name = format!("{base}.{n}");
+                name.truncate(stem);
+                write!(name, "{n}").expect("a String takes any text");
                 *n += 1;
                 if !self.taken.contains(&name) {
                     break name;

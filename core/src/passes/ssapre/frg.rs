@@ -9,7 +9,7 @@
 //! classes" of Rename; a class is defined by a Φ or by the first real occurrence that
 //! starts it.
 
-use super::{Expression, Initialization, Parent, Val, Versions};
+use super::{Expression, Initialization, Parent, Temporaries, Val, Versions, TEMP_PREFIX};
 use crate::ir::{Block, Expr, ExprData, Function, Local, Type};
 use crate::passes::util::Namer;
 use cranelift_bitset::CompoundBitSet;
@@ -130,20 +130,23 @@ struct Frg<'a> {
 
 /// The temporaries of CodeMotion: named `pre1`, `pre2`, ... per expression that changed
 /// code, and the temporary holding each definition of the FRG.
-struct Temps {
+struct Temps<'a> {
     /// Made at the first fresh local: until then the function's locals are the ones it
     /// had when CodeMotion started (every local CodeMotion adds is a fresh one), and a
     /// motion that only saves in locals of the function and reloads needs no namer.
     namer: Option<Namer>,
+    /// The names of the function's locals the namer must know ([`Temporaries::input_names`]).
+    input_names: &'a [String],
     base: String,
     ty: Type,
     of: HashMap<Def, Local>,
 }
 
-impl Temps {
+impl Temps<'_> {
     /// A fresh local for the expression's value.
     fn fresh(&mut self, f: &mut Function) -> Local {
-        let namer = self.namer.get_or_insert_with(|| Namer::for_base(f, &self.base));
+        let (base, names) = (&self.base, self.input_names);
+        let namer = self.namer.get_or_insert_with(|| Namer::for_base(names.iter().map(String::as_str), base));
         namer.new_local(f, &self.base, self.ty)
     }
 }
@@ -156,7 +159,7 @@ pub fn run_expression(
     init: &Initialization,
     k: usize,
     round: usize,
-    temps: &mut Vec<(String, usize)>,
+    temps: &mut Temporaries,
     stats: &mut Stats,
 ) -> bool {
     stats.bump("exprs");
@@ -721,12 +724,12 @@ impl<'a> Frg<'a> {
 
     /// CodeMotion (`seeds/ssapre.txt`, "Code motion: actually update the code using the
     /// FRG"): temporaries for saves, insertions and Φs, then the phis and the reloads.
-    fn code_motion(&mut self, f: &mut Function, round: usize, temps: &mut Vec<(String, usize)>, stats: &mut Stats) {
+    fn code_motion(&mut self, f: &mut Function, round: usize, temps: &mut Temporaries, stats: &mut Stats) {
         let partial = self.partial();
-        let base = format!("pre{}", temps.len() + 1);
-        temps.push((base.clone(), round));
+        let base = format!("{TEMP_PREFIX}{}", temps.made.len() + 1);
+        temps.made.push((base.clone(), round));
         let ty = f.expr_type(self.e.occs[0].node).expect("a candidate yields a value");
-        let mut t = Temps { namer: None, base, ty, of: HashMap::default() };
+        let mut t = Temps { namer: None, input_names: &temps.input_names, base, ty, of: HashMap::default() };
         for i in 0..self.e.occs.len() {
             if self.real[i].save {
                 let h = self.save(f, i, &mut t);
@@ -759,7 +762,7 @@ impl<'a> Frg<'a> {
     /// before the occurrence's statement when that cannot change anything: a pure
     /// computation that cannot trap, reading nothing its statement assigns first.
     /// Otherwise it stays in place as `comma(%h = e, %h)`.
-    fn save(&self, f: &mut Function, i: usize, t: &mut Temps) -> Local {
+    fn save(&self, f: &mut Function, i: usize, t: &mut Temps<'_>) -> Local {
         let occ = &self.e.occs[i];
         if let Parent::Node(p) = occ.parent {
             if let ExprData::Assign { local, .. } = f.exprs[p] {
@@ -810,7 +813,7 @@ impl<'a> Frg<'a> {
     }
 
     /// The value a definition of the FRG resolves to, following trivial Φs in `alias`.
-    fn resolve(d: Def, alias: &HashMap<usize, Sym>, t: &Temps) -> Sym {
+    fn resolve(d: Def, alias: &HashMap<usize, Sym>, t: &Temps<'_>) -> Sym {
         let mut s = match d {
             Def::Phi(h) => Sym::Phi(h),
             d => Sym::Value(t.of[&d]),
@@ -827,7 +830,7 @@ impl<'a> Frg<'a> {
     /// CodeMotion's Φ temporaries. A needed Φ whose operands are all one value (or the Φ
     /// itself, around a loop) is that value: it produces no phi, its readers read the
     /// value. The other needed Φs get a temporary each. Returns which Φs are trivial.
-    fn phi_temporaries(&self, f: &mut Function, t: &mut Temps, stats: &mut Stats) -> Vec<bool> {
+    fn phi_temporaries(&self, f: &mut Function, t: &mut Temps<'_>, stats: &mut Stats) -> Vec<bool> {
         let phis = &self.phis;
         let mut alias: HashMap<usize, Sym> = HashMap::default();
         loop {
@@ -877,7 +880,7 @@ impl<'a> Frg<'a> {
     }
 
     /// CodeMotion's phis: one for each needed Φ that is not trivial.
-    fn place_phis(&self, f: &mut Function, t: &Temps, trivial: &[bool]) {
+    fn place_phis(&self, f: &mut Function, t: &Temps<'_>, trivial: &[bool]) {
         for (j, p) in self.phis.iter().enumerate() {
             if !self.needed[j] || trivial[j] {
                 continue;
@@ -888,7 +891,7 @@ impl<'a> Frg<'a> {
     }
 
     /// CodeMotion's reloads: each reloaded occurrence reads its definition's temporary.
-    fn reload(&self, f: &mut Function, t: &Temps, partial: &[bool], stats: &mut Stats) {
+    fn reload(&self, f: &mut Function, t: &Temps<'_>, partial: &[bool], stats: &mut Stats) {
         for (i, occ) in self.e.occs.iter().enumerate() {
             if !self.real[i].reload {
                 continue;

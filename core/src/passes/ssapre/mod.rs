@@ -74,15 +74,18 @@ const MAX_ROUNDS: usize = 4;
 pub fn run(f: &mut Function) -> Stats {
     let mut stats = Stats::default();
     let made = split::split_edges(f);
-    // The temporaries' originals, with the round that made each.
-    let mut temps: Vec<(String, usize)> = vec![];
+    let mut temps = Temporaries {
+        made: vec![],
+        input_names: f.locals.values().filter(|d| d.name.starts_with(TEMP_PREFIX)).map(|d| d.name.clone()).collect(),
+    };
+    let mut originals = Originals::default();
     // The steps add statements and rewrite trees but never add, remove or redirect a
     // block (the edges that need it were split above), so the CFG analyses of the first
     // round hold for every round.
     let mut analyses = None;
     for round in 0..MAX_ROUNDS {
         // A round without a candidate changes nothing (the last round, usually).
-        let Some(init) = Initialization::scan(f, &mut analyses, &temps, round) else { break };
+        let Some(init) = Initialization::scan(f, &mut analyses, &mut originals, &temps.made, round) else { break };
         let an = analyses.as_ref().expect("computed by the scan");
         let mut changed = false;
         for k in 0..init.worklist.len() {
@@ -100,6 +103,66 @@ pub fn run(f: &mut Function) -> Stats {
     let kept = split::unsplit_unused(f, &made);
     stats.add("edges_split", kept as u64);
     stats
+}
+
+/// The prefix of the temporaries' names: `pre1`, `pre2`, ..., one per expression that
+/// changed code, and `preN.k` when `preN` is taken.
+const TEMP_PREFIX: &str = "pre";
+
+/// The temporaries the rounds made, and the names of the input's locals they may collide
+/// with.
+pub struct Temporaries {
+    /// Each temporary's original (`preN`) and the round that made it.
+    pub made: Vec<(String, usize)>,
+    /// The names of the input's locals that start with [`TEMP_PREFIX`]. A temporary is
+    /// named after a new `preN`, and a name made earlier in the run (`preM` or `preM.k`,
+    /// `M < N`) never starts with `preN`, so these are the only names of the function one
+    /// can collide with: the namer of each expression knows them without a scan of every
+    /// local.
+    pub input_names: Vec<String>,
+}
+
+/// The original of every local, kept from round to round: the rounds only add locals
+/// (the temporaries), so a round names the originals of the locals added since the last
+/// one, in local order, and every local keeps the original the rounds before gave it
+/// (as naming every local anew would, without hashing every name each round).
+#[derive(Default)]
+pub struct Originals {
+    /// Each original's id by base name, then type: an original is a base name *and* a
+    /// type, since a pass may name a new local after an unrelated one of another type
+    /// (`memopt`'s `%mem` and `%mem.2`), and versions of one variable always share its
+    /// type.
+    ids: HashMap<String, SmallVec<[(Type, u32); 1]>>,
+    /// The base name of each original.
+    bases: Vec<String>,
+    /// The original of every local named so far.
+    orig: SecondaryMap<Local, u32>,
+    /// How many locals are named.
+    named: usize,
+}
+
+impl Originals {
+    /// Names the originals of the locals added to `f` since the last call.
+    fn update(&mut self, f: &Function) {
+        for (l, d) in f.locals.iter().skip(self.named) {
+            let base = original_name(&d.name);
+            let next = self.bases.len() as u32;
+            let entry = match self.ids.get_mut(base) {
+                Some(e) => e,
+                None => self.ids.entry(base.to_string()).or_default(),
+            };
+            let id = match entry.iter().find(|(t, _)| *t == d.ty) {
+                Some(&(_, id)) => id,
+                None => {
+                    entry.push((d.ty, next));
+                    self.bases.push(base.to_string());
+                    next
+                }
+            };
+            self.orig[l] = id;
+        }
+        self.named = f.locals.len();
+    }
 }
 
 /// The operator of a candidate expression.
@@ -262,17 +325,31 @@ pub(crate) fn is_kill(d: &ExprData) -> bool {
 
 impl Initialization {
     /// Scans `f`: every candidate occurrence, effect and exit, the versions current at
-    /// each block entry, and the parent of every node. `temps` names the originals of
-    /// earlier rounds' temporaries. `analyses` are the CFG analyses of `f`, computed here
-    /// if they are not yet. `None` when no block holds a candidate of this round: then
-    /// there is nothing to do, and the analyses and the rest of the scan are not computed.
+    /// each block entry, and the parent of every node. `originals` are the originals of
+    /// the locals of the rounds before, which the scan extends to the locals added since;
+    /// `temps` names the originals of earlier rounds' temporaries. `analyses` are the CFG
+    /// analyses of `f`, computed here if they are not yet. `None` when no block holds a
+    /// candidate of this round: then there is nothing to do, and the analyses and the
+    /// rest of the scan are not computed.
     pub fn scan(
         f: &Function,
         analyses: &mut Option<Analyses>,
+        originals: &mut Originals,
         temps: &[(String, usize)],
         round: usize,
     ) -> Option<Initialization> {
-        let (orig, norig, is_temp) = Self::name_originals(f, temps);
+        originals.update(f);
+        let orig = originals.orig.clone();
+        let norig = originals.bases.len();
+        // Per original, the round that made it if it is a temporary.
+        let is_temp: Vec<Option<usize>> =
+            originals.bases.iter().map(|base| temps.iter().find(|(t, _)| t == base).map(|(_, r)| *r)).collect();
+        // After the first round a candidate reads a temporary of the last round, so
+        // without one (its expressions saved only in locals of their own) there is none:
+        // known without a walk of every tree.
+        if round > 0 && !is_temp.contains(&Some(round - 1)) {
+            return None;
+        }
         let mut init = Initialization {
             worklist: vec![],
             orig,
@@ -288,6 +365,9 @@ impl Initialization {
             block_frontier: vec![],
             parent: SecondaryMap::with_capacity(f.exprs.len()),
         };
+        // Sized once, rather than grown at each node of a higher index than any before.
+        init.parent.resize(f.exprs.len());
+        init.kills.resize(f.blocks.len());
         // Locals something reads: a computation assigned to a local nobody reads is dead
         // (dce removes it), and taking it for an occurrence would make PRE move the
         // expression to where it is evaluated for nothing. Known once every block is
@@ -321,27 +401,6 @@ impl Initialization {
     /// The iterated dominance frontier of block `b`.
     pub fn frontier(&self, an: &Analyses, b: Block) -> &[Block] {
         self.block_frontier[b.index()].get_or_init(|| an.frontiers.iterated(&[b]))
-    }
-
-    /// The original of every local, the number of originals, and per original the round
-    /// that made it if it is a temporary.
-    fn name_originals(f: &Function, temps: &[(String, usize)]) -> (SecondaryMap<Local, u32>, usize, Vec<Option<usize>>) {
-        // An original is a base name *and* a type: a pass may name a new local after an
-        // unrelated one of another type (`memopt`'s `%mem` and `%mem.2`), and versions of
-        // one variable always share its type.
-        let mut names: HashMap<(&str, Type), u32> = HashMap::with_capacity_and_hasher(f.locals.len(), Default::default());
-        let mut orig: SecondaryMap<Local, u32> = SecondaryMap::new();
-        let mut is_temp: Vec<Option<usize>> = vec![];
-        for (l, d) in f.locals.iter() {
-            let base = original_name(&d.name);
-            let n = names.len() as u32;
-            let id = *names.entry((base, d.ty)).or_insert(n);
-            if id == n {
-                is_temp.push(temps.iter().find(|(t, _)| t == base).map(|(_, r)| *r));
-            }
-            orig[l] = id;
-        }
-        (orig, names.len(), is_temp)
     }
 
     /// Records one block: its phis' definitions, then in evaluation order the parents,
