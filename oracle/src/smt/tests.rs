@@ -549,6 +549,19 @@ fn a_constant_forwarded_across_a_loop_is_proved_for_every_run() {
     assert!(c.diff.iter().any(|d| d.starts_with("trace event 1")), "{:?}", c.diff);
 }
 
+/// A pass that left the function as it was is proved without the solver: on a budget of
+/// one resource unit, the function against itself is `proved`, and against the pass's
+/// change (which the solver must be asked about) the budget runs out.
+#[test]
+fn a_function_left_as_it_was_is_proved_without_the_solver() {
+    let o = Options { rlimit: 1, ..opts() };
+    let f = constant_across_a_loop("cfread(@c)", "");
+    let a = validate(&f, &f.clone(), "memopt", &o);
+    assert!(matches!(a, Answer::Proved), "{a}");
+    let a = validate(&f, &constant_across_a_loop("123", ""), "memopt", &o);
+    assert!(matches!(a, Answer::Unknown(Unknown::Budget)), "{a}");
+}
+
 /// memopt's dead store across blocks, in a loop: each trip stores `%i` at `HEAP_BASE`,
 /// then both arms of a branch store there again before the log reads it, so the first
 /// store is dead and memopt removes it (`first`: the first store, or nothing; `other`:
