@@ -191,9 +191,38 @@ const MAX_SLOTS: usize = 1500;
 /// Most definitions per local.
 const MAX_DEFS: usize = 4;
 
-/// The name of a local without its version suffix (`%i.3` → `i`).
-fn base(name: &str) -> &str {
-    name.split('.').next().unwrap_or(name)
+/// The names a pair's locals are versions of: the source's own local names when it has no
+/// phis (a function as written, whose locals are distinct variables even where one's name
+/// extends another's: the generator's `%i2` and `%i2.1`, whose versions after `ssa` are
+/// `%i2.3` and `%i2.1.2`), else none (a function in SSA form, whose names mix the
+/// variables and their versions).
+struct Roots(Option<HashSet<String>>);
+
+impl Roots {
+    fn of(src: &Function) -> Roots {
+        let hir = src.layout.iter().all(|&b| src.blocks[b].phis.is_empty());
+        Roots(hir.then(|| src.locals.values().map(|d| d.name.clone()).collect()))
+    }
+
+    /// The name of a local without its version suffix (`%i.3` → `i`): the longest root
+    /// that is the name or that the name extends by `.N` suffixes, else (no root fits, or
+    /// no roots) everything before the first dot. Default seed 10's `ssa` read `%i2.1.2`
+    /// as a version of `%i2`, so `%i2` stopped being current where `%i2.1` was assigned.
+    fn base<'a>(&self, name: &'a str) -> &'a str {
+        if let Some(roots) = &self.0 {
+            let mut at = name;
+            loop {
+                if roots.contains(at) {
+                    return at;
+                }
+                match at.rsplit_once('.') {
+                    Some((head, tail)) if !tail.is_empty() && tail.bytes().all(|c| c.is_ascii_digit()) => at = head,
+                    _ => break,
+                }
+            }
+        }
+        name.split('.').next().unwrap_or(name)
+    }
 }
 
 /// Per local, the value trees assigned to it in `f` (by a statement or inside one), at
@@ -502,7 +531,8 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
     pairs.extend(aligned.iter().copied());
     let everywhere: Vec<(usize, usize)> = pairs.into_iter().filter_map(|(a, b)| index(a).zip(index(b))).collect();
     let versions: Vec<(Slot, Slot, usize, usize)> = versions.into_iter().filter_map(|(a, b)| Some((a, b, index(a)?, index(b)?))).collect();
-    let (cur_src, cur_tgt) = (current_versions(src), current_versions(tgt));
+    let roots = Roots::of(src);
+    let (cur_src, cur_tgt) = (current_versions(src, &roots), current_versions(tgt, &roots));
     let holds = |slot: Slot, b: Block| match slot {
         Slot::Local(Side::Src, l) => cur_src[b.index()][l.index()],
         Slot::Local(Side::Tgt, l) => cur_tgt[b.index()][l.index()],
@@ -653,10 +683,10 @@ fn available_definitions(slots: &[Slot], side: Side, f: &Function) -> Vec<Vec<bo
 /// there, it was the last of its name's versions assigned, or none was (every local starts
 /// at 0). A forward data flow over the CFG, computed here, trusting no analysis of `core`;
 /// it only chooses candidates, which the inference keeps only where inductive.
-fn current_versions(f: &Function) -> Vec<Vec<bool>> {
+fn current_versions(f: &Function, roots: &Roots) -> Vec<Vec<bool>> {
     let n = f.locals.len();
     let mut names: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    let group: Vec<usize> = f.locals.values().map(|d| { let k = names.len(); *names.entry(base(&d.name)).or_insert(k) }).collect();
+    let group: Vec<usize> = f.locals.values().map(|d| { let k = names.len(); *names.entry(roots.base(&d.name)).or_insert(k) }).collect();
     let mut members: Vec<Vec<usize>> = vec![vec![]; names.len()];
     for (l, &g) in group.iter().enumerate() {
         members[g].push(l);
@@ -932,6 +962,8 @@ fn same_read(src: &Function, tgt: &Function, x: Slot, y: Slot) -> bool {
 /// Returns the pairs that hold everywhere (namesakes) and the pairs of versions, which
 /// the first partition joins only where both hold their name's current value.
 fn named_pairs(src: &Function, tgt: &Function) -> (Vec<(Slot, Slot)>, Vec<(Slot, Slot)>) {
+    let roots = Roots::of(src);
+    let base = |name: &str| roots.base(name).to_string();
     let mut out = vec![(Slot::Heap(Side::Src), Slot::Heap(Side::Tgt))];
     let mut versions = vec![];
     out.extend(src.cfvars.keys().map(|v| (Slot::Cf(Side::Src, v), Slot::Cf(Side::Tgt, v))));
@@ -1494,8 +1526,9 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
 /// the target holds nothing under a name of its own (the simple passes' outputs; not
 /// SSAPRE's temporaries or memopt's promoted variables).
 fn no_new_names(src: &Function, tgt: &Function) -> bool {
-    let names: HashSet<&str> = src.locals.values().map(|d| base(&d.name)).collect();
-    tgt.locals.values().all(|d| names.contains(base(&d.name)))
+    let roots = Roots::of(src);
+    let names: HashSet<&str> = src.locals.values().map(|d| roots.base(&d.name)).collect();
+    tgt.locals.values().all(|d| names.contains(roots.base(&d.name)))
 }
 
 /// The try over the states' slots alone may use `1 / STATE_ONLY_SHARE` of the budget: on
@@ -2268,7 +2301,7 @@ mod tests {
     #[test]
     fn the_current_version_of_a_name_is_the_last_assigned() {
         let f = versions();
-        let cur = current_versions(&f);
+        let cur = current_versions(&f, &Roots(None));
         let (x, x1) = (Local::new(1), Local::new(2));
         let at = |b: u32, l: Local| cur[b as usize][l.index()];
         assert!(at(0, x) && at(0, x1));

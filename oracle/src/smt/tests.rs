@@ -742,6 +742,20 @@ fn generated_pairs(seed: u64) -> Vec<(String, Function, Function)> {
     out
 }
 
+/// The `ssa` pass where one local's name extends another's: default seed 10 has `%i2` and
+/// `%i2.1`, two loop counters, whose versions are `%i2.3` and `%i2.1.2`. Read as versions
+/// of one name, `%i2` stopped being current wherever `%i2.1` was assigned, so no relation
+/// joined it to its versions in the second loop, which logs `%i2.3`: the answer was
+/// `vacuous` at bound 2 after the whole budget (seeds 9 and 11 alike, `proved (bound 2)`).
+/// The source's own names are the variables: proved for every run.
+#[test]
+fn the_ssa_form_of_locals_whose_names_extend_each_other_is_proved_for_every_run() {
+    let (_, before, after) = generated_pairs(10).into_iter().find(|(p, _, _)| p == "ssa").expect("the ssa pass");
+    assert!(before.locals.values().any(|d| d.name == "i2") && before.locals.values().any(|d| d.name == "i2.1"));
+    let a = validate(&before, &after, "ssa", &Options { bound: 2, ..opts() });
+    assert!(matches!(a, Answer::Proved), "{a}");
+}
+
 /// The simple passes of functions with many locals: default seed 11's SSA form has 886
 /// locals, of which the states of `ssa-destroy` held over 1,500 between them, past the
 /// slot cap, so every try lost the target's locals and the answer was `unknown (resource
