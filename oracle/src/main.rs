@@ -100,6 +100,9 @@ fn main() -> ExitCode {
         // The commands that run for hours give large blocks straight back (issue 23).
         tandem_oracle::measure::memory::return_large_blocks();
     }
+    if matches!(command, Command::ValidateChild) {
+        tandem_oracle::measure::memory::reuse_large_blocks();
+    }
     match command {
         Command::Run(a) => cli::run::main(a),
         Command::Compile(a) => cli::compile::main(a),

@@ -88,6 +88,24 @@ pub fn return_large_blocks() {
     }
 }
 
+/// Serves every allocation under 32 MB from the arenas, reusing the pages of what was
+/// freed (glibc's `M_MMAP_THRESHOLD` fixed at its largest dynamic value), for the
+/// validator's child (`smt::isolate`), which lives for one function: each pass's Z3
+/// context allocates and frees the same large blocks again, and by default the first
+/// ones of a process are mappings of their own, unmapped when freed and faulted in
+/// anew by the next context. The child's memory all goes back when it exits, and its
+/// cap watches what it holds either way. Measured with `farm-bench` on `tandem verify
+/// --generated --profile small --count 15 --bound 2` (with the same setting as a glibc
+/// tunable): CPU time 0.87 of the default's, system time 0.58. Elsewhere (not glibc) it
+/// does nothing.
+pub fn reuse_large_blocks() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` only sets the allocator's parameter; called before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+    }
+}
+
 /// Bytes in megabytes (10^6), as the progress line and the summary print them.
 pub fn megabytes(bytes: u64) -> String {
     format!("{:.0} MB", bytes as f64 / 1e6)

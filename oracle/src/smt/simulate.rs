@@ -30,16 +30,19 @@
 //! where the source reads a callframe variable or a load ([`Slot::Read`]: a heap cell),
 //! or keeps on the way (`comma((%val = x), %val)`, the value a callframe write stores),
 //! joins that variable or load (memopt's promoted variables, hoisted and forwarded loads,
-//! locals it reuses), and a load where the target computes the value from its locals
-//! alone (`load.i32.s8(A)` where the target has `ashr(shl(%v, 24), 24)`: memopt's
-//! forwarded stores and loads of another width, [`converted_cell`]) joins the target's
-//! tree, so the relation can say "the byte at `A` is the low byte of `%v`" across
-//! blocks; and a store the target does where the source does none (memopt's stores sunk
-//! out of a loop onto its exits) joins the source's heap as a pending store
-//! ([`Slot::Pending`], [`pending_stores`]): the target's heap with that store done, or
-//! with the source's bytes at its address, so the relation can say "the source's heap is
-//! the target's with `%val` stored at `A`" on the exits and "the heaps differ only at
-//! `A`" in the loop. When that fails too, a third try starts from the whole-function
+//! locals it reuses), and a load or a callframe variable where the target computes the
+//! value from its locals and constants alone (`load.i32.s8(A)` where the target has
+//! `ashr(shl(%v, 24), 24)`: memopt's forwarded stores and loads of another width;
+//! `cfread(@c3)` where it has `123`: a constant it forwarded, [`converted_cell`]) joins
+//! the target's tree, so the relation can say "the byte at `A` is the low byte of `%v`"
+//! or "`@c3` holds 123" across blocks; and a store the target does where the source does
+//! none (memopt's stores sunk out of a loop onto its exits) joins the source's heap as a
+//! pending store ([`Slot::Pending`], [`pending_stores`]): the target's heap with that
+//! store done, or with the source's bytes at its address, so the relation can say "the
+//! source's heap is the target's with `%val` stored at `A`" on the exits and "the heaps
+//! differ only at `A`" in the loop; a store of the source that the target removed
+//! (memopt's dead stores, overwritten later on every path) joins the target's heap the
+//! same way, the source's heap with the target's bytes at its address. When that fails too, a third try starts from the whole-function
 //! relation: every pair of versions and every definition joined at every block (the
 //! data flows can drop a candidate at a block where the proof needs it, and an arbitrary
 //! split can part what a later edge needs together; the two starts fail on different
@@ -114,14 +117,18 @@ enum Slot {
     /// (memopt's LOAD-LOAD, STORE-LOAD and hoisted loads), or an expression a pass now
     /// keeps in a temporary (SSAPRE).
     Read(Side, Type, Expr),
-    /// The target's heap with one of its stores applied (a store it has where the source
-    /// has none: memopt's sunk stores on a loop's exits), the address evaluated in the
-    /// target's state: with the store's value also evaluated there (`true`: "the source's
-    /// heap is the target's with the pending store done"), or with the bytes the source's
-    /// heap holds there (`false`: "the two heaps agree except at the store's bytes", which
-    /// holds at a loop block before the source's store overwrites them). Not part of a
-    /// state; a heap class may take its value ([`pending_stores`]).
-    Pending(Expr, bool),
+    /// A side's heap with one of that side's stores applied, the address evaluated in
+    /// that side's state, for the other side's heap to equal. The target's store (one it
+    /// has where the source has none: memopt's sunk stores on a loop's exits): with the
+    /// store's value also evaluated there (`true`: "the source's heap is the target's with
+    /// the pending store done"), or with the bytes the source's heap holds there
+    /// (`false`: "the two heaps agree except at the store's bytes", which holds at a loop
+    /// block before the source's store overwrites them). The source's store (one the
+    /// target removed: memopt's dead stores, overwritten on every path from there), with
+    /// the bytes the target's heap holds there (`false`: the heaps agree except at the
+    /// store's bytes until the source overwrites them). Not part of a state; a heap class
+    /// may take its value ([`pending_stores`]).
+    Pending(Side, Expr, bool),
 }
 
 /// What can be equal: bit-vectors of one width, or heaps.
@@ -184,9 +191,38 @@ const MAX_SLOTS: usize = 1500;
 /// Most definitions per local.
 const MAX_DEFS: usize = 4;
 
-/// The name of a local without its version suffix (`%i.3` → `i`).
-fn base(name: &str) -> &str {
-    name.split('.').next().unwrap_or(name)
+/// The names a pair's locals are versions of: the source's own local names when it has no
+/// phis (a function as written, whose locals are distinct variables even where one's name
+/// extends another's: the generator's `%i2` and `%i2.1`, whose versions after `ssa` are
+/// `%i2.3` and `%i2.1.2`), else none (a function in SSA form, whose names mix the
+/// variables and their versions).
+struct Roots(Option<HashSet<String>>);
+
+impl Roots {
+    fn of(src: &Function) -> Roots {
+        let hir = src.layout.iter().all(|&b| src.blocks[b].phis.is_empty());
+        Roots(hir.then(|| src.locals.values().map(|d| d.name.clone()).collect()))
+    }
+
+    /// The name of a local without its version suffix (`%i.3` → `i`): the longest root
+    /// that is the name or that the name extends by `.N` suffixes, else (no root fits, or
+    /// no roots) everything before the first dot. Default seed 10's `ssa` read `%i2.1.2`
+    /// as a version of `%i2`, so `%i2` stopped being current where `%i2.1` was assigned.
+    fn base<'a>(&self, name: &'a str) -> &'a str {
+        if let Some(roots) = &self.0 {
+            let mut at = name;
+            loop {
+                if roots.contains(at) {
+                    return at;
+                }
+                match at.rsplit_once('.') {
+                    Some((head, tail)) if !tail.is_empty() && tail.bytes().all(|c| c.is_ascii_digit()) => at = head,
+                    _ => break,
+                }
+            }
+        }
+        name.split('.').next().unwrap_or(name)
+    }
 }
 
 /// Per local, the value trees assigned to it in `f` (by a statement or inside one), at
@@ -355,37 +391,39 @@ impl Pair<'_> {
         if let Some((side, _, e)) = self.tree(slot) {
             return self.reads(side, e);
         }
-        let Slot::Pending(e, exact) = slot else { return None };
-        let ExprData::Store { addr, value, .. } = self.tgt.exprs[e] else { return None };
-        let mut out = self.reads(Side::Tgt, addr)?;
+        let Slot::Pending(side, e, exact) = slot else { return None };
+        let ExprData::Store { addr, value, .. } = self.side(side).exprs[e] else { return None };
+        let mut out = self.reads(side, addr)?;
         if exact {
-            out.extend(self.reads(Side::Tgt, value)?);
+            out.extend(self.reads(side, value)?);
         }
-        out.push(*self.index.get(&Slot::Heap(Side::Tgt))?);
+        out.push(*self.index.get(&Slot::Heap(side))?);
         Some(out)
     }
 
     /// A pending store's heap (see [`Slot::Pending`]); with `bytes`, those bytes at the
-    /// address instead of the store's value or the source's.
-    fn pending_heap(&self, e: Expr, exact: bool, s: &State, t: &State, bytes: Option<BV>, limit: usize) -> Option<Val> {
-        let ExprData::Store { width, addr, value } = self.tgt.exprs[e] else { return None };
-        let a = eval_value(self.tgt, addr, t, Type::I32, limit).ok()?;
+    /// address instead of the store's value or the other side's.
+    fn pending_heap(&self, side: Side, e: Expr, exact: bool, s: &State, t: &State, bytes: Option<BV>, limit: usize) -> Option<Val> {
+        let f = self.side(side);
+        let (own, other) = if side == Side::Tgt { (t, s) } else { (s, t) };
+        let ExprData::Store { width, addr, value } = f.exprs[e] else { return None };
+        let a = eval_value(f, addr, own, Type::I32, limit).ok()?;
         let v = match bytes {
             Some(b) => b,
-            None if exact => eval_value(self.tgt, value, t, self.tgt.expr_type(value)?, limit).ok()?,
-            None => encode::heap_bytes(&s.heap, &a, width.bytes()),
+            None if exact => eval_value(f, value, own, f.expr_type(value)?, limit).ok()?,
+            None => encode::heap_bytes(&other.heap, &a, width.bytes()),
         };
-        Some(Val::Heap(encode::stored_heap(&t.heap, &a, &v, width)))
+        Some(Val::Heap(encode::stored_heap(&own.heap, &a, &v, width)))
     }
 
     /// The value a class takes from its chosen derived slot at a block's entry: the slot's
-    /// value, except that a pending store with the source's bytes takes fresh bytes (the
-    /// source's heap is what the class defines).
+    /// value, except that a pending store with the other side's bytes takes fresh bytes
+    /// (the other side's heap is what the class defines).
     fn entry_value(&self, slot: Slot, s: &State, t: &State, limit: usize) -> Option<Val> {
         match slot {
-            Slot::Pending(e, false) => {
-                let ExprData::Store { width, .. } = self.tgt.exprs[e] else { return None };
-                self.pending_heap(e, false, s, t, Some(BV::fresh_const("bytes", 8 * width.bytes())), limit)
+            Slot::Pending(side, e, false) => {
+                let ExprData::Store { width, .. } = self.side(side).exprs[e] else { return None };
+                self.pending_heap(side, e, false, s, t, Some(BV::fresh_const("bytes", 8 * width.bytes())), limit)
             }
             _ => self.value(slot, s, t, limit),
         }
@@ -452,7 +490,7 @@ impl Pair<'_> {
                 let (side, ty, e) = self.tree(slot).expect("a tree slot");
                 Val::Bv(eval_value(self.side(side), e, st(side), ty, limit).ok()?)
             }
-            Slot::Pending(e, exact) => self.pending_heap(e, exact, s, t, None, limit)?,
+            Slot::Pending(side, e, exact) => self.pending_heap(side, e, exact, s, t, None, limit)?,
         })
     }
 }
@@ -493,7 +531,8 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
     pairs.extend(aligned.iter().copied());
     let everywhere: Vec<(usize, usize)> = pairs.into_iter().filter_map(|(a, b)| index(a).zip(index(b))).collect();
     let versions: Vec<(Slot, Slot, usize, usize)> = versions.into_iter().filter_map(|(a, b)| Some((a, b, index(a)?, index(b)?))).collect();
-    let (cur_src, cur_tgt) = (current_versions(src), current_versions(tgt));
+    let roots = Roots::of(src);
+    let (cur_src, cur_tgt) = (current_versions(src, &roots), current_versions(tgt, &roots));
     let holds = |slot: Slot, b: Block| match slot {
         Slot::Local(Side::Src, l) => cur_src[b.index()][l.index()],
         Slot::Local(Side::Tgt, l) => cur_tgt[b.index()][l.index()],
@@ -644,10 +683,10 @@ fn available_definitions(slots: &[Slot], side: Side, f: &Function) -> Vec<Vec<bo
 /// there, it was the last of its name's versions assigned, or none was (every local starts
 /// at 0). A forward data flow over the CFG, computed here, trusting no analysis of `core`;
 /// it only chooses candidates, which the inference keeps only where inductive.
-fn current_versions(f: &Function) -> Vec<Vec<bool>> {
+fn current_versions(f: &Function, roots: &Roots) -> Vec<Vec<bool>> {
     let n = f.locals.len();
     let mut names: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    let group: Vec<usize> = f.locals.values().map(|d| { let k = names.len(); *names.entry(base(&d.name)).or_insert(k) }).collect();
+    let group: Vec<usize> = f.locals.values().map(|d| { let k = names.len(); *names.entry(roots.base(&d.name)).or_insert(k) }).collect();
     let mut members: Vec<Vec<usize>> = vec![vec![]; names.len()];
     for (l, &g) in group.iter().enumerate() {
         members[g].push(l);
@@ -749,7 +788,7 @@ fn carriers(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot, Slot)
         for x in [a, b] {
             match x {
                 Slot::Read(side, _, e) => add(side, if side == Side::Src { src } else { tgt }, e),
-                Slot::Pending(e, _) => add(Side::Tgt, tgt, e),
+                Slot::Pending(side, e, _) => add(side, if side == Side::Src { src } else { tgt }, e),
                 _ => {}
             }
         }
@@ -820,7 +859,14 @@ fn live_locals(f: &Function) -> Vec<Vec<bool>> {
 /// The slots of the two states (heaps, callframe variables, locals), with `with_defs` the
 /// definitions of the target's locals (a pass's temporaries, promoted variables,
 /// versions, and locals it now assigns earlier) and of the source's locals the target
-/// removed (by name), and the loads of `aligned` (one per tree), cut at [`MAX_SLOTS`].
+/// removed (by name), and the loads of `aligned` (one per tree), cut at [`MAX_SLOTS`]:
+/// where they are too many, the candidates a pass is likeliest to need stay, in this order
+/// ([`Priority`]): definitions of the target's new locals (SSAPRE's temporaries, memopt's
+/// promoted variables), of the source's locals the target removed, the loads and pending
+/// stores of `aligned`, and last the statements' own trees of the locals both sides have,
+/// of which a function has as many as statements. (In the order of the locals, the
+/// temporaries a pass adds come last and were the ones cut: default seed 17's SSAPRE, of
+/// 1,500 slots.)
 fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot, Slot)], with_defs: bool, live: &Live) -> Vec<Slot> {
     let mut slots = vec![Slot::Heap(Side::Src), Slot::Heap(Side::Tgt)];
     slots.extend(src.cfvars.keys().map(|v| Slot::Cf(Side::Src, v)));
@@ -837,6 +883,7 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
         _ => None,
     }).collect();
     let src_local: std::collections::HashMap<&str, Local> = src.locals.iter().map(|(l, d)| (d.name.as_str(), l)).collect();
+    let mut derived: Vec<(Priority, Slot)> = vec![];
     for (side, f, own, other) in [(Side::Src, src, &defs.src, Some(&tgt_names)), (Side::Tgt, tgt, &defs.tgt, None)].into_iter().filter(|_| with_defs) {
         for (l, trees) in own.iter().enumerate() {
             let name = f.locals[Local::new(l)].name.as_str();
@@ -850,26 +897,50 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
             // since a phi of a local the pass added may need it (`%pre5.6 = phi(.., b34:
             // %v0.18)`, where `%v0.18 = sext(6)`).
             let theirs = if side == Side::Tgt { src_local.get(name).map(|&m| &defs.src[m.index()][..]) } else { None };
-            slots.extend(
+            let priority = match (side, theirs) {
+                (Side::Tgt, None) => Priority::New,
+                (Side::Src, _) => Priority::Removed,
+                (Side::Tgt, Some(_)) => Priority::Shared,
+            };
+            derived.extend(
                 trees
                     .iter()
                     .filter(|&&e| stated.contains(&e) || !theirs.is_some_and(|t| t.iter().any(|&x| same_tree_across(src, x, tgt, e))))
-                    .map(|&e| Slot::Def(side, Local::new(l), e)),
+                    .map(|&e| (priority, Slot::Def(side, Local::new(l), e))),
             );
         }
     }
     for &(a, b) in aligned {
         for x in [a, b] {
-            if matches!(x, Slot::Read(..)) && !slots.iter().any(|&y| same_read(src, tgt, x, y)) {
-                slots.push(x);
-            }
-            if matches!(x, Slot::Pending(..)) && !slots.contains(&x) {
-                slots.push(x);
+            let new = match x {
+                Slot::Read(..) => !slots.iter().chain(derived.iter().map(|(_, y)| y)).any(|&y| same_read(src, tgt, x, y)),
+                Slot::Pending(..) => !derived.iter().any(|&(_, y)| y == x),
+                _ => false,
+            };
+            if new {
+                derived.push((Priority::Aligned, x));
             }
         }
     }
+    if states + derived.len() > MAX_SLOTS {
+        derived.sort_by_key(|&(priority, _)| priority);
+    }
+    slots.extend(derived.into_iter().map(|(_, x)| x));
     slots.truncate(MAX_SLOTS.max(states));
     slots
+}
+
+/// Which derived slots [`partition_slots`] keeps first when they are too many.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Priority {
+    /// A definition of a target local the source has no local of that name for.
+    New,
+    /// A definition of a source local the target removed.
+    Removed,
+    /// A load or pending store of [`aligned_reads`] and [`pending_stores`].
+    Aligned,
+    /// A definition of a target local the source has too.
+    Shared,
 }
 
 /// Whether `x` and `y` are [`Slot::Read`]s of the same side, type and tree (one slot).
@@ -891,6 +962,8 @@ fn same_read(src: &Function, tgt: &Function, x: Slot, y: Slot) -> bool {
 /// Returns the pairs that hold everywhere (namesakes) and the pairs of versions, which
 /// the first partition joins only where both hold their name's current value.
 fn named_pairs(src: &Function, tgt: &Function) -> (Vec<(Slot, Slot)>, Vec<(Slot, Slot)>) {
+    let roots = Roots::of(src);
+    let base = |name: &str| roots.base(name).to_string();
     let mut out = vec![(Slot::Heap(Side::Src), Slot::Heap(Side::Tgt))];
     let mut versions = vec![];
     out.extend(src.cfvars.keys().map(|v| (Slot::Cf(Side::Src, v), Slot::Cf(Side::Tgt, v))));
@@ -961,18 +1034,32 @@ fn aligned_reads(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
 /// Most target stores [`pending_stores`] proposes.
 const MAX_PENDING: usize = 4;
 
-/// Candidates for stores the target does later than the source (memopt's loop-invariant
-/// stores, removed from the loop and done on its exits): each store statement of a target
-/// block that has more store statements than the source's block of the same index (or
-/// that the source does not have: a landing block on an exit), whose address reads only
-/// locals and constants and whose value is a value tree; at most [`MAX_PENDING`] of
-/// different trees. Each gives two candidates for the source's heap
-/// ([`Slot::Pending`]): the target's heap with the store done, and the target's heap
-/// with the source's bytes at the store's address (the heaps differ only there). Only
-/// candidates: the inference keeps them where inductive.
+/// Candidates for stores one side does where the other does not.
+///
+/// The target's stores done later than the source's (memopt's loop-invariant stores,
+/// removed from the loop and done on its exits): each store statement of a target block
+/// that has more store statements than the source's block of the same index (or that the
+/// source does not have: a landing block on an exit), whose address reads only locals and
+/// constants and whose value is a value tree; at most [`MAX_PENDING`] of different trees.
+/// Each gives two candidates for the source's heap ([`Slot::Pending`]): the target's heap
+/// with the store done, and the target's heap with the source's bytes at the store's
+/// address (the heaps differ only there).
+///
+/// The source's stores the target removed (memopt's dead stores, which every path from
+/// there overwrites before anything reads them, across blocks too): each store statement
+/// of a source block that has more store statements than the target's block, whose
+/// address reads only locals and constants, and which no store of the target's block
+/// repeats; at most [`MAX_PENDING`]. Each gives one candidate for the target's heap: the
+/// source's heap with the target's bytes at the store's address (the heaps differ only
+/// there, until the source's later store makes them agree). Only candidates: the
+/// inference keeps them where inductive.
 fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
     let stores = |f: &Function, b: Block| -> Vec<Expr> {
         f.blocks[b].stmts.iter().copied().filter(|&s| matches!(f.exprs[s], ExprData::Store { .. })).collect()
+    };
+    let plain = |f: &Function, e: Expr| match f.exprs[e] {
+        ExprData::Store { addr, .. } => is_value_tree(f, addr) && !reads_state(f, addr),
+        _ => false,
     };
     let in_src: HashSet<Block> = src.layout.iter().copied().collect();
     let mut found: Vec<Expr> = vec![];
@@ -982,14 +1069,27 @@ fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
             continue;
         }
         for e in here {
-            let ExprData::Store { addr, value, .. } = tgt.exprs[e] else { continue };
-            let plain = is_value_tree(tgt, addr) && !reads_state(tgt, addr);
-            if plain && is_value_tree(tgt, value) && found.len() < MAX_PENDING && !found.iter().any(|&x| same_tree(tgt, x, e)) {
+            let ExprData::Store { value, .. } = tgt.exprs[e] else { continue };
+            if plain(tgt, e) && is_value_tree(tgt, value) && found.len() < MAX_PENDING && !found.iter().any(|&x| same_tree(tgt, x, e)) {
                 found.push(e);
             }
         }
     }
-    found.into_iter().flat_map(|e| [true, false].map(|exact| (Slot::Heap(Side::Src), Slot::Pending(e, exact)))).collect()
+    let mut removed: Vec<Expr> = vec![];
+    for &b in &src.layout {
+        let (here, theirs) = (stores(src, b), stores(tgt, b));
+        if here.len() <= theirs.len() {
+            continue;
+        }
+        for e in here {
+            let kept = theirs.iter().any(|&t| same_tree_across(src, e, tgt, t));
+            if !kept && plain(src, e) && removed.len() < MAX_PENDING && !removed.iter().any(|&x| same_tree(src, x, e)) {
+                removed.push(e);
+            }
+        }
+    }
+    let sunk = found.into_iter().flat_map(|e| [true, false].map(|exact| (Slot::Heap(Side::Src), Slot::Pending(Side::Tgt, e, exact))));
+    sunk.chain(removed.into_iter().map(|e| (Slot::Heap(Side::Tgt), Slot::Pending(Side::Src, e, false)))).collect()
 }
 
 /// Whether two statements may correspond: the same operator, and the same local,
@@ -1053,22 +1153,26 @@ fn walk_aligned(src: &Function, s: Expr, tgt: &Function, t: Expr, out: &mut Vec<
     }
 }
 
-/// A load of the source where the target computes the value from its locals alone
-/// (`load.i32.s8(A)` where the target has `ashr(shl(%v, 24), 24)`, `load.i64.u32(A)`
-/// where it has `and(%val, 4294967295)`): memopt's forwarded stores and loads of another
-/// width, whose local holds the heap cell across blocks only under that conversion. The
-/// candidate equates the two trees' values (each in its side's state), so the relation
-/// can say "the low byte of `%v` is the byte at `A`" where a local = load candidate
-/// could not. `None` when the target tree reads anything but locals (a load, a callframe
-/// variable, a call) or the types differ.
+/// A load or a callframe read of the source where the target computes the value from its
+/// locals and constants alone (`load.i32.s8(A)` where the target has
+/// `ashr(shl(%v, 24), 24)`, `load.i64.u32(A)` where it has `and(%val, 4294967295)`:
+/// memopt's forwarded stores and loads of another width, whose local holds the heap cell
+/// across blocks only under that conversion; `cfread(@c3)` where it has `123`: a constant
+/// memopt forwarded from `cfwrite(@c3, 123)` in an earlier block). The candidate equates
+/// the two trees' values (each in its side's state), so the relation can say "the low
+/// byte of `%v` is the byte at `A`" or "`@c3` holds 123" where a local = load candidate
+/// could not. `None` when the target tree reads anything but locals and constants (a
+/// load, a callframe variable, a call) or the types differ.
 fn converted_cell(src: &Function, s: Expr, tgt: &Function, t: Expr) -> Option<(Slot, Slot)> {
-    let ExprData::Load { ty, .. } = src.exprs[s] else { return None };
-    if tgt.expr_type(t) != Some(ty) || !is_value_tree(tgt, t) {
+    let (cell, ty) = match src.exprs[s] {
+        ExprData::Load { ty, .. } => (Slot::Read(Side::Src, ty, s), ty),
+        ExprData::CfRead(v) => (Slot::Cf(Side::Src, v), src.cfvars[v].ty),
+        _ => return None,
+    };
+    if tgt.expr_type(t) != Some(ty) || !is_value_tree(tgt, t) || reads_state(tgt, t) {
         return None;
     }
-    let mut locals = 0;
-    tgt.visit_postorder(t, &mut |n| locals += matches!(tgt.exprs[n], ExprData::Local(_)) as usize);
-    (locals > 0 && !reads_state(tgt, t)).then_some((Slot::Read(Side::Src, ty, s), Slot::Read(Side::Tgt, ty, t)))
+    Some((cell, Slot::Read(Side::Tgt, ty, t)))
 }
 
 /// Whether the tree at `e` reads anything but locals and constants: the heap, a callframe
@@ -1422,8 +1526,9 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
 /// the target holds nothing under a name of its own (the simple passes' outputs; not
 /// SSAPRE's temporaries or memopt's promoted variables).
 fn no_new_names(src: &Function, tgt: &Function) -> bool {
-    let names: HashSet<&str> = src.locals.values().map(|d| base(&d.name)).collect();
-    tgt.locals.values().all(|d| names.contains(base(&d.name)))
+    let roots = Roots::of(src);
+    let names: HashSet<&str> = src.locals.values().map(|d| roots.base(&d.name)).collect();
+    tgt.locals.values().all(|d| names.contains(roots.base(&d.name)))
 }
 
 /// The try over the states' slots alone may use `1 / STATE_ONLY_SHARE` of the budget: on
@@ -2196,7 +2301,7 @@ mod tests {
     #[test]
     fn the_current_version_of_a_name_is_the_last_assigned() {
         let f = versions();
-        let cur = current_versions(&f);
+        let cur = current_versions(&f, &Roots(None));
         let (x, x1) = (Local::new(1), Local::new(2));
         let at = |b: u32, l: Local| cur[b as usize][l.index()];
         assert!(at(0, x) && at(0, x1));

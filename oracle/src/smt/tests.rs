@@ -522,6 +522,70 @@ fn a_store_forwarded_at_another_width_across_a_loop_is_proved_for_every_run() {
     assert!(!c.diff.is_empty());
 }
 
+/// memopt's constant forwarding across a loop: `@c` is written 123 before the loop and
+/// read in it and after it, and memopt reads the constant instead (`write`: the loop
+/// body's write to `@c` after the log, if any). The relation at the loop's head needs
+/// "`@c` holds 123", which no relation between slots says.
+fn constant_across_a_loop(read: &str, write: &str) -> Function {
+    func(&format!(
+        "{LOG}function %f(i32 %n) -> i32 {{\n    callframe i32 @c\n    local i32 %i\nb0:\n    cfwrite(@c, 123)\n    jump b1\nb1:\n    call @log({read}, %i)\n{write}    %i = add(%i, 1)\n    br slt(%i, %n), b1, b2\nb2:\n    ret {read}\n}}\n"
+    ))
+}
+
+/// The forwarded constant is proved for every run (before its candidate, `proved (bound
+/// 4)`); with a write to `@c` in the loop, the second trip logs the stale constant: a
+/// replayed counterexample (its second event, in the second trip).
+#[test]
+fn a_constant_forwarded_across_a_loop_is_proved_for_every_run() {
+    let before = constant_across_a_loop("cfread(@c)", "");
+    let after = constant_across_a_loop("123", "");
+    let a = validate(&before, &after, "memopt", &opts());
+    assert!(matches!(a, Answer::Proved), "{a}");
+    let write = "    cfwrite(@c, add(%i, 7))\n";
+    let before = constant_across_a_loop("cfread(@c)", write);
+    let bad = constant_across_a_loop("123", write);
+    let c = counterexample(validate(&before, &bad, "memopt", &opts()));
+    assert!(c.input.args[0].as_i64() as i32 >= 2, "{:?}", c.input.args);
+    assert!(c.diff.iter().any(|d| d.starts_with("trace event 1")), "{:?}", c.diff);
+}
+
+/// A pass that left the function as it was is proved without the solver: on a budget of
+/// one resource unit, the function against itself is `proved`, and against the pass's
+/// change (which the solver must be asked about) the budget runs out.
+#[test]
+fn a_function_left_as_it_was_is_proved_without_the_solver() {
+    let o = Options { rlimit: 1, ..opts() };
+    let f = constant_across_a_loop("cfread(@c)", "");
+    let a = validate(&f, &f.clone(), "memopt", &o);
+    assert!(matches!(a, Answer::Proved), "{a}");
+    let a = validate(&f, &constant_across_a_loop("123", ""), "memopt", &o);
+    assert!(matches!(a, Answer::Unknown(Unknown::Budget)), "{a}");
+}
+
+/// memopt's dead store across blocks, in a loop: each trip stores `%i` at `HEAP_BASE`,
+/// then both arms of a branch store there again before the log reads it, so the first
+/// store is dead and memopt removes it (`first`: the first store, or nothing; `other`:
+/// the other arm's store, or nothing). Between the removed store and the arms' stores
+/// the two heaps differ at those four bytes, which the relation must say.
+fn dead_store_in_a_loop(first: &str, other: &str) -> Function {
+    func(&format!(
+        "{LOG}function %f(i32 %a, i32 %n) -> i32 {{\n    local i32 %i\nb0:\n    jump b1\nb1:\n{first}    br slt(%i, %a), b2, b3\nb2:\n    store.32(1048576, add(%i, 1))\n    jump b4\nb3:\n{other}    jump b4\nb4:\n    call @log(load.i32(1048576), %i)\n    %i = add(%i, 1)\n    br slt(%i, %n), b1, b5\nb5:\n    ret load.i32(1048576)\n}}\n"
+    ))
+}
+
+/// The removed dead store is proved for every run (before its candidate, `proved (bound
+/// 4)`); where one arm does not store again, the removed store was not dead and that
+/// arm logs what the heap held before: a replayed counterexample.
+#[test]
+fn a_dead_store_removed_in_a_loop_is_proved_for_every_run() {
+    let first = "    store.32(1048576, %i)\n";
+    let other = "    store.32(1048576, 7)\n";
+    let a = validate(&dead_store_in_a_loop(first, other), &dead_store_in_a_loop("", other), "memopt", &opts());
+    assert!(matches!(a, Answer::Proved), "{a}");
+    let c = counterexample(validate(&dead_store_in_a_loop(first, ""), &dead_store_in_a_loop("", ""), "memopt", &opts()));
+    assert!(c.diff.iter().any(|d| d.starts_with("trace event")), "{:?}", c.diff);
+}
+
 /// A loop whose store memopt sinks: each trip stores `%i + 100` at `HEAP_BASE` and checks
 /// `check` (if any) after it; the loop leaves from its head when `%i` reaches `%a` (to a
 /// block that logs) and from its latch when `%i` reaches `%n`; the function returns the
@@ -676,6 +740,20 @@ fn generated_pairs(seed: u64) -> Vec<(String, Function, Function)> {
         })
         .expect("the pipeline runs");
     out
+}
+
+/// The `ssa` pass where one local's name extends another's: default seed 10 has `%i2` and
+/// `%i2.1`, two loop counters, whose versions are `%i2.3` and `%i2.1.2`. Read as versions
+/// of one name, `%i2` stopped being current wherever `%i2.1` was assigned, so no relation
+/// joined it to its versions in the second loop, which logs `%i2.3`: the answer was
+/// `vacuous` at bound 2 after the whole budget (seeds 9 and 11 alike, `proved (bound 2)`).
+/// The source's own names are the variables: proved for every run.
+#[test]
+fn the_ssa_form_of_locals_whose_names_extend_each_other_is_proved_for_every_run() {
+    let (_, before, after) = generated_pairs(10).into_iter().find(|(p, _, _)| p == "ssa").expect("the ssa pass");
+    assert!(before.locals.values().any(|d| d.name == "i2") && before.locals.values().any(|d| d.name == "i2.1"));
+    let a = validate(&before, &after, "ssa", &Options { bound: 2, ..opts() });
+    assert!(matches!(a, Answer::Proved), "{a}");
 }
 
 /// The simple passes of functions with many locals: default seed 11's SSA form has 886
