@@ -963,7 +963,6 @@ fn same_read(src: &Function, tgt: &Function, x: Slot, y: Slot) -> bool {
 /// the first partition joins only where both hold their name's current value.
 fn named_pairs(src: &Function, tgt: &Function) -> (Vec<(Slot, Slot)>, Vec<(Slot, Slot)>) {
     let roots = Roots::of(src);
-    let base = |name: &str| roots.base(name).to_string();
     let mut out = vec![(Slot::Heap(Side::Src), Slot::Heap(Side::Tgt))];
     let mut versions = vec![];
     out.extend(src.cfvars.keys().map(|v| (Slot::Cf(Side::Src, v), Slot::Cf(Side::Tgt, v))));
@@ -971,10 +970,11 @@ fn named_pairs(src: &Function, tgt: &Function) -> (Vec<(Slot, Slot)>, Vec<(Slot,
     let (src_names, tgt_names) = (names(src), names(tgt));
     for (t, td) in tgt.locals.iter() {
         let same = src.locals.iter().find(|(_, sd)| sd.name == td.name && sd.ty == td.ty).map(|(s, _)| s);
+        let base = roots.base(&td.name);
         for (s, sd) in src.locals.iter() {
             let related = match same {
                 Some(x) => x == s,
-                None => sd.ty == td.ty && base(&sd.name) == base(&td.name) && !tgt_names.contains(&sd.name),
+                None => sd.ty == td.ty && roots.base(&sd.name) == base && !tgt_names.contains(&sd.name),
             };
             if related {
                 let pair = (Slot::Local(Side::Src, s), Slot::Local(Side::Tgt, t));
@@ -983,7 +983,7 @@ fn named_pairs(src: &Function, tgt: &Function) -> (Vec<(Slot, Slot)>, Vec<(Slot,
         }
         if !src_names.contains(&td.name) {
             for (v, vd) in src.cfvars.iter() {
-                if vd.ty == td.ty && base(&td.name) == vd.name {
+                if vd.ty == td.ty && base == vd.name {
                     versions.push((Slot::Cf(Side::Src, v), Slot::Local(Side::Tgt, t)));
                 }
             }
