@@ -1189,8 +1189,12 @@ struct Step {
     block: Block,
     entry: bool,
     assumed: Vec<Bool>,
-    /// The symbols each assumption mentions.
-    assumed_symbols: Vec<HashSet<Dynamic>>,
+    /// The symbols each assumption mentions, in the order [`symbols`] meets them. Not a
+    /// hash set: dropping a step can free its entry symbols, in the order they are held,
+    /// and Z3 gives the ids of freed terms to new ones, ids by which it orders its terms'
+    /// arguments. A hash set's order, seeded per process, made the answers differ from
+    /// run to run (default seed 26's memopt: `proved (bound 2)` or `unknown`).
+    assumed_symbols: Vec<Vec<Dynamic>>,
     x: SymOutcome,
     y: SymOutcome,
     /// The source's successors, each with the states both sides enter it with, if both
@@ -2106,10 +2110,13 @@ fn step_difference(p: &Pair, st: &Step, m: &z3::Model) -> String {
     format!("trace event differs ({})", end(kx, vx))
 }
 
-/// The uninterpreted constants (the entry state's symbols) that `terms` mention.
-fn symbols(terms: &[Dynamic]) -> HashSet<Dynamic> {
+/// The uninterpreted constants (the entry state's symbols) that `terms` mention, each once,
+/// in the order a walk of `terms` meets them: an order fixed by the terms alone, unlike a
+/// hash set's (whose seed differs per process), so that the samples drawn for them and every
+/// answer that follows are the same on every run.
+fn symbols(terms: &[Dynamic]) -> Vec<Dynamic> {
     let mut seen: HashSet<Dynamic> = HashSet::new();
-    let mut out = HashSet::new();
+    let mut out = vec![];
     let mut stack: Vec<Dynamic> = terms.to_vec();
     while let Some(d) = stack.pop() {
         if !seen.insert(d.clone()) {
@@ -2121,7 +2128,7 @@ fn symbols(terms: &[Dynamic]) -> HashSet<Dynamic> {
         let n = d.num_children();
         if n == 0 {
             if d.as_bool().is_none() {
-                out.insert(d);
+                out.push(d);
             }
         } else {
             stack.extend(d.children());
@@ -2134,13 +2141,13 @@ fn symbols(terms: &[Dynamic]) -> HashSet<Dynamic> {
 /// or with an assumption that does, and so on. The others constrain symbols the goals do
 /// not mention, so leaving them out changes no answer and spares the solver their terms.
 fn relevant<'a>(st: &'a Step, goals: &[Bool]) -> Vec<&'a Bool> {
-    let mut syms = symbols(&goals.iter().map(|g| Dynamic::from_ast(g)).collect::<Vec<_>>());
+    let mut syms: HashSet<Dynamic> = symbols(&goals.iter().map(|g| Dynamic::from_ast(g)).collect::<Vec<_>>()).into_iter().collect();
     let mut taken = vec![false; st.assumed.len()];
     let mut grew = true;
     while grew {
         grew = false;
         for (k, a) in st.assumed_symbols.iter().enumerate() {
-            if !taken[k] && !a.is_disjoint(&syms) {
+            if !taken[k] && a.iter().any(|d| syms.contains(d)) {
                 taken[k] = true;
                 syms.extend(a.iter().cloned());
                 grew = true;
@@ -2169,7 +2176,7 @@ fn sample_split(p: &Pair, class: &[usize], goals: &[Goal], edge: &Edge, limit: u
     let assumed: Vec<Bool> = relevant(edge.step, &bools).into_iter().cloned().collect();
     let mut terms: Vec<Dynamic> = members.iter().flat_map(|ms| ms.iter().map(|(_, b)| Dynamic::from_ast(b))).collect();
     terms.extend(assumed.iter().map(|a| Dynamic::from_ast(a)));
-    let mut syms: Vec<Dynamic> = symbols(&terms).into_iter().collect();
+    let mut syms: Vec<Dynamic> = symbols(&terms);
     syms.sort_by_cached_key(|d| d.decl().name());
     for round in 0..SAMPLES {
         *work += SIMPLIFY_WORK * terms.len() / 16;
