@@ -103,19 +103,21 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
         }
     }
     // The nodes that name a local, kept for the renumbering below (a second walk of
-    // every tree otherwise).
+    // every tree otherwise). Neither the set nor the renumbering depends on the order of
+    // the walk, so it is one stack of nodes over every tree, not a post-order walk per tree.
     let mut mentions = vec![];
+    let mut work: Vec<Expr> = vec![];
     for &b in &f.layout {
         let data = &f.blocks[b];
-        for r in data.stmts.iter().copied().chain(data.term.expr()) {
-            f.visit_postorder(r, &mut |n| match f.exprs[n] {
-                ExprData::Local(l) | ExprData::Assign { local: l, .. } => {
-                    used.insert(l);
-                    mentions.push(n);
-                }
-                _ => {}
-            });
+        work.extend(data.stmts.iter().copied().chain(data.term.expr()));
+    }
+    while let Some(n) = work.pop() {
+        let d = &f.exprs[n];
+        if let ExprData::Local(l) | ExprData::Assign { local: l, .. } = *d {
+            used.insert(l);
+            mentions.push(n);
         }
+        work.extend(d.operands().iter().copied());
     }
     let removed = f.locals.len() - used.iter().count();
     if removed == 0 {

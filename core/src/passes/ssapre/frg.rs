@@ -161,6 +161,7 @@ pub fn run_expression(
     round: usize,
     temps: &mut Temporaries,
     stats: &mut Stats,
+    changed: &mut [bool],
 ) -> bool {
     stats.bump("exprs");
     if inert(f, an, init, &init.worklist[k]) {
@@ -185,7 +186,7 @@ pub fn run_expression(
         stats.add("phis_unneeded", unneeded as u64);
         return false;
     }
-    frg.code_motion(f, round, temps, stats);
+    frg.code_motion(f, round, temps, stats, changed);
     true
 }
 
@@ -724,7 +725,16 @@ impl<'a> Frg<'a> {
 
     /// CodeMotion (`seeds/ssapre.txt`, "Code motion: actually update the code using the
     /// FRG"): temporaries for saves, insertions and Φs, then the phis and the reloads.
-    fn code_motion(&mut self, f: &mut Function, round: usize, temps: &mut Temporaries, stats: &mut Stats) {
+    /// Every block it changes is marked in `changed` (by block index): the next round's
+    /// scan walks only these again ([`super::Kept`]).
+    fn code_motion(
+        &mut self,
+        f: &mut Function,
+        round: usize,
+        temps: &mut Temporaries,
+        stats: &mut Stats,
+        changed: &mut [bool],
+    ) {
         let partial = self.partial();
         let base = format!("{TEMP_PREFIX}{}", temps.made.len() + 1);
         temps.made.push((base.clone(), round));
@@ -732,7 +742,7 @@ impl<'a> Frg<'a> {
         let mut t = Temps { namer: None, input_names: &temps.input_names, base, ty, of: HashMap::default() };
         for i in 0..self.e.occs.len() {
             if self.real[i].save {
-                let h = self.save(f, i, &mut t);
+                let h = self.save(f, i, &mut t, changed);
                 t.of.insert(Def::Real(i), h);
                 stats.bump("saves");
             }
@@ -745,12 +755,13 @@ impl<'a> Frg<'a> {
             let value = build(f, self.init, self.k, &ins.versions);
             let stmt = f.add_expr(ExprData::Assign { local: h, value });
             f.blocks[ins.block].stmts.push(stmt);
+            changed[ins.block.index()] = true;
             t.of.insert(Def::Inserted(n), h);
             stats.bump("insertions");
         }
         let trivial = self.phi_temporaries(f, &mut t, stats);
-        self.place_phis(f, &t, &trivial);
-        self.reload(f, &t, &partial, stats);
+        self.place_phis(f, &t, &trivial, changed);
+        self.reload(f, &t, &partial, stats, changed);
         self.count_loop_invariant(stats);
         if self.e.composite {
             stats.bump("composite");
@@ -762,7 +773,7 @@ impl<'a> Frg<'a> {
     /// before the occurrence's statement when that cannot change anything: a pure
     /// computation that cannot trap, reading nothing its statement assigns first.
     /// Otherwise it stays in place as `comma(%h = e, %h)`.
-    fn save(&self, f: &mut Function, i: usize, t: &mut Temps<'_>) -> Local {
+    fn save(&self, f: &mut Function, i: usize, t: &mut Temps<'_>, changed: &mut [bool]) -> Local {
         let occ = &self.e.occs[i];
         if let Parent::Node(p) = occ.parent {
             if let ExprData::Assign { local, .. } = f.exprs[p] {
@@ -774,6 +785,7 @@ impl<'a> Frg<'a> {
         let def = f.add_expr(ExprData::Assign { local: h, value: inner });
         let read = f.add_expr(ExprData::Local(h));
         let (b, root) = root_of(f, self.init, inner);
+        changed[b.index()] = true;
         let hoist = !self.trapping && hoistable(f, root, inner);
         let in_term = f.blocks[b].term.expr() == Some(root);
         let with = if hoist { read } else { f.add_expr(ExprData::Comma { first: def, second: read }) };
@@ -880,18 +892,19 @@ impl<'a> Frg<'a> {
     }
 
     /// CodeMotion's phis: one for each needed Φ that is not trivial.
-    fn place_phis(&self, f: &mut Function, t: &Temps<'_>, trivial: &[bool]) {
+    fn place_phis(&self, f: &mut Function, t: &Temps<'_>, trivial: &[bool], changed: &mut [bool]) {
         for (j, p) in self.phis.iter().enumerate() {
             if !self.needed[j] || trivial[j] {
                 continue;
             }
             let args = p.operands.iter().map(|o| (o.pred, t.of[&o.def])).collect();
             f.blocks[p.block].phis.push(crate::ir::Phi { dest: t.of[&Def::Phi(j)], args });
+            changed[p.block.index()] = true;
         }
     }
 
     /// CodeMotion's reloads: each reloaded occurrence reads its definition's temporary.
-    fn reload(&self, f: &mut Function, t: &Temps<'_>, partial: &[bool], stats: &mut Stats) {
+    fn reload(&self, f: &mut Function, t: &Temps<'_>, partial: &[bool], stats: &mut Stats, changed: &mut [bool]) {
         for (i, occ) in self.e.occs.iter().enumerate() {
             if !self.real[i].reload {
                 continue;
@@ -912,6 +925,7 @@ impl<'a> Frg<'a> {
                 data = ExprData::Comma { first, second };
             }
             f.exprs[node] = data;
+            changed[occ.block.index()] = true;
             match d {
                 Def::Phi(j) if partial[j] => stats.bump("reloads_partial"),
                 _ => stats.bump("reloads_full"),

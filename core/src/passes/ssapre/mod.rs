@@ -10,6 +10,8 @@
 //!   down-safety needs and, per block, the current version of every original. A
 //!   computation assigned to a local nothing reads is not an occurrence (it is dead: `dce`
 //!   removes it, and PRE would otherwise move the expression to where it serves nothing).
+//!   The scan of a later round walks only the trees of the blocks the round before
+//!   changed, and takes the others' facts from its own last scan ([`Kept`]).
 //! * Per expression ([`frg`]): **Φ-Insertion**, **Rename**, **DownSafety**,
 //!   **WillBeAvail** (CanBeAvail and Later), **Finalize** (the two steps, the second with
 //!   unneeded-Φ elimination: Φs of the FRG that end up unused produce no phi) and
@@ -83,22 +85,30 @@ pub fn run(f: &mut Function) -> Stats {
     // block (the edges that need it were split above), so the CFG analyses of the first
     // round hold for every round.
     let mut analyses = None;
+    let mut kept = Kept::default();
     for round in 0..MAX_ROUNDS {
         // A round without a candidate changes nothing (the last round, usually).
-        let Some(init) = Initialization::scan(f, &mut analyses, &mut originals, &temps.made, round) else { break };
+        let Some(mut init) = Initialization::scan(f, &mut analyses, &mut originals, &temps.made, round, &mut kept)
+        else {
+            break;
+        };
         let an = analyses.as_ref().expect("computed by the scan");
         let mut changed = false;
+        let mut blocks_changed = vec![false; f.blocks.len()];
         for k in 0..init.worklist.len() {
             // After the first round only expressions over the last round's temporaries
             // are new; the others were done.
             if round > 0 && !init.worklist[k].fresh {
                 continue;
             }
-            changed |= frg::run_expression(f, an, &init, k, round, &mut temps, &mut stats);
+            changed |= frg::run_expression(f, an, &init, k, round, &mut temps, &mut stats, &mut blocks_changed);
         }
         if !changed {
             break;
         }
+        kept.parent = std::mem::take(&mut init.parent);
+        kept.kills = std::mem::take(&mut init.kills);
+        kept.changed = Some(blocks_changed);
     }
     let kept = split::unsplit_unused(f, &made);
     stats.add("edges_split", kept as u64);
@@ -337,6 +347,7 @@ impl Initialization {
         originals: &mut Originals,
         temps: &[(String, usize)],
         round: usize,
+        kept: &mut Kept,
     ) -> Option<Initialization> {
         originals.update(f);
         let orig = originals.orig.clone();
@@ -365,6 +376,13 @@ impl Initialization {
             block_frontier: vec![],
             parent: SecondaryMap::with_capacity(f.exprs.len()),
         };
+        // The blocks to walk: every block in the first round, then the blocks the last
+        // round changed; the others are as the last scan found them (see [`Kept`]).
+        let last = kept.changed.take().map(|changed| {
+            init.parent = std::mem::take(&mut kept.parent);
+            init.kills = std::mem::take(&mut kept.kills);
+            (changed, std::mem::take(&mut kept.scratch))
+        });
         // Sized once, rather than grown at each node of a higher index than any before.
         init.parent.resize(f.exprs.len());
         init.kills.resize(f.blocks.len());
@@ -375,7 +393,10 @@ impl Initialization {
         let mut read = super::util::LocalSet::new(f.locals.len());
         let mut scratch = Scratch::default();
         for &b in &f.layout {
-            init.scan_block(f, b, &mut read, &is_temp, round, &mut scratch);
+            match &last {
+                Some((changed, was)) if !changed[b.index()] => init.replay_block(f, b, &mut read, was, &mut scratch),
+                _ => init.scan_block(f, b, &mut read, &is_temp, round, &mut scratch),
+            }
         }
         if scratch.candidates.is_empty() {
             return None;
@@ -390,6 +411,7 @@ impl Initialization {
         init.current_versions(f, an, norig, &scratch);
         init.def_frontier = vec![std::cell::OnceCell::new(); norig];
         init.block_frontier = vec![std::cell::OnceCell::new(); f.blocks.len()];
+        kept.scratch = scratch;
         Some(init)
     }
 
@@ -417,17 +439,14 @@ impl Initialization {
         round: usize,
         scratch: &mut Scratch,
     ) {
-        self.scan_phis(f, b);
-        for phi in &f.blocks[b].phis {
-            for (_, a) in &phi.args {
-                read.insert(*a);
-            }
-        }
+        self.scan_phis(f, b, read);
         let init = self;
+        init.kills[b].clear();
         let mut pos = 0u32;
         let data = &f.blocks[b];
         let roots = data.stmts.iter().map(|&s| (s, Parent::Stmt(b))).chain(data.term.expr().map(|e| (e, Parent::Term(b))));
         let start = scratch.assigns.len() as u32;
+        let reads_start = scratch.reads.len() as u32;
         for (root, p) in roots {
             init.parent[root] = Some(p);
             // One walk: a node's operands are visited before it, and nothing reads a
@@ -449,6 +468,7 @@ impl Initialization {
                     }
                     ExprData::Local(l) => {
                         read.insert(*l);
+                        scratch.reads.push(*l);
                     }
                     _ => {}
                 }
@@ -472,12 +492,45 @@ impl Initialization {
             });
         }
         scratch.assigned[b] = (start, scratch.assigns.len() as u32);
-        init.exits[b] = matches!(data.term, crate::ir::Terminator::Return(_));
-        if init.exits[b] {
-            init.exit_blocks.push(b);
+        scratch.read_at[b] = (reads_start, scratch.reads.len() as u32);
+        init.exits_and_kills(f, b);
+    }
+
+    /// Records block `b` as the last scan found it, when the round since did not change
+    /// it: its phis as [`Initialization::scan_block`] does, then its assignments and
+    /// reads from the last scan's lists `was`. Its kills and the parents of its nodes are
+    /// the last scan's already, and it holds no candidate of this round, since only the
+    /// blocks the last round changed read its temporaries.
+    fn replay_block(&mut self, f: &Function, b: Block, read: &mut super::util::LocalSet, was: &Scratch, scratch: &mut Scratch) {
+        self.scan_phis(f, b, read);
+        let (start, end) = was.assigned[b];
+        let at = scratch.assigns.len() as u32;
+        for &local in &was.assigns[start as usize..end as usize] {
+            let o = self.orig[local] as usize;
+            if self.def_blocks[o].last() != Some(&b) {
+                self.def_blocks[o].push(b);
+            }
+            scratch.assigns.push(local);
         }
-        if !init.kills[b].is_empty() {
-            init.kill_blocks.push(b);
+        scratch.assigned[b] = (at, scratch.assigns.len() as u32);
+        let (start, end) = was.read_at[b];
+        let at = scratch.reads.len() as u32;
+        for &l in &was.reads[start as usize..end as usize] {
+            read.insert(l);
+            scratch.reads.push(l);
+        }
+        scratch.read_at[b] = (at, scratch.reads.len() as u32);
+        self.exits_and_kills(f, b);
+    }
+
+    /// Whether block `b` exits, and the lists of exits and of blocks with an effect.
+    fn exits_and_kills(&mut self, f: &Function, b: Block) {
+        self.exits[b] = matches!(f.blocks[b].term, crate::ir::Terminator::Return(_));
+        if self.exits[b] {
+            self.exit_blocks.push(b);
+        }
+        if !self.kills[b].is_empty() {
+            self.kill_blocks.push(b);
         }
     }
 
@@ -526,10 +579,13 @@ impl Initialization {
         }
     }
 
-    /// The phis of block `b`: each one's place, and `b` as a phi block and a definition
-    /// block of its original.
-    fn scan_phis(&mut self, f: &Function, b: Block) {
+    /// The phis of block `b`: each one's place, `b` as a phi block and a definition
+    /// block of its original, and their arguments as read.
+    fn scan_phis(&mut self, f: &Function, b: Block, read: &mut super::util::LocalSet) {
         for (i, phi) in f.blocks[b].phis.iter().enumerate() {
+            for (_, a) in &phi.args {
+                read.insert(*a);
+            }
             self.phi_def[phi.dest] = Some((b, i));
             let o = self.orig[phi.dest] as usize;
             if self.phi_blocks[o].last() != Some(&b) {
@@ -602,14 +658,37 @@ struct Candidate {
     versions: Versions,
 }
 
-/// Buffers of one scan: the candidates found, and the locals each block
-/// assigns in evaluation order (`assigns[assigned[b].0..assigned[b].1]`), which the walk
-/// for the current versions reads instead of walking the trees again.
+/// Buffers of one scan: the candidates found, the locals each block assigns in
+/// evaluation order (`assigns[assigned[b].0..assigned[b].1]`), which the walk for the
+/// current versions reads instead of walking the trees again, and the locals each
+/// block's trees read (`reads[read_at[b].0..read_at[b].1]`), which the next round's scan
+/// takes for the blocks it does not walk.
 #[derive(Default)]
 struct Scratch {
     candidates: Vec<Candidate>,
     assigns: Vec<Local>,
     assigned: SecondaryMap<Block, (u32, u32)>,
+    reads: Vec<Local>,
+    read_at: SecondaryMap<Block, (u32, u32)>,
+}
+
+/// What a round leaves to the next round's scan, so that it walks again only the trees
+/// of the blocks CodeMotion changed (the scans of the rounds after the first, which walked
+/// every tree, were a third of `ssapre`). A block no expression of the round changed
+/// holds the trees the last scan walked: the same kills at the same positions, the same
+/// parents, assignments and reads, and no candidate (a candidate of the next round reads
+/// a temporary of this one, which only the changed blocks read). Its phis are read again,
+/// as the phis of every block are.
+#[derive(Default)]
+pub struct Kept {
+    /// The blocks (by index) the round changed; `None` before the first scan, and after a
+    /// scan until its round is over.
+    changed: Option<Vec<bool>>,
+    /// The last scan's parents and kills ([`Initialization::parent`], [`Initialization::kills`]).
+    parent: SecondaryMap<Expr, Option<Parent>>,
+    kills: SecondaryMap<Block, Vec<(u32, Expr)>>,
+    /// The last scan's assignments and reads of each block.
+    scratch: Scratch,
 }
 
 /// Whether the computation at `n` only feeds a statement `dce` removes: pure computations
