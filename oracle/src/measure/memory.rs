@@ -81,11 +81,7 @@ pub fn release_free() {
 /// `tandem fuzz --count 400 --jobs 1 --verify-permille 0`. Elsewhere (not glibc) it does
 /// nothing.
 pub fn return_large_blocks() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `mallopt` only sets the allocator's parameter; called before any thread starts.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
-    }
+    fix_mmap_threshold(128 * 1024);
 }
 
 /// Serves every allocation under 32 MB from the arenas, reusing the pages of what was
@@ -99,11 +95,19 @@ pub fn return_large_blocks() {
 /// tunable): CPU time 0.87 of the default's, system time 0.58. Elsewhere (not glibc) it
 /// does nothing.
 pub fn reuse_large_blocks() {
+    fix_mmap_threshold(32 * 1024 * 1024);
+}
+
+/// Fixes glibc's `M_MMAP_THRESHOLD` at `bytes` (which also stops its dynamic
+/// adjustment); elsewhere (not glibc) does nothing. Called before any thread starts.
+fn fix_mmap_threshold(bytes: i32) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` only sets the allocator's parameter; called before any thread starts.
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, bytes);
     }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = bytes;
 }
 
 /// Bytes in megabytes (10^6), as the progress line and the summary print them.
