@@ -405,6 +405,7 @@ impl Pair<'_> {
 
     /// A pending store's heap (see [`Slot::Pending`]); with `bytes`, those bytes at the
     /// address instead of the store's value or the other side's.
+    #[allow(clippy::too_many_arguments)]
     fn pending_heap(&self, side: Side, e: Expr, exact: bool, s: &State, t: &State, bytes: Option<BV>, limit: usize) -> Option<Val> {
         let f = self.side(side);
         let (own, other) = if side == Side::Tgt { (t, s) } else { (s, t) };
@@ -507,6 +508,36 @@ enum Scope {
     StateOnly,
 }
 
+/// What the first partition of every try reads and no try changes, computed once per
+/// pair: the base names of its locals ([`Roots`]), the checker's own data flows over the
+/// two functions (live locals, current versions) and the [`named_pairs`].
+struct Flows {
+    roots: Roots,
+    live_src: Vec<Vec<bool>>,
+    live_tgt: Vec<Vec<bool>>,
+    cur_src: Vec<Vec<bool>>,
+    cur_tgt: Vec<Vec<bool>>,
+    /// The pairs that hold everywhere, and the pairs of versions.
+    named: Vec<(Slot, Slot)>,
+    versions: Vec<(Slot, Slot)>,
+}
+
+impl Flows {
+    fn of(src: &Function, tgt: &Function) -> Flows {
+        let roots = Roots::of(src);
+        let (named, versions) = named_pairs(src, tgt, &roots);
+        Flows {
+            live_src: live_locals(src),
+            live_tgt: live_locals(tgt),
+            cur_src: current_versions(src, &roots),
+            cur_tgt: current_versions(tgt, &roots),
+            named,
+            versions,
+            roots,
+        }
+    }
+}
+
 /// The slots of the two states, and the first partition of each block of the source's
 /// layout: the class of each slot, as the index of the first slot of its class. Joined
 /// are the [`named_pairs`] (a pair of versions only at the blocks where both hold their
@@ -514,11 +545,11 @@ enum Scope {
 /// may be available ([`available_definitions`]), and the candidates `aligned` read off
 /// the code ([`aligned_reads`]). With [`Scope::Whole`], every pair of versions and every
 /// definition is joined at every block (a superset: more candidates, more splits).
-fn first_partition(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot, Slot)], scope: Scope) -> (Vec<Slot>, Vec<Vec<usize>>) {
+fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, aligned: &[(Slot, Slot)], scope: Scope) -> (Vec<Slot>, Vec<Vec<usize>>) {
     // Only the try over the states' slots leaves dead locals out: with definitions, a
     // definition's class can need a dead local of the other side too (the ssa form of
     // FullRedundancy2 and default seed 36's memopt went from proved to bounded so).
-    let live = Live { src: live_locals(src), tgt: live_locals(tgt), carriers: carriers(src, tgt, defs, aligned, scope != Scope::StateOnly), all: scope != Scope::StateOnly };
+    let live = Live { src: &flows.live_src, tgt: &flows.live_tgt, carriers: carriers(src, tgt, defs, aligned, scope != Scope::StateOnly), all: scope != Scope::StateOnly };
     let slots = partition_slots(src, tgt, defs, aligned, scope != Scope::StateOnly, &live);
     let mut at: std::collections::HashMap<Slot, usize> = std::collections::HashMap::new();
     for (i, &y) in slots.iter().enumerate() {
@@ -529,15 +560,11 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
         Slot::Read(..) => slots.iter().position(|&y| same_read(src, tgt, x, y)),
         _ => at.get(&x).copied(),
     };
-    let (mut pairs, versions) = named_pairs(src, tgt);
-    pairs.extend(aligned.iter().copied());
-    let everywhere: Vec<(usize, usize)> = pairs.into_iter().filter_map(|(a, b)| index(a).zip(index(b))).collect();
-    let versions: Vec<(Slot, Slot, usize, usize)> = versions.into_iter().filter_map(|(a, b)| Some((a, b, index(a)?, index(b)?))).collect();
-    let roots = Roots::of(src);
-    let (cur_src, cur_tgt) = (current_versions(src, &roots), current_versions(tgt, &roots));
+    let everywhere: Vec<(usize, usize)> = flows.named.iter().chain(aligned).filter_map(|&(a, b)| index(a).zip(index(b))).collect();
+    let versions: Vec<(Slot, Slot, usize, usize)> = flows.versions.iter().filter_map(|&(a, b)| Some((a, b, index(a)?, index(b)?))).collect();
     let holds = |slot: Slot, b: Block| match slot {
-        Slot::Local(Side::Src, l) => cur_src[b.index()][l.index()],
-        Slot::Local(Side::Tgt, l) => cur_tgt[b.index()][l.index()],
+        Slot::Local(Side::Src, l) => flows.cur_src[b.index()][l.index()],
+        Slot::Local(Side::Tgt, l) => flows.cur_tgt[b.index()][l.index()],
         _ => true,
     };
     // A definition is its local's where it may be available.
@@ -739,16 +766,16 @@ fn current_versions(f: &Function, roots: &Roots) -> Vec<Vec<bool>> {
 }
 
 /// Which locals of the two functions are live at each block's entry ([`live_locals`]).
-struct Live {
-    src: Vec<Vec<bool>>,
-    tgt: Vec<Vec<bool>>,
+struct Live<'a> {
+    src: &'a [Vec<bool>],
+    tgt: &'a [Vec<bool>],
     /// The locals a derived slot's tree reads ([`carriers`]): kept wherever they are dead.
     carriers: HashSet<Slot>,
     /// Every local counts as live (the tries with definitions).
     all: bool,
 }
 
-impl Live {
+impl Live<'_> {
     /// Whether `slot` may be read after the entry of block `b`: a local only where it is
     /// live on its side; every other slot everywhere.
     fn at(&self, slot: Slot, b: Block) -> bool {
@@ -963,8 +990,7 @@ fn same_read(src: &Function, tgt: &Function, x: Slot, y: Slot) -> bool {
 ///
 /// Returns the pairs that hold everywhere (namesakes) and the pairs of versions, which
 /// the first partition joins only where both hold their name's current value.
-fn named_pairs(src: &Function, tgt: &Function) -> (Vec<(Slot, Slot)>, Vec<(Slot, Slot)>) {
-    let roots = Roots::of(src);
+fn named_pairs(src: &Function, tgt: &Function, roots: &Roots) -> (Vec<(Slot, Slot)>, Vec<(Slot, Slot)>) {
     let mut out = vec![(Slot::Heap(Side::Src), Slot::Heap(Side::Tgt))];
     let mut versions = vec![];
     out.extend(src.cfvars.keys().map(|v| (Slot::Cf(Side::Src, v), Slot::Cf(Side::Tgt, v))));
@@ -1495,11 +1521,12 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
     if pending.iter().any(|&(_, p)| matches!(p, Slot::Pending(Side::Tgt, ..))) {
         tries.rotate_right(2);
     }
-    if no_new_names(src, tgt) {
+    let flows = Flows::of(src, tgt);
+    if no_new_names(src, tgt, &flows.roots) {
         tries.insert(0, (&[][..], Scope::StateOnly));
     }
     for (candidates, scope) in tries {
-        let first = first_partition(src, tgt, &defs, candidates, scope);
+        let first = first_partition(src, tgt, &defs, &flows, candidates, scope);
         if tried.contains(&first) {
             continue;
         }
@@ -1535,8 +1562,7 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
 /// Whether every local of `tgt` has the base name of a local of `src` (`%i.3` of `%i`):
 /// the target holds nothing under a name of its own (the simple passes' outputs; not
 /// SSAPRE's temporaries or memopt's promoted variables).
-fn no_new_names(src: &Function, tgt: &Function) -> bool {
-    let roots = Roots::of(src);
+fn no_new_names(src: &Function, tgt: &Function, roots: &Roots) -> bool {
     let names: HashSet<&str> = src.locals.values().map(|d| roots.base(&d.name)).collect();
     tgt.locals.values().all(|d| names.contains(roots.base(&d.name)))
 }
