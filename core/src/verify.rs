@@ -20,7 +20,7 @@
 use crate::helpers::HelperKind;
 use crate::ir::*;
 use crate::text::printer::stmt_to_string;
-use cranelift_entity::SecondaryMap;
+use cranelift_entity::{EntityRef, SecondaryMap};
 use crate::hash::HashSet;
 use std::fmt;
 
@@ -151,7 +151,9 @@ struct Ctx<'a> {
     block: Option<Block>,
     stmt: Option<Expr>,
     declared: Option<&'a [HelperKind]>,
-    parents: SecondaryMap<Expr, u32>,
+    /// Whether each node was met as an operand or root already: a second time is a second
+    /// parent. Sized for every node at the start, so a visit is one write.
+    has_parent: Vec<bool>,
     /// The nodes above the one [`Ctx::check`] is at, in the current statement's tree.
     depth: usize,
     /// Set when the current statement's tree is deeper than [`MAX_EXPR_DEPTH`]: its
@@ -192,8 +194,7 @@ impl Ctx<'_> {
             self.err(format!("expression {e} does not exist"));
             return None;
         }
-        self.parents[e] += 1;
-        if self.parents[e] > 1 {
+        if std::mem::replace(&mut self.has_parent[e.index()], true) {
             self.err(format!("expression {e} has more than one parent (trees may not share nodes)"));
             return None;
         }
@@ -368,8 +369,9 @@ fn verify_function_into(
     declared: Option<&[HelperKind]>,
     errs: &mut Vec<VerifyError>,
 ) {
-    let parents = SecondaryMap::with_capacity(f.exprs.len());
-    let mut cx = Ctx { f, index, errs, block: None, stmt: None, declared, parents, depth: 0, too_deep: false, in_tree: false };
+    let has_parent = vec![false; f.exprs.len()];
+    let mut cx =
+        Ctx { f, index, errs, block: None, stmt: None, declared, has_parent, depth: 0, too_deep: false, in_tree: false };
     cx.names();
     let Some(in_layout) = cx.layout() else { return };
     cx.branch_targets(&in_layout);

@@ -164,7 +164,9 @@ pub fn run_observed<O: Observer>(
             input.args.len()
         )));
     }
-    let mut locals: SecondaryMap<Local, i64> = SecondaryMap::new();
+    // Sized for every local at the start (each starts at 0), so no assignment grows it.
+    let mut locals: SecondaryMap<Local, i64> = SecondaryMap::with_capacity(f.locals.len());
+    locals.resize(f.locals.len());
     for (i, (&p, a)) in f.params.iter().zip(&input.args).enumerate() {
         if f.locals[p].ty != a.ty() {
             return Err(InputError::Arguments(format!(
