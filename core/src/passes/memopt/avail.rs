@@ -27,6 +27,7 @@ use crate::ir::{Block, ConvOp, BinOp, Expr, ExprData, Function, Local, MemWidth,
 use crate::passes::Cfg;
 use cranelift_entity::{EntityRef, SecondaryMap};
 use crate::hash::HashMap;
+use smallvec::SmallVec;
 
 /// What a slot is.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -118,18 +119,22 @@ impl Availability {
     /// The state at the entry of `b`: the meet of its predecessors' (see the module docs).
     /// With `sticky`, a slot whose value at `b` was already `b`'s own speculative phi keeps
     /// it (the phi stays inserted) instead of collapsing to the one value the others
-    /// agree on.
-    fn join(&mut self, f: &Function, cfg: &Cfg, b: Block, sticky: bool) -> Avail {
-        // The predecessors' states are read in place (a copy of each was most of it).
+    /// agree on. The state is made in `out`, whatever it held (its buffers are reused).
+    fn join(&mut self, f: &Function, cfg: &Cfg, b: Block, sticky: bool, out: &mut Avail) {
+        // The predecessors' states are read in place (a copy of each was most of it), and
+        // the lists of a join are on the stack: a block has few predecessors, and a list
+        // per slot and block and round was most of the pass's allocations.
         let (outs, slots) = (&self.outs, &mut self.slots);
-        let preds: Vec<&Avail> = cfg.preds[b].iter().filter_map(|&p| outs[p].as_ref()).collect();
+        let preds: SmallVec<[&Avail; 4]> = cfg.preds[b].iter().filter_map(|&p| outs[p].as_ref()).collect();
         let ncf = f.cfvars.len();
-        let mut out = Avail { cf: vec![None; ncf], heap: vec![] };
+        out.cf.clear();
+        out.cf.resize(ncf, None);
+        out.heap.clear();
         if preds.is_empty() {
-            return out;
+            return;
         }
         let before = if sticky { self.ins[b].as_ref() } else { None };
-        let merge = |slots: &mut Vec<Slot>, slot: Slot, ks: Vec<&Known>| -> Option<Known> {
+        let merge = |slots: &mut Vec<Slot>, slot: Slot, ks: SmallVec<[&Known; 4]>| -> Option<Known> {
             let ty = ks[0].ty;
             if ks.iter().any(|k| k.ty != ty) {
                 return None;
@@ -144,19 +149,19 @@ impl Availability {
             if was.as_ref() == Some(&me) {
                 return Some(Known { val: me, ty, origin });
             }
-            let mut vals: Vec<&Val> = ks.iter().map(|k| &k.val).filter(|v| **v != me).collect();
+            let mut vals: SmallVec<[&Val; 4]> = ks.iter().map(|k| &k.val).filter(|v| **v != me).collect();
             vals.dedup();
             let val = if !vals.is_empty() && vals.iter().all(|v| *v == vals[0]) { vals[0].clone() } else { me };
             Some(Known { val, ty, origin })
         };
         for v in 0..ncf {
-            let ks: Option<Vec<&Known>> = preds.iter().map(|p| p.cf[v].as_ref()).collect();
+            let ks: Option<SmallVec<[&Known; 4]>> = preds.iter().map(|p| p.cf[v].as_ref()).collect();
             if let Some(ks) = ks {
                 out.cf[v] = merge(slots, Slot::Cf(crate::ir::CfVar::new(v)), ks);
             }
         }
         for (loc, _) in &preds[0].heap {
-            let ks: Option<Vec<&Known>> =
+            let ks: Option<SmallVec<[&Known; 4]>> =
                 preds.iter().map(|p| p.heap.iter().find(|(l, _)| l == loc).map(|(_, k)| k)).collect();
             if let Some(ks) = ks {
                 if let Some(k) = merge(slots, Slot::Heap(loc.clone()), ks) {
@@ -164,7 +169,6 @@ impl Availability {
                 }
             }
         }
-        out
     }
 
     /// Computes availability over `events` (one list per block) to convergence; `None`
@@ -182,16 +186,28 @@ impl Availability {
     pub fn compute(f: &Function, cfg: &Cfg, events: &SecondaryMap<Block, Vec<Ev>>) -> Option<Availability> {
         let mut a = Availability { ins: SecondaryMap::new(), outs: SecondaryMap::new(), slots: vec![] };
         let mut subst = HashMap::default();
+        // The state being computed; a block's state it replaces is the next one's buffers,
+        // and a block's entry state is copied into the last round's.
+        let mut st = Avail::default();
         for round in 0..2 * STICKY_AFTER {
             let mut changed = false;
             for &b in &cfg.rpo {
-                let mut st = a.join(f, cfg, b, round >= STICKY_AFTER);
-                a.ins[b] = Some(st.clone());
+                a.join(f, cfg, b, round >= STICKY_AFTER, &mut st);
+                match &mut a.ins[b] {
+                    Some(kept) => {
+                        kept.cf.clone_from(&st.cf);
+                        kept.heap.clone_from(&st.heap);
+                    }
+                    none => *none = Some(st.clone()),
+                }
                 for ev in &events[b] {
                     step(f, &mut st, ev, None, &[], &mut subst);
                 }
                 if a.outs[b].as_ref() != Some(&st) {
-                    a.outs[b] = Some(st);
+                    match &mut a.outs[b] {
+                        Some(old) => std::mem::swap(old, &mut st),
+                        none => *none = Some(std::mem::take(&mut st)),
+                    }
                     changed = true;
                 }
             }
