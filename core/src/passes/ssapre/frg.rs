@@ -16,6 +16,7 @@ use cranelift_bitset::CompoundBitSet;
 use crate::passes::{Analyses, Stats};
 use crate::hash::HashMap;
 use cranelift_entity::EntityRef;
+use smallvec::{smallvec, SmallVec};
 
 /// What defines a Φ operand or a reload: nothing (⊥), a real occurrence, a Φ, or an
 /// insertion made by Finalize.
@@ -225,7 +226,7 @@ fn inert(f: &Function, an: &Analyses, init: &Initialization, e: &Expression) -> 
                     super::KeyOperand::Const(..) => false,
                 }))
     };
-    let mut work = vec![occ.block];
+    let mut work: SmallVec<[Block; 8]> = smallvec![occ.block];
     let mut walked = 0;
     while let Some(p) = work.pop() {
         walked += 1;
@@ -278,7 +279,7 @@ impl<'a> Frg<'a> {
         // the originals' part is computed once per original by Initialization (per
         // expression it cost every expression the size of the function: a chain of
         // 100,000 blocks took minutes), and the occurrences' part once per block.
-        let mut seeds: Vec<Block> = occs.iter().map(|o| o.block).collect();
+        let mut seeds: SmallVec<[Block; 8]> = occs.iter().map(|o| o.block).collect();
         seeds.dedup();
         // The union of the lists in block order, by a bit set: an operand with a phi in
         // every merge gives each expression over it as many Φ blocks as the function has
@@ -391,8 +392,10 @@ impl<'a> Frg<'a> {
     /// would have there, since the blocks skipped push nothing.
     fn rename(&mut self, f: &Function) {
         let an = self.an;
-        let mut stack: Vec<Top> = vec![];
-        let mut scopes: Vec<(Block, usize)> = vec![];
+        // The stacks, like the other worklists of one expression, are small: they start on
+        // the stack (a few allocations per expression were a fifth of its time).
+        let mut stack: SmallVec<[Top; 16]> = SmallVec::new();
+        let mut scopes: SmallVec<[(Block, usize); 16]> = SmallVec::new();
         for si in 0..self.sites.len() {
             let (b, own) = self.sites[si];
             while let Some(&(d, height)) = scopes.last() {
@@ -427,7 +430,7 @@ impl<'a> Frg<'a> {
     /// Rename within block `b`: the block's occurrences and (for a trapping expression)
     /// effects, in order. An occurrence with the versions of the stack's top joins its
     /// class; an effect under a Φ makes the Φ not down-safe.
-    fn rename_occurrences(&mut self, b: Block, stack: &mut Vec<Top>) {
+    fn rename_occurrences(&mut self, b: Block, stack: &mut SmallVec<[Top; 16]>) {
         let occs = &self.e.occs;
         let here = self.occs_in(b);
         if here.is_empty() {
@@ -441,9 +444,9 @@ impl<'a> Frg<'a> {
             }
             return;
         }
-        let mut events: Vec<(u32, Option<usize>)> = here.clone().map(|i| (occs[i].pos, Some(i))).collect();
+        let mut events: SmallVec<[(u32, Option<usize>); 8]> = here.clone().map(|i| (occs[i].pos, Some(i))).collect();
         if self.trapping {
-            let own: Vec<Expr> = here.map(|i| occs[i].node).collect();
+            let own: SmallVec<[Expr; 8]> = here.map(|i| occs[i].node).collect();
             events.extend(self.init.kills[b].iter().filter(|(_, n)| !own.contains(n)).map(|&(p, _)| (p, None)));
         }
         events.sort_by_key(|&(p, i)| (p, i.is_none()));
@@ -576,7 +579,7 @@ impl<'a> Frg<'a> {
         match &self.real[..] {
             [_] => true,
             real => {
-                let mut classes: Vec<u32> = real.iter().map(|r| r.class).collect();
+                let mut classes: SmallVec<[u32; 8]> = real.iter().map(|r| r.class).collect();
                 classes.sort_unstable();
                 classes.windows(2).all(|w| w[0] != w[1])
             }
@@ -1020,7 +1023,7 @@ fn needs_insertion(phis: &[PhiOcc], o: &PhiOpnd) -> bool {
 /// DownSafety's reset: the Φs feeding `j` without a real use are not down-safe, nor
 /// the Φs feeding those (a worklist: a chain of Φs is as long as the function).
 fn reset_down_safe(phis: &mut [PhiOcc], j: usize) {
-    let mut work = vec![j];
+    let mut work: SmallVec<[usize; 8]> = smallvec![j];
     while let Some(j) = work.pop() {
         for oi in 0..phis[j].operands.len() {
             let o = &phis[j].operands[oi];
@@ -1056,7 +1059,7 @@ fn phi_users(phis: &[PhiOcc]) -> Vec<Vec<(usize, usize)>> {
 /// use become ⊥, and a Φ that is not down-safe with such an operand cannot be either.
 fn reset_can_be_avail(phis: &mut [PhiOcc], users: &[Vec<(usize, usize)>], g: usize) {
     phis[g].can_be_avail = false;
-    let mut work = vec![g];
+    let mut work: SmallVec<[usize; 8]> = smallvec![g];
     while let Some(g) = work.pop() {
         for &(j, oi) in &users[g] {
             let o = &phis[j].operands[oi];
@@ -1087,7 +1090,7 @@ fn compute_later(phis: &mut [PhiOcc], users: &[Vec<(usize, usize)>]) {
 /// Later's reset: a Φ fed by `g` is not later either.
 fn reset_later(phis: &mut [PhiOcc], users: &[Vec<(usize, usize)>], g: usize) {
     phis[g].later = false;
-    let mut work = vec![g];
+    let mut work: SmallVec<[usize; 8]> = smallvec![g];
     while let Some(g) = work.pop() {
         for &(j, _) in &users[g] {
             if phis[j].later && phis[j].operands.iter().any(|o| o.def == Def::Phi(g)) {
