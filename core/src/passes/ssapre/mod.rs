@@ -610,8 +610,12 @@ impl Initialization {
                 init.def_blocks[o].push(f.entry());
             }
         }
-        let enter = |(init, stacks): &mut (&mut Self, Vec<Vec<Local>>), b: Block| {
-            let mut pushed = vec![];
+        // The originals each block pushed a version of are one log for the whole walk:
+        // a block enters at the log's height and leaves by popping back to it (a list per
+        // block was an allocation each).
+        type Walk<'s> = (&'s mut Initialization, Vec<Vec<Local>>, Vec<u32>);
+        let enter = |(init, stacks, pushed): &mut Walk<'_>, b: Block| {
+            let height = pushed.len();
             for phi in &f.blocks[b].phis {
                 let o = init.orig[phi.dest];
                 stacks[o as usize].push(phi.dest);
@@ -628,14 +632,14 @@ impl Initialization {
                 stacks[o as usize].push(local);
                 pushed.push(o);
             }
-            pushed
+            height
         };
-        let leave = |(_, stacks): &mut (&mut Self, Vec<Vec<Local>>), pushed: Vec<u32>| {
-            for o in pushed {
+        let leave = |(_, stacks, pushed): &mut Walk<'_>, height: usize| {
+            for o in pushed.drain(height..) {
                 stacks[o as usize].pop();
             }
         };
-        an.domtree.walk_scoped(&mut (init, stacks), enter, leave);
+        an.domtree.walk_scoped(&mut (init, stacks, vec![]), enter, leave);
     }
 
     /// The current version of original `o` at the entry of merge block `b`.
