@@ -423,7 +423,15 @@ pub fn global_allocation(f: &LirFunction) -> Vec<(Var, Reg)> {
     }
     // Every variable read or written weighs at least 1.
     let mut vars: Vec<(Var, u64)> = weight.iter().filter(|&(_, &w)| w > 0).map(|(v, &w)| (v, w)).collect();
-    vars.sort_by_key(|&(v, w)| (std::cmp::Reverse(w), v));
+    // The heaviest first, ties by variable: the key orders every pair, so taking the
+    // first registers' worth before sorting them picks what a sort of all would.
+    let key = |&(v, w): &(Var, u64)| (std::cmp::Reverse(w), v);
+    let k = Reg::CALLEE_SAVED.len();
+    if vars.len() > k {
+        vars.select_nth_unstable_by_key(k - 1, key);
+        vars.truncate(k);
+    }
+    vars.sort_unstable_by_key(key);
     vars.into_iter().zip(Reg::CALLEE_SAVED).map(|((v, _), r)| (v, r)).collect()
 }
 
@@ -743,7 +751,8 @@ impl<'a> LocalAllocator<'a> {
             }
         }
         // 4. The instruction itself.
-        let ops = self.operands_of(n, &mut regs_of.iter().map(|r| r.unwrap()));
+        let mut ops = Operands::new();
+        self.operands_of(n, &mut regs_of.iter().map(|r| r.unwrap()), &mut ops);
         for &(u, _) in &c.operands {
             self.maps.remove_loc(u);
         }
@@ -842,8 +851,15 @@ impl<'a> LocalAllocator<'a> {
 
     /// Step 3: the other operands, narrowest masks first.
     fn place_other_operands(&mut self, c: &Constraints, regs_of: &mut [Option<Reg>]) -> Result<(), RegallocErrorKind> {
-        let mut order: SmallVec<[usize; 4]> = (0..c.operands.len()).filter(|&i| regs_of[i].is_none()).collect();
-        order.sort_by_key(|&i| c.operands[i].1.and(self.pool).len());
+        let mut order: SmallVec<[usize; 4]> = SmallVec::new();
+        for (i, r) in regs_of.iter().enumerate() {
+            if r.is_none() {
+                order.push(i);
+            }
+        }
+        if order.len() > 1 {
+            order.sort_by_key(|&i| c.operands[i].1.and(self.pool).len());
+        }
         for i in order {
             let (u, mask) = c.operands[i];
             let busy = self.busy_set();
@@ -910,11 +926,10 @@ impl<'a> LocalAllocator<'a> {
         s
     }
 
-    /// The operands of `n` for the emitter, consuming the registers of its register
-    /// operands in [`register_operands`] order.
-    fn operands_of(&self, n: Node, regs: &mut dyn Iterator<Item = Reg>) -> Operands {
+    /// Appends the operands of `n` for the emitter to `ops`, consuming the registers of
+    /// its register operands in [`register_operands`] order.
+    fn operands_of(&self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Operands) {
         let f = self.f;
-        let mut ops = Operands::new();
         for &a in &f.nodes[n].args {
             let d = &f.nodes[a.node];
             if !d.contained {
@@ -933,11 +948,10 @@ impl<'a> LocalAllocator<'a> {
                     let index = (scale != 0).then(|| (regs.next().unwrap(), scale));
                     ops.push(Operand::Mem(Mem { base, index, disp }));
                 }
-                Op::Cmp { .. } => ops.extend(self.operands_of(a.node, regs)),
+                Op::Cmp { .. } => self.operands_of(a.node, regs, ops),
                 ref o => panic!("contained {o:?}"),
             }
         }
-        ops
     }
 }
 
