@@ -734,15 +734,20 @@ impl<'a> LocalAllocator<'a> {
         if self.alias_or_reuse(n) {
             return Ok(());
         }
+        // The constraint lists as slices, taken once: each look into a `SmallVec` first
+        // asks whether its items are in line.
+        let (operands, result_regs) = (&c.operands[..], &c.results[..]);
         let mut clobbers = c.clobbers;
-        for r in &c.results {
+        for r in result_regs {
             if let ResultReg::Fixed(r) = r {
                 clobbers = clobbers.with(*r);
             }
         }
-        self.empty_clobbered(&c, clobbers);
-        let mut regs_of = self.force_fixed_operands(&c, clobbers)?;
-        self.place_other_operands(&c, &mut regs_of)?;
+        self.empty_clobbered(operands, clobbers);
+        let mut regs_of: RegsOf = smallvec![None; operands.len()];
+        let regs_of = &mut regs_of[..];
+        self.force_fixed_operands(operands, clobbers, regs_of)?;
+        self.place_other_operands(operands, regs_of)?;
         // A division also needs `edx` set (by `cdq` or zeroing) before it runs.
         if let Op::Binary(b) = self.f.nodes[n].op {
             if b.can_trap() {
@@ -753,7 +758,7 @@ impl<'a> LocalAllocator<'a> {
         // 4. The instruction itself.
         let mut ops = Operands::new();
         self.operands_of(n, &mut regs_of.iter().map(|r| r.unwrap()), &mut ops);
-        for &(u, _) in &c.operands {
+        for &(u, _) in operands {
             self.maps.remove_loc(u);
         }
         for r in regs_of.iter().flatten() {
@@ -764,7 +769,7 @@ impl<'a> LocalAllocator<'a> {
         for r in clobbers.and(self.pool).iter() {
             self.regs[r.index()] = RegState::Free;
         }
-        let results = self.results(n, &c, &regs_of)?;
+        let results = self.results(n, result_regs, regs_of)?;
         self.after_effects(n, &ops);
         let f = self.f;
         self.log(|| {
@@ -807,9 +812,9 @@ impl<'a> LocalAllocator<'a> {
 
     /// Step 1: clobbered registers are emptied first (the seed's last example), except
     /// those holding an operand of the node.
-    fn empty_clobbered(&mut self, c: &Constraints, clobbers: RegSet) {
+    fn empty_clobbered(&mut self, operands: &[(Use, RegSet)], clobbers: RegSet) {
         for r in clobbers.and(self.pool).iter() {
-            let is_operand = matches!(self.regs[r.index()], RegState::Moveable(u) if c.operands.iter().any(|(o, _)| *o == u));
+            let is_operand = matches!(self.regs[r.index()], RegState::Moveable(u) if operands.iter().any(|(o, _)| *o == u));
             if !is_operand && !matches!(self.regs[r.index()], RegState::Free) {
                 self.will_clobber(r, clobbers);
                 self.log(|| format!("will_clobber {r}"));
@@ -817,11 +822,10 @@ impl<'a> LocalAllocator<'a> {
         }
     }
 
-    /// Step 2: operands whose mask is one register are forced into it. Returns the
-    /// register of each operand placed so far.
-    fn force_fixed_operands(&mut self, c: &Constraints, clobbers: RegSet) -> Result<RegsOf, RegallocErrorKind> {
-        let mut regs_of: RegsOf = smallvec![None; c.operands.len()];
-        for (i, (u, mask)) in c.operands.iter().enumerate() {
+    /// Step 2: operands whose mask is one register are forced into it; `regs_of` gets the
+    /// register of each.
+    fn force_fixed_operands(&mut self, operands: &[(Use, RegSet)], clobbers: RegSet, regs_of: &mut [Option<Reg>]) -> Result<(), RegallocErrorKind> {
+        for (i, (u, mask)) in operands.iter().enumerate() {
             if mask.len() != 1 {
                 continue;
             }
@@ -831,7 +835,7 @@ impl<'a> LocalAllocator<'a> {
             } else {
                 if let RegState::Moveable(other) = self.regs[r.index()] {
                     // Another operand may sit here: keep it within its own mask.
-                    let m = c.operands.iter().find(|(o, _)| *o == other).map_or(RegSet::ALL.minus(clobbers), |(_, m)| *m);
+                    let m = operands.iter().find(|(o, _)| *o == other).map_or(RegSet::ALL.minus(clobbers), |(_, m)| *m);
                     self.get_register_force(r, m);
                 } else {
                     self.get_register_force(r, RegSet::ALL);
@@ -846,11 +850,11 @@ impl<'a> LocalAllocator<'a> {
             }
             regs_of[i] = Some(r);
         }
-        Ok(regs_of)
+        Ok(())
     }
 
     /// Step 3: the other operands, narrowest masks first.
-    fn place_other_operands(&mut self, c: &Constraints, regs_of: &mut [Option<Reg>]) -> Result<(), RegallocErrorKind> {
+    fn place_other_operands(&mut self, operands: &[(Use, RegSet)], regs_of: &mut [Option<Reg>]) -> Result<(), RegallocErrorKind> {
         let mut order: SmallVec<[usize; 4]> = SmallVec::new();
         for (i, r) in regs_of.iter().enumerate() {
             if r.is_none() {
@@ -858,20 +862,21 @@ impl<'a> LocalAllocator<'a> {
             }
         }
         if order.len() > 1 {
-            order.sort_by_key(|&i| c.operands[i].1.and(self.pool).len());
+            order.sort_by_key(|&i| operands[i].1.and(self.pool).len());
         }
         for i in order {
-            let (u, mask) = c.operands[i];
+            let (u, mask) = operands[i];
             let busy = self.busy_set();
             regs_of[i] = Some(self.place(u, mask.minus(busy))?);
         }
         Ok(())
     }
 
-    /// Step 5: a register for each result of `n` something uses.
-    fn results(&mut self, n: Node, c: &Constraints, regs_of: &[Option<Reg>]) -> Result<SmallVec<[Option<Reg>; 2]>, RegallocErrorKind> {
+    /// Step 5: a register for each result of `n` something uses (`result_regs`: where
+    /// its constraints put them).
+    fn results(&mut self, n: Node, result_regs: &[ResultReg], regs_of: &[Option<Reg>]) -> Result<SmallVec<[Option<Reg>; 2]>, RegallocErrorKind> {
         let mut results = SmallVec::new();
-        for (i, rr) in c.results.iter().enumerate() {
+        for (i, rr) in result_regs.iter().enumerate() {
             let val = Use { node: n, result: i as u8 };
             let r = match *rr {
                 ResultReg::Fixed(r) => r,
