@@ -242,7 +242,10 @@ pub const OUT_ARG_BYTES: u32 = 16;
 /// Allocates registers for lowered `f`.
 pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, RegallocError> {
     let mut stats = RegallocStats::default();
-    let globals = if opts.global { global_allocation(f) } else { vec![] };
+    // One walk over the nodes finds the values used and, for the global allocator, the
+    // variables' weights.
+    let walk = NodeWalk::of(f, opts.global);
+    let globals = if opts.global { heaviest(&walk.weight) } else { vec![] };
     stats.globals = globals.len();
     let mut home: SecondaryMap<Var, Option<Operand>> = SecondaryMap::new();
     let mut nslots = 0i32;
@@ -263,7 +266,7 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
         pool = pool.without(*r);
     }
     let mut shared = Shared { spill_base, next_slot: 0, free_slots: vec![], used: RegSet::NONE, decisions: vec![], stats, trace: opts.trace };
-    let used = UsedValues::of(f);
+    let used = walk.used;
     let mut code = SecondaryMap::new();
     // Each block's node constraints and the temps' locations, in buffers reused from
     // block to block.
@@ -305,22 +308,39 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
     Ok(Allocation { code, home, globals, saved, frame_bytes, decisions: shared.decisions, stats: shared.stats })
 }
 
-/// The values some node of the lowered function uses, as a bit per result of each node
-/// (nodes dropped by earlier passes stay in the arena but are not looked at).
-struct UsedValues(SecondaryMap<Node, u8>);
+/// What one walk over the nodes of the lowered function gathers for the allocators: the
+/// nodes in the linear order and every node contained in one, each once (the nodes of
+/// `LirFunction::all_nodes`, without making the list; nodes dropped by earlier passes
+/// stay in the arena but are not looked at).
+struct NodeWalk {
+    used: UsedValues,
+    /// Each variable's reads and writes, each counted `8^depth` times for its block's
+    /// loop depth; empty unless the walk weighs (only the global allocator needs it).
+    weight: SecondaryMap<Var, u64>,
+}
 
-impl UsedValues {
-    fn of(f: &LirFunction) -> UsedValues {
+impl NodeWalk {
+    fn of(f: &LirFunction, weigh: bool) -> NodeWalk {
         let mut used = SecondaryMap::with_capacity(f.nodes.len());
         used.resize(f.nodes.len());
-        // Every node in the linear order and every node contained in one (the nodes of
-        // `LirFunction::all_nodes`, without making the list).
+        let mut weight = SecondaryMap::new();
+        let depth = if weigh {
+            weight.resize(f.vars.len());
+            loop_depths(f)
+        } else {
+            SecondaryMap::new()
+        };
         let mut stack = vec![];
         for &b in &f.layout {
+            let w = 8u64.pow(depth[b].min(6));
             for &n in &f.blocks[b].nodes {
                 stack.push(n);
                 while let Some(m) = stack.pop() {
-                    for a in &f.nodes[m].args {
+                    let d = &f.nodes[m];
+                    if let (true, Op::Read(v) | Op::Write(v)) = (weigh, &d.op) {
+                        weight[*v] += w;
+                    }
+                    for a in &d.args {
                         used[a.node] |= 1u8 << a.result;
                         if f.nodes[a.node].contained {
                             stack.push(a.node);
@@ -329,9 +349,14 @@ impl UsedValues {
                 }
             }
         }
-        UsedValues(used)
+        NodeWalk { used: UsedValues(used), weight }
     }
+}
 
+/// The values some node of the lowered function uses, as a bit per result of each node.
+struct UsedValues(SecondaryMap<Node, u8>);
+
+impl UsedValues {
     fn contains(&self, u: &Use) -> bool {
         self.0[u.node] & (1u8 << u.result) != 0
     }
@@ -400,27 +425,11 @@ pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
 
 /// Picks the variables to keep in `ebx esi edi`: the heaviest by weighted accesses.
 pub fn global_allocation(f: &LirFunction) -> Vec<(Var, Reg)> {
-    let depth = loop_depths(f);
-    let mut weight: SecondaryMap<Var, u64> = SecondaryMap::with_capacity(f.vars.len());
-    weight.resize(f.vars.len());
-    // Every node of the block and every node contained in one, each counted once.
-    let mut stack = vec![];
-    for &b in &f.layout {
-        let w = 8u64.pow(depth[b].min(6));
-        for &n in &f.blocks[b].nodes {
-            stack.push(n);
-            while let Some(m) = stack.pop() {
-                if let Op::Read(v) | Op::Write(v) = f.nodes[m].op {
-                    weight[v] += w;
-                }
-                for a in &f.nodes[m].args {
-                    if f.nodes[a.node].contained {
-                        stack.push(a.node);
-                    }
-                }
-            }
-        }
-    }
+    heaviest(&NodeWalk::of(f, true).weight)
+}
+
+/// The variables of the heaviest `weight`s, in `ebx esi edi`.
+fn heaviest(weight: &SecondaryMap<Var, u64>) -> Vec<(Var, Reg)> {
     // Every variable read or written weighs at least 1.
     let mut vars: Vec<(Var, u64)> = weight.iter().filter(|&(_, &w)| w > 0).map(|(v, &w)| (v, w)).collect();
     // The heaviest first, ties by variable: the key orders every pair, so taking the
