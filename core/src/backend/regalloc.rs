@@ -242,7 +242,10 @@ pub const OUT_ARG_BYTES: u32 = 16;
 /// Allocates registers for lowered `f`.
 pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, RegallocError> {
     let mut stats = RegallocStats::default();
-    let globals = if opts.global { global_allocation(f) } else { vec![] };
+    // One walk over the nodes finds the values used and, for the global allocator, the
+    // variables' weights.
+    let walk = NodeWalk::of(f, opts.global);
+    let globals = if opts.global { heaviest(&walk.weight) } else { vec![] };
     stats.globals = globals.len();
     let mut home: SecondaryMap<Var, Option<Operand>> = SecondaryMap::new();
     let mut nslots = 0i32;
@@ -263,7 +266,7 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
         pool = pool.without(*r);
     }
     let mut shared = Shared { spill_base, next_slot: 0, free_slots: vec![], used: RegSet::NONE, decisions: vec![], stats, trace: opts.trace };
-    let used = UsedValues::of(f);
+    let used = walk.used;
     let mut code = SecondaryMap::new();
     // Each block's node constraints and the temps' locations, in buffers reused from
     // block to block.
@@ -305,22 +308,39 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
     Ok(Allocation { code, home, globals, saved, frame_bytes, decisions: shared.decisions, stats: shared.stats })
 }
 
-/// The values some node of the lowered function uses, as a bit per result of each node
-/// (nodes dropped by earlier passes stay in the arena but are not looked at).
-struct UsedValues(SecondaryMap<Node, u8>);
+/// What one walk over the nodes of the lowered function gathers for the allocators: the
+/// nodes in the linear order and every node contained in one, each once (the nodes of
+/// `LirFunction::all_nodes`, without making the list; nodes dropped by earlier passes
+/// stay in the arena but are not looked at).
+struct NodeWalk {
+    used: UsedValues,
+    /// Each variable's reads and writes, each counted `8^depth` times for its block's
+    /// loop depth; empty unless the walk weighs (only the global allocator needs it).
+    weight: SecondaryMap<Var, u64>,
+}
 
-impl UsedValues {
-    fn of(f: &LirFunction) -> UsedValues {
+impl NodeWalk {
+    fn of(f: &LirFunction, weigh: bool) -> NodeWalk {
         let mut used = SecondaryMap::with_capacity(f.nodes.len());
         used.resize(f.nodes.len());
-        // Every node in the linear order and every node contained in one (the nodes of
-        // `LirFunction::all_nodes`, without making the list).
+        let mut weight = SecondaryMap::new();
+        let depth = if weigh {
+            weight.resize(f.vars.len());
+            loop_depths(f)
+        } else {
+            SecondaryMap::new()
+        };
         let mut stack = vec![];
         for &b in &f.layout {
+            let w = 8u64.pow(depth[b].min(6));
             for &n in &f.blocks[b].nodes {
                 stack.push(n);
                 while let Some(m) = stack.pop() {
-                    for a in &f.nodes[m].args {
+                    let d = &f.nodes[m];
+                    if let (true, Op::Read(v) | Op::Write(v)) = (weigh, &d.op) {
+                        weight[*v] += w;
+                    }
+                    for a in &d.args {
                         used[a.node] |= 1u8 << a.result;
                         if f.nodes[a.node].contained {
                             stack.push(a.node);
@@ -329,9 +349,14 @@ impl UsedValues {
                 }
             }
         }
-        UsedValues(used)
+        NodeWalk { used: UsedValues(used), weight }
     }
+}
 
+/// The values some node of the lowered function uses, as a bit per result of each node.
+struct UsedValues(SecondaryMap<Node, u8>);
+
+impl UsedValues {
     fn contains(&self, u: &Use) -> bool {
         self.0[u.node] & (1u8 << u.result) != 0
     }
@@ -400,30 +425,22 @@ pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
 
 /// Picks the variables to keep in `ebx esi edi`: the heaviest by weighted accesses.
 pub fn global_allocation(f: &LirFunction) -> Vec<(Var, Reg)> {
-    let depth = loop_depths(f);
-    let mut weight: SecondaryMap<Var, u64> = SecondaryMap::with_capacity(f.vars.len());
-    weight.resize(f.vars.len());
-    // Every node of the block and every node contained in one, each counted once.
-    let mut stack = vec![];
-    for &b in &f.layout {
-        let w = 8u64.pow(depth[b].min(6));
-        for &n in &f.blocks[b].nodes {
-            stack.push(n);
-            while let Some(m) = stack.pop() {
-                if let Op::Read(v) | Op::Write(v) = f.nodes[m].op {
-                    weight[v] += w;
-                }
-                for a in &f.nodes[m].args {
-                    if f.nodes[a.node].contained {
-                        stack.push(a.node);
-                    }
-                }
-            }
-        }
-    }
+    heaviest(&NodeWalk::of(f, true).weight)
+}
+
+/// The variables of the heaviest `weight`s, in `ebx esi edi`.
+fn heaviest(weight: &SecondaryMap<Var, u64>) -> Vec<(Var, Reg)> {
     // Every variable read or written weighs at least 1.
     let mut vars: Vec<(Var, u64)> = weight.iter().filter(|&(_, &w)| w > 0).map(|(v, &w)| (v, w)).collect();
-    vars.sort_by_key(|&(v, w)| (std::cmp::Reverse(w), v));
+    // The heaviest first, ties by variable: the key orders every pair, so taking the
+    // first registers' worth before sorting them picks what a sort of all would.
+    let key = |&(v, w): &(Var, u64)| (std::cmp::Reverse(w), v);
+    let k = Reg::CALLEE_SAVED.len();
+    if vars.len() > k {
+        vars.select_nth_unstable_by_key(k - 1, key);
+        vars.truncate(k);
+    }
+    vars.sort_unstable_by_key(key);
     vars.into_iter().zip(Reg::CALLEE_SAVED).map(|((v, _), r)| (v, r)).collect()
 }
 
@@ -726,15 +743,20 @@ impl<'a> LocalAllocator<'a> {
         if self.alias_or_reuse(n) {
             return Ok(());
         }
+        // The constraint lists as slices, taken once: each look into a `SmallVec` first
+        // asks whether its items are in line.
+        let (operands, result_regs) = (&c.operands[..], &c.results[..]);
         let mut clobbers = c.clobbers;
-        for r in &c.results {
+        for r in result_regs {
             if let ResultReg::Fixed(r) = r {
                 clobbers = clobbers.with(*r);
             }
         }
-        self.empty_clobbered(&c, clobbers);
-        let mut regs_of = self.force_fixed_operands(&c, clobbers)?;
-        self.place_other_operands(&c, &mut regs_of)?;
+        self.empty_clobbered(operands, clobbers);
+        let mut regs_of: RegsOf = smallvec![None; operands.len()];
+        let regs_of = &mut regs_of[..];
+        self.force_fixed_operands(operands, clobbers, regs_of)?;
+        self.place_other_operands(operands, regs_of)?;
         // A division also needs `edx` set (by `cdq` or zeroing) before it runs.
         if let Op::Binary(b) = self.f.nodes[n].op {
             if b.can_trap() {
@@ -743,8 +765,9 @@ impl<'a> LocalAllocator<'a> {
             }
         }
         // 4. The instruction itself.
-        let ops = self.operands_of(n, &mut regs_of.iter().map(|r| r.unwrap()));
-        for &(u, _) in &c.operands {
+        let mut ops = Operands::new();
+        self.operands_of(n, &mut regs_of.iter().map(|r| r.unwrap()), &mut ops);
+        for &(u, _) in operands {
             self.maps.remove_loc(u);
         }
         for r in regs_of.iter().flatten() {
@@ -755,7 +778,7 @@ impl<'a> LocalAllocator<'a> {
         for r in clobbers.and(self.pool).iter() {
             self.regs[r.index()] = RegState::Free;
         }
-        let results = self.results(n, &c, &regs_of)?;
+        let results = self.results(n, result_regs, regs_of)?;
         self.after_effects(n, &ops);
         let f = self.f;
         self.log(|| {
@@ -798,9 +821,9 @@ impl<'a> LocalAllocator<'a> {
 
     /// Step 1: clobbered registers are emptied first (the seed's last example), except
     /// those holding an operand of the node.
-    fn empty_clobbered(&mut self, c: &Constraints, clobbers: RegSet) {
+    fn empty_clobbered(&mut self, operands: &[(Use, RegSet)], clobbers: RegSet) {
         for r in clobbers.and(self.pool).iter() {
-            let is_operand = matches!(self.regs[r.index()], RegState::Moveable(u) if c.operands.iter().any(|(o, _)| *o == u));
+            let is_operand = matches!(self.regs[r.index()], RegState::Moveable(u) if operands.iter().any(|(o, _)| *o == u));
             if !is_operand && !matches!(self.regs[r.index()], RegState::Free) {
                 self.will_clobber(r, clobbers);
                 self.log(|| format!("will_clobber {r}"));
@@ -808,11 +831,10 @@ impl<'a> LocalAllocator<'a> {
         }
     }
 
-    /// Step 2: operands whose mask is one register are forced into it. Returns the
-    /// register of each operand placed so far.
-    fn force_fixed_operands(&mut self, c: &Constraints, clobbers: RegSet) -> Result<RegsOf, RegallocErrorKind> {
-        let mut regs_of: RegsOf = smallvec![None; c.operands.len()];
-        for (i, (u, mask)) in c.operands.iter().enumerate() {
+    /// Step 2: operands whose mask is one register are forced into it; `regs_of` gets the
+    /// register of each.
+    fn force_fixed_operands(&mut self, operands: &[(Use, RegSet)], clobbers: RegSet, regs_of: &mut [Option<Reg>]) -> Result<(), RegallocErrorKind> {
+        for (i, (u, mask)) in operands.iter().enumerate() {
             if mask.len() != 1 {
                 continue;
             }
@@ -822,7 +844,7 @@ impl<'a> LocalAllocator<'a> {
             } else {
                 if let RegState::Moveable(other) = self.regs[r.index()] {
                     // Another operand may sit here: keep it within its own mask.
-                    let m = c.operands.iter().find(|(o, _)| *o == other).map_or(RegSet::ALL.minus(clobbers), |(_, m)| *m);
+                    let m = operands.iter().find(|(o, _)| *o == other).map_or(RegSet::ALL.minus(clobbers), |(_, m)| *m);
                     self.get_register_force(r, m);
                 } else {
                     self.get_register_force(r, RegSet::ALL);
@@ -837,25 +859,33 @@ impl<'a> LocalAllocator<'a> {
             }
             regs_of[i] = Some(r);
         }
-        Ok(regs_of)
+        Ok(())
     }
 
     /// Step 3: the other operands, narrowest masks first.
-    fn place_other_operands(&mut self, c: &Constraints, regs_of: &mut [Option<Reg>]) -> Result<(), RegallocErrorKind> {
-        let mut order: SmallVec<[usize; 4]> = (0..c.operands.len()).filter(|&i| regs_of[i].is_none()).collect();
-        order.sort_by_key(|&i| c.operands[i].1.and(self.pool).len());
+    fn place_other_operands(&mut self, operands: &[(Use, RegSet)], regs_of: &mut [Option<Reg>]) -> Result<(), RegallocErrorKind> {
+        let mut order: SmallVec<[usize; 4]> = SmallVec::new();
+        for (i, r) in regs_of.iter().enumerate() {
+            if r.is_none() {
+                order.push(i);
+            }
+        }
+        if order.len() > 1 {
+            order.sort_by_key(|&i| operands[i].1.and(self.pool).len());
+        }
         for i in order {
-            let (u, mask) = c.operands[i];
+            let (u, mask) = operands[i];
             let busy = self.busy_set();
             regs_of[i] = Some(self.place(u, mask.minus(busy))?);
         }
         Ok(())
     }
 
-    /// Step 5: a register for each result of `n` something uses.
-    fn results(&mut self, n: Node, c: &Constraints, regs_of: &[Option<Reg>]) -> Result<SmallVec<[Option<Reg>; 2]>, RegallocErrorKind> {
+    /// Step 5: a register for each result of `n` something uses (`result_regs`: where
+    /// its constraints put them).
+    fn results(&mut self, n: Node, result_regs: &[ResultReg], regs_of: &[Option<Reg>]) -> Result<SmallVec<[Option<Reg>; 2]>, RegallocErrorKind> {
         let mut results = SmallVec::new();
-        for (i, rr) in c.results.iter().enumerate() {
+        for (i, rr) in result_regs.iter().enumerate() {
             let val = Use { node: n, result: i as u8 };
             let r = match *rr {
                 ResultReg::Fixed(r) => r,
@@ -910,11 +940,10 @@ impl<'a> LocalAllocator<'a> {
         s
     }
 
-    /// The operands of `n` for the emitter, consuming the registers of its register
-    /// operands in [`register_operands`] order.
-    fn operands_of(&self, n: Node, regs: &mut dyn Iterator<Item = Reg>) -> Operands {
+    /// Appends the operands of `n` for the emitter to `ops`, consuming the registers of
+    /// its register operands in [`register_operands`] order.
+    fn operands_of(&self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Operands) {
         let f = self.f;
-        let mut ops = Operands::new();
         for &a in &f.nodes[n].args {
             let d = &f.nodes[a.node];
             if !d.contained {
@@ -933,11 +962,10 @@ impl<'a> LocalAllocator<'a> {
                     let index = (scale != 0).then(|| (regs.next().unwrap(), scale));
                     ops.push(Operand::Mem(Mem { base, index, disp }));
                 }
-                Op::Cmp { .. } => ops.extend(self.operands_of(a.node, regs)),
+                Op::Cmp { .. } => self.operands_of(a.node, regs, ops),
                 ref o => panic!("contained {o:?}"),
             }
         }
-        ops
     }
 }
 
