@@ -1101,8 +1101,10 @@ mod tests {
     }
 
     /// The terms the canonical form is for: a store overwritten at the same address is the
-    /// later store alone, across stores at other numerals; storing back what a load read is
-    /// no store; stores at two symbols stay apart (they may be one address).
+    /// later store alone, across a store elsewhere on the same base (`a + 8`), but not
+    /// across one at a numeral (it may write `a`); so too at a numeral address; storing
+    /// back what a load read is no store; stores at two symbols stay apart (they may be
+    /// one address).
     #[test]
     fn an_overwritten_store_leaves_the_term_of_the_later_one() {
         let (a, b, x, y) = (BV::new_const("a", 32), BV::new_const("b", 32), BV::new_const("x", 32), BV::new_const("y", 32));

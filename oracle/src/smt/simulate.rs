@@ -327,15 +327,11 @@ fn same_tree_across(f: &Function, a: Expr, g: &Function, b: Expr) -> bool {
     trees_match(f, a, g, b, false)
 }
 
-/// Whether the target's tree `b` may compute the source's tree `a`: the same structure,
-/// except that a target local may stand where the source computes anything (the pass keeps
-/// the value in a local: memopt's promoted variables, SSAPRE's temporaries). Only a
-/// matching of statements, not a claim the check relies on.
-fn may_hold(f: &Function, a: Expr, g: &Function, b: Expr) -> bool {
-    trees_match(f, a, g, b, true)
-}
-
-/// [`same_tree_across`], or with `held`, [`may_hold`].
+/// [`same_tree_across`]; with `held`, whether the target's tree `b` may compute the
+/// source's tree `a`: the same structure, except that a target local may stand where the
+/// source computes anything (the pass keeps the value in a local: memopt's promoted
+/// variables, SSAPRE's temporaries). Only a matching of statements, not a claim the check
+/// relies on.
 fn trees_match(f: &Function, a: Expr, g: &Function, b: Expr, held: bool) -> bool {
     let (x, y) = (&f.exprs[a], &g.exprs[b]);
     match (x, y) {
@@ -1079,8 +1075,8 @@ const MAX_PENDING: usize = 4;
 ///
 /// The stores of each block are paired, the target's with the source's of the block of the
 /// same index that write the same width at an address the target's may compute
-/// ([`may_hold`]: the address may now read a local where the source read a callframe
-/// variable); what is left over on either side was added or removed.
+/// ([`trees_match`] with `held`: the address may now read a local where the source read a
+/// callframe variable); what is left over on either side was added or removed.
 ///
 /// The target's stores done later than the source's (memopt's loop-invariant stores,
 /// removed from the loop and done on its exits): each target store left over (in a block
@@ -1104,15 +1100,11 @@ fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
         ExprData::Store { addr, .. } => is_value_tree(f, addr) && !reads_state(f, addr),
         _ => false,
     };
-    // Two stores that write the same width at the same address: one kept, its value
-    // perhaps rewritten (`cfread(@c0)` now `%c0.1`), its address too (a target local
-    // where the source computes the value: [`may_hold`]).
-    let same_place = |s: Expr, t: Expr| match (&src.exprs[s], &tgt.exprs[t]) {
-        (ExprData::Store { width: a, addr: x, .. }, ExprData::Store { width: b, addr: y, .. }) => a == b && may_hold(src, *x, tgt, *y),
-        _ => false,
-    };
-    let same_place_src = |s: Expr, t: Expr| match (&src.exprs[s], &src.exprs[t]) {
-        (ExprData::Store { width: a, addr: x, .. }, ExprData::Store { width: b, addr: y, .. }) => a == b && same_tree(src, *x, *y),
+    // Two stores that write the same width at the same address (`held`: the second's
+    // address may read a local where the first computes a tree, [`trees_match`]; a store
+    // kept, its value perhaps rewritten too, `cfread(@c0)` now `%c0.1`).
+    let same_place = |f: &Function, s: Expr, g: &Function, t: Expr, held: bool| match (&f.exprs[s], &g.exprs[t]) {
+        (ExprData::Store { width: a, addr: x, .. }, ExprData::Store { width: b, addr: y, .. }) => a == b && trees_match(f, *x, g, *y, held),
         _ => false,
     };
     let in_src: HashSet<Block> = src.layout.iter().copied().collect();
@@ -1125,7 +1117,7 @@ fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
         // dead one (default seed 13's memopt: b40).
         let mut paired = vec![false; theirs.len()];
         for e in stores(tgt, b) {
-            if let Some(k) = (0..theirs.len()).find(|&k| !paired[k] && same_place(theirs[k], e)) {
+            if let Some(k) = (0..theirs.len()).find(|&k| !paired[k] && same_place(src, theirs[k], tgt, e, true)) {
                 paired[k] = true;
                 continue;
             }
@@ -1138,7 +1130,7 @@ fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
             // A store the block itself overwrites needs no candidate: where the stores
             // between write elsewhere by their terms, the heap after both is the term of
             // the later one alone ([`encode::stored_heap`]).
-            let overwritten = theirs[k + 1..].iter().any(|&l| same_place_src(e, l));
+            let overwritten = theirs[k + 1..].iter().any(|&l| same_place(src, e, src, l, false));
             if !overwritten && plain(src, e) && removed.len() < MAX_PENDING && !removed.iter().any(|&x| same_tree(src, x, e)) {
                 removed.push(e);
             }

@@ -743,6 +743,12 @@ fn generated_pairs(seed: u64) -> Vec<(String, Function, Function)> {
     out
 }
 
+/// Default seed `seed`'s memopt: (before, after).
+fn generated_memopt(seed: u64) -> (Function, Function) {
+    let (_, before, after) = generated_pairs(seed).into_iter().find(|(p, ..)| p == "memopt").expect("memopt runs");
+    (before, after)
+}
+
 /// The `ssa` pass where one local's name extends another's: default seed 10 has `%i2` and
 /// `%i2.1`, two loop counters, whose versions are `%i2.3` and `%i2.1.2`. Read as versions
 /// of one name, `%i2` stopped being current wherever `%i2.1` was assigned, so no relation
@@ -821,7 +827,7 @@ fn default_seed_31_memopt_is_proved_for_every_run_and_its_wrong_twin_is_found() 
 /// changed by `twin` (a wrong twin) is a replayed counterexample, which is returned.
 fn memopt_proved_and_twin_found(seed: u64, twin: impl Fn(&Function, &str) -> String) -> Counterexample {
     let o = Options { bound: 2, ..Options::default() };
-    let (_, before, after) = generated_pairs(seed).into_iter().find(|(p, ..)| p == "memopt").expect("memopt runs");
+    let (before, after) = generated_memopt(seed);
     let a = validate(&before, &after, "memopt", &o);
     assert!(matches!(a, Answer::Proved), "seed {seed}: {a}");
     let mut m = crate::gen::generate(seed, &crate::gen::Profile::Default.config()).case.module;
@@ -899,7 +905,7 @@ fn stray_store(after: &Function, text: &str) -> String {
 #[test]
 fn the_inference_answers_alike_on_every_run() {
     let o = Options { bound: 2, ..Options::default() };
-    let (_, before, after) = generated_pairs(26).into_iter().find(|(p, _, _)| p == "memopt").expect("the memopt pass");
+    let (before, after) = generated_memopt(26);
     let first = super::simulate::explain(&before, &after, &o);
     assert!(first.iter().any(|n| n.contains("rounds")), "{first:?}");
     assert_eq!(first, super::simulate::explain(&before, &after, &o));
@@ -912,7 +918,7 @@ fn the_inference_answers_alike_on_every_run() {
 /// and what is left is proved for every run.
 #[test]
 fn a_goal_the_solver_cannot_decide_is_given_up_once() {
-    let (_, before, after) = generated_pairs(29).into_iter().find(|(p, _, _)| p == "memopt").expect("the memopt pass");
+    let (before, after) = generated_memopt(29);
     let a = validate(&before, &after, "memopt", &Options { bound: 2, ..Options::default() });
     assert!(matches!(a, Answer::Proved), "{a}");
 }
@@ -924,7 +930,7 @@ fn a_goal_the_solver_cannot_decide_is_given_up_once() {
 /// the budget spent on tries whose heaps parted at the removed store).
 #[test]
 fn a_dead_store_overwritten_in_other_blocks_is_proved_for_every_run() {
-    let (_, before, after) = generated_pairs(20).into_iter().find(|(p, _, _)| p == "memopt").expect("the memopt pass");
+    let (before, after) = generated_memopt(20);
     let a = validate(&before, &after, "memopt", &Options { bound: 2, ..Options::default() });
     assert!(matches!(a, Answer::Proved), "{a}");
 }
