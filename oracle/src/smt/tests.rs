@@ -901,11 +901,12 @@ fn stray_store(after: &Function, text: &str) -> String {
 /// hash sets; dropping a step freed its fresh symbols in the set's order, Z3 reuses freed
 /// ids for new terms, and the ids order its terms' arguments: default seed 26's memopt
 /// answered `proved (bound 2)` on some runs and `unknown` on others (this test saw 271
-/// rounds on one run and 274 on the other).
+/// rounds on one run and 274 on the other). Seed 26 is now proved without an inference
+/// to note, so the test runs seed 9's, whose inference runs out of its budget.
 #[test]
 fn the_inference_answers_alike_on_every_run() {
     let o = Options { bound: 2, ..Options::default() };
-    let (before, after) = generated_memopt(26);
+    let (before, after) = generated_memopt(9);
     let first = super::simulate::explain(&before, &after, &o);
     assert!(first.iter().any(|n| n.contains("rounds")), "{first:?}");
     assert_eq!(first, super::simulate::explain(&before, &after, &o));
