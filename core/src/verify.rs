@@ -16,6 +16,10 @@
 //!   their value, assignments and callframe writes match the destination, calls match the
 //!   helper's signature, returns match the function;
 //! * phis: one argument per predecessor, argument and destination types agree.
+//!
+//! Asked to ([`Verified::check_noting`]), the walk of the trees also notes every node
+//! that names a local, in evaluation order ([`TreeLocals`]): the pass manager's SSA form
+//! check reads them instead of walking every tree again.
 
 use crate::helpers::HelperKind;
 use crate::ir::*;
@@ -119,6 +123,19 @@ impl Verified {
         }
     }
 
+    /// [`Verified::check`], noting in `seen` (cleared first) the locals its walk of the
+    /// trees meets ([`TreeLocals`]), complete when the function is verified.
+    pub fn check_noting(f: Function, seen: &mut TreeLocals) -> Result<Verified, (Function, Vec<VerifyError>)> {
+        seen.clear();
+        let mut errs = vec![];
+        verify_function_noting(&f, 0, None, &mut errs, Some(seen));
+        if errs.is_empty() {
+            Ok(Verified(f))
+        } else {
+            Err((f, errs))
+        }
+    }
+
     /// The function, to change it (after which it is unverified again).
     pub fn into_function(self) -> Function {
         self.0
@@ -130,6 +147,39 @@ impl std::ops::Deref for Verified {
 
     fn deref(&self) -> &Function {
         &self.0
+    }
+}
+
+/// A node of a tree that names a local: an assignment (`def`) or a read.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Mention {
+    pub local: Local,
+    pub def: bool,
+    /// The tree's place in its block: statement `i` at `i + 1`, the terminator's
+    /// expression after every statement.
+    pub stmt: usize,
+    /// The node's place in its tree's post-order (evaluation order).
+    pub k: usize,
+    pub node: Expr,
+}
+
+/// The nodes naming a local in every tree of a function, in layout and evaluation order:
+/// what the SSA form check reads (`passes::check_form_located`). The verifier notes them
+/// in its own walk of the trees ([`Verified::check_noting`]), so that the check after a
+/// pass does not walk every tree again; the list is complete when the function verifies,
+/// since then the verifier met every node of every tree once, operands before their node.
+#[derive(Clone, Default, Debug)]
+pub struct TreeLocals {
+    pub mentions: Vec<Mention>,
+    /// For each position of the layout, the range of `mentions` its block holds.
+    pub at: Vec<std::ops::Range<usize>>,
+}
+
+impl TreeLocals {
+    /// Empties both lists, keeping their room.
+    pub fn clear(&mut self) {
+        self.mentions.clear();
+        self.at.clear();
     }
 }
 
@@ -161,6 +211,11 @@ struct Ctx<'a> {
     too_deep: bool,
     /// Whether [`Ctx::check_tree`] is checking a tree.
     in_tree: bool,
+    /// Where the walk notes the locals it meets, if asked ([`TreeLocals`]), the current
+    /// tree's place in its block, and how many nodes of the tree the walk has finished.
+    seen: Option<&'a mut TreeLocals>,
+    tree_at: usize,
+    k: usize,
 }
 
 impl Ctx<'_> {
@@ -205,7 +260,18 @@ impl Ctx<'_> {
         self.depth += 1;
         let ty = self.node(e, valueless_ok);
         self.depth -= 1;
+        // Its operands were walked (and it was noted, [`Ctx::note`]): the next node's
+        // place in evaluation order.
+        self.k += 1;
         ty
+    }
+
+    /// Notes node `e`, which names `local` (assigns it: `def`), if the walk is asked to
+    /// ([`TreeLocals`]); called once its operands are walked, so that `k` is its place.
+    fn note(&mut self, e: Expr, local: Local, def: bool) {
+        if let Some(seen) = &mut self.seen {
+            seen.mentions.push(Mention { local, def, stmt: self.tree_at, k: self.k, node: e });
+        }
     }
 
     /// [`Ctx::check`] of the node `e` itself, which exists and has one parent.
@@ -223,6 +289,7 @@ impl Ctx<'_> {
                     self.err(format!("local {l} does not exist"));
                     return None;
                 }
+                self.note(e, *l, false);
                 Some(f.locals[*l].ty)
             }
             ExprData::Unary { op, arg } => {
@@ -296,6 +363,7 @@ impl Ctx<'_> {
             }
             ExprData::Assign { local, value } => {
                 let t = self.value(*value, "assignment");
+                self.note(e, *local, true);
                 if !f.locals.is_valid(*local) {
                     self.err(format!("local {local} does not exist"));
                 } else if let Some(t) = t {
@@ -369,9 +437,33 @@ fn verify_function_into(
     declared: Option<&[HelperKind]>,
     errs: &mut Vec<VerifyError>,
 ) {
+    verify_function_noting(f, index, declared, errs, None)
+}
+
+/// [`verify_function_into`], noting the locals of the trees in `seen` if given.
+fn verify_function_noting(
+    f: &Function,
+    index: usize,
+    declared: Option<&[HelperKind]>,
+    errs: &mut Vec<VerifyError>,
+    seen: Option<&mut TreeLocals>,
+) {
     let has_parent = vec![false; f.exprs.len()];
-    let mut cx =
-        Ctx { f, index, errs, block: None, stmt: None, declared, has_parent, depth: 0, too_deep: false, in_tree: false };
+    let mut cx = Ctx {
+        f,
+        index,
+        errs,
+        block: None,
+        stmt: None,
+        declared,
+        has_parent,
+        depth: 0,
+        too_deep: false,
+        in_tree: false,
+        seen,
+        tree_at: 0,
+        k: 0,
+    };
     cx.names();
     let Some(in_layout) = cx.layout() else { return };
     cx.branch_targets(&in_layout);
@@ -384,7 +476,12 @@ fn verify_function_into(
     for &b in &f.layout {
         cx.block = Some(b);
         cx.phis(b, &preds[b]);
+        let start = cx.seen.as_ref().map_or(0, |s| s.mentions.len());
         cx.body(b);
+        if let Some(seen) = &mut cx.seen {
+            let end = seen.mentions.len();
+            seen.at.push(start..end);
+        }
         cx.stmt = None;
     }
 }
@@ -536,14 +633,16 @@ impl Ctx<'_> {
     fn body(&mut self, b: Block) {
         let f = self.f;
         let data = &f.blocks[b];
-        for &s in &data.stmts {
+        for (i, &s) in data.stmts.iter().enumerate() {
             self.stmt = Some(s);
+            (self.tree_at, self.k) = (i + 1, 0);
             if self.check_tree(s, true).is_none() {
                 self.err(format!("statement {s} is a tree deeper than {MAX_EXPR_DEPTH} levels"));
             }
         }
         let Some(e) = data.term.expr() else { return };
         self.stmt = Some(e);
+        (self.tree_at, self.k) = (data.stmts.len() + 1, 0);
         let Some(t) = self.check_tree(e, false) else {
             self.err(format!("the terminator's expression {e} is deeper than {MAX_EXPR_DEPTH} levels"));
             return;

@@ -3,7 +3,7 @@
 
 use tandem_core::ir::{Block, Function};
 use tandem_core::passes::{
-    check_form, default_pipeline, Analyses, Form, Liveness, PassError, PassManager, Pipeline,
+    check_form, default_pipeline, verify_after, Analyses, Form, Liveness, PassError, PassManager, Pipeline,
 };
 use cranelift_entity::EntityRef;
 
@@ -181,4 +181,29 @@ b0:
     );
     let errs = check_form(&g, Form::Ssa);
     assert_eq!(errs, vec!["SSA: use of %y in b0 is not dominated by its definition".to_string()]);
+    // The check after a pass reads the locals the verifier's walk notes, not a walk of
+    // its own: it finds the same, and a second definition too.
+    let h = parse(
+        "
+function %h(i32 %a) -> i32 {
+    local i32 %x
+b0:
+    %x = %a
+    %x = 2
+    ret %x
+}
+",
+    );
+    let twice = vec!["SSA: local %x is defined more than once".to_string()];
+    assert_eq!(check_form(&h, Form::Ssa), twice);
+    for (mut fun, want) in [
+        (f, vec!["SSA: use of %x in b2 is not dominated by its definition".to_string()]),
+        (g, vec!["SSA: use of %y in b0 is not dominated by its definition".to_string()]),
+        (h, twice),
+    ] {
+        match verify_after("test", &mut fun, Form::Ssa) {
+            Err(PassError::Verify { errors, .. }) => assert_eq!(errors, want),
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -32,7 +32,7 @@ pub mod tree_mover;
 pub mod util;
 
 use crate::ir::{Block, Expr, ExprData, Function, Module};
-use crate::verify::{Verified, VerifyError};
+use crate::verify::{Mention, TreeLocals, Verified, VerifyError};
 use std::fmt;
 
 pub use cfg::Cfg;
@@ -314,9 +314,16 @@ impl Default for PassManager {
 /// verifier found, then what breaks the rules of `form` (the pass manager's check after
 /// a pass, and the harness's after a pass and a planted bug).
 pub fn verify_after(pass: &'static str, f: &mut Function, form: Form) -> Result<Verified, PassError> {
-    let (g, errors) = match Verified::check(f.take()) {
+    // The SSA rules read the locals of every tree, which the verifier's walk notes: once
+    // it accepts the function, they are complete, and the trees are not walked again.
+    let mut seen = TreeLocals::default();
+    let checked = match form {
+        Form::Ssa => Verified::check_noting(f.take(), &mut seen),
+        Form::Hir => Verified::check(f.take()),
+    };
+    let (g, errors) = match checked {
         Ok(v) => {
-            let errors = check_form(&v, form);
+            let errors = check_form_seen(&v, form, &seen).into_iter().map(|e| e.message).collect::<Vec<_>>();
             if errors.is_empty() {
                 return Ok(v);
             }
@@ -444,6 +451,16 @@ pub fn check_form(f: &Function, form: Form) -> Vec<String> {
 
 /// [`check_form`], each error with its place, so that a file's reader can point at it.
 pub fn check_form_located(f: &Function, form: Form) -> Vec<FormError> {
+    let seen = match form {
+        Form::Hir => TreeLocals::default(),
+        Form::Ssa => tree_locals(f),
+    };
+    check_form_seen(f, form, &seen)
+}
+
+/// [`check_form_located`] given the locals of every tree of `f` (`seen`, read only for
+/// SSA), from a walk of its own ([`tree_locals`]) or the verifier's.
+fn check_form_seen(f: &Function, form: Form, seen: &TreeLocals) -> Vec<FormError> {
     let mut errs = vec![];
     let err = |block, node, message| FormError { block, node, message };
     match form {
@@ -455,35 +472,47 @@ pub fn check_form_located(f: &Function, form: Form) -> Vec<FormError> {
             }
         }
         Form::Ssa => {
-            let (site, uses) = definition_sites(f, &mut errs);
+            let site = definition_sites(f, seen, &mut errs);
             if errs.is_empty() {
-                errs.extend(check_strict(f, &site, &uses));
+                errs.extend(check_strict(f, &site, seen));
             }
         }
     }
     errs
 }
 
-/// A use of a local in a tree: the local, its place (statement position and node
-/// position, as in [`definition_sites`]) and its node.
-type Use = (crate::ir::Local, (usize, usize), Expr);
-
-/// The uses of a local in every tree, in evaluation order, and for each position of the
-/// layout the range of `uses` its block holds.
-struct Uses {
-    uses: Vec<Use>,
-    at: Vec<std::ops::Range<usize>>,
+/// The nodes naming a local in every tree of `f`, in layout and evaluation order (what
+/// the verifier notes in its walk, [`Verified::check_noting`]).
+fn tree_locals(f: &Function) -> TreeLocals {
+    let mut seen = TreeLocals { mentions: vec![], at: Vec::with_capacity(f.layout.len()) };
+    for &b in &f.layout {
+        let start = seen.mentions.len();
+        for (i, s) in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()).enumerate() {
+            let mut k = 0;
+            f.visit_postorder(s, &mut |n| {
+                let (local, def) = match f.exprs[n] {
+                    ExprData::Assign { local, .. } => (local, true),
+                    ExprData::Local(l) => (l, false),
+                    _ => {
+                        k += 1;
+                        return;
+                    }
+                };
+                seen.mentions.push(Mention { local, def, stmt: i + 1, k, node: n });
+                k += 1;
+            });
+        }
+        seen.at.push(start..seen.mentions.len());
+    }
+    seen
 }
 
 /// Where each local is defined: (block, statement position, node position). Phis are at
-/// (0, 0), statement `i` at `i + 1` with its nodes in evaluation order, and parameters
-/// before everything in the entry. A second definition of a local (a parameter is defined
-/// already) is an error, in `errs`. The same walk collects every use of a local in a tree,
-/// in layout and evaluation order, for [`check_strict`]: one walk of every tree serves
-/// both rules, for the check after every pass.
-fn definition_sites(f: &Function, errs: &mut Vec<FormError>) -> (DefinitionSites, Uses) {
+/// (0, 0), statement `i` at `i + 1` with its nodes in evaluation order (as in `seen`,
+/// the locals of every tree), and parameters before everything in the entry. A second
+/// definition of a local (a parameter is defined already) is an error, in `errs`.
+fn definition_sites(f: &Function, seen: &TreeLocals, errs: &mut Vec<FormError>) -> DefinitionSites {
     let mut site: DefinitionSites = cranelift_entity::SecondaryMap::with_capacity(f.locals.len());
-    let mut uses = Uses { uses: vec![], at: Vec::with_capacity(f.layout.len()) };
     for &p in &f.params {
         site[p] = Some((f.entry(), 0, 0));
     }
@@ -495,35 +524,27 @@ fn definition_sites(f: &Function, errs: &mut Vec<FormError>) -> (DefinitionSites
             site[l] = Some(at);
         }
     };
-    for &b in &f.layout {
+    for (&b, range) in f.layout.iter().zip(&seen.at) {
         for phi in &f.blocks[b].phis {
             def(phi.dest, (b, 0, 0), None, errs);
         }
-        let start = uses.uses.len();
-        for (i, s) in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()).enumerate() {
-            let mut k = 0;
-            f.visit_postorder(s, &mut |n| {
-                match f.exprs[n] {
-                    ExprData::Assign { local, .. } => def(local, (b, i + 1, k), Some(n), errs),
-                    ExprData::Local(l) => uses.uses.push((l, (i + 1, k), n)),
-                    _ => {}
-                }
-                k += 1;
-            });
+        for m in &seen.mentions[range.clone()] {
+            if m.def {
+                def(m.local, (b, m.stmt, m.k), Some(m.node), errs);
+            }
         }
-        uses.at.push(start..uses.uses.len());
     }
-    (site, uses)
+    site
 }
 
 /// The definition site of each local (see [`definition_sites`]).
 type DefinitionSites = cranelift_entity::SecondaryMap<crate::ir::Local, Option<(Block, usize, usize)>>;
 
-/// Strict SSA: every use of a local (`uses`) is dominated by its
+/// Strict SSA: every use of a local (the reads in `seen`) is dominated by its
 /// definition (a phi argument by the end of its predecessor). A local that is never
 /// defined anywhere is the constant 0 (every local starts at 0), as if defined before the
 /// entry, so its uses are strict too.
-fn check_strict(f: &Function, site: &DefinitionSites, uses: &Uses) -> Vec<FormError> {
+fn check_strict(f: &Function, site: &DefinitionSites, seen: &TreeLocals) -> Vec<FormError> {
     use crate::ir::Local;
     let cfg = Cfg::compute(f);
     let dt = DomTree::compute(f, &cfg);
@@ -538,14 +559,16 @@ fn check_strict(f: &Function, site: &DefinitionSites, uses: &Uses) -> Vec<FormEr
             }
         }
     };
-    for (&b, range) in f.layout.iter().zip(&uses.at) {
+    for (&b, range) in f.layout.iter().zip(&seen.at) {
         for phi in &f.blocks[b].phis {
             for (p, a) in &phi.args {
                 check(*a, *p, (usize::MAX, usize::MAX), None, "phi argument");
             }
         }
-        for &(l, at, n) in &uses.uses[range.clone()] {
-            check(l, b, at, Some(n), "use");
+        for m in &seen.mentions[range.clone()] {
+            if !m.def {
+                check(m.local, b, (m.stmt, m.k), Some(m.node), "use");
+            }
         }
     }
     errs

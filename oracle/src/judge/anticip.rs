@@ -75,15 +75,15 @@ enum Operand {
 
 /// Checks every trapping computation `after` has and `before` did not at that place.
 pub fn check(before: &Function, after: &Function) -> Vec<Violation> {
+    // The walks below look only at trapping nodes, which a walk of each tree lists in
+    // one list reused from tree to tree.
+    let mut trapping: Vec<Trapping> = vec![];
     let mut original: HashMap<Expr, (Block, BinOp)> = HashMap::default();
     for &b in &before.layout {
         for r in roots(before, b) {
-            for n in postorder(before, r) {
-                if let ExprData::Binary { op, .. } = before.exprs[n] {
-                    if op.can_trap() {
-                        original.insert(n, (b, op));
-                    }
-                }
+            trapping_nodes(before, r, &mut trapping);
+            for t in &trapping {
+                original.insert(t.node, (b, t.op));
             }
         }
     }
@@ -96,9 +96,9 @@ pub fn check(before: &Function, after: &Function) -> Vec<Violation> {
     for &b in &after.layout {
         let rs = roots(after, b);
         for (i, &r) in rs.iter().enumerate() {
-            for n in postorder(after, r) {
-                let ExprData::Binary { op, lhs, rhs } = after.exprs[n] else { continue };
-                if !op.can_trap() || original.get(&n) == Some(&(b, op)) {
+            trapping_nodes(after, r, &mut trapping);
+            for &Trapping { node: n, op, lhs, rhs } in &trapping {
+                if original.get(&n) == Some(&(b, op)) {
                     continue;
                 }
                 let stmt = stmt_to_string(after, r);
@@ -238,6 +238,23 @@ fn anticipated(f: &Function, op: BinOp, b: Block, k: usize, ops: Vec<Operand>) -
         }
     }
     Ok(())
+}
+
+/// A trapping node of a tree: a division or remainder, with its operands.
+struct Trapping {
+    node: Expr,
+    op: BinOp,
+    lhs: Expr,
+    rhs: Expr,
+}
+
+/// The trapping nodes of the tree at `r` in evaluation order, in `out` (cleared first).
+fn trapping_nodes(f: &Function, r: Expr, out: &mut Vec<Trapping>) {
+    out.clear();
+    f.visit_postorder(r, &mut |node| match f.exprs[node] {
+        ExprData::Binary { op, lhs, rhs } if op.can_trap() => out.push(Trapping { node, op, lhs, rhs }),
+        _ => {}
+    });
 }
 
 fn roots(f: &Function, b: Block) -> Vec<Expr> {
