@@ -192,7 +192,6 @@ impl Decomposer<'_> {
     fn node(&mut self, n: Node) {
         let data = &self.src.nodes[n];
         let wide = data.results > 0 && data.ty == Type::I64;
-        let args = data.args.clone();
         let op = data.op.clone();
         // Operand type of a compare.
         let cmp64 = matches!(op, Op::Cmp { ty: Type::I64, .. });
@@ -212,6 +211,7 @@ impl Decomposer<'_> {
                 _ => Some(Val::P(r, Use { node: r.node, result: 1 })),
             }
         } else {
+            let args = data.args.clone();
             self.stats.decomposed += 1;
             self.wide(n, op, &args)
         };
