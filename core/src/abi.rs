@@ -57,7 +57,7 @@ impl RuntimeHelper {
     /// Every runtime helper, in address order.
     pub fn all() -> Vec<RuntimeHelper> {
         let mut v: Vec<RuntimeHelper> = HelperKind::ALL.into_iter().map(RuntimeHelper::Ir).collect();
-        v.extend([RuntimeHelper::Sdiv64, RuntimeHelper::Udiv64, RuntimeHelper::Srem64, RuntimeHelper::Urem64]);
+        v.extend(DIV64);
         v
     }
 
@@ -86,10 +86,17 @@ impl std::fmt::Display for RuntimeHelper {
     }
 }
 
-/// The address of a runtime helper.
+/// The backend's own helpers, after the IR's in address order ([`RuntimeHelper::all`]).
+const DIV64: [RuntimeHelper; 4] = [RuntimeHelper::Sdiv64, RuntimeHelper::Udiv64, RuntimeHelper::Srem64, RuntimeHelper::Urem64];
+
+/// The address of a runtime helper (its place in [`RuntimeHelper::all`], found without
+/// making the list: the emitter asks at every call it emits).
 pub fn helper_address(h: RuntimeHelper) -> u32 {
-    let index = RuntimeHelper::all().iter().position(|x| *x == h).expect("every helper is listed") as u32;
-    HELPER_BASE + HELPER_STRIDE * index
+    let index = match h {
+        RuntimeHelper::Ir(k) => HelperKind::ALL.iter().position(|x| *x == k),
+        h => DIV64.iter().position(|x| *x == h).map(|i| HelperKind::ALL.len() + i),
+    };
+    HELPER_BASE + HELPER_STRIDE * index.expect("every helper is listed") as u32
 }
 
 /// A compiled function: bytes to load at [`CODE_BASE`] (calls to helpers are relative to it).
@@ -194,4 +201,21 @@ pub struct CodeShape {
     /// Bytes of stack the frame takes below the return address (saved registers, homes,
     /// spill slots, outgoing arguments).
     pub frame_bytes: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each helper's address is its place in the list of every helper, and the list
+    /// names each helper once.
+    #[test]
+    fn helper_addresses_follow_the_list() {
+        let all = RuntimeHelper::all();
+        for (k, &h) in all.iter().enumerate() {
+            assert_eq!(helper_address(h), HELPER_BASE + HELPER_STRIDE * k as u32, "{h:?}");
+            assert_eq!(RuntimeHelper::at(h.address()), Some(h));
+        }
+        assert_eq!(all.len(), HelperKind::ALL.len() + 4);
+    }
 }

@@ -388,7 +388,7 @@ fn global_allocator_prefers_loop_variables() {
     assert_eq!(depth[Block::from_u32(2)], 1);
     assert_eq!(depth[Block::from_u32(0)], 0);
     let g = tandem_core::backend::regalloc::global_allocation(&l);
-    let names: Vec<&str> = g.iter().map(|(v, _)| l.vars[*v].name.as_str()).collect();
+    let names: Vec<String> = g.iter().map(|(v, _)| l.var_name(*v)).collect();
     assert_eq!(&names[..2], &["i", "s"], "{names:?}");
     assert_eq!(names.len(), 3);
 }

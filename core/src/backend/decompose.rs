@@ -48,6 +48,7 @@ pub fn decompose(f: &LirFunction) -> (LirFunction, DecomposeStats) {
         ret: f.ret,
         arg_bytes: f.arg_bytes,
         vars: Default::default(),
+        local_names: f.local_names.clone(),
         cfvars: f.cfvars.clone(),
         nodes: node_arena(),
         blocks: SecondaryMap::new(),
@@ -64,12 +65,13 @@ pub fn decompose(f: &LirFunction) -> (LirFunction, DecomposeStats) {
         };
         if d.ty == Type::I64 {
             stats.split_vars += 1;
-            let lo = out.add_var(format!("{}.lo", d.name), Type::I32, d.kind);
-            let hi = out.add_var(format!("{}.hi", d.name), Type::I32, hi_kind);
+            let VarName::Local(k) = d.name else { panic!("{v}, an i64 variable, is not a HIR local") };
+            let lo = out.add_var(VarName::Lo(k), Type::I32, d.kind);
+            let hi = out.add_var(VarName::Hi(k), Type::I32, hi_kind);
             let k = var_map.push((lo, Some(hi)));
             debug_assert_eq!(k, v);
         } else {
-            let k = var_map.push((out.add_var(d.name.clone(), Type::I32, d.kind), None));
+            let k = var_map.push((out.add_var(d.name, Type::I32, d.kind), None));
             debug_assert_eq!(k, v);
         }
     }
@@ -137,7 +139,7 @@ impl Decomposer<'_> {
     /// Writes `u` to a fresh temporary so that it can be read several times.
     fn temp(&mut self, u: Use) -> Var {
         self.stats.temps += 1;
-        let v = self.out.add_var(format!("t{}", self.out.vars.len()), I, VarKind::Temp);
+        let v = self.out.add_var(VarName::Temp, I, VarKind::Temp);
         self.emit(Op::Write(v), 0, smallvec![u]);
         v
     }
@@ -190,7 +192,6 @@ impl Decomposer<'_> {
     fn node(&mut self, n: Node) {
         let data = &self.src.nodes[n];
         let wide = data.results > 0 && data.ty == Type::I64;
-        let args = data.args.clone();
         let op = data.op.clone();
         // Operand type of a compare.
         let cmp64 = matches!(op, Op::Cmp { ty: Type::I64, .. });
@@ -210,6 +211,7 @@ impl Decomposer<'_> {
                 _ => Some(Val::P(r, Use { node: r.node, result: 1 })),
             }
         } else {
+            let args = data.args.clone();
             self.stats.decomposed += 1;
             self.wide(n, op, &args)
         };

@@ -17,6 +17,10 @@
 //! left near for good. The count of instructions includes the zero-byte pseudo-instruction
 //! that carries each label, as the block encoder's did, because the emulator's budget is
 //! derived from it ([`crate::abi::CodeShape`]).
+//!
+//! Each thread keeps its encoder (and the encoder's buffer) from one function to the next
+//! ([`Assembler::new`]): making an `iced-x86` encoder costs more than encoding a small
+//! function's worth of instructions.
 
 use iced_x86::{Encoder, IcedError, Instruction};
 
@@ -71,9 +75,19 @@ const MAX_INSTRUCTION_LENGTH: i64 = 15;
 /// The block encoder's number of sizing passes.
 const SIZING_PASSES: usize = 5;
 
+/// The largest encoder buffer a thread keeps (a default function's code is a few KiB).
+const SPARE_BUFFER: usize = 1 << 16;
+
+thread_local! {
+    /// This thread's encoder, between two functions assembled.
+    static ENCODER: std::cell::Cell<Option<Encoder>> = const { std::cell::Cell::new(None) };
+}
+
 /// The code of one function being assembled at a fixed base address.
 pub struct Assembler {
-    encoder: Encoder,
+    /// The thread's encoder (its buffer holds the bytes of every [`Piece::Bytes`]); `None`
+    /// only once given back to the thread.
+    encoder: Option<Encoder>,
     pieces: Vec<Piece>,
     /// The piece at which each label is bound (`u32::MAX` until bound).
     labels: Vec<u32>,
@@ -95,8 +109,17 @@ impl Assembled {
 }
 
 impl Assembler {
+    /// An assembler with this thread's encoder, or a new one for a thread's first function.
     pub fn new() -> Result<Assembler, IcedError> {
-        Ok(Assembler { encoder: Encoder::try_new(32)?, pieces: Vec::new(), labels: Vec::new(), insns: 0 })
+        let encoder = match ENCODER.with(|e| e.take()) {
+            Some(e) => e,
+            None => Encoder::try_new(32)?,
+        };
+        Ok(Assembler { encoder: Some(encoder), pieces: Vec::new(), labels: Vec::new(), insns: 0 })
+    }
+
+    fn encoder(&mut self) -> &mut Encoder {
+        self.encoder.as_mut().expect("an assembler holds its encoder until dropped")
     }
 
     /// Instructions emitted so far (each bound label counts one, as the zero-byte
@@ -121,7 +144,7 @@ impl Assembler {
     pub fn add(&mut self, i: Instruction) -> Result<(), IcedError> {
         // The address does not matter for these instructions; the block encoder's own
         // is used for the bytes to be the same in every case.
-        let len = self.encoder.encode(&i, 0)? as u32;
+        let len = self.encoder().encode(&i, 0)? as u32;
         match self.pieces.last_mut() {
             Some(Piece::Bytes { len: run }) => *run += len,
             _ => self.pieces.push(Piece::Bytes { len }),
@@ -210,7 +233,7 @@ impl Assembler {
             assert!(*l != u32::MAX, "a label used but never bound");
         }
         let (sizing, at) = self.size_branches();
-        let encoded = self.encoder.take_buffer();
+        let encoded = self.encoder().take_buffer();
         let mut bytes = Vec::with_capacity(encoded.len() + 6 * self.pieces.len());
         let mut from = 0usize;
         for (k, p) in self.pieces.iter().enumerate() {
@@ -247,7 +270,24 @@ impl Assembler {
             }
         }
         let label_offsets = self.labels.iter().map(|&p| at[p as usize] as u32).collect();
+        // The buffer serves the thread's next function.
+        self.encoder().set_buffer(encoded);
         Assembled { bytes, label_offsets }
+    }
+}
+
+impl Drop for Assembler {
+    /// Gives the encoder back to the thread (its buffer emptied).
+    fn drop(&mut self) {
+        if let Some(mut e) = self.encoder.take() {
+            let mut buffer = e.take_buffer();
+            buffer.clear();
+            // A rare large function's buffer is not kept, so neither is its memory.
+            if buffer.capacity() <= SPARE_BUFFER {
+                e.set_buffer(buffer);
+            }
+            ENCODER.with(|slot| slot.set(Some(e)));
+        }
     }
 }
 
@@ -280,6 +320,35 @@ mod tests {
                 let m = MemoryOperand::new(Register::EBP, Register::None, 1, -0x400, 4, false, Register::None);
                 Instruction::with2(Code::Mov_rm32_imm32, m, 5).unwrap()
             }
+        }
+    }
+
+    /// Instructions assembled twice in one thread, by the encoder it keeps: each time the
+    /// bytes a fresh encoder gives them.
+    #[test]
+    fn a_kept_encoder_gives_a_fresh_encoders_bytes() {
+        let n = 3000;
+        let instructions: Vec<Instruction> = (0..n)
+            .map(|k| match k % 3 {
+                0 => Instruction::with2(Code::Mov_r32_imm32, Register::EAX, k).unwrap(),
+                1 => {
+                    let m = MemoryOperand::new(Register::EBP, Register::None, 1, -(k as i64), 4, false, Register::None);
+                    Instruction::with2(Code::Mov_rm32_r32, m, Register::EDX).unwrap()
+                }
+                _ => Instruction::with2(Code::Add_rm32_imm32, Register::ECX, k / 3).unwrap(),
+            })
+            .collect();
+        let mut fresh = Encoder::try_new(32).unwrap();
+        for i in &instructions {
+            fresh.encode(i, 0).unwrap();
+        }
+        let want = fresh.take_buffer();
+        for _ in 0..2 {
+            let mut a = Assembler::new().unwrap();
+            for i in &instructions {
+                a.add(*i).unwrap();
+            }
+            assert_eq!(a.finish(0).bytes, want);
         }
     }
 

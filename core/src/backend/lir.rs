@@ -20,6 +20,7 @@ use cranelift_entity::{entity_impl, EntityRef, PrimaryMap, SecondaryMap};
 use crate::hash::HashMap;
 use smallvec::SmallVec;
 use std::fmt;
+use std::sync::Arc;
 
 use crate::abi::RuntimeHelper;
 use crate::ir::{BinOp, Block, CfVar, CmpOp, ConvOp, MemWidth, Type, UnOp};
@@ -145,10 +146,24 @@ pub enum VarKind {
     Temp,
 }
 
+/// What a variable is called in the printed LIR. The text is made only when printed
+/// ([`LirFunction::var_name`]), so a compile that prints nothing builds no names.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum VarName {
+    /// The HIR local of this index (its name in [`LirFunction::local_names`]).
+    Local(u32),
+    /// The low half of an `i64` local (`x.lo`).
+    Lo(u32),
+    /// The high half of an `i64` local (`x.hi`).
+    Hi(u32),
+    /// A backend temporary, called after its own index (`t7` for `v7`).
+    Temp,
+}
+
 /// A variable's declaration.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct VarData {
-    pub name: String,
+    pub name: VarName,
     pub ty: Type,
     pub kind: VarKind,
 }
@@ -270,6 +285,8 @@ pub struct LirFunction {
     /// Bytes of incoming arguments.
     pub arg_bytes: u32,
     pub vars: PrimaryMap<Var, VarData>,
+    /// The names of the HIR locals by index, shared by every stage of one function.
+    pub local_names: Arc<[String]>,
     /// Types of the callframe variables by index.
     pub cfvars: Vec<Type>,
     pub nodes: PrimaryMap<Node, NodeData>,
@@ -328,8 +345,19 @@ impl LirFunction {
     }
 
     /// Adds a variable.
-    pub fn add_var(&mut self, name: String, ty: Type, kind: VarKind) -> Var {
+    pub fn add_var(&mut self, name: VarName, ty: Type, kind: VarKind) -> Var {
         self.vars.push(VarData { name, ty, kind })
+    }
+
+    /// The name of `v` as the LIR text prints it (after a `%`).
+    pub fn var_name(&self, v: Var) -> String {
+        let local = |k: u32| &self.local_names[k as usize];
+        match self.vars[v].name {
+            VarName::Local(k) => local(k).clone(),
+            VarName::Lo(k) => format!("{}.lo", local(k)),
+            VarName::Hi(k) => format!("{}.hi", local(k)),
+            VarName::Temp => format!("t{}", v.index()),
+        }
     }
 
     /// Every node of the function in layout order, contained nodes included (each right
@@ -546,7 +574,7 @@ impl LirFunction {
                 VarKind::Local => "local".into(),
                 VarKind::Temp => "temp".into(),
             };
-            s += &format!("    {v}: {} %{} ({kind})\n", d.ty, d.name);
+            s += &format!("    {v}: {} %{} ({kind})\n", d.ty, self.var_name(v));
         }
         s
     }

@@ -55,19 +55,21 @@ pub fn lower(f: &mut LirFunction) -> LowerStats {
     for b in layout {
         let mut list = std::mem::take(&mut f.blocks[b].nodes);
         // Helper-call arguments become outgoing stores right before the call.
-        let mut with_args = Vec::with_capacity(list.len());
-        for &n in &list {
-            if matches!(f.nodes[n].op, Op::Call(_)) {
-                let args = std::mem::take(&mut f.nodes[n].args);
-                for (i, a) in args.into_iter().enumerate() {
-                    stats.call_args += 1;
-                    let s = f.add_node(Op::Arg { offset: 4 * i as u32 }, crate::ir::Type::I32, 0, smallvec![a]);
-                    with_args.push(s);
+        if list.iter().any(|&n| matches!(f.nodes[n].op, Op::Call(_))) {
+            let mut with_args = Vec::with_capacity(list.len() + 4);
+            for &n in &list {
+                if matches!(f.nodes[n].op, Op::Call(_)) {
+                    let args = std::mem::take(&mut f.nodes[n].args);
+                    for (i, a) in args.into_iter().enumerate() {
+                        stats.call_args += 1;
+                        let s = f.add_node(Op::Arg { offset: 4 * i as u32 }, crate::ir::Type::I32, 0, smallvec![a]);
+                        with_args.push(s);
+                    }
                 }
+                with_args.push(n);
             }
-            with_args.push(n);
+            list = with_args;
         }
-        list = with_args;
         dropped.next_block();
         // Address modes.
         for &n in &list {
@@ -87,8 +89,10 @@ pub fn lower(f: &mut LirFunction) -> LowerStats {
                 }
             }
         }
-        // Immediates and memory operands.
-        let live: Vec<Node> = list.iter().copied().filter(|&n| !dropped.contains(n) && !f.nodes[n].contained).collect();
+        // Immediates and memory operands (the block's list becomes its live nodes, in
+        // place).
+        let mut live = list;
+        live.retain(|&n| !dropped.contains(n) && !f.nodes[n].contained);
         positions.next_block();
         for (pos, &n) in live.iter().enumerate().rev() {
             // The first position of each node (a node is in the list once).
@@ -102,18 +106,15 @@ pub fn lower(f: &mut LirFunction) -> LowerStats {
         for &n in &live {
             collect_uses(f, n, &mut used);
         }
-        let mut out = vec![];
-        for n in live {
+        live.retain(|&n| {
             if f.nodes[n].contained {
-                continue;
+                return false;
             }
-            if matches!(f.nodes[n].op, Op::Const(_) | Op::Read(_)) && !used.contains(n) {
-                stats.dead += 1;
-                continue;
-            }
-            out.push(n);
-        }
-        f.blocks[b].nodes = out;
+            let dead = matches!(f.nodes[n].op, Op::Const(_) | Op::Read(_)) && !used.contains(n);
+            stats.dead += usize::from(dead);
+            !dead
+        });
+        f.blocks[b].nodes = live;
     }
     stats
 }

@@ -37,6 +37,7 @@ pub fn rationalize(f: &Function) -> Result<(LirFunction, RationalizeStats), Comp
         ret: f.ret,
         arg_bytes: 0,
         vars: Default::default(),
+        local_names: f.locals.values().map(|d| d.name.clone()).collect(),
         cfvars: f.cfvars.values().map(|c| c.ty).collect(),
         nodes: node_arena(),
         blocks: Default::default(),
@@ -46,7 +47,7 @@ pub fn rationalize(f: &Function) -> Result<(LirFunction, RationalizeStats), Comp
     let mut offset = 0;
     for (l, d) in &f.locals {
         let kind = if f.params.contains(&l) { VarKind::Param { offset: 0 } } else { VarKind::Local };
-        let v = lir.add_var(d.name.clone(), d.ty, kind);
+        let v = lir.add_var(VarName::Local(l.as_u32()), d.ty, kind);
         debug_assert_eq!(v.index(), l.index());
     }
     for &p in &f.params {

@@ -992,7 +992,7 @@ impl Allocation {
     pub fn print(&self, f: &LirFunction) -> String {
         let mut s = f.header();
         for (v, r) in &self.globals {
-            s += &format!("    ; {v} %{} in {r}\n", f.vars[*v].name);
+            s += &format!("    ; {v} %{} in {r}\n", f.var_name(*v));
         }
         let saves: Vec<String> = self.saved.iter().map(|(r, _)| r.to_string()).collect();
         let saves = if saves.is_empty() { "nothing".to_string() } else { saves.join(" ") };
