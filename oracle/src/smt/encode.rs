@@ -931,9 +931,9 @@ const STORE_WALK: usize = 16;
 /// `heap` with byte `v` stored at `i`, in a canonical form. Down the heap's stores at
 /// indices distinct from `i` by their terms (at most [`STORE_WALK`]): where `v` is what the
 /// heap there holds at `i` (`select`), or what a store at `i` itself there wrote, the store
-/// changes nothing and is left out; where another store at `i` lies there, it is shadowed and taken out, the stores above it kept,
-/// and the new byte goes on top (or nowhere, where it is what the heap below the shadowed
-/// store held). So a store overwritten by a later one at the same address, with stores
+/// changes nothing and is left out; where another store at `i` lies there, it is shadowed
+/// and taken out, the stores above it kept, and the new byte goes on top (or nowhere,
+/// where it is what the heap below the shadowed store held). So a store overwritten by a later one at the same address, with stores
 /// elsewhere between, leaves the term of those stores and the later one alone: the source
 /// of memopt's dead store (`store.32(A, x)`, then stores elsewhere, then `store.32(A, y)`,
 /// bytes interleaved at `A`, `A+1`, ...) and the target without it compute one heap term,
@@ -1043,16 +1043,19 @@ fn upper_bound(x: &BV) -> Option<u64> {
     if x.kind() != z3::AstKind::App {
         return None;
     }
-    let args: Vec<BV> = (0..x.num_children()).filter_map(|k| x.nth_child(k).and_then(|c| c.as_bv())).collect();
+    // The operands, read where needed (the walks of `store_byte` and `load_byte` ask at
+    // every store they pass).
+    let arg = |k: usize| x.nth_child(k).and_then(|c| c.as_bv());
+    let mut args = (0..x.num_children()).filter_map(arg);
     let fits = |n: u64| (n <= 0xFFFF_FFFF).then_some(n);
     match x.decl().kind() {
-        z3::DeclKind::Band => args.iter().filter_map(upper_bound).min(),
-        z3::DeclKind::Badd => args.iter().try_fold(0, |sum, a| fits(sum + upper_bound(a)?)),
-        z3::DeclKind::Bshl if args.len() == 2 => {
-            let k = args[1].as_u64().filter(|&k| k < 32)?;
-            fits(upper_bound(&args[0])? << k)
+        z3::DeclKind::Band => args.filter_map(|a| upper_bound(&a)).min(),
+        z3::DeclKind::Badd => args.try_fold(0, |sum, a| fits(sum + upper_bound(&a)?)),
+        z3::DeclKind::Bshl if x.num_children() == 2 => {
+            let k = arg(1)?.as_u64().filter(|&k| k < 32)?;
+            fits(upper_bound(&arg(0)?)? << k)
         }
-        z3::DeclKind::Burem | z3::DeclKind::BuremI if args.len() == 2 => args[1].as_u64().filter(|&m| m > 0).map(|m| m - 1),
+        z3::DeclKind::Burem | z3::DeclKind::BuremI if x.num_children() == 2 => arg(1)?.as_u64().filter(|&m| m > 0).map(|m| m - 1),
         _ => None,
     }
 }
