@@ -231,9 +231,11 @@ fn accepts(op: &Op, i: usize) -> Accepts {
 /// its instruction accepts as immediates or memory operands (`positions`: each live
 /// node's position).
 fn contain_operands(f: &mut LirFunction, live: &[Node], positions: &BlockNodeMap<u32>, pos: usize, n: Node, stats: &mut LowerStats) {
-    let args = f.nodes[n].args.clone();
     let position = |m: Node| positions.get(m).map(|&at| at as usize);
-    for (i, a) in args.iter().enumerate() {
+    // The arguments are read by index, not copied: containing marks other nodes, never
+    // changes the arguments of `n`.
+    for i in 0..f.nodes[n].args.len() {
+        let a = f.nodes[n].args[i];
         let d = &f.nodes[a.node];
         if d.contained {
             if matches!(d.op, Op::Cmp { .. }) {
