@@ -113,7 +113,28 @@ impl RegSet {
     pub fn is_empty(self) -> bool {
         self.0 == 0
     }
-    pub fn iter(self) -> impl Iterator<Item = Reg> {
-        Reg::ALL.into_iter().filter(move |r| self.contains(*r))
+    /// The registers of the set in the order of [`Reg::ALL`].
+    pub fn iter(self) -> RegSetIter {
+        RegSetIter(self.0 & RegSet::ALL.0)
+    }
+}
+
+/// The registers of a [`RegSet`], lowest bit first: a bit scan per register in the set,
+/// not a test of all six (the allocator and its checker walk sets at every node, most of
+/// them empty or of one register).
+#[derive(Clone, Copy, Debug)]
+pub struct RegSetIter(u8);
+
+impl Iterator for RegSetIter {
+    type Item = Reg;
+
+    fn next(&mut self) -> Option<Reg> {
+        if self.0 == 0 {
+            return None;
+        }
+        let i = self.0.trailing_zeros() as usize;
+        // Clears the lowest set bit.
+        self.0 &= self.0 - 1;
+        Some(Reg::ALL[i])
     }
 }
