@@ -93,10 +93,16 @@ pub fn check_allocation(f: &LirFunction, alloc: &Allocation) -> Result<(), Vec<A
     let globals: RegSet = alloc.globals.iter().fold(RegSet::NONE, |s, (_, r)| s.with(*r));
     let saved: RegSet = alloc.saved.iter().fold(RegSet::NONE, |s, (r, _)| s.with(*r));
     let frame = Frame::of(alloc);
+    // One replay state for the function, emptied at each block's start (its maps and
+    // buffers keep their room from block to block).
+    let mut st = Replay { globals, saved, ..Replay::default_for(f, alloc, &frame) };
     for &b in &f.layout {
-        let mut st = Replay { globals, saved, ..Replay::default_for(f, alloc, &frame) };
+        st.next_block();
         for inst in &alloc.code[b] {
             st.inst(inst);
+            if st.found.is_empty() {
+                continue;
+            }
             let node = match inst {
                 MInst::Alias { node, .. } | MInst::Reuse { node, .. } | MInst::Node { node, .. } => Some(*node),
                 MInst::Move { .. } | MInst::Spill { .. } => None,
@@ -150,6 +156,14 @@ impl<'a> Replay<'a> {
             found: vec![],
             expected: vec![],
         }
+    }
+
+    /// Forgets what the registers and spill slots hold: a block starts knowing nothing.
+    fn next_block(&mut self) {
+        self.regs = [None; 6];
+        self.holds_var = [None; 6];
+        self.aliased.clear();
+        self.slots.clear();
     }
 
     /// An instruction writes `r`: it must not be a global's register, nor a callee-saved
