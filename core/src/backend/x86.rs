@@ -138,3 +138,20 @@ impl Iterator for RegSetIter {
         Some(Reg::ALL[i])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bit scan gives the registers a test of each of `Reg::ALL` gives, in that
+    /// order, for every byte (bits above the six registers are no members).
+    #[test]
+    fn iter_gives_the_members_in_register_order() {
+        for bits in 0..=u8::MAX {
+            let s = RegSet(bits);
+            let want: Vec<Reg> = Reg::ALL.into_iter().filter(|r| s.contains(*r)).collect();
+            assert_eq!(s.iter().collect::<Vec<Reg>>(), want, "set {bits:#010b}");
+            assert_eq!(s.iter().count() as u32, s.and(RegSet::ALL).len());
+        }
+    }
+}
