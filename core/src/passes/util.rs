@@ -194,30 +194,32 @@ impl Namer {
     /// The next free name after `base`, taken from now on.
     fn fresh_name(&mut self, base: &str) -> String {
         assert!(self.only.as_deref().is_none_or(|b| b == base), "a namer for one base asked for another");
-        let name = if !self.taken.contains(base) {
-            base.to_string()
-        } else {
-            let n = match self.next.get_mut(base) {
-                Some(n) => n,
-                None => self.next.entry(base.to_string()).or_insert(1),
-            };
-            // `base.N`, the number written over the last one tried (SSA renaming names
-            // every version here, and wrote a new `String` for each number tried).
-            let mut name = String::with_capacity(base.len() + 4);
-            name.push_str(base);
-            name.push('.');
-            let stem = name.len();
-            loop {
-                name.truncate(stem);
-                write!(name, "{n}").expect("a String takes any text");
-                *n += 1;
-                if !self.taken.contains(&name) {
-                    break name;
-                }
+        // A base with a counter is taken (the counter is made when it is found taken, and
+        // no name is ever given back), so the counter is looked up first: SSA renaming
+        // names every version of a local after it, one lookup of the base each.
+        let n = match self.next.get_mut(base) {
+            Some(n) => n,
+            None if !self.taken.contains(base) => {
+                self.taken.insert(base.to_string());
+                return base.to_string();
             }
+            None => self.next.entry(base.to_string()).or_insert(1),
         };
-        self.taken.insert(name.clone());
-        name
+        // `base.N`, the number written over the last one tried (SSA renaming names
+        // every version here, and wrote a new `String` for each number tried); a name is
+        // taken by the lookup that finds it free.
+        let mut name = String::with_capacity(base.len() + 4);
+        name.push_str(base);
+        name.push('.');
+        let stem = name.len();
+        loop {
+            name.truncate(stem);
+            write!(name, "{n}").expect("a String takes any text");
+            *n += 1;
+            if self.taken.insert(name.clone()) {
+                return name;
+            }
+        }
     }
 }
 

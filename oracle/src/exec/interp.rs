@@ -179,7 +179,7 @@ pub fn run_observed<O: Observer>(
         locals[p] = a.as_i64();
     }
     let state = State::initial(f, input)?;
-    let mut m = Machine { f, locals, state, fuel: input.fuel, obs };
+    let mut m = Machine { f, locals, state, fuel: input.fuel, obs, phi_values: vec![] };
     let end = m.run_blocks();
     let used = input.fuel - m.fuel;
     let end = match end {
@@ -197,6 +197,8 @@ struct Machine<'a, O: Observer> {
     state: State,
     fuel: u64,
     obs: &'a mut O,
+    /// The values the phis of the block being entered read, one list for the whole run.
+    phi_values: Vec<(Local, i64)>,
 }
 
 impl<O: Observer> Machine<'_, O> {
@@ -217,17 +219,16 @@ impl<O: Observer> Machine<'_, O> {
             let data = &f.blocks[b];
             // Phis read the values at the end of the predecessor, all in parallel.
             if let Some(p) = prev {
-                let vals: Vec<(Local, i64)> = data
-                    .phis
-                    .iter()
-                    .map(|phi| {
-                        let src = phi.args.iter().find(|(pb, _)| *pb == p).map(|(_, l)| *l);
-                        (phi.dest, src.map_or(0, |l| self.locals[l]))
-                    })
-                    .collect();
-                for (d, v) in vals {
+                let mut vals = std::mem::take(&mut self.phi_values);
+                vals.extend(data.phis.iter().map(|phi| {
+                    let src = phi.args.iter().find(|(pb, _)| *pb == p).map(|(_, l)| *l);
+                    (phi.dest, src.map_or(0, |l| self.locals[l]))
+                }));
+                for &(d, v) in &vals {
                     self.locals[d] = v;
                 }
+                vals.clear();
+                self.phi_values = vals;
             }
             for &s in &data.stmts {
                 self.eval(s)?;
@@ -347,11 +348,13 @@ impl<O: Observer> Machine<'_, O> {
             }
             ExprData::Call { helper, args } => {
                 let (params, _) = helper.signature();
-                let mut vals = vec![];
-                for (&a, &p) in args.iter().zip(params) {
-                    vals.push(Value::new(p, self.value(a)?));
+                // No helper takes more than two arguments: they stay on the stack.
+                let mut vals = [Value::zero(Type::I32); 2];
+                for (i, (&a, &p)) in args.iter().zip(params).enumerate() {
+                    vals[i] = Value::new(p, self.value(a)?);
                 }
-                call_helper(*helper, &vals, &mut self.state).map(|v| (v.as_i64(), v.ty()))
+                let n = args.len().min(params.len());
+                call_helper(*helper, &vals[..n], &mut self.state).map(|v| (v.as_i64(), v.ty()))
             }
             ExprData::TrapIf { cond, code } => {
                 if self.value(*cond)? != 0 {

@@ -120,13 +120,42 @@ struct Frg<'a> {
     real: Vec<RealState>,
     /// The last redundancy class given out.
     classes: u32,
-    /// For each Φ, the Φ operands it defines (see [`phi_users`]).
+    /// For each Φ, the Φ operands it defines (see [`phi_users`]); the lists past the
+    /// last Φ are spare, left by an expression of more Φs.
     users: Vec<Vec<(usize, usize)>>,
     insertions: Vec<Insertion>,
     /// Finalize2: the Φs some reload needs.
     needed: Vec<bool>,
     /// Finalize2: the insertions that feed a needed Φ.
     used_insertion: Vec<bool>,
+    /// Finalize1: the available definition of each class.
+    avail_def: HashMap<u32, Def>,
+}
+
+/// The buffers of one expression's steps, kept by `ssapre::run` from expression to
+/// expression and round to round: each expression's [`Frg`] takes them empty and gives
+/// them back cleared, so an expression allocates only what outgrows the ones before (a
+/// dozen lists per expression, and one per Φ, were a fifth of its time).
+#[derive(Default)]
+pub struct Buffers {
+    phis: Vec<PhiOcc>,
+    /// The operand lists of the Φs given back, empty.
+    operands: Vec<Vec<PhiOpnd>>,
+    phi_index: HashMap<Block, usize>,
+    occ_runs: Vec<(Block, usize, usize)>,
+    sites: Vec<(Block, bool)>,
+    real: Vec<RealState>,
+    /// The user lists, empty; as many as the most Φs an expression had.
+    users: Vec<Vec<(usize, usize)>>,
+    insertions: Vec<Insertion>,
+    needed: Vec<bool>,
+    used_insertion: Vec<bool>,
+    avail_def: HashMap<u32, Def>,
+    /// Φ-Insertion's own lists: the Φ blocks, the sites in pre-order, and the two bit sets.
+    phi_at: Vec<Block>,
+    preorder: Vec<Block>,
+    union: CompoundBitSet,
+    numbers: CompoundBitSet,
 }
 
 /// The temporaries of CodeMotion: named `pre1`, `pre2`, ... per expression that changed
@@ -163,6 +192,7 @@ pub fn run_expression(
     temps: &mut Temporaries,
     stats: &mut Stats,
     changed: &mut [bool],
+    bufs: &mut Buffers,
 ) -> bool {
     stats.bump("exprs");
     if inert(f, an, init, &init.worklist[k]) {
@@ -172,23 +202,10 @@ pub fn run_expression(
         }
         return false;
     }
-    let Some(mut frg) = Frg::phi_insertion(an, init, k) else { return false };
-    frg.rename(f);
-    frg.down_safety();
-    frg.will_be_avail();
-    if frg.finds_nothing() {
-        // What Finalize would find: no reload, and no Φ available to be unneeded.
-        stats.add("phis_unneeded", 0);
-        return false;
-    }
-    frg.finalize(f);
-    if !frg.real.iter().any(|r| r.reload) {
-        let unneeded = frg.phis.iter().filter(|p| p.will_be_avail()).count();
-        stats.add("phis_unneeded", unneeded as u64);
-        return false;
-    }
-    frg.code_motion(f, round, temps, stats, changed);
-    true
+    let Some(mut frg) = Frg::phi_insertion(an, init, k, bufs) else { return false };
+    let moved = frg.steps(f, round, temps, stats, changed);
+    frg.give_back(bufs);
+    moved
 }
 
 /// How many blocks [`inert`] walks before it leaves the question to the steps.
@@ -272,7 +289,7 @@ impl<'a> Frg<'a> {
     /// and of the blocks defining the operands' originals, plus the blocks of the
     /// operands' phis, kept where the CFG merges. `None` when the expression has one
     /// occurrence and no Φ: there is nothing to do.
-    fn phi_insertion(an: &'a Analyses, init: &'a Initialization, k: usize) -> Option<Frg<'a>> {
+    fn phi_insertion(an: &'a Analyses, init: &'a Initialization, k: usize, bufs: &mut Buffers) -> Option<Frg<'a>> {
         let e = &init.worklist[k];
         let occs = &e.occs;
         // The iterated frontier of a union is the union of the iterated frontiers, so
@@ -285,7 +302,8 @@ impl<'a> Frg<'a> {
         // every merge gives each expression over it as many Φ blocks as the function has
         // merges, and a sort of them per expression was a tenth of a function of
         // thousands of diamonds.
-        let mut union = CompoundBitSet::new();
+        let union = &mut bufs.union;
+        union.clear();
         for &b in seeds.iter().flat_map(|&s| init.frontier(an, s)) {
             union.insert(b.index());
         }
@@ -297,12 +315,14 @@ impl<'a> Frg<'a> {
             }
         }
         // A Φ only makes sense at a merge; a phi in a one-predecessor block needs none.
-        let phi_at: Vec<Block> = union.iter().map(Block::new).filter(|&b| an.cfg.preds[b].len() >= 2).collect();
+        let phi_at = &mut bufs.phi_at;
+        phi_at.clear();
+        phi_at.extend(union.iter().map(Block::new).filter(|&b| an.cfg.preds[b].len() >= 2));
         if occs.len() < 2 && phi_at.is_empty() {
             return None;
         }
-        let mut phis: Vec<PhiOcc> = vec![];
-        for &b in &phi_at {
+        let mut phis = std::mem::take(&mut bufs.phis);
+        for &b in phi_at.iter() {
             let mut versions = Some(Versions::new());
             for op in &e.key.operands {
                 let v = match *op {
@@ -314,12 +334,13 @@ impl<'a> Frg<'a> {
                     _ => versions = None,
                 }
             }
-            let operands =
-                an.cfg.preds[b].iter().map(|&p| PhiOpnd { pred: p, def: Def::Bottom, has_real_use: false }).collect();
+            let mut operands = bufs.operands.pop().unwrap_or_default();
+            let opnd = |&p: &Block| PhiOpnd { pred: p, def: Def::Bottom, has_real_use: false };
+            operands.extend(an.cfg.preds[b].iter().map(opnd));
             let can_be_avail = versions.is_some();
             phis.push(PhiOcc { block: b, versions, class: 0, down_safe: true, can_be_avail, later: false, operands });
         }
-        let mut occ_runs: Vec<(Block, usize, usize)> = vec![];
+        let mut occ_runs = std::mem::take(&mut bufs.occ_runs);
         for (i, o) in occs.iter().enumerate() {
             match occ_runs.last_mut() {
                 Some(run) if run.0 == o.block => run.2 = i + 1,
@@ -329,11 +350,13 @@ impl<'a> Frg<'a> {
         occ_runs.sort_unstable_by_key(|r| r.0);
         debug_assert!(occ_runs.windows(2).all(|w| w[0].0 != w[1].0), "one run of occurrences per block");
         let trapping = e.key.op.can_trap();
-        let phi_index: HashMap<Block, usize> = phis.iter().enumerate().map(|(j, p)| (p.block, j)).collect();
+        let mut phi_index = std::mem::take(&mut bufs.phi_index);
+        phi_index.extend(phis.iter().enumerate().map(|(j, p)| (p.block, j)));
         // The sites in dominator-tree pre-order, by a bit set over pre-order numbers (as
         // above: a sort per expression of every merge and its predecessors was a tenth).
         let dt = &an.domtree;
-        let mut numbers = CompoundBitSet::new();
+        let numbers = &mut bufs.numbers;
+        numbers.clear();
         let blocks = phis.iter().flat_map(|p| std::iter::once(&p.block).chain(&an.cfg.preds[p.block]));
         for &b in blocks.chain(occ_runs.iter().map(|r| &r.0)).chain(&init.exit_blocks) {
             // A block outside the dominator tree (unreachable, numbered 0) is never walked.
@@ -344,8 +367,17 @@ impl<'a> Frg<'a> {
                 }
             }
         }
-        let sites: Vec<Block> = numbers.iter().map(|n| dt.at_preorder(n as u32)).collect();
-        let sites = if trapping { merge_sites(dt, &sites, &init.kill_blocks) } else { sites.into_iter().map(|b| (b, true)).collect() };
+        let preorder = &mut bufs.preorder;
+        preorder.clear();
+        preorder.extend(numbers.iter().map(|n| dt.at_preorder(n as u32)));
+        let mut sites = std::mem::take(&mut bufs.sites);
+        if trapping {
+            merge_sites(dt, preorder, &init.kill_blocks, &mut sites);
+        } else {
+            sites.extend(preorder.iter().map(|&b| (b, true)));
+        }
+        let mut real = std::mem::take(&mut bufs.real);
+        real.resize(occs.len(), RealState::default());
         Some(Frg {
             an,
             init,
@@ -356,13 +388,85 @@ impl<'a> Frg<'a> {
             phi_index,
             occ_runs,
             sites,
-            real: vec![RealState::default(); occs.len()],
+            real,
             classes: 0,
-            users: vec![],
-            insertions: vec![],
-            needed: vec![],
-            used_insertion: vec![],
+            users: std::mem::take(&mut bufs.users),
+            insertions: std::mem::take(&mut bufs.insertions),
+            needed: std::mem::take(&mut bufs.needed),
+            used_insertion: std::mem::take(&mut bufs.used_insertion),
+            avail_def: std::mem::take(&mut bufs.avail_def),
         })
+    }
+
+    /// The steps after Φ-Insertion, in order; whether CodeMotion changed the function.
+    fn steps(
+        &mut self,
+        f: &mut Function,
+        round: usize,
+        temps: &mut Temporaries,
+        stats: &mut Stats,
+        changed: &mut [bool],
+    ) -> bool {
+        self.rename(f);
+        self.down_safety();
+        self.will_be_avail();
+        if self.finds_nothing() {
+            // What Finalize would find: no reload, and no Φ available to be unneeded.
+            stats.add("phis_unneeded", 0);
+            return false;
+        }
+        self.finalize(f);
+        if !self.real.iter().any(|r| r.reload) {
+            let unneeded = self.phis.iter().filter(|p| p.will_be_avail()).count();
+            stats.add("phis_unneeded", unneeded as u64);
+            return false;
+        }
+        self.code_motion(f, round, temps, stats, changed);
+        true
+    }
+
+    /// Gives the expression's lists back to `bufs`, cleared, for the next expression.
+    fn give_back(self, bufs: &mut Buffers) {
+        let Frg {
+            mut phis,
+            mut phi_index,
+            mut occ_runs,
+            mut sites,
+            mut real,
+            mut users,
+            mut insertions,
+            mut needed,
+            mut used_insertion,
+            mut avail_def,
+            ..
+        } = self;
+        for p in phis.drain(..) {
+            let mut operands = p.operands;
+            operands.clear();
+            bufs.operands.push(operands);
+        }
+        users.iter_mut().for_each(Vec::clear);
+        phi_index.clear();
+        occ_runs.clear();
+        sites.clear();
+        real.clear();
+        insertions.clear();
+        needed.clear();
+        used_insertion.clear();
+        avail_def.clear();
+        *bufs = Buffers {
+            phis,
+            phi_index,
+            occ_runs,
+            sites,
+            real,
+            users,
+            insertions,
+            needed,
+            used_insertion,
+            avail_def,
+            ..std::mem::take(bufs)
+        };
     }
 
     /// The Φ at the entry of block `b`, if there is one.
@@ -532,7 +636,7 @@ impl<'a> Frg<'a> {
     /// operand of a Φ that is `later` would otherwise insert there). A Φ that would need
     /// an insertion without being down-safe is not made available.
     fn will_be_avail(&mut self) {
-        self.users = phi_users(&self.phis);
+        phi_users(&self.phis, &mut self.users);
         self.can_be_avail();
         self.later();
         loop {
@@ -608,7 +712,7 @@ impl<'a> Frg<'a> {
     /// will-be-available Φs that need one.
     fn finalize1(&mut self, f: &Function) {
         let occs = &self.e.occs;
-        let mut avail_def: HashMap<u32, Def> = HashMap::default();
+        let mut avail_def = std::mem::take(&mut self.avail_def);
         for si in 0..self.sites.len() {
             let (b, own) = self.sites[si];
             if !own {
@@ -659,19 +763,23 @@ impl<'a> Frg<'a> {
                 self.phis[g].operands[oi].def = def;
             }
         }
+        self.avail_def = avail_def;
     }
 
     /// Finalize2: the Φs some reload needs (and the Φs those need), the saves, and the
     /// insertions that feed a needed Φ. Will-be-available Φs no reload needs are the
     /// unneeded Φs: they produce no phi, and their insertions are dropped.
     fn finalize2(&mut self) {
-        let mut needed = vec![false; self.phis.len()];
-        let mut save = vec![false; self.e.occs.len()];
-        let mut used_insertion = vec![false; self.insertions.len()];
-        let mut todo: Vec<usize> = vec![];
-        for r in &self.real {
-            match r.def {
-                Some(Def::Real(y)) => save[y] = true,
+        let mut needed = std::mem::take(&mut self.needed);
+        needed.resize(self.phis.len(), false);
+        let mut used_insertion = std::mem::take(&mut self.used_insertion);
+        used_insertion.resize(self.insertions.len(), false);
+        let mut todo: SmallVec<[usize; 8]> = SmallVec::new();
+        // Rename left every occurrence unsaved; a save is only ever set here.
+        let real = &mut self.real;
+        for i in 0..real.len() {
+            match real[i].def {
+                Some(Def::Real(y)) => real[y].save = true,
                 Some(Def::Phi(j)) if !needed[j] => {
                     needed[j] = true;
                     todo.push(j);
@@ -682,7 +790,7 @@ impl<'a> Frg<'a> {
         while let Some(j) = todo.pop() {
             for o in &self.phis[j].operands {
                 match o.def {
-                    Def::Real(y) => save[y] = true,
+                    Def::Real(y) => real[y].save = true,
                     Def::Phi(h) if !needed[h] => {
                         needed[h] = true;
                         todo.push(h);
@@ -691,9 +799,6 @@ impl<'a> Frg<'a> {
                     _ => {}
                 }
             }
-        }
-        for (r, s) in self.real.iter_mut().zip(save) {
-            r.save = s;
         }
         self.needed = needed;
         self.used_insertion = used_insertion;
@@ -992,9 +1097,9 @@ fn translate_one(f: &Function, init: &Initialization, at: Block, p: Block, v: Va
 /// (`kills`), both in dominator-tree pre-order, merged in one pass (a sort per trapping
 /// expression of every block with an effect made a function of many such blocks
 /// quadratic with a logarithm on top). Own sites are flagged true.
-fn merge_sites(dt: &crate::passes::domtree::DomTree, sites: &[Block], kills: &[Block]) -> Vec<(Block, bool)> {
+fn merge_sites(dt: &crate::passes::domtree::DomTree, sites: &[Block], kills: &[Block], out: &mut Vec<(Block, bool)>) {
     let pre = |b: Block| dt.preorder_number(b);
-    let mut out: Vec<(Block, bool)> = Vec::with_capacity(sites.len() + kills.len());
+    out.reserve(sites.len() + kills.len());
     let (mut i, mut k) = (0, 0);
     while i < sites.len() || k < kills.len() {
         if k == kills.len() || (i < sites.len() && pre(sites[i]) <= pre(kills[k])) {
@@ -1008,7 +1113,6 @@ fn merge_sites(dt: &crate::passes::domtree::DomTree, sites: &[Block], kills: &[B
             k += 1;
         }
     }
-    out
 }
 
 /// Whether Finalize must insert at this operand of an available Φ.
@@ -1043,8 +1147,12 @@ fn reset_down_safe(phis: &mut [PhiOcc], j: usize) {
 /// costs O(Φs + operands) per expression, not O(Φs²) (3,000 diamonds took minutes).
 /// Operands only ever change from a Φ to ⊥, so the index stays a superset of the truth
 /// and each visit checks the operand again.
-fn phi_users(phis: &[PhiOcc]) -> Vec<Vec<(usize, usize)>> {
-    let mut users = vec![vec![]; phis.len()];
+/// The lists are an earlier expression's, given back empty: there are at least as many.
+fn phi_users(phis: &[PhiOcc], users: &mut Vec<Vec<(usize, usize)>>) {
+    if users.len() < phis.len() {
+        users.resize_with(phis.len(), Vec::new);
+    }
+    debug_assert!(users.iter().all(Vec::is_empty), "the lists come back empty");
     for (j, p) in phis.iter().enumerate() {
         for (oi, o) in p.operands.iter().enumerate() {
             if let Def::Phi(g) = o.def {
@@ -1052,7 +1160,6 @@ fn phi_users(phis: &[PhiOcc]) -> Vec<Vec<(usize, usize)>> {
             }
         }
     }
-    users
 }
 
 /// CanBeAvail's reset: `g` cannot be available, so operands it defines without a real

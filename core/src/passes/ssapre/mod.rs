@@ -86,6 +86,7 @@ pub fn run(f: &mut Function) -> Stats {
     // round hold for every round.
     let mut analyses = None;
     let mut kept = Kept::default();
+    let mut bufs = frg::Buffers::default();
     for round in 0..MAX_ROUNDS {
         // A round without a candidate changes nothing (the last round, usually).
         let Some(mut init) = Initialization::scan(f, &mut analyses, &mut originals, &temps.made, round, &mut kept)
@@ -101,7 +102,8 @@ pub fn run(f: &mut Function) -> Stats {
             if round > 0 && !init.worklist[k].fresh {
                 continue;
             }
-            changed |= frg::run_expression(f, an, &init, k, round, &mut temps, &mut stats, &mut blocks_changed);
+            let moved = frg::run_expression(f, an, &init, k, round, &mut temps, &mut stats, &mut blocks_changed, &mut bufs);
+            changed |= moved;
         }
         if !changed {
             break;
