@@ -374,10 +374,7 @@ struct Pair<'a> {
 
 impl Pair<'_> {
     fn side(&self, s: Side) -> &Function {
-        match s {
-            Side::Src => self.src,
-            Side::Tgt => self.tgt,
-        }
+        side_of(self.src, self.tgt, s)
     }
 
     fn kind(&self, slot: Slot) -> Kind {
@@ -513,6 +510,12 @@ impl Pair<'_> {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Scope {
     PerBlock,
+    /// [`Scope::PerBlock`], and each constant a promoted variable's phi takes joins the
+    /// phi's local at the edge ([`phi_constants`]). A try of its own, before the one
+    /// without candidates: default seed 11's memopt is proved so, not with the candidates
+    /// read off the code too, and not after the try without candidates (which spends half
+    /// the budget failing); where no such phi takes a constant, it is that try.
+    PhiConstants,
     Whole,
     StateOnly,
 }
@@ -559,7 +562,7 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, a
     // definition's class can need a dead local of the other side too (the ssa form of
     // FullRedundancy2 and default seed 36's memopt went from proved to bounded so).
     let live = Live { src: &flows.live_src, tgt: &flows.live_tgt, carriers: carriers(src, tgt, defs, aligned, scope != Scope::StateOnly), all: scope != Scope::StateOnly };
-    let slots = partition_slots(src, tgt, defs, aligned, scope != Scope::StateOnly, &live);
+    let slots = partition_slots(src, tgt, defs, aligned, scope != Scope::StateOnly, &live, &flows.roots);
     let mut at: std::collections::HashMap<Slot, usize> = std::collections::HashMap::new();
     for (i, &y) in slots.iter().enumerate() {
         at.entry(y).or_insert(i);
@@ -586,6 +589,7 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, a
             _ => None,
         })
         .collect();
+    let constants = if scope == Scope::PhiConstants { phi_constants(src, tgt, &slots, &at, &flows.roots) } else { vec![] };
     let classes = src
         .layout
         .iter()
@@ -594,7 +598,8 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, a
             let here = versions.iter().filter(|(x, y, _, _)| whole || (holds(*x, b) && holds(*y, b))).map(|&(_, _, i, j)| (i, j));
             let avail = |i: usize, side: Side| whole || if side == Side::Src { avail_src[b.index()][i] } else { avail_tgt[b.index()][i] };
             let defined = defs.iter().filter(|&&(i, _, side)| avail(i, side)).map(|&(i, l, _)| (i, l));
-            let joined = union_classes(slots.len(), everywhere.iter().copied().chain(here).chain(defined));
+            let constant = constants.iter().filter(|&&(at, _, _)| at == b).map(|&(_, i, d)| (i, d));
+            let joined = union_classes(slots.len(), everywhere.iter().copied().chain(here).chain(defined).chain(constant));
             // A local dead at this block's entry leaves its class there (after the joins:
             // it may have joined two live members, which stay together).
             let mut first: Vec<Option<usize>> = vec![None; slots.len()];
@@ -604,6 +609,65 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, a
         })
         .collect();
     (slots, classes)
+}
+
+/// Each constant a promoted variable's phi ([`promoted_phis`]) takes on an edge, as (the
+/// edge's predecessor, the constant's definition slot, the phi's local's slot): the first
+/// partition joins the two at the predecessor's entry. A pass that keeps a value it knows
+/// in a local rematerializes the constant where the phi needs it (memopt's `%k = 10` in a
+/// loop's latch, for the phi `%c0.3 = phi(b36: %c0.1, b39: %k)` of the promoted `@c0`,
+/// after `cfwrite(@c0, 10)` in the body: default seed 11). The relation at the latch's
+/// entry must then say "`@c0` holds 10", which only a class with a slot that is 10 can say,
+/// and the definition is that slot; its local is assigned in the latch, so it is not
+/// available at its entry, and nothing else joins it with the variable. The phi's local is
+/// (the promoted variable's version, joined with it); where it no longer holds the variable
+/// there, a model parts them and the constant stays with the variable. Only a candidate.
+fn phi_constants(src: &Function, tgt: &Function, slots: &[Slot], at: &std::collections::HashMap<Slot, usize>, roots: &Roots) -> Vec<(Block, usize, usize)> {
+    let mut constants: std::collections::HashMap<Local, Vec<usize>> = std::collections::HashMap::new();
+    for (i, &slot) in slots.iter().enumerate() {
+        if let Slot::Def(Side::Tgt, l, e) = slot {
+            if is_constant_tree(tgt, e) {
+                constants.entry(l).or_default().push(i);
+            }
+        }
+    }
+    let mut out = vec![];
+    for phi in promoted_phis(src, tgt, roots) {
+        let Some(&d) = at.get(&Slot::Local(Side::Tgt, phi.dest)) else { continue };
+        for (pred, a) in &phi.args {
+            out.extend(constants.get(a).into_iter().flatten().map(|&i| (*pred, i, d)));
+        }
+    }
+    out
+}
+
+/// The function of `side`.
+fn side_of<'a>(src: &'a Function, tgt: &'a Function, side: Side) -> &'a Function {
+    match side {
+        Side::Src => src,
+        Side::Tgt => tgt,
+    }
+}
+
+/// Whether the tree at `e` is made of constants and operators alone.
+fn is_constant_tree(f: &Function, e: Expr) -> bool {
+    let mut constant = true;
+    f.visit_postorder(e, &mut |n| {
+        constant &= matches!(f.exprs[n], ExprData::Const { .. } | ExprData::Unary { .. } | ExprData::Binary { .. } | ExprData::Cmp { .. } | ExprData::Convert { .. })
+    });
+    constant
+}
+
+/// The phis of the target whose local is a version of a callframe variable that the
+/// source has no local of that name for (a variable memopt promoted: `%c0.3` of `@c0`).
+fn promoted_phis<'a>(src: &Function, tgt: &'a Function, roots: &Roots) -> Vec<&'a Phi> {
+    let src_names: HashSet<&str> = src.locals.values().map(|d| d.name.as_str()).collect();
+    let cfvars: HashSet<&str> = src.cfvars.values().map(|d| d.name.as_str()).collect();
+    let promoted = |q: &&Phi| {
+        let name = tgt.locals[q.dest].name.as_str();
+        !src_names.contains(name) && cfvars.contains(roots.base(name))
+    };
+    tgt.layout.iter().flat_map(|&b| tgt.blocks[b].phis.iter()).filter(promoted).collect()
 }
 
 /// The classes of `n` slots that `pairs` join: each slot's class as the index of its
@@ -905,7 +969,7 @@ fn live_locals(f: &Function) -> Vec<Vec<bool>> {
 /// of which a function has as many as statements. (In the order of the locals, the
 /// temporaries a pass adds come last and were the ones cut: default seed 17's SSAPRE, of
 /// 1,500 slots.)
-fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot, Slot)], with_defs: bool, live: &Live) -> Vec<Slot> {
+fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot, Slot)], with_defs: bool, live: &Live, roots: &Roots) -> Vec<Slot> {
     let mut slots = vec![Slot::Heap(Side::Src), Slot::Heap(Side::Tgt)];
     slots.extend(src.cfvars.keys().map(|v| Slot::Cf(Side::Src, v)));
     slots.extend(tgt.cfvars.keys().map(|v| Slot::Cf(Side::Tgt, v)));
@@ -922,6 +986,7 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
     }).collect();
     let src_local: std::collections::HashMap<&str, Local> = src.locals.iter().map(|(l, d)| (d.name.as_str(), l)).collect();
     let mut derived: Vec<(Priority, Slot)> = vec![];
+    let phi_args: HashSet<Local> = promoted_phis(src, tgt, roots).iter().flat_map(|q| q.args.iter().map(|&(_, a)| a)).collect();
     for (side, f, own, other) in [(Side::Src, src, &defs.src, Some(&tgt_names)), (Side::Tgt, tgt, &defs.tgt, None)].into_iter().filter(|_| with_defs) {
         for (l, trees) in own.iter().enumerate() {
             let name = f.locals[Local::new(l)].name.as_str();
@@ -940,11 +1005,12 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
                 (Side::Src, _) => Priority::Removed,
                 (Side::Tgt, Some(_)) => Priority::Shared,
             };
+            let phi_arg = side == Side::Tgt && phi_args.contains(&Local::new(l));
             derived.extend(
                 trees
                     .iter()
                     .filter(|&&e| stated.contains(&e) || !theirs.is_some_and(|t| t.iter().any(|&x| same_tree_across(src, x, tgt, e))))
-                    .map(|&e| (priority, Slot::Def(side, Local::new(l), e))),
+                    .map(|&e| (if phi_arg && is_constant_tree(f, e) { Priority::PhiConstant } else { priority }, Slot::Def(side, Local::new(l), e))),
             );
         }
     }
@@ -963,14 +1029,20 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
     if states + derived.len() > MAX_SLOTS {
         derived.sort_by_key(|&(priority, _)| priority);
     }
+    // The constants phis take are kept past the limit: few, and what a promoted variable
+    // of a large function needs to say it holds a constant ([`phi_constants`]).
+    let constants = derived.iter().filter(|&&(priority, _)| priority == Priority::PhiConstant).count();
     slots.extend(derived.into_iter().map(|(_, x)| x));
-    slots.truncate(MAX_SLOTS.max(states));
+    slots.truncate(MAX_SLOTS.max(states + constants));
     slots
 }
 
 /// Which derived slots [`partition_slots`] keeps first when they are too many.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Priority {
+    /// A definition whose tree is a constant, of a local a promoted variable's phi takes
+    /// ([`phi_constants`]).
+    PhiConstant,
     /// A definition of a target local the source has no local of that name for.
     New,
     /// A definition of a source local the target removed.
@@ -1455,6 +1527,10 @@ fn corresponds(src: &Function, tgt: &Function) -> bool {
 /// candidates first instead of last proves one pair more and loses two (24). A try whose
 /// first partition equals an earlier one's is skipped.
 ///
+/// Right before the try without candidates comes the one that also joins the constants a
+/// promoted variable's phi takes ([`Scope::PhiConstants`]; the same partition, and so
+/// skipped, where there are none).
+///
 /// Before all of them, where every local of the target is named after one of the source
 /// ([`no_new_names`]), comes a try over the states' slots alone ([`Scope::StateOnly`]: the
 /// named pairs, versions where current, no definition), within [`STATE_ONLY_SHARE`] of
@@ -1547,6 +1623,10 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
         tries.swap(1, 3);
     }
     let flows = Flows::of(src, tgt);
+    // Right before the try without candidates (the same partition, and so skipped, where
+    // no phi takes a constant).
+    let plain = tries.iter().position(|&(c, scope)| c.is_empty() && scope == Scope::PerBlock).unwrap_or(0);
+    tries.insert(plain, (&[][..], Scope::PhiConstants));
     if no_new_names(src, tgt, &flows.roots) {
         tries.insert(0, (&[][..], Scope::StateOnly));
     }
@@ -1560,6 +1640,7 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
             let kind = match scope {
                 Scope::StateOnly => "states' slots",
                 Scope::PerBlock => "per block",
+                Scope::PhiConstants => "per block, phis' constants",
                 Scope::Whole => "whole function",
             };
             notes.label = format!("try {} ({kind}, {} candidates, {} slots)", tried.len(), candidates.len(), first.0.len());
@@ -2246,9 +2327,13 @@ fn sample_split(p: &Pair, class: &[usize], goals: &[Goal], edge: &Edge, limit: u
     terms.extend(assumed.iter().map(|a| Dynamic::from_ast(a)));
     let mut syms: Vec<Dynamic> = symbols(&terms);
     syms.sort_by_cached_key(|d| d.decl().name());
+    // A symbol an assumption equates with a numeral (a class with a constant's
+    // definition) takes that numeral in every sample: random values would seldom satisfy
+    // the assumption, and every split would go to the solver.
+    let fixed: Vec<Option<Dynamic>> = syms.iter().map(|d| assumed.iter().find_map(|a| equated_numeral(a, d))).collect();
     for round in 0..SAMPLES {
         *work += SIMPLIFY_WORK * terms.len() / 16;
-        let values: Vec<Dynamic> = syms.iter().map(|d| sample_value(d, round, rng)).collect();
+        let values: Vec<Dynamic> = syms.iter().zip(&fixed).map(|(d, n)| n.clone().unwrap_or_else(|| sample_value(d, round, rng))).collect();
         let pairs: Vec<(&Dynamic, &Dynamic)> = syms.iter().zip(&values).collect();
         if !assumed.iter().all(|a| a.substitute(&pairs).simplify().as_bool() == Some(true)) {
             continue;
@@ -2259,6 +2344,21 @@ fn sample_split(p: &Pair, class: &[usize], goals: &[Goal], edge: &Edge, limit: u
         }
     }
     None
+}
+
+/// The numeral `a` equates `d` with, where `a` is `d = n` or `n = d`.
+fn equated_numeral(a: &Bool, d: &Dynamic) -> Option<Dynamic> {
+    let a = Dynamic::from_ast(a);
+    if a.kind() != z3::AstKind::App || a.decl().kind() != z3::DeclKind::Eq || a.num_children() != 2 {
+        return None;
+    }
+    let (x, y) = (a.nth_child(0)?, a.nth_child(1)?);
+    let numeral = |t: &Dynamic| t.as_bv().is_some_and(|b| b.as_u64().is_some());
+    match () {
+        _ if &x == d && numeral(&y) => Some(y),
+        _ if &y == d && numeral(&x) => Some(x),
+        _ => None,
+    }
 }
 
 /// Per class with a goal, its members and their values after the step, when all of them

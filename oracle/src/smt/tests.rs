@@ -935,3 +935,18 @@ fn a_dead_store_overwritten_in_other_blocks_is_proved_for_every_run() {
     let a = validate(&before, &after, "memopt", &Options { bound: 2, ..Options::default() });
     assert!(matches!(a, Answer::Proved), "{a}");
 }
+
+/// Default seed 11's memopt keeps `cfwrite(@c0, 10)` in a loop's body and gives the
+/// promoted variable's phi the constant in the latch (`%c0.3 = phi(b36: %c0.1, b39: %k)`,
+/// `%k = 10`). The relation at the latch's entry must say "`@c0` holds 10", which only the
+/// constant's definition joined with the phi's local can say, and the function's 1,808
+/// state slots left no room for definitions at all: with the try that joins such constants
+/// and keeps them past the slot limit, it is proved for every run (before: `unknown`, the
+/// tries failing at `b42: ends differ` until the budget ran out).
+#[test]
+fn a_constant_a_promoted_variable_holds_around_a_loop_is_proved_for_every_run() {
+    let (before, after) = generated_memopt(11);
+    assert!(after.locals.values().any(|d| d.name == "k") && after.cfvars.values().any(|d| d.name == "c0"));
+    let a = validate(&before, &after, "memopt", &Options { bound: 2, ..Options::default() });
+    assert!(matches!(a, Answer::Proved), "{a}");
+}
