@@ -933,15 +933,16 @@ const STORE_WALK: usize = 16;
 /// heap there holds at `i` (`select`), or what a store at `i` itself there wrote, the store
 /// changes nothing and is left out; where another store at `i` lies there, it is shadowed
 /// and taken out, the stores above it kept, and the new byte goes on top (or nowhere,
-/// where it is what the heap below the shadowed store held). So a store overwritten by a later one at the same address, with stores
-/// elsewhere between, leaves the term of those stores and the later one alone: the source
-/// of memopt's dead store (`store.32(A, x)`, then stores elsewhere, then `store.32(A, y)`,
+/// where it is what the heap below the shadowed store held). So a store overwritten by a
+/// later one at the same address, with stores elsewhere between, leaves the term of those
+/// stores and the later one alone: the source of memopt's dead store (`store.32(A, x)`, then stores elsewhere, then `store.32(A, y)`,
 /// bytes interleaved at `A`, `A+1`, ...) and the target without it compute one heap term,
 /// which no query then compares cell by cell (default seeds 13 and 20's memopt gave the
 /// heaps up on such blocks). And the source's heap with the target's bytes put back at a
 /// removed store (a dead store's candidate) is the target's heap. Equal arrays in every
 /// model: only the terms change.
 fn store_byte(heap: &Array, i: &BV, v: &BV) -> Array {
+    let index = Index::of(i);
     let mut above: Vec<(BV, BV)> = vec![];
     let mut cur = heap.clone();
     for _ in 0..STORE_WALK {
@@ -949,7 +950,7 @@ fn store_byte(heap: &Array, i: &BV, v: &BV) -> Array {
             return heap.clone();
         }
         let Some((below, j, w)) = top_store(&cur) else { break };
-        match same_index(i, &j) {
+        match same_index(&index, &j) {
             Some(true) if w.ast_eq(v) => return heap.clone(),
             Some(true) => {
                 let back = rereads(v, &below, i);
@@ -977,10 +978,11 @@ fn store_byte(heap: &Array, i: &BV, v: &BV) -> Array {
 /// `store.8(A, comma(store.64(A, v), v))`), and a load is the same term whatever stores
 /// elsewhere lie above it. Equal in every model: only the terms change.
 fn load_byte(heap: &Array, i: &BV) -> BV {
+    let index = Index::of(i);
     let mut cur = heap.clone();
     for _ in 0..STORE_WALK {
         let Some((below, j, w)) = top_store(&cur) else { break };
-        match same_index(i, &j) {
+        match same_index(&index, &j) {
             Some(true) => return w,
             Some(false) => cur = below,
             None => break,
@@ -1013,16 +1015,34 @@ fn rereads(v: &BV, heap: &Array, i: &BV) -> bool {
 /// bytes of one access), or ranges that do not meet ([`index_range`]: the generator's
 /// addresses are a region's base plus a masked offset, so default seed 26's stores at
 /// `1048753` and at `1048832 + and(x, 248)` are distinct).
-fn same_index(a: &BV, b: &BV) -> Option<bool> {
+fn same_index(a: &Index, b: &BV) -> Option<bool> {
     let mask = |n: u64| n & 0xFFFF_FFFF;
-    let (pa, pb) = (index_parts(a), index_parts(b));
-    match (&pa, &pb) {
+    let pb = index_parts(b);
+    match (&a.parts, &pb) {
         ((None, x), (None, y)) => return Some(mask(*x) == mask(*y)),
         ((Some(p), x), (Some(q), y)) if p.ast_eq(q) => return Some(mask(*x) == mask(*y)),
         _ => {}
     }
-    let ((alo, ahi), (blo, bhi)) = (index_range(&pa)?, index_range(&pb)?);
+    let ((alo, ahi), (blo, bhi)) = (a.range()?, index_range(&pb)?);
     (ahi < blo || bhi < alo).then_some(false)
+}
+
+/// The index a walk down a heap's stores compares with each store's ([`same_index`]): its
+/// parts worked out once for the walk, not at every store it passes, and its range when
+/// first asked.
+struct Index {
+    parts: (Option<BV>, u64),
+    range: std::cell::OnceCell<Option<(u64, u64)>>,
+}
+
+impl Index {
+    fn of(i: &BV) -> Index {
+        Index { parts: index_parts(i), range: std::cell::OnceCell::new() }
+    }
+
+    fn range(&self) -> Option<(u64, u64)> {
+        *self.range.get_or_init(|| index_range(&self.parts))
+    }
 }
 
 /// The unsigned values an index of [`index_parts`] may take, where it cannot wrap: the

@@ -522,7 +522,8 @@ enum Scope {
 
 /// What the first partition of every try reads and no try changes, computed once per
 /// pair: the base names of its locals ([`Roots`]), the checker's own data flows over the
-/// two functions (live locals, current versions) and the [`named_pairs`].
+/// two functions (live locals, current versions), the [`named_pairs`] and the target's
+/// phis of promoted variables.
 struct Flows {
     roots: Roots,
     live_src: Vec<Vec<bool>>,
@@ -532,6 +533,8 @@ struct Flows {
     /// The pairs that hold everywhere, and the pairs of versions.
     named: Vec<(Slot, Slot)>,
     versions: Vec<(Slot, Slot)>,
+    /// The target's phis of promoted variables ([`promoted_phis`]).
+    promoted: Vec<Phi>,
 }
 
 impl Flows {
@@ -545,6 +548,7 @@ impl Flows {
             cur_tgt: current_versions(tgt, &roots),
             named,
             versions,
+            promoted: promoted_phis(src, tgt, &roots),
             roots,
         }
     }
@@ -562,7 +566,7 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, a
     // definition's class can need a dead local of the other side too (the ssa form of
     // FullRedundancy2 and default seed 36's memopt went from proved to bounded so).
     let live = Live { src: &flows.live_src, tgt: &flows.live_tgt, carriers: carriers(src, tgt, defs, aligned, scope != Scope::StateOnly), all: scope != Scope::StateOnly };
-    let slots = partition_slots(src, tgt, defs, aligned, scope != Scope::StateOnly, &live, &flows.roots);
+    let slots = partition_slots(src, tgt, defs, aligned, scope != Scope::StateOnly, &live, &flows.promoted);
     let mut at: std::collections::HashMap<Slot, usize> = std::collections::HashMap::new();
     for (i, &y) in slots.iter().enumerate() {
         at.entry(y).or_insert(i);
@@ -589,7 +593,7 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, a
             _ => None,
         })
         .collect();
-    let constants = if scope == Scope::PhiConstants { phi_constants(src, tgt, &slots, &at, &flows.roots) } else { vec![] };
+    let constants = if scope == Scope::PhiConstants { phi_constants(tgt, &slots, &at, &flows.promoted) } else { vec![] };
     let classes = src
         .layout
         .iter()
@@ -622,7 +626,7 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, a
 /// available at its entry, and nothing else joins it with the variable. The phi's local is
 /// (the promoted variable's version, joined with it); where it no longer holds the variable
 /// there, a model parts them and the constant stays with the variable. Only a candidate.
-fn phi_constants(src: &Function, tgt: &Function, slots: &[Slot], at: &std::collections::HashMap<Slot, usize>, roots: &Roots) -> Vec<(Block, usize, usize)> {
+fn phi_constants(tgt: &Function, slots: &[Slot], at: &std::collections::HashMap<Slot, usize>, promoted: &[Phi]) -> Vec<(Block, usize, usize)> {
     let mut constants: std::collections::HashMap<Local, Vec<usize>> = std::collections::HashMap::new();
     for (i, &slot) in slots.iter().enumerate() {
         if let Slot::Def(Side::Tgt, l, e) = slot {
@@ -632,7 +636,7 @@ fn phi_constants(src: &Function, tgt: &Function, slots: &[Slot], at: &std::colle
         }
     }
     let mut out = vec![];
-    for phi in promoted_phis(src, tgt, roots) {
+    for phi in promoted {
         let Some(&d) = at.get(&Slot::Local(Side::Tgt, phi.dest)) else { continue };
         for (pred, a) in &phi.args {
             out.extend(constants.get(a).into_iter().flatten().map(|&i| (*pred, i, d)));
@@ -660,14 +664,14 @@ fn is_constant_tree(f: &Function, e: Expr) -> bool {
 
 /// The phis of the target whose local is a version of a callframe variable that the
 /// source has no local of that name for (a variable memopt promoted: `%c0.3` of `@c0`).
-fn promoted_phis<'a>(src: &Function, tgt: &'a Function, roots: &Roots) -> Vec<&'a Phi> {
+fn promoted_phis(src: &Function, tgt: &Function, roots: &Roots) -> Vec<Phi> {
     let src_names: HashSet<&str> = src.locals.values().map(|d| d.name.as_str()).collect();
     let cfvars: HashSet<&str> = src.cfvars.values().map(|d| d.name.as_str()).collect();
     let promoted = |q: &&Phi| {
         let name = tgt.locals[q.dest].name.as_str();
         !src_names.contains(name) && cfvars.contains(roots.base(name))
     };
-    tgt.layout.iter().flat_map(|&b| tgt.blocks[b].phis.iter()).filter(promoted).collect()
+    tgt.layout.iter().flat_map(|&b| tgt.blocks[b].phis.iter()).filter(promoted).cloned().collect()
 }
 
 /// The classes of `n` slots that `pairs` join: each slot's class as the index of its
@@ -969,7 +973,7 @@ fn live_locals(f: &Function) -> Vec<Vec<bool>> {
 /// of which a function has as many as statements. (In the order of the locals, the
 /// temporaries a pass adds come last and were the ones cut: default seed 17's SSAPRE, of
 /// 1,500 slots.)
-fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot, Slot)], with_defs: bool, live: &Live, roots: &Roots) -> Vec<Slot> {
+fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot, Slot)], with_defs: bool, live: &Live, promoted: &[Phi]) -> Vec<Slot> {
     let mut slots = vec![Slot::Heap(Side::Src), Slot::Heap(Side::Tgt)];
     slots.extend(src.cfvars.keys().map(|v| Slot::Cf(Side::Src, v)));
     slots.extend(tgt.cfvars.keys().map(|v| Slot::Cf(Side::Tgt, v)));
@@ -986,7 +990,7 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
     }).collect();
     let src_local: std::collections::HashMap<&str, Local> = src.locals.iter().map(|(l, d)| (d.name.as_str(), l)).collect();
     let mut derived: Vec<(Priority, Slot)> = vec![];
-    let phi_args: HashSet<Local> = promoted_phis(src, tgt, roots).iter().flat_map(|q| q.args.iter().map(|&(_, a)| a)).collect();
+    let phi_args: HashSet<Local> = promoted.iter().flat_map(|q| q.args.iter().map(|&(_, a)| a)).collect();
     for (side, f, own, other) in [(Side::Src, src, &defs.src, Some(&tgt_names)), (Side::Tgt, tgt, &defs.tgt, None)].into_iter().filter(|_| with_defs) {
         for (l, trees) in own.iter().enumerate() {
             let name = f.locals[Local::new(l)].name.as_str();
