@@ -102,8 +102,7 @@ pub fn run(f: &mut Function) -> Stats {
             if round > 0 && !init.worklist[k].fresh {
                 continue;
             }
-            let moved = frg::run_expression(f, an, &init, k, round, &mut temps, &mut stats, &mut blocks_changed, &mut bufs);
-            changed |= moved;
+            changed |= frg::run_expression(f, an, &init, k, round, &mut temps, &mut stats, &mut blocks_changed, &mut bufs);
         }
         if !changed {
             break;
