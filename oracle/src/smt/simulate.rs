@@ -1116,8 +1116,10 @@ const ALIGN_AHEAD: usize = 8;
 /// callframe write stores), that local may hold it across blocks too: each pair is a
 /// source slot (a callframe variable, or a [`Slot::Read`] load or value tree) and the
 /// target's local (memopt's promoted variables and forwarded loads, SSAPRE's temporaries
-/// where their expression is available). (Candidates between locals of other names cost
-/// more splits than they prove.) Only candidates: the inference keeps those that are
+/// where their expression is available). A source's callframe write aligns with the
+/// target's `comma((%val = x), %val)` where the target no longer writes (memopt's write
+/// sunk out of a loop), its `%val` a candidate for the variable. (Candidates between
+/// locals of other names cost more splits than they prove.) Only candidates: the inference keeps those that are
 /// inductive.
 fn aligned_reads(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
     let mut out = vec![];
@@ -1222,6 +1224,7 @@ fn same_root(src: &Function, s: Expr, tgt: &Function, t: Expr) -> bool {
     match (&src.exprs[s], &tgt.exprs[t]) {
         (ExprData::Assign { local: a, .. }, ExprData::Assign { local: b, .. }) => src.locals[*a].name == tgt.locals[*b].name,
         (ExprData::CfWrite { var: a, .. }, ExprData::CfWrite { var: b, .. }) => a == b,
+        (ExprData::CfWrite { .. }, ExprData::Comma { .. }) => kept_on_the_way(tgt, t).is_some(),
         (ExprData::Store { width: a, .. }, ExprData::Store { width: b, .. }) => a == b,
         (x, y) => std::mem::discriminant(x) == std::mem::discriminant(y),
     }
@@ -1245,19 +1248,20 @@ fn walk_aligned(src: &Function, s: Expr, tgt: &Function, t: Expr, out: &mut Vec<
     };
     // Each pair with the callframe variable the source node's value is written to.
     let mut stack = vec![(s, t, None::<CfVar>)];
-    while let Some((s, mut t, written)) = stack.pop() {
+    while let Some((mut s, mut t, mut written)) = stack.pop() {
+        // A callframe write the target no longer does here, whose value it keeps in a
+        // local (memopt's write sunk out of a loop onto its exits: `cfwrite(@c2, x)` where
+        // the target has `comma((%val = x), %val)`, and `cfwrite(@c2, %val)` on the exit).
+        if let (ExprData::CfWrite { var, value }, Some(_)) = (&src.exprs[s], kept_on_the_way(tgt, t)) {
+            (s, written) = (*value, Some(*var));
+        }
         // `comma((%m = x), %m)`: the target keeps the value in `%m` on the way.
-        while let ExprData::Comma { first, second } = tgt.exprs[t] {
-            match (&tgt.exprs[first], &tgt.exprs[second]) {
-                (ExprData::Assign { local, value }, ExprData::Local(m)) if local == m => {
-                    if let Some(v) = written.filter(|&v| src.cfvars[v].ty == tgt.locals[*m].ty) {
-                        out.push((Slot::Cf(Side::Src, v), Slot::Local(Side::Tgt, *m)));
-                    }
-                    out.extend(held(s, *m).map(|a| (a, Slot::Local(Side::Tgt, *m))));
-                    t = *value;
-                }
-                _ => break,
+        while let Some((m, value)) = kept_on_the_way(tgt, t) {
+            if let Some(v) = written.filter(|&v| src.cfvars[v].ty == tgt.locals[m].ty) {
+                out.push((Slot::Cf(Side::Src, v), Slot::Local(Side::Tgt, m)));
             }
+            out.extend(held(s, m).map(|a| (a, Slot::Local(Side::Tgt, m))));
+            t = value;
         }
         if let ExprData::Local(m) = tgt.exprs[t] {
             out.extend(held(s, m).map(|a| (a, Slot::Local(Side::Tgt, m))));
@@ -1274,6 +1278,16 @@ fn walk_aligned(src: &Function, s: Expr, tgt: &Function, t: Expr, out: &mut Vec<
             _ => None,
         };
         stack.extend(xo.iter().zip(yo.iter()).map(|(&a, &b)| (a, b, w)));
+    }
+}
+
+/// The local `%m` and the tree `x` of `comma((%m = x), %m)` at `e`: a value the target
+/// keeps in a local on the way.
+fn kept_on_the_way(f: &Function, e: Expr) -> Option<(Local, Expr)> {
+    let ExprData::Comma { first, second } = f.exprs[e] else { return None };
+    match (&f.exprs[first], &f.exprs[second]) {
+        (ExprData::Assign { local, value }, ExprData::Local(m)) if local == m => Some((*m, *value)),
+        _ => None,
     }
 }
 
@@ -1319,6 +1333,9 @@ struct Step {
     /// arguments. A hash set's order, seeded per process, made the answers differ from
     /// run to run (default seed 26's memopt: `proved (bound 2)` or `unknown`).
     assumed_symbols: Vec<Vec<Dynamic>>,
+    /// The assumptions as rewrites, each definition's entry value to its class's value
+    /// ([`by_assumptions`]).
+    rewrites: Vec<(Dynamic, Dynamic)>,
     x: SymOutcome,
     y: SymOutcome,
     /// The source's successors, each with the states both sides enter it with, if both
@@ -1494,7 +1511,8 @@ fn encode_block(p: &Pair, b: Block, class: Option<&[usize]>, trace: usize, limit
         succs.push((t, at(&x).zip(at(&y))));
     }
     let assumed_symbols = assumed.iter().map(|a| symbols(&[Dynamic::from_ast(a)])).collect();
-    Ok(Step { block: b, entry: class.is_none(), assumed, assumed_symbols, x, y, succs })
+    let rewrites = assumed.iter().filter_map(|a| Some((Dynamic::from_ast(a).nth_child(0)?, Dynamic::from_ast(a).nth_child(1)?))).collect();
+    Ok(Step { block: b, entry: class.is_none(), assumed, assumed_symbols, rewrites, x, y, succs })
 }
 
 /// Whether the blocks of the two functions correspond (see the module docs): the same
@@ -1634,12 +1652,24 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
     if no_new_names(src, tgt, &flows.roots) {
         tries.insert(0, (&[][..], Scope::StateOnly));
     }
-    for (candidates, scope) in tries {
-        let first = first_partition(src, tgt, &defs, &flows, candidates, scope);
-        if tried.contains(&first) {
-            continue;
-        }
-        tried.push(first.clone());
+    // Each try's first partition, those equal to an earlier try's skipped.
+    let mut distinct = tries
+        .into_iter()
+        .filter_map(|(candidates, scope)| {
+            let first = first_partition(src, tgt, &defs, &flows, candidates, scope);
+            if tried.contains(&first) {
+                return None;
+            }
+            tried.push(first.clone());
+            Some((candidates, scope, first))
+        })
+        .peekable();
+    let mut number = 0;
+    while let Some((candidates, scope, first)) = distinct.next() {
+        number += 1;
+        // The last try may spend what is left on its observables (the try over the
+        // states' slots has a share of its own, and is never the last).
+        let last = scope != Scope::StateOnly && distinct.peek().is_none();
         if notes.on {
             let kind = match scope {
                 Scope::StateOnly => "states' slots",
@@ -1647,17 +1677,17 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
                 Scope::PhiConstants => "per block, phis' constants",
                 Scope::Whole => "whole function",
             };
-            notes.label = format!("try {} ({kind}, {} candidates, {} slots)", tried.len(), candidates.len(), first.0.len());
+            notes.label = format!("try {number} ({kind}, {} candidates, {} slots)", candidates.len(), first.0.len());
         }
         if scope != Scope::StateOnly {
-            if prove_from(src, tgt, first, opts, budget, notes)? {
+            if prove_from(src, tgt, first, opts, last, budget, notes)? {
                 return Ok(true);
             }
             continue;
         }
         let mut share = budget.share(budget.left() / STATE_ONLY_SHARE);
         let start = share.left();
-        let proved = prove_from(src, tgt, first, opts, &mut share, notes);
+        let proved = prove_from(src, tgt, first, opts, false, &mut share, notes);
         budget.charge(start - share.left());
         match proved {
             Ok(true) => return Ok(true),
@@ -1709,8 +1739,10 @@ impl Meter {
 }
 
 /// The check from one first partition: encode every block, refine the relation until it
-/// is inductive ([`infer`]), then prove each block's observables under it.
-fn prove_from(src: &Function, tgt: &Function, (slots, first): (Vec<Slot>, Vec<Vec<usize>>), opts: &Options, budget: &mut Budget, notes: &mut Notes) -> Result<bool, Unknown> {
+/// is inductive ([`infer`]), then prove each block's observables under it (`last`: the
+/// last try, whose observables may take all that is left).
+#[allow(clippy::too_many_arguments)]
+fn prove_from(src: &Function, tgt: &Function, (slots, first): (Vec<Slot>, Vec<Vec<usize>>), opts: &Options, last: bool, budget: &mut Budget, notes: &mut Notes) -> Result<bool, Unknown> {
     let trace = encode::trace_slots(src).max(encode::trace_slots(tgt));
     let index = slots.iter().enumerate().map(|(i, &s)| (s, i)).collect();
     let p = Pair { src, tgt, slots, index };
@@ -1743,7 +1775,7 @@ fn prove_from(src: &Function, tgt: &Function, (slots, first): (Vec<Slot>, Vec<Ve
         return Err(e);
     }
     notes.note(|| format!("inferred ({})", what()));
-    observables_agree(&p, &steps, budget, notes)
+    observables_agree(&p, &steps, last, budget, notes)
 }
 
 /// Refines the classes of every block until the relation is inductive: a worklist of
@@ -1879,10 +1911,32 @@ fn edge_goals(p: &Pair, class: &[usize], edge: &Edge, limit: usize, work: &mut u
                 *work += SIMPLIFY_WORK;
                 f.simplify().same_term(&v.simplify())
             } => {}
+            Some(f) if by_assumptions(&edge.step.rewrites, f, &v, work) => {}
             Some(f) => goals.push((r, m, f.clone(), v)),
         }
     }
     (goals, dropped)
+}
+
+/// Whether `a` and `b` are one term once each definition's entry value in them is its
+/// class's value: the step's relation assumes those equalities, so the goal holds on every
+/// state it allows, and no solver need say so. A block that leaves a definition's operands
+/// alone (no store, where a load is a definition) meets the same value after it as the
+/// definition at its entry: memory seed 0's memopt keeps `load.i64.s16(1048952)` as
+/// `ashr(shl(%p2, 48), 48)`, a goal at every block whose query, with the block's other
+/// goals, could run out of its share, the pair then given up everywhere.
+fn by_assumptions(rewrites: &[(Dynamic, Dynamic)], a: &Val, b: &Val, work: &mut usize) -> bool {
+    if rewrites.is_empty() {
+        return false;
+    }
+    *work += SIMPLIFY_WORK * (1 + rewrites.len() / 16);
+    let pairs: Vec<(&Dynamic, &Dynamic)> = rewrites.iter().map(|(x, y)| (x, y)).collect();
+    let term = |v: &Val| match v {
+        Val::Bv(x) => Dynamic::from_ast(x),
+        Val::Heap(x) => Dynamic::from_ast(x),
+    };
+    let (x, y) = (term(a).substitute(&pairs), term(b).substitute(&pairs));
+    x.ast_eq(&y) || x.simplify().ast_eq(&y.simplify())
 }
 
 /// Asks the solver whether the goals hold after the step under the relation; returns
@@ -2138,8 +2192,9 @@ fn model_groups(p: &Pair, class: &[usize], goals: &[Goal], edge: &Edge, limit: u
 /// The observables, under the inferred relation: every block's two steps must agree
 /// wherever the source is valid. Each block is asked first by congruence
 /// ([`observables_congruent`]: only the subterms where the two steps differ, within a
-/// small share), then whole, on what is left of the budget.
-fn observables_agree(p: &Pair, steps: &[Step], budget: &mut Budget, notes: &mut Notes) -> Result<bool, Unknown> {
+/// small share), then whole, within [`OBSERVABLES_SHARE`] of what is left of the budget
+/// (all of it in the `last` try).
+fn observables_agree(p: &Pair, steps: &[Step], last: bool, budget: &mut Budget, notes: &mut Notes) -> Result<bool, Unknown> {
     let valid = |st: &Step| st.x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not();
     let share = (budget.left() / QUERY_SHARE).max(1);
     for st in steps {
@@ -2154,20 +2209,33 @@ fn observables_agree(p: &Pair, steps: &[Step], budget: &mut Budget, notes: &mut 
         for g in &goal {
             s.assert(g);
         }
-        match budget.check(&s) {
+        let cap = if last { budget.left() } else { (budget.left() / OBSERVABLES_SHARE).max(1) };
+        match budget.check_within(&s, cap) {
             SatResult::Unsat => {}
             SatResult::Sat => {
                 notes.note(|| format!("{}: {}", st.block, step_difference(p, st, &s.get_model().expect("a model after sat"))));
                 return Ok(false);
             }
-            SatResult::Unknown => {
+            SatResult::Unknown if budget.left() == 0 => {
                 notes.note(|| format!("budget during the observables of {}", st.block));
                 return Err(Unknown::Budget);
+            }
+            // Its share ran out: this try fails, and the next has what is left.
+            SatResult::Unknown => {
+                notes.note(|| format!("{}: undecided within its share of the observables", st.block));
+                return Ok(false);
             }
         }
     }
     Ok(true)
 }
+
+/// A block's observables may take `1 / OBSERVABLES_SHARE` of what is left of the budget
+/// (but in the last try): beyond it, the try fails and the next one starts on the rest. Default seed 0's memopt
+/// spent half its budget on the first try's relation, whose observables at b13 (a
+/// difference the solver could not find in the other half) then took the rest, where the
+/// second try, from another first partition, proves it in an eighth.
+const OBSERVABLES_SHARE: u64 = 4;
 
 /// Whether the two steps of `st` agree by congruence: where their observables (how they
 /// end, the value, the code, the heap, the trace, the callframe) differ as terms, they
@@ -2182,6 +2250,9 @@ fn observables_congruent(st: &Step, budget: &mut Budget, cap: u64) -> bool {
     if xs.len() != ys.len() {
         return false;
     }
+    // Each definition's entry value as its class's value, as the relation assumes.
+    let pairs: Vec<(&Dynamic, &Dynamic)> = st.rewrites.iter().map(|(x, y)| (x, y)).collect();
+    let (xs, ys): (Vec<Dynamic>, Vec<Dynamic>) = if pairs.is_empty() { (xs, ys) } else { (xs.iter().map(|t| t.substitute(&pairs)).collect(), ys.iter().map(|t| t.substitute(&pairs)).collect()) };
     let mut pairs: Vec<(Dynamic, Dynamic)> = vec![];
     for (x, y) in xs.into_iter().zip(ys) {
         if !differing_subterms(&x, &y, &mut pairs) {

@@ -444,9 +444,7 @@ fn why_a_pair_is_not_proved_names_the_block_and_the_observable() {
 fn the_ssa_form_of_full_redundancy2_is_proved_for_every_run() {
     let (m, _) = parse_module(include_str!("../../../corpus/seeds/ssapre-full-redundancy2.tir")).expect("the corpus seed parses");
     let before = m.functions.iter().find(|f| f.name == "FullRedundancy2").expect("the source function").clone();
-    let mut after = before.clone();
-    let pipeline = tandem_core::passes::Pipeline::parse("ssa").expect("a pipeline");
-    tandem_core::passes::PassManager { verify: true }.run(&pipeline, &mut after, &mut |_, _, _| {}).expect("the pass runs");
+    let after = forms_after(before.clone(), "ssa").remove(0);
     let a = validate(&before, &after, "ssa", &opts());
     assert!(matches!(a, Answer::Proved), "{a}");
     let bad = with_phi_arguments_swapped(&after, "a");
@@ -475,10 +473,8 @@ fn with_phi_arguments_swapped(f: &Function, prefix: &str) -> Function {
 #[test]
 fn the_pre_temporary_of_full_redundancy2_is_proved_for_every_run() {
     let (m, _) = parse_module(include_str!("../../../corpus/seeds/ssapre-full-redundancy2.tir")).expect("the corpus seed parses");
-    let mut f = m.functions.iter().find(|f| f.name == "FullRedundancy2").expect("the source function").clone();
-    let pipeline = tandem_core::passes::Pipeline::parse("ssa,ssapre").expect("a pipeline");
-    let mut forms = vec![];
-    tandem_core::passes::PassManager { verify: true }.run(&pipeline, &mut f, &mut |_, g, _| forms.push(g.clone())).expect("the passes run");
+    let f = m.functions.iter().find(|f| f.name == "FullRedundancy2").expect("the source function").clone();
+    let forms = forms_after(f, "ssa,ssapre");
     let (before, after) = (&forms[0], &forms[1]);
     let a = validate(before, after, "ssapre", &opts());
     assert!(matches!(a, Answer::Proved), "{a}");
@@ -623,10 +619,7 @@ fn sinking_loop_ssa(check: &str) -> Function {
 /// store sunk past a check in the loop (the source has stored when it traps).
 #[test]
 fn a_store_sunk_out_of_a_loop_is_proved_for_every_run() {
-    let mut f = sinking_loop("");
-    let pipeline = tandem_core::passes::Pipeline::parse("ssa,memopt").expect("a pipeline");
-    let mut forms = vec![];
-    tandem_core::passes::PassManager { verify: true }.run(&pipeline, &mut f, &mut |_, g, _| forms.push(g.clone())).expect("the passes run");
+    let forms = forms_after(sinking_loop(""), "ssa,memopt");
     let (before, after) = (&forms[0], &forms[1]);
     // memopt did sink the store: the loop has none left, and the exits have one each.
     let mut text = String::new();
@@ -653,14 +646,69 @@ fn a_store_sunk_out_of_a_loop_is_proved_for_every_run() {
 }
 
 
+/// A loop that writes `@c` on each trip and checks `check` (if any) after the write,
+/// logging the counter; the function returns 0, so only the callframe at the stop shows
+/// the last value written.
+fn cf_sinking_loop(check: &str) -> Function {
+    func(&format!(
+        "{LOG}function %f(i32 %n) -> i32 {{\n    callframe i32 @c\n    local i32 %i\nb0:\n    jump b1\nb1:\n    cfwrite(@c, add(mul(%i, 165), 791))\n{check}    call @log(%i, 0)\n    %i = add(%i, 1)\n    br slt(%i, %n), b1, b2\nb2:\n    ret 0\n}}\n"
+    ))
+}
+
+/// memopt's output for [`cf_sinking_loop`], written out: the loop keeps the value in
+/// `%val` (`comma((%val = x), %val)`) and `exit` is what the exit writes to `@c`.
+fn cf_sunk(check: &str, exit: &str) -> Function {
+    func(&format!(
+        "{LOG}function %f(i32 %n) -> i32 {{\n    callframe i32 @c\n    local i32 %i.0\n    local i32 %i.1\n    local i32 %i.2\n    local i32 %val\nb0:\n    %i.0 = 0\n    jump b1\nb1:\n    %i.1 = phi(b0: %i.0, b1: %i.2)\n    comma((%val = add(mul(%i.1, 165), 791)), %val)\n{check}    call @log(%i.1, 0)\n    %i.2 = add(%i.1, 1)\n    br slt(%i.2, %n), b1, b2\nb2:\n    cfwrite(@c, {exit})\n    ret 0\n}}\n"
+    ))
+}
+
+/// memopt's callframe write sunk out of a loop: the loop keeps the value it wrote in
+/// `%val` and writes `@c` on the exit. The relation at the exit must say "the source's
+/// `@c` is the target's `%val`", a candidate read off the loop's write aligned with the
+/// target's `comma((%val = x), %val)` (before it, `proved (bound 4)`: no statement of the
+/// target aligned with the write, and memory seed 8's memopt, whose function returns
+/// without reading the variable, was `proved (bound 2)` alike). The wrong twins get
+/// replayed counterexamples: the exit writing the counter, and the write sunk past a check
+/// in the loop (the source has written when it traps).
+#[test]
+fn a_callframe_write_sunk_out_of_a_loop_is_proved_for_every_run() {
+    let forms = forms_after(cf_sinking_loop(""), "ssa,memopt");
+    let (before, after) = (&forms[0], &forms[1]);
+    let mut text = String::new();
+    tandem_core::text::printer::write_function(&mut text, after).expect("printing to a string");
+    // memopt did sink the write: the loop keeps its value, and the exit writes it.
+    assert!(text.contains("comma((%val = ") && text.contains("cfwrite(@c, %val)"), "{text}");
+    let a = validate(before, after, "memopt", &opts());
+    assert!(matches!(a, Answer::Proved), "{a}\n{text}");
+    // The same by hand, and its wrong twins.
+    assert!(matches!(validate(before, &cf_sunk("", "%val"), "memopt", &opts()), Answer::Proved));
+    let c = counterexample(validate(before, &cf_sunk("", "%i.2"), "memopt", &opts()));
+    assert!(c.diff.iter().any(|d| d.starts_with("callframe slot 0")), "{:?}", c.diff);
+    let before = forms_after(cf_sinking_loop("    trapif(eq(%i, 2), 7)\n"), "ssa").remove(0);
+    let c = counterexample(validate(&before, &cf_sunk("    trapif(eq(%i.1, 2), 7)\n", "%val"), "memopt", &opts()));
+    let (b, t) = (c.before.unwrap(), c.after.unwrap());
+    assert_eq!(b.end, End::Trap(TrapKind::Check(7)));
+    assert_eq!(t.end, End::Trap(TrapKind::Check(7)));
+    // The source wrote 2 * 165 + 791 before trapping, the target nothing yet.
+    assert_eq!(b.callframe[0].as_i64(), 2 * 165 + 791);
+    assert!(c.diff.iter().any(|d| d.starts_with("callframe slot 0")), "{:?}", c.diff);
+}
+
+/// The function after each pass of `pipeline`, run on `f`.
+fn forms_after(mut f: Function, pipeline: &str) -> Vec<Function> {
+    let pipeline = tandem_core::passes::Pipeline::parse(pipeline).expect("a pipeline");
+    let mut forms = vec![];
+    tandem_core::passes::PassManager { verify: true }.run(&pipeline, &mut f, &mut |_, g, _| forms.push(g.clone())).expect("the passes run");
+    forms
+}
+
 /// The `ssa` pass on two generated functions of 44 and 47 blocks (default seeds 13 and
 /// 29).
 fn generated_ssa(seed: u64) -> (Function, Function) {
     let cfg = crate::gen::Profile::Default.config();
     let before = crate::gen::generate(seed, &cfg).case.module.functions[0].clone();
-    let mut after = before.clone();
-    let pipeline = tandem_core::passes::Pipeline::parse("ssa").expect("a pipeline");
-    tandem_core::passes::PassManager { verify: true }.run(&pipeline, &mut after, &mut |_, _, _| {}).expect("the pass runs");
+    let after = forms_after(before.clone(), "ssa").remove(0);
     (before, after)
 }
 
@@ -692,9 +740,7 @@ fn a_stale_version_in_a_loop_is_found() {
     let before = func(&format!(
         "{LOG}function %f(i32 %n) -> i32 {{\n    local i32 %i\n    local i32 %s\nb0:\n    jump b1\nb1:\n    call @log(%s, %i)\n    %s = add(%s, %i)\n    %i = add(%i, 1)\n    br slt(%i, %n), b1, b2\nb2:\n    ret %s\n}}\n"
     ));
-    let mut after = before.clone();
-    let pipeline = tandem_core::passes::Pipeline::parse("ssa").expect("a pipeline");
-    tandem_core::passes::PassManager { verify: true }.run(&pipeline, &mut after, &mut |_, _, _| {}).expect("the pass runs");
+    let after = forms_after(before.clone(), "ssa").remove(0);
     let o = Options { bound: 2, ..opts() };
     let a = validate(&before, &after, "ssa", &o);
     assert!(matches!(a, Answer::Proved), "{a}");
