@@ -437,6 +437,47 @@ fn allocation_checker_accepts_the_allocator_and_catches_broken_allocations() {
 }
 
 #[test]
+fn allocation_checker_forgets_the_aliases_of_a_global_variable_at_its_write() {
+    use tandem_core::backend::regalloc::{MInst, Operand};
+    use tandem_core::backend::regalloc_check::check_allocation;
+    // %i lives in a callee-saved register; the store reads it there (an alias) before
+    // `%i = add(%i, 1)` writes it.
+    let f = func(
+        "function %f(i32 %p, i32 %n) -> i32 {\n    local i32 %i\nb0:\n    jump b1\nb1:\n    \
+         store.32(add(%p, shl(%i, 2)), %i)\n    %i = add(%i, 1)\n    br slt(%i, %n), b1, b2\nb2:\n    ret %i\n}\n",
+    );
+    let (l, _) = rationalize::rationalize(&f).unwrap();
+    let (mut l, _) = decompose::decompose(&l);
+    lower::lower(&mut l);
+    let a = regalloc(&l, RegallocOptions::default()).unwrap();
+    check_allocation(&l, &a).unwrap();
+    // The write of %i moved up to right after the first alias of a read of it: the
+    // aliased read's user then reads the register after the write, which no longer holds
+    // the value read.
+    let mut moved = 0;
+    for &b in &l.layout {
+        let code = &a.code[b];
+        let write_of = |i: &MInst| match i {
+            MInst::Node { node, .. } => match l.nodes[*node].op {
+                Op::Write(v) => a.home[v].and_then(|h| if let Operand::Reg(r) = h { Some(r) } else { None }),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(j) = code.iter().position(|i| write_of(i).is_some()) else { continue };
+        let reg = write_of(&code[j]).unwrap();
+        let Some(k) = code[..j].iter().position(|i| matches!(i, MInst::Alias { reg: r, .. } if *r == reg)) else { continue };
+        let mut broken = a.clone();
+        let write = broken.code[b].remove(j);
+        broken.code[b].insert(k + 1, write);
+        let errs = check_allocation(&l, &broken).unwrap_err();
+        assert!(errs.iter().any(|e| e.to_string().contains(&format!("expected in {reg}"))), "{errs:#?}");
+        moved += 1;
+    }
+    assert!(moved > 0, "no block reads a global variable by an alias before writing it:\n{}", a.print(&l));
+}
+
+#[test]
 fn global_variables_are_used_in_place_by_instructions_that_only_read_them() {
     // %p and %i live in callee-saved registers; the store's address mode and the
     // compare read them there without copies.

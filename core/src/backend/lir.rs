@@ -95,6 +95,16 @@ impl<V: Clone> BlockNodeMap<V> {
         self.of[n] = (self.mark, Some(v));
     }
 
+    /// Takes the entry of `n` out of the map.
+    pub fn remove(&mut self, n: Node) -> Option<V> {
+        let (mark, v) = &mut self.of[n];
+        if *mark == self.mark {
+            v.take()
+        } else {
+            None
+        }
+    }
+
     /// The entry of `n`, made with `make` if the block has none.
     pub fn get_or_insert_with(&mut self, n: Node, make: impl FnOnce() -> V) -> &mut V {
         let mark = self.mark;
