@@ -236,6 +236,35 @@ fn validator_accepts_rationalized_lir_and_catches_each_property() {
 }
 
 #[test]
+fn validator_looks_through_contained_nodes() {
+    // After lowering the address `add(%p, 4)` is contained in the load, and the load's
+    // register operand is %p's read, reached through it.
+    let f = func("function %f(i32 %p) -> i32 {\nb0:\n    ret load.i32(add(%p, 4))\n}\n");
+    let (l, _) = rationalize::rationalize(&f).unwrap();
+    let (mut ok, _) = decompose::decompose(&l);
+    lower::lower(&mut ok);
+    validate(&ok).unwrap();
+    let b0 = ok.layout[0];
+    let nodes = ok.blocks[b0].nodes.clone();
+    let load = *nodes.iter().find(|&&n| matches!(ok.nodes[n].op, Op::Load { .. })).expect("a load");
+    let addr = ok.nodes[load].args[0].node;
+    assert!(ok.nodes[addr].contained && !ok.nodes[addr].args.is_empty(), "{ok}");
+    // The load before the read its address uses.
+    let read = ok.nodes[addr].args[0].node;
+    let mut l = ok.clone();
+    let mut order: Vec<_> = nodes.iter().copied().filter(|&n| n != read).collect();
+    let at = order.iter().position(|&n| n == load).unwrap();
+    order.insert(at + 1, read);
+    l.blocks[b0] = LirBlock { nodes: order };
+    assert!(errors(&l).contains(&format!("{addr}: uses {read} before its def")), "{}", errors(&l));
+    // The contained address also used by the return.
+    let mut l = ok;
+    let ret = *nodes.last().unwrap();
+    l.nodes[ret].args.push(Use::of(addr));
+    assert!(errors(&l).contains(&format!("contains {addr}, which is also elsewhere")), "{}", errors(&l));
+}
+
+#[test]
 fn validator_catches_a_separated_carry_pair() {
     let f = func("function %f(i64 %a) -> i64 {\nb0:\n    ret add(%a, %a)\n}\n");
     let (l, _) = rationalize::rationalize(&f).unwrap();
