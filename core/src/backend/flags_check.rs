@@ -376,17 +376,7 @@ mod tests {
         assert!(check(&c).is_err());
     }
 
-    /// A deterministic xorshift, so the programs are the same on every run.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0 % n
-        }
-    }
+    use crate::backend::TestRng as Rng;
 
     /// The findings (address and flags) of the dataflow taken instruction by instruction,
     /// each instruction's successors found by a search of the whole list, swept in address
