@@ -236,6 +236,35 @@ fn validator_accepts_rationalized_lir_and_catches_each_property() {
 }
 
 #[test]
+fn validator_looks_through_contained_nodes() {
+    // After lowering the address `add(%p, 4)` is contained in the load, and the load's
+    // register operand is %p's read, reached through it.
+    let f = func("function %f(i32 %p) -> i32 {\nb0:\n    ret load.i32(add(%p, 4))\n}\n");
+    let (l, _) = rationalize::rationalize(&f).unwrap();
+    let (mut ok, _) = decompose::decompose(&l);
+    lower::lower(&mut ok);
+    validate(&ok).unwrap();
+    let b0 = ok.layout[0];
+    let nodes = ok.blocks[b0].nodes.clone();
+    let load = *nodes.iter().find(|&&n| matches!(ok.nodes[n].op, Op::Load { .. })).expect("a load");
+    let addr = ok.nodes[load].args[0].node;
+    assert!(ok.nodes[addr].contained && !ok.nodes[addr].args.is_empty(), "{ok}");
+    // The load before the read its address uses.
+    let read = ok.nodes[addr].args[0].node;
+    let mut l = ok.clone();
+    let mut order: Vec<_> = nodes.iter().copied().filter(|&n| n != read).collect();
+    let at = order.iter().position(|&n| n == load).unwrap();
+    order.insert(at + 1, read);
+    l.blocks[b0] = LirBlock { nodes: order };
+    assert!(errors(&l).contains(&format!("{addr}: uses {read} before its def")), "{}", errors(&l));
+    // The contained address also used by the return.
+    let mut l = ok;
+    let ret = *nodes.last().unwrap();
+    l.nodes[ret].args.push(Use::of(addr));
+    assert!(errors(&l).contains(&format!("contains {addr}, which is also elsewhere")), "{}", errors(&l));
+}
+
+#[test]
 fn validator_catches_a_separated_carry_pair() {
     let f = func("function %f(i64 %a) -> i64 {\nb0:\n    ret add(%a, %a)\n}\n");
     let (l, _) = rationalize::rationalize(&f).unwrap();
@@ -434,6 +463,47 @@ fn allocation_checker_accepts_the_allocator_and_catches_broken_allocations() {
         let slots = errs.iter().filter(|e| e.to_string().contains("spill slot")).count();
         assert_eq!(slots, 2, "the spill and the reload: {errs:#?}");
     }
+}
+
+#[test]
+fn allocation_checker_forgets_the_aliases_of_a_global_variable_at_its_write() {
+    use tandem_core::backend::regalloc::{MInst, Operand};
+    use tandem_core::backend::regalloc_check::check_allocation;
+    // %i lives in a callee-saved register; the store reads it there (an alias) before
+    // `%i = add(%i, 1)` writes it.
+    let f = func(
+        "function %f(i32 %p, i32 %n) -> i32 {\n    local i32 %i\nb0:\n    jump b1\nb1:\n    \
+         store.32(add(%p, shl(%i, 2)), %i)\n    %i = add(%i, 1)\n    br slt(%i, %n), b1, b2\nb2:\n    ret %i\n}\n",
+    );
+    let (l, _) = rationalize::rationalize(&f).unwrap();
+    let (mut l, _) = decompose::decompose(&l);
+    lower::lower(&mut l);
+    let a = regalloc(&l, RegallocOptions::default()).unwrap();
+    check_allocation(&l, &a).unwrap();
+    // The write of %i moved up to right after the first alias of a read of it: the
+    // aliased read's user then reads the register after the write, which no longer holds
+    // the value read.
+    let mut moved = 0;
+    for &b in &l.layout {
+        let code = &a.code[b];
+        let write_of = |i: &MInst| match i {
+            MInst::Node { node, .. } => match l.nodes[*node].op {
+                Op::Write(v) => a.home[v].and_then(|h| if let Operand::Reg(r) = h { Some(r) } else { None }),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(j) = code.iter().position(|i| write_of(i).is_some()) else { continue };
+        let reg = write_of(&code[j]).unwrap();
+        let Some(k) = code[..j].iter().position(|i| matches!(i, MInst::Alias { reg: r, .. } if *r == reg)) else { continue };
+        let mut broken = a.clone();
+        let write = broken.code[b].remove(j);
+        broken.code[b].insert(k + 1, write);
+        let errs = check_allocation(&l, &broken).unwrap_err();
+        assert!(errs.iter().any(|e| e.to_string().contains(&format!("expected in {reg}"))), "{errs:#?}");
+        moved += 1;
+    }
+    assert!(moved > 0, "no block reads a global variable by an alias before writing it:\n{}", a.print(&l));
 }
 
 #[test]

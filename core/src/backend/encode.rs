@@ -297,17 +297,7 @@ mod tests {
     use iced_x86::code_asm::{CodeAssembler, CodeLabel};
     use iced_x86::{BlockEncoderOptions, Code, MemoryOperand, Register};
 
-    /// A deterministic xorshift, so the layouts are the same on every run.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0 % n
-        }
-    }
+    use crate::backend::TestRng as Rng;
 
     /// Instructions of 1, 2, 5, 6 and 10 bytes.
     fn simple(k: u64) -> Instruction {

@@ -40,62 +40,152 @@ impl std::fmt::Display for UndefinedFlag {
 /// none does, the index of its instructions (for the emulator's budget), from the same
 /// decoding.
 pub fn check(code: &MachineCode) -> Result<InsnIndex, Vec<UndefinedFlag>> {
-    let mut insns = DECODED.with(|d| d.take());
-    let end = decode_into(&code.bytes, &mut insns);
-    let result = check_decoded(code, &insns).map(|()| {
+    let mut scratch = SCRATCH.with(|d| d.take());
+    let end = decode_into(&code.bytes, &mut scratch.insns);
+    let result = check_decoded(code, &mut scratch).map(|()| {
         let at = |i: &Instruction| (i.ip() - CODE_BASE as u64) as usize;
-        InsnIndex::from_decoding(&code.bytes, insns.iter().map(at), end)
+        InsnIndex::from_decoding(&code.bytes, scratch.insns.iter().map(at), end)
     });
-    // A rare large program's list is not kept: what a thread keeps stays bounded, so a
+    // A rare large program's lists are not kept: what a thread keeps stays bounded, so a
     // long campaign's resident set does not ratchet up with the largest program it met.
-    if insns.capacity() <= SPARE_DECODED {
-        DECODED.with(|d| d.set(insns));
+    if scratch.insns.capacity() <= SPARE_DECODED {
+        SCRATCH.with(|d| d.set(scratch));
     }
     result
 }
 
-/// The most instructions a kept list may have room for (40 bytes each: 320 KiB), well
-/// above a default program's.
+/// The most instructions a kept list may have room for (40 bytes each: 320 KiB, and 16
+/// bytes each of facts and block numbers), well above a default program's.
 const SPARE_DECODED: usize = 1 << 13;
 
 thread_local! {
-    /// The instruction list of this thread's last check, reused by the next. A program's
+    /// The lists of this thread's last check, reused by the next. A program's instruction
     /// list is tens of kilobytes (40 bytes an instruction), above the fixed mmap threshold
     /// of the long-running commands (`measure::memory::return_large_blocks` in the
     /// harness), so a fresh list per check was mapped, faulted in page by page, copied as
     /// it grew and unmapped again for every program compiled.
-    static DECODED: std::cell::Cell<Vec<Instruction>> = const { std::cell::Cell::new(Vec::new()) };
+    static SCRATCH: std::cell::Cell<Scratch> = const { std::cell::Cell::new(Scratch::new()) };
 }
 
-/// [`check`] over the decoded instructions of `code`.
-fn check_decoded(code: &MachineCode, insns: &[Instruction]) -> Result<(), Vec<UndefinedFlag>> {
-    // The instructions are decoded in address order, so an address is found by binary
-    // search. Each instruction's transfer is `(undefined & keep) | make`, computed once.
-    let index = |ip: u64| insns.binary_search_by_key(&ip, |i| i.ip()).ok();
-    let transfers: Vec<(u32, u32)> = insns.iter().map(transfer_masks).collect();
-    let mut before: Vec<Option<u32>> = vec![None; insns.len()];
-    let entry = CODE_BASE as u64 + code.entry as u64;
-    // The least fixpoint of a monotone transfer with union at joins does not depend on
-    // the order the worklist is taken in.
-    let mut work: Vec<usize> = vec![];
-    let mut queued = vec![false; insns.len()];
-    if let Some(k) = index(entry) {
-        before[k] = Some(STATUS);
-        work.push(k);
-        queued[k] = true;
+/// What one check works in: the decoded instructions, each one's facts, and the basic
+/// blocks of the dataflow.
+#[derive(Default)]
+struct Scratch {
+    insns: Vec<Instruction>,
+    facts: Vec<Facts>,
+    /// The block that starts at each instruction (`NO_BLOCK` where none starts).
+    block_at: Vec<u32>,
+    blocks: Vec<BasicBlock>,
+    work: Vec<u32>,
+}
+
+impl Scratch {
+    const fn new() -> Scratch {
+        Scratch { insns: Vec::new(), facts: Vec::new(), block_at: Vec::new(), blocks: Vec::new(), work: Vec::new() }
     }
-    while let Some(k) = work.pop() {
-        queued[k] = false;
-        let i = &insns[k];
-        let (keep, make) = transfers[k];
-        let after = (before[k].unwrap_or(0) & keep) | make;
-        for next in successors(i, k, insns.len(), index).into_iter().flatten() {
-            let merged = before[next].unwrap_or(0) | after;
-            if before[next] != Some(merged) {
-                before[next] = Some(merged);
-                if !queued[next] {
-                    queued[next] = true;
-                    work.push(next);
+}
+
+const NO_BLOCK: u32 = u32::MAX;
+
+/// One instruction's part in the dataflow, asked of iced once: the undefined flags after
+/// it are `(undefined & keep) | make`, and it reads `reads`.
+#[derive(Clone, Copy)]
+struct Facts {
+    keep: u32,
+    make: u32,
+    reads: u32,
+}
+
+/// A run of instructions entered only at its first and left only after its last (split
+/// at the entry, at branch targets and after branches). Its transfer is its
+/// instructions' transfers composed, `(undefined & keep) | make`; one of its instructions
+/// reads a flag that may be undefined exactly when `(entry & reads_kept) | reads_made`
+/// is not empty, where `entry` is what may be undefined on entry.
+#[derive(Clone, Copy)]
+struct BasicBlock {
+    first: u32,
+    /// One past its last instruction.
+    end: u32,
+    keep: u32,
+    make: u32,
+    reads_kept: u32,
+    reads_made: u32,
+    /// The flags that may be undefined on entry; `None` while it is not known to be
+    /// reached.
+    entry: Option<u32>,
+    queued: bool,
+}
+
+/// [`check`] over the decoded instructions of `code` (`scratch.insns`).
+fn check_decoded(code: &MachineCode, scratch: &mut Scratch) -> Result<(), Vec<UndefinedFlag>> {
+    let Scratch { insns, facts, block_at, blocks, work } = scratch;
+    let insns = &insns[..];
+    // The instructions are decoded in address order, so an address is found by binary
+    // search.
+    let index = |ip: u64| insns.binary_search_by_key(&ip, |i| i.ip()).ok();
+    let Some(entry) = index(CODE_BASE as u64 + code.entry as u64) else { return Ok(()) };
+    // Each instruction's facts, once; blocks start at the entry, at every branch target
+    // and after every instruction that does not go on to the next.
+    facts.clear();
+    block_at.clear();
+    block_at.resize(insns.len(), NO_BLOCK);
+    block_at[entry] = 0;
+    for (k, i) in insns.iter().enumerate() {
+        let (keep, make) = transfer_masks(i);
+        facts.push(Facts { keep, make, reads: i.rflags_read() & STATUS });
+        if ends_block(i) {
+            for next in successors(i, k, insns.len(), index).into_iter().flatten() {
+                block_at[next] = 0;
+            }
+            if let Some(next) = block_at.get_mut(k + 1) {
+                *next = 0;
+            }
+        }
+    }
+    // The blocks in address order, each with its instructions' transfers composed.
+    blocks.clear();
+    for k in 0..insns.len() {
+        if k == 0 || block_at[k] != NO_BLOCK {
+            block_at[k] = blocks.len() as u32;
+            blocks.push(BasicBlock {
+                first: k as u32,
+                end: k as u32,
+                keep: STATUS,
+                make: 0,
+                reads_kept: 0,
+                reads_made: 0,
+                entry: None,
+                queued: false,
+            });
+        }
+        let b = blocks.last_mut().expect("instruction 0 starts a block");
+        let f = facts[k];
+        b.reads_kept |= f.reads & b.keep;
+        b.reads_made |= f.reads & b.make;
+        b.keep &= f.keep;
+        b.make = (b.make & f.keep) | f.make;
+        b.end = k as u32 + 1;
+    }
+    // The least fixpoint over the blocks; that of a monotone transfer with union at joins
+    // does not depend on the order the worklist is taken in. Inside a block each
+    // instruction has one predecessor, the one before it, so the blocks' fixpoint is the
+    // instructions'.
+    work.clear();
+    let first = block_at[entry] as usize;
+    blocks[first].entry = Some(STATUS);
+    blocks[first].queued = true;
+    work.push(first as u32);
+    while let Some(b) = work.pop() {
+        let b = &mut blocks[b as usize];
+        b.queued = false;
+        let (after, last) = ((b.entry.unwrap_or(0) & b.keep) | b.make, b.end as usize - 1);
+        for next in successors(&insns[last], last, insns.len(), index).into_iter().flatten() {
+            let s = block_at[next] as usize;
+            let merged = blocks[s].entry.unwrap_or(0) | after;
+            if blocks[s].entry != Some(merged) {
+                blocks[s].entry = Some(merged);
+                if !std::mem::replace(&mut blocks[s].queued, true) {
+                    work.push(s as u32);
                 }
             }
         }
@@ -103,13 +193,20 @@ fn check_decoded(code: &MachineCode, insns: &[Instruction]) -> Result<(), Vec<Un
     let mut errors = vec![];
     // Made only for a finding: a formatter costs more to make than the rest of a check.
     let mut fmt: Option<IntelFormatter> = None;
-    for (k, i) in insns.iter().enumerate() {
-        let Some(undefined) = before[k] else { continue };
-        let bad = i.rflags_read() & undefined & STATUS;
-        if bad != 0 {
-            let mut text = String::new();
-            fmt.get_or_insert_with(IntelFormatter::new).format(i, &mut text);
-            errors.push(UndefinedFlag { address: i.ip(), instruction: text, flags: bad });
+    for b in blocks.iter() {
+        let Some(mut undefined) = b.entry else { continue };
+        if (undefined & b.reads_kept) | b.reads_made == 0 {
+            continue;
+        }
+        for k in b.first as usize..b.end as usize {
+            let (i, f) = (&insns[k], facts[k]);
+            let bad = f.reads & undefined;
+            if bad != 0 {
+                let mut text = String::new();
+                fmt.get_or_insert_with(IntelFormatter::new).format(i, &mut text);
+                errors.push(UndefinedFlag { address: i.ip(), instruction: text, flags: bad });
+            }
+            undefined = (undefined & f.keep) | f.make;
         }
     }
     if errors.is_empty() {
@@ -167,6 +264,19 @@ fn successors(i: &Instruction, k: usize, len: usize, index: impl Fn(u64) -> Opti
         FlowControl::Return | FlowControl::Interrupt | FlowControl::Exception | FlowControl::IndirectBranch => [None, None],
         _ => [next, None],
     }
+}
+
+/// Whether the instruction after `i` is not simply the next to run after it.
+fn ends_block(i: &Instruction) -> bool {
+    matches!(
+        i.flow_control(),
+        FlowControl::UnconditionalBranch
+            | FlowControl::ConditionalBranch
+            | FlowControl::Return
+            | FlowControl::Interrupt
+            | FlowControl::Exception
+            | FlowControl::IndirectBranch
+    )
 }
 
 fn flag_names(bits: u32) -> String {
@@ -264,6 +374,100 @@ mod tests {
             a.ret()
         });
         assert!(check(&c).is_err());
+    }
+
+    use crate::backend::TestRng as Rng;
+
+    /// The findings (address and flags) of the dataflow taken instruction by instruction,
+    /// each instruction's successors found by a search of the whole list, swept in address
+    /// order until nothing changes.
+    fn instruction_by_instruction(code: &MachineCode) -> Vec<(u64, u32)> {
+        let insns: Vec<Instruction> = Decoder::with_ip(32, &code.bytes, CODE_BASE as u64, DecoderOptions::NONE).into_iter().collect();
+        let index = |ip: u64| insns.iter().position(|i| i.ip() == ip);
+        let mut before: Vec<Option<u32>> = vec![None; insns.len()];
+        if let Some(k) = index(CODE_BASE as u64 + code.entry as u64) {
+            before[k] = Some(STATUS);
+        }
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (k, i) in insns.iter().enumerate() {
+                let Some(undefined) = before[k] else { continue };
+                let (keep, make) = transfer_masks(i);
+                let after = (undefined & keep) | make;
+                for next in successors(i, k, insns.len(), index).into_iter().flatten() {
+                    let merged = Some(before[next].unwrap_or(0) | after);
+                    changed |= before[next] != merged;
+                    before[next] = merged;
+                }
+            }
+        }
+        let read = |(i, b): (&Instruction, &Option<u32>)| Some((i.ip(), i.rflags_read() & (*b)? & STATUS)).filter(|f| f.1 != 0);
+        insns.iter().zip(&before).filter_map(read).collect()
+    }
+
+    /// Random code (flag writers, readers and destroyers, shifts, calls, returns, branches
+    /// forward and back, entered at a random instruction): the check's findings, made
+    /// over basic blocks, are those of the dataflow over single instructions.
+    #[test]
+    fn the_findings_of_the_dataflow_over_single_instructions() {
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        let (mut clean, mut found) = (0, 0);
+        for case in 0..400 {
+            let pieces = 1 + rng.below(if case % 10 == 0 { 400 } else { 40 });
+            let nlabels = 1 + rng.below(pieces / 3 + 1);
+            let mut a = CodeAssembler::new(32).unwrap();
+            let mut labels: Vec<CodeLabel> = (0..nlabels).map(|_| a.create_label()).collect();
+            let mut bound = vec![false; nlabels as usize];
+            for _ in 0..pieces {
+                let l = rng.below(nlabels) as usize;
+                match rng.below(18) {
+                    0 | 1 if !bound[l] => {
+                        bound[l] = true;
+                        a.set_label(&mut labels[l]).unwrap();
+                        a.zero_bytes().unwrap();
+                    }
+                    2 => a.je(labels[l]).unwrap(),
+                    3 => a.jb(labels[l]).unwrap(),
+                    4 => a.jmp(labels[l]).unwrap(),
+                    5 => a.ret().unwrap(),
+                    6 => a.call(0x0030_0000u64).unwrap(),
+                    7 => a.cmp(eax, ecx).unwrap(),
+                    8 => a.test(eax, eax).unwrap(),
+                    9 => a.imul_2(eax, ecx).unwrap(),
+                    10 => a.shl(edx, cl).unwrap(),
+                    11 => a.shl(edx, 1).unwrap(),
+                    12 => a.bsf(eax, ecx).unwrap(),
+                    13 => a.inc(eax).unwrap(),
+                    14 => a.sete(al).unwrap(),
+                    15 => a.setb(al).unwrap(),
+                    16 => a.adc(edx, 0).unwrap(),
+                    _ => a.mov(eax, ecx).unwrap(),
+                }
+            }
+            for (l, done) in bound.iter().enumerate() {
+                if !done {
+                    a.set_label(&mut labels[l]).unwrap();
+                    a.zero_bytes().unwrap();
+                }
+            }
+            a.ret().unwrap();
+            let mut c = MachineCode::from_bytes(a.assemble(CODE_BASE as u64).unwrap());
+            let starts: Vec<u64> = Decoder::with_ip(32, &c.bytes, 0, DecoderOptions::NONE).into_iter().map(|i| i.ip()).collect();
+            c.entry = starts[rng.below(starts.len() as u64) as usize] as u32;
+            let want = instruction_by_instruction(&c);
+            let got: Vec<(u64, u32)> = match check(&c) {
+                Ok(_) => vec![],
+                Err(e) => e.iter().map(|f| (f.address, f.flags)).collect(),
+            };
+            assert_eq!(got, want, "case {case}");
+            if want.is_empty() {
+                clean += 1;
+            } else {
+                found += 1;
+            }
+        }
+        assert!(clean > 20 && found > 20, "{clean} clean, {found} with findings");
     }
 
     #[test]

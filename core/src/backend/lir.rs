@@ -95,6 +95,16 @@ impl<V: Clone> BlockNodeMap<V> {
         self.of[n] = (self.mark, Some(v));
     }
 
+    /// Takes the entry of `n` out of the map.
+    pub fn remove(&mut self, n: Node) -> Option<V> {
+        let (mark, v) = &mut self.of[n];
+        if *mark == self.mark {
+            v.take()
+        } else {
+            None
+        }
+    }
+
     /// The entry of `n`, made with `make` if the block has none.
     pub fn get_or_insert_with(&mut self, n: Node, make: impl FnOnce() -> V) -> &mut V {
         let mark = self.mark;
@@ -498,12 +508,13 @@ impl<'f> Validator<'f> {
     /// earlier in this block (`mark`).
     fn arguments(&mut self, b: Block, nodes: &[Node], n: Node, mark: u32) {
         let f = self.f;
-        let mut stack = std::mem::take(&mut self.stack);
-        stack.clear();
-        stack.push(n);
-        while let Some(user) = stack.pop() {
+        // The arguments of `n`, then those of each contained node met (kept on the
+        // stack, which is empty between calls).
+        let mut user = n;
+        loop {
             for &u in &f.nodes[user].args {
-                if u.result >= f.nodes[u.node].results {
+                let arg = &f.nodes[u.node];
+                if u.result >= arg.results {
                     self.err(b, Some(user), format!("uses {u}, which has no such result"));
                 }
                 let prev = match self.users[u.node.index()].get_mut(u.result as usize) {
@@ -513,11 +524,11 @@ impl<'f> Validator<'f> {
                 if let Some(prev) = prev {
                     self.err(b, Some(user), format!("uses {u}, already used by {prev} (temps must be singly used)"));
                 }
-                if f.nodes[u.node].contained {
+                if arg.contained {
                     if std::mem::replace(&mut self.seen_anywhere[u.node.index()], true) {
                         self.err(b, Some(user), format!("contains {}, which is also elsewhere", u.node));
                     }
-                    stack.push(u.node);
+                    self.stack.push(u.node);
                 } else if self.defined_in[u.node.index()] != mark {
                     if nodes.contains(&u.node) {
                         self.err(b, Some(user), format!("uses {u} before its def"));
@@ -526,8 +537,11 @@ impl<'f> Validator<'f> {
                     }
                 }
             }
+            match self.stack.pop() {
+                Some(next) => user = next,
+                None => break,
+            }
         }
-        self.stack = stack;
     }
 
     /// After decomposition every value is `i32` and no 64-bit operation is left.

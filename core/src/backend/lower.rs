@@ -290,7 +290,7 @@ pub enum ResultReg {
 /// the instruction clobbers; and where each result goes. Both lists are kept in line
 /// (no allocation for the few operands and results an instruction has), since the
 /// allocator and its checker make them for every node.
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub struct Constraints {
     pub operands: SmallVec<[(Use, RegSet); 4]>,
     /// Which operands the instruction only reads (see [`Constraints::read_only`]).
@@ -309,10 +309,11 @@ impl Constraints {
 
 /// The register operands an instruction only reads: all, one, or none (the shapes
 /// [`read_only`] gives), kept without a list per node.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 enum ReadOnly {
     All,
     One(usize),
+    #[default]
     None,
 }
 
@@ -358,26 +359,36 @@ fn each_register_operand(f: &LirFunction, n: Node, visit: &mut impl FnMut(Use)) 
 
 /// The constraints of lowered node `n` (see [`Constraints`]).
 pub fn constraints(f: &LirFunction, n: Node) -> Constraints {
+    let mut c = Constraints::default();
+    constraints_into(f, n, &mut c);
+    c
+}
+
+/// The constraints of lowered node `n`, written over `c`: the allocator makes them for
+/// every node, in places it keeps from block to block, with no copy of the lists.
+pub fn constraints_into(f: &LirFunction, n: Node, c: &mut Constraints) {
     let d = &f.nodes[n];
-    let mut operands = SmallVec::new();
-    each_register_operand(f, n, &mut |u| operands.push((u, RegSet::ALL)));
-    let (clobbers, results) = fixed_registers(f, n, &mut operands);
-    let read_only = ReadOnly::of(&d.op);
-    debug_assert!((0..operands.len()).all(|i| self::read_only(&d.op, i) == read_only.contains(i)));
-    Constraints { operands, read_only, clobbers, results }
+    c.operands.clear();
+    each_register_operand(f, n, &mut |u| c.operands.push((u, RegSet::ALL)));
+    c.results.clear();
+    c.clobbers = fixed_registers(f, n, &mut c.operands, &mut c.results);
+    c.read_only = ReadOnly::of(&d.op);
+    debug_assert!((0..c.operands.len()).all(|i| self::read_only(&d.op, i) == c.read_only.contains(i)));
 }
 
 /// What the instruction of lowered node `n` overwrites: the registers it clobbers and
 /// where its results go, as in its [`constraints`] but without the operand list, which
 /// the allocation checker does not need (it replays the operands the allocator chose).
 pub fn kills(f: &LirFunction, n: Node) -> (RegSet, SmallVec<[ResultReg; 2]>) {
-    fixed_registers(f, n, &mut [])
+    let mut results = SmallVec::new();
+    let clobbers = fixed_registers(f, n, &mut [], &mut results);
+    (clobbers, results)
 }
 
 /// What the instruction of `n` fixes: the masks of its first register operands (in
 /// argument order, set in `operands`; the rest take any register), the registers it
-/// clobbers, and where its results are.
-fn fixed_registers(f: &LirFunction, n: Node, operands: &mut [(Use, RegSet)]) -> (RegSet, SmallVec<[ResultReg; 2]>) {
+/// clobbers (returned), and where its results are (pushed on `results`).
+fn fixed_registers(f: &LirFunction, n: Node, operands: &mut [(Use, RegSet)], results: &mut SmallVec<[ResultReg; 2]>) -> RegSet {
     let d = &f.nodes[n];
     let any = RegSet::ALL;
     let eax = RegSet::of(Reg::Eax);
@@ -389,7 +400,6 @@ fn fixed_registers(f: &LirFunction, n: Node, operands: &mut [(Use, RegSet)]) -> 
     // turn; a mask without an operand is dropped.
     let mut masks = FirstMasks { operands, given: 0 };
     let mut clobbers = RegSet::NONE;
-    let mut results = SmallVec::new();
     let inline = |i: usize| !f.nodes[d.args[i].node].contained;
     match &d.op {
         Op::Binary(BinOp::Shl | BinOp::Lshr | BinOp::Ashr) => {
@@ -468,7 +478,7 @@ fn fixed_registers(f: &LirFunction, n: Node, operands: &mut [(Use, RegSet)]) -> 
             }
         }
     }
-    (clobbers, results)
+    clobbers
 }
 
 /// The masks [`fixed_registers`] gives, written to the first operands in turn.

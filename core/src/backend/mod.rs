@@ -304,6 +304,21 @@ impl iced_x86::SymbolResolver for Labels {
     }
 }
 
+/// A deterministic xorshift for the backend's randomized tests (the encoder's layouts,
+/// the flags check's programs), so their cases are the same on every run.
+#[cfg(test)]
+pub(crate) struct TestRng(pub u64);
+
+#[cfg(test)]
+impl TestRng {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
 /// Disassembles machine code loaded at [`CODE_BASE`], one instruction per line with its
 /// address and bytes, in Intel syntax: each block starts with its label, jumps name their
 /// target block and calls the helper they call.

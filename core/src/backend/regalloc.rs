@@ -19,8 +19,9 @@
 //! instruction clobbers (so a value in `edx` before a division moves or spills first, as
 //! the seed's last example asks), then forces the fixed operands (`ecx` for a shift
 //! count, `eax` for a dividend), then places the others, then defines the results in the
-//! place lowering's [`constraints`] say. Every instruction the allocator inserts is a
-//! `mov`, which leaves the flags alone, so `add`/`adc` pairs stay intact.
+//! place lowering's [`constraints`](super::lower::constraints) say. Every instruction
+//! the allocator inserts is a `mov`, which leaves the flags alone, so `add`/`adc` pairs
+//! stay intact.
 //!
 //! The output is a list of machine instructions per block ([`MInst`]) and the frame
 //! layout; [`Allocation::decisions`] records each step with the register states of
@@ -32,7 +33,7 @@ use cranelift_entity::SecondaryMap;
 use smallvec::{smallvec, SmallVec};
 
 use super::lir::*;
-use super::lower::{constraints, Constraints, ResultReg};
+use super::lower::{constraints_into, Constraints, ResultReg};
 use super::x86::{Reg, RegSet};
 use crate::ir::{Block, CALLFRAME_BASE, CALLFRAME_SLOT};
 
@@ -269,8 +270,8 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
     let used = walk.used;
     let mut code = SecondaryMap::new();
     // Each block's node constraints and the temps' locations, in buffers reused from
-    // block to block.
-    let mut cs: Vec<Constraints> = vec![];
+    // block to block (each node's constraints written over those of a node before).
+    let mut places: Vec<Constraints> = vec![];
     let mut maps = BlockMaps::sized(f.nodes.len());
     for &b in &f.layout {
         maps.next_block();
@@ -278,11 +279,18 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
         // About one instruction per node: the block's list rarely grows.
         la.out.reserve(f.blocks[b].nodes.len() + 4);
         // Each node's constraints, made once for the aliases and the allocation.
-        cs.clear();
-        cs.extend(f.blocks[b].nodes.iter().map(|&n| constraints(f, n)));
-        la.find_aliases(b, &cs);
+        let nodes = &f.blocks[b].nodes;
+        if places.len() < nodes.len() {
+            places.resize_with(nodes.len(), Constraints::default);
+        }
+        let cs = &mut places[..nodes.len()];
+        for (c, &n) in cs.iter_mut().zip(nodes) {
+            constraints_into(f, n, c);
+        }
+        let cs = &*cs;
+        la.find_aliases(b, cs);
         let error = |node: Node, kind| RegallocError { block: b, node, text: f.node_text(node), kind };
-        for (&n, c) in f.blocks[b].nodes.iter().zip(&cs) {
+        for (&n, c) in nodes.iter().zip(cs) {
             la.node(n, c).map_err(|kind| error(n, kind))?;
         }
         // Every temp dies within its block: a register still holding one is a leak.

@@ -12,7 +12,6 @@
 //! allocator, that every callee-saved register written is saved in the prologue, and that
 //! every spill and reload uses a spill slot of the frame, no variable's home or save slot.
 
-use crate::hash::HashMap;
 use std::fmt;
 
 use super::lir::*;
@@ -131,9 +130,18 @@ struct Replay<'a> {
     /// checker replays every instruction compiled).
     regs: [Option<Use>; 6],
     holds_var: [Option<Var>; 6],
-    /// Aliased reads: several reads of one global variable may share its register.
-    aliased: HashMap<Use, Reg>,
-    slots: HashMap<i32, Use>,
+    /// Aliased reads: several reads of one global variable may share its register. An
+    /// entry is the register of a read node (of its only result), valid while that
+    /// register's generation is the one it was made in: a write of the variable moves
+    /// its register to the next generation, which forgets every alias of the old value
+    /// at once. A map over the nodes, not a hash map: the checker replays every
+    /// instruction compiled, and looks up each operand's alias.
+    aliased: BlockNodeMap<(Reg, u32)>,
+    generation: [u32; 6],
+    /// The value each spill slot holds, by [`Frame::index`], counted only while its mark
+    /// is the current block's (`block`): a block starts knowing nothing.
+    slots: Vec<(u32, Use)>,
+    block: u32,
     /// The violations found at the current instruction.
     found: Vec<AllocErrorKind>,
     /// The operands the current node expects in registers (a buffer reused from node
@@ -151,8 +159,10 @@ impl<'a> Replay<'a> {
             saved: RegSet::NONE,
             regs: [None; 6],
             holds_var: [None; 6],
-            aliased: HashMap::default(),
-            slots: HashMap::default(),
+            aliased: BlockNodeMap::with_nodes(f.nodes.len()),
+            generation: [0; 6],
+            slots: vec![(0, Use::of(Node::from_u32(0))); frame.reserved.len()],
+            block: 0,
             found: vec![],
             expected: vec![],
         }
@@ -162,8 +172,14 @@ impl<'a> Replay<'a> {
     fn next_block(&mut self) {
         self.regs = [None; 6];
         self.holds_var = [None; 6];
-        self.aliased.clear();
-        self.slots.clear();
+        self.aliased.next_block();
+        self.block += 1;
+    }
+
+    /// The register operand `u` is aliased to, if it is.
+    fn alias(&self, u: Use) -> Option<Reg> {
+        let &(r, made) = self.aliased.get(u.node).filter(|_| u.result == 0)?;
+        (self.generation[r.index()] == made).then_some(r)
     }
 
     /// An instruction writes `r`: it must not be a global's register, nor a callee-saved
@@ -186,7 +202,7 @@ impl<'a> Replay<'a> {
                 if !ok || !self.globals.contains(*reg) {
                     self.found.push(AllocErrorKind::NotItsGlobalRegister(*reg));
                 }
-                self.aliased.insert(Use::of(*node), *reg);
+                self.aliased.insert(*node, (*reg, self.generation[reg.index()]));
             }
             MInst::Reuse { node, reg } => {
                 let Op::Read(v) = f.nodes[*node].op else {
@@ -209,7 +225,8 @@ impl<'a> Replay<'a> {
                             self.found.push(AllocErrorKind::NotASpillSlot { slot: m.disp, is });
                             return;
                         }
-                        self.slots.get(&m.disp).copied()
+                        let (mark, v) = self.slots[self.frame.index(m.disp).expect("a spill slot is a word of the locals")];
+                        (mark == self.block).then_some(v)
                     }
                     _ => None,
                 };
@@ -227,7 +244,7 @@ impl<'a> Replay<'a> {
                 }
                 match self.regs[src.index()] {
                     Some(v) => {
-                        self.slots.insert(*slot, v);
+                        self.slots[self.frame.index(*slot).expect("a spill slot is a word of the locals")] = (self.block, v);
                     }
                     None => self.found.push(AllocErrorKind::SpillOfNoValue),
                 }
@@ -244,7 +261,7 @@ impl<'a> Replay<'a> {
         expected.clear();
         inline_operands(f, n, ops, &mut 0, &mut expected);
         for (u, r) in &expected {
-            if self.regs[r.index()] != Some(*u) && self.aliased.get(u) != Some(r) {
+            if self.regs[r.index()] != Some(*u) && self.alias(*u) != Some(*r) {
                 let holds = self.regs[r.index()];
                 self.found.push(AllocErrorKind::OperandNotInRegister { operand: *u, reg: *r, holds });
             }
@@ -263,7 +280,7 @@ impl<'a> Replay<'a> {
         if let Op::Write(v) = f.nodes[n].op {
             // A write of a global variable overwrites any alias of its old value.
             if let Some(Operand::Reg(g)) = alloc.home[v] {
-                self.aliased.retain(|_, r| *r != g);
+                self.generation[g.index()] += 1;
             }
             for w in &mut self.holds_var {
                 if *w == Some(v) {
@@ -277,7 +294,10 @@ impl<'a> Replay<'a> {
             }
         }
         for (u, r) in &expected {
-            if self.aliased.remove(u).is_none() {
+            let aliased = self.alias(*u).is_some();
+            if aliased {
+                self.aliased.remove(u.node);
+            } else {
                 self.regs[r.index()] = None;
             }
         }
@@ -299,25 +319,36 @@ impl<'a> Replay<'a> {
 struct Frame {
     /// The displacements from `ebp` of the locals' words.
     locals: std::ops::Range<i32>,
-    /// The words that are no spill slot, and what each is.
-    reserved: HashMap<i32, &'static str>,
+    /// What each word of the locals that is no spill slot is, by [`Frame::index`].
+    reserved: Vec<Option<&'static str>>,
 }
 
 impl Frame {
     fn of(alloc: &Allocation) -> Frame {
         let locals = -(alloc.frame_bytes as i32 - OUT_ARG_BYTES as i32)..0;
-        let mut reserved = HashMap::default();
+        let mut frame = Frame { reserved: vec![None; locals.len().div_ceil(4)], locals };
+        let mut reserve = |disp: i32, is| {
+            if let Some(k) = frame.index(disp) {
+                frame.reserved[k] = Some(is);
+            }
+        };
         for h in alloc.home.values() {
             if let Some(Operand::Mem(m)) = *h {
                 if m == Mem::frame(m.disp) {
-                    reserved.insert(m.disp, "a variable's home");
+                    reserve(m.disp, "a variable's home");
                 }
             }
         }
         for &(_, s) in &alloc.saved {
-            reserved.insert(s, "a callee-saved register's save slot");
+            reserve(s, "a callee-saved register's save slot");
         }
-        Frame { locals, reserved }
+        frame
+    }
+
+    /// The number of the locals' word at `ebp + disp` (counted down from `ebp`), if it is
+    /// one.
+    fn index(&self, disp: i32) -> Option<usize> {
+        (disp % 4 == 0 && self.locals.contains(&disp)).then(|| (-disp / 4 - 1) as usize)
     }
 
     /// What the frame word at `ebp + disp` is when it is not a spill slot.
@@ -327,7 +358,7 @@ impl Frame {
         } else if !self.locals.contains(&disp) {
             Some("outside the frame's locals")
         } else {
-            self.reserved.get(&disp).copied()
+            self.reserved[self.index(disp).expect("a word of the locals")]
         }
     }
 }
