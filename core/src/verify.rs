@@ -517,7 +517,9 @@ impl Ctx<'_> {
             self.err("the function has no blocks".into());
             return None;
         }
+        // Sized for every block, so that a write is not a resize (as `reached` below).
         let mut in_layout: SecondaryMap<Block, bool> = SecondaryMap::with_capacity(f.blocks.len());
+        in_layout.resize(f.blocks.len());
         for &b in &f.layout {
             if !f.blocks.is_valid(b) {
                 self.err(format!("block {b} in the layout does not exist"));
@@ -553,6 +555,7 @@ impl Ctx<'_> {
         let entry = f.entry();
         // Every branch target is in the layout (checked before), so the map has room.
         let mut reached: SecondaryMap<Block, bool> = SecondaryMap::with_capacity(f.blocks.len());
+        reached.resize(f.blocks.len());
         reached[entry] = true;
         let mut work = vec![entry];
         while let Some(b) = work.pop() {

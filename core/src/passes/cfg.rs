@@ -5,7 +5,16 @@
 //! for the next pass that reads it.
 
 use crate::ir::{Block, Function};
-use cranelift_entity::SecondaryMap;
+use cranelift_entity::{EntityRef, SecondaryMap};
+
+/// A map holding the default value for each of `n` entities: a map sized once, where
+/// one grown at each index higher than any before calls its resize each time (and moves
+/// the lists it holds).
+pub(crate) fn sized<K: EntityRef, V: Clone + Default>(n: usize) -> SecondaryMap<K, V> {
+    let mut m = SecondaryMap::with_capacity(n);
+    m.resize(n);
+    m
+}
 
 /// Successors, predecessors and the reverse post-order of a function's blocks.
 #[derive(Clone, Debug, Default)]
@@ -21,7 +30,9 @@ pub struct Cfg {
 impl Cfg {
     /// Computes the CFG of `f`.
     pub fn compute(f: &Function) -> Cfg {
-        let mut cfg = Cfg::default();
+        // Every map sized for every block at the start ([`sized`]).
+        let n = f.blocks.len();
+        let mut cfg = Cfg { succs: sized(n), preds: sized(n), rpo: vec![], rpo_index: sized(n) };
         for &b in &f.layout {
             let mut s = vec![];
             for t in f.blocks[b].term.successors() {
@@ -35,8 +46,8 @@ impl Cfg {
             cfg.succs[b] = s;
         }
         // Iterative depth-first search for the post-order.
-        let mut post = vec![];
-        let mut seen: SecondaryMap<Block, bool> = SecondaryMap::new();
+        let mut post = Vec::with_capacity(n);
+        let mut seen: SecondaryMap<Block, bool> = sized(n);
         let mut stack = vec![(f.entry(), 0usize)];
         seen[f.entry()] = true;
         while let Some((b, i)) = stack.pop() {

@@ -5,7 +5,7 @@
 //! form) places phis on the iterated dominance frontier of each variable's definitions.
 //! Both are snapshots of one CFG and are recomputed when a pass changes the CFG.
 
-use super::cfg::Cfg;
+use super::cfg::{sized, Cfg};
 use crate::ir::{Block, Function};
 use cranelift_entity::SecondaryMap;
 
@@ -32,7 +32,9 @@ impl DomTree {
     /// Computes the dominator tree of `f` over `cfg`.
     pub fn compute(f: &Function, cfg: &Cfg) -> DomTree {
         let entry = f.entry();
-        let mut idom: SecondaryMap<Block, Option<Block>> = SecondaryMap::new();
+        // Every map sized for every block at the start ([`sized`]).
+        let n = f.blocks.len();
+        let mut idom: SecondaryMap<Block, Option<Block>> = sized(n);
         idom[entry] = Some(entry);
         let intersect = |idom: &SecondaryMap<Block, Option<Block>>, mut a: Block, mut b: Block| {
             while a != b {
@@ -66,7 +68,7 @@ impl DomTree {
             }
         }
         idom[entry] = None;
-        let mut children: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
+        let mut children: SecondaryMap<Block, Vec<Block>> = sized(n);
         for &b in cfg.rpo.iter().skip(1) {
             if let Some(d) = idom[b] {
                 children[d].push(b);
@@ -82,9 +84,9 @@ impl DomTree {
             children,
             rpo_index: cfg.rpo_index.clone(),
             entry: Some(entry),
-            preorder: vec![],
-            pre: SecondaryMap::new(),
-            last: SecondaryMap::new(),
+            preorder: Vec::with_capacity(cfg.rpo.len()),
+            pre: sized(n),
+            last: sized(n),
         };
         tree.number();
         tree

@@ -22,8 +22,9 @@ impl Liveness {
     pub fn compute(f: &Function, cfg: &Cfg) -> Liveness {
         let n = f.locals.len();
         // Upward-exposed uses and definitions of each block's statements and terminator.
-        let mut gen: SecondaryMap<Block, LocalSet> = SecondaryMap::new();
-        let mut kill: SecondaryMap<Block, LocalSet> = SecondaryMap::new();
+        let nb = f.blocks.len();
+        let mut gen: SecondaryMap<Block, LocalSet> = super::cfg::sized(nb);
+        let mut kill: SecondaryMap<Block, LocalSet> = super::cfg::sized(nb);
         for &b in &cfg.rpo {
             let mut g = LocalSet::new(n);
             let mut k = LocalSet::new(n);
@@ -49,7 +50,7 @@ impl Liveness {
             gen[b] = g;
             kill[b] = k;
         }
-        let mut lv = Liveness::default();
+        let mut lv = Liveness { live_in: super::cfg::sized(nb), live_out: super::cfg::sized(nb) };
         for &b in &cfg.rpo {
             lv.live_in[b] = LocalSet::new(n);
             lv.live_out[b] = LocalSet::new(n);

@@ -512,7 +512,7 @@ fn tree_locals(f: &Function) -> TreeLocals {
 /// the locals of every tree), and parameters before everything in the entry. A second
 /// definition of a local (a parameter is defined already) is an error, in `errs`.
 fn definition_sites(f: &Function, seen: &TreeLocals, errs: &mut Vec<FormError>) -> DefinitionSites {
-    let mut site: DefinitionSites = cranelift_entity::SecondaryMap::with_capacity(f.locals.len());
+    let mut site: DefinitionSites = cfg::sized(f.locals.len());
     for &p in &f.params {
         site[p] = Some((f.entry(), 0, 0));
     }

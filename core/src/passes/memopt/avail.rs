@@ -24,6 +24,7 @@
 use super::events::{Ev, Loc};
 use super::Ctx;
 use crate::ir::{Block, ConvOp, BinOp, Expr, ExprData, Function, Local, MemWidth, Phi, Type};
+use crate::passes::cfg::sized;
 use crate::passes::Cfg;
 use cranelift_entity::{EntityRef, SecondaryMap};
 use crate::hash::HashMap;
@@ -184,7 +185,8 @@ impl Availability {
     /// is found, its result is the new value") and only ever keeps a phi that may be
     /// trivial; a function that converged before is computed exactly as before.
     pub fn compute(f: &Function, cfg: &Cfg, events: &SecondaryMap<Block, Vec<Ev>>) -> Option<Availability> {
-        let mut a = Availability { ins: SecondaryMap::new(), outs: SecondaryMap::new(), slots: vec![] };
+        let nb = f.blocks.len();
+        let mut a = Availability { ins: sized(nb), outs: sized(nb), slots: vec![] };
         let mut subst = HashMap::default();
         // The state being computed; a block's state it replaces is the next one's buffers,
         // and a block's entry state is copied into the last round's.
