@@ -1336,6 +1336,8 @@ struct Step {
     /// The assumptions as rewrites, each definition's entry value to its class's value
     /// ([`by_assumptions`]).
     rewrites: Vec<(Dynamic, Dynamic)>,
+    /// A model of the assumptions alone, once asked ([`relation_model`]).
+    model: std::cell::OnceCell<Option<z3::Model>>,
     x: SymOutcome,
     y: SymOutcome,
     /// The source's successors, each with the states both sides enter it with, if both
@@ -1512,7 +1514,7 @@ fn encode_block(p: &Pair, b: Block, class: Option<&[usize]>, trace: usize, limit
     }
     let assumed_symbols = assumed.iter().map(|a| symbols(&[Dynamic::from_ast(a)])).collect();
     let rewrites = assumed.iter().filter_map(|a| Some((Dynamic::from_ast(a).nth_child(0)?, Dynamic::from_ast(a).nth_child(1)?))).collect();
-    Ok(Step { block: b, entry: class.is_none(), assumed, assumed_symbols, rewrites, x, y, succs })
+    Ok(Step { block: b, entry: class.is_none(), assumed, assumed_symbols, rewrites, model: Default::default(), x, y, succs })
 }
 
 /// Whether the blocks of the two functions correspond (see the module docs): the same
@@ -1721,6 +1723,7 @@ struct Meter {
     encodes: usize,
     rounds: usize,
     sampled: usize,
+    modeled: usize,
     queries: usize,
     query_units: u64,
 }
@@ -1769,7 +1772,7 @@ fn prove_from(src: &Function, tgt: &Function, (slots, first): (Vec<Slot>, Vec<Ve
     }
     let inferred = infer(&p, &mut steps, &mut class, trace, limit, &mut meter, budget);
     let m = &meter;
-    let what = || format!("{} encodes, {} rounds, {} sample splits, {} queries of {} units, {} units in all", m.encodes, m.rounds, m.sampled, m.queries, m.query_units, start - budget.left());
+    let what = || format!("{} encodes, {} rounds, {} sample splits, {} model splits, {} queries of {} units, {} units in all", m.encodes, m.rounds, m.sampled, m.modeled, m.queries, m.query_units, start - budget.left());
     if let Err(e) = inferred {
         notes.note(|| format!("{} during the inference ({})", e.reason(), what()));
         return Err(e);
@@ -1865,6 +1868,18 @@ fn refine_edge(p: &Pair, edge: &Edge, class: &mut [usize], limit: usize, rng: &m
         meter.rounds += 1;
         if let Some(moved) = sampled {
             meter.sampled += 1;
+            for ns in moved {
+                regroup(class, &ns);
+            }
+            changed = true;
+            continue;
+        }
+        // Then one state the step's relation allows, found once per step: where the
+        // goals' members differ in it, it splits them as a query's model would.
+        let moved = relation_model(edge, budget).map(|m| model_groups(p, class, &goals, edge, limit, m)).unwrap_or_default();
+        meter.charge(budget)?;
+        if !moved.is_empty() {
+            meter.modeled += 1;
             for ns in moved {
                 regroup(class, &ns);
             }
@@ -2165,6 +2180,35 @@ fn query_goals(p: &Pair, class: &mut [usize], goals: &[Goal], edge: &Edge, limit
         }
     }
 }
+
+/// A model of the step's assumptions alone, within `1 / MODEL_SHARE` of a query's share,
+/// asked once per step (its relation does not change while its successors' classes
+/// split): entry states the relation allows, in which the goals of every edge from the
+/// step are evaluated. Random samples seldom satisfy an assumption about a load or a
+/// division (`load.i64.s16(A)` is the class of `%t`), and every goal they could not split
+/// went to the solver, in queries that could run out of their shares: loops seed 18's
+/// memopt ran out of budget so, and is proved for every run with the model.
+fn relation_model<'a>(edge: &Edge<'a>, budget: &mut Budget) -> Option<&'a z3::Model> {
+    edge.step
+        .model
+        .get_or_init(|| {
+            if edge.step.assumed.is_empty() {
+                return None;
+            }
+            let s = super::solver();
+            for a in &edge.step.assumed {
+                s.assert(a);
+            }
+            match budget.check_within(&s, (edge.query_cap / MODEL_SHARE).max(1)) {
+                SatResult::Sat => s.get_model(),
+                _ => None,
+            }
+        })
+        .as_ref()
+}
+
+/// A step's [`relation_model`] may take `1 / MODEL_SHARE` of a query's share.
+const MODEL_SHARE: u64 = 4;
 
 /// Every class with a goal, split by the model's values: members equal to the first stay,
 /// the others form groups by value; returns the groups that leave.
