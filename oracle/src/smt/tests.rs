@@ -622,8 +622,7 @@ fn a_store_sunk_out_of_a_loop_is_proved_for_every_run() {
     let forms = forms_after(sinking_loop(""), "ssa,memopt");
     let (before, after) = (&forms[0], &forms[1]);
     // memopt did sink the store: the loop has none left, and the exits have one each.
-    let mut text = String::new();
-    tandem_core::text::printer::write_function(&mut text, after).expect("printing to a string");
+    let text = printed(after);
     assert_eq!(text.matches("store.32").count(), 2, "{text}");
     let a = validate(before, after, "memopt", &opts());
     assert!(matches!(a, Answer::Proved), "{a}\n{text}");
@@ -675,8 +674,7 @@ fn cf_sunk(check: &str, exit: &str) -> Function {
 fn a_callframe_write_sunk_out_of_a_loop_is_proved_for_every_run() {
     let forms = forms_after(cf_sinking_loop(""), "ssa,memopt");
     let (before, after) = (&forms[0], &forms[1]);
-    let mut text = String::new();
-    tandem_core::text::printer::write_function(&mut text, after).expect("printing to a string");
+    let text = printed(after);
     // memopt did sink the write: the loop keeps its value, and the exit writes it.
     assert!(text.contains("comma((%val = ") && text.contains("cfwrite(@c, %val)"), "{text}");
     let a = validate(before, after, "memopt", &opts());
@@ -693,6 +691,13 @@ fn a_callframe_write_sunk_out_of_a_loop_is_proved_for_every_run() {
     // The source wrote 2 * 165 + 791 before trapping, the target nothing yet.
     assert_eq!(b.callframe[0].as_i64(), 2 * 165 + 791);
     assert!(c.diff.iter().any(|d| d.starts_with("callframe slot 0")), "{:?}", c.diff);
+}
+
+/// `f` as text.
+fn printed(f: &Function) -> String {
+    let mut text = String::new();
+    tandem_core::text::printer::write_function(&mut text, f).expect("printing to a string");
+    text
 }
 
 /// The function after each pass of `pipeline`, run on `f`.
