@@ -935,10 +935,10 @@ const STORE_WALK: usize = 16;
 /// and taken out, the stores above it kept, and the new byte goes on top (or nowhere,
 /// where it is what the heap below the shadowed store held). So a store overwritten by a
 /// later one at the same address, with stores elsewhere between, leaves the term of those
-/// stores and the later one alone: the source of memopt's dead store (`store.32(A, x)`, then stores elsewhere, then `store.32(A, y)`,
-/// bytes interleaved at `A`, `A+1`, ...) and the target without it compute one heap term,
-/// which no query then compares cell by cell (default seeds 13 and 20's memopt gave the
-/// heaps up on such blocks). And the source's heap with the target's bytes put back at a
+/// stores and the later one alone: the source of memopt's dead store (`store.32(A, x)`,
+/// then stores elsewhere, then `store.32(A, y)`, bytes interleaved at `A`, `A+1`, ...) and
+/// the target without it compute one heap term, which no query then compares cell by cell
+/// (default seeds 13 and 20's memopt gave the heaps up on such blocks). And the source's heap with the target's bytes put back at a
 /// removed store (a dead store's candidate) is the target's heap. Equal arrays in every
 /// model: only the terms change.
 fn store_byte(heap: &Array, i: &BV, v: &BV) -> Array {

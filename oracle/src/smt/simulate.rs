@@ -170,6 +170,13 @@ impl Val {
             _ => unreachable!("classes hold one kind"),
         }
     }
+
+    fn dynamic(&self) -> Dynamic {
+        match self {
+            Val::Bv(a) => Dynamic::from_ast(a),
+            Val::Heap(a) => Dynamic::from_ast(a),
+        }
+    }
 }
 
 /// Resource units charged per unit of encoding work (a statement of either side, an
@@ -1119,8 +1126,8 @@ const ALIGN_AHEAD: usize = 8;
 /// where their expression is available). A source's callframe write aligns with the
 /// target's `comma((%val = x), %val)` where the target no longer writes (memopt's write
 /// sunk out of a loop), its `%val` a candidate for the variable. (Candidates between
-/// locals of other names cost more splits than they prove.) Only candidates: the inference keeps those that are
-/// inductive.
+/// locals of other names cost more splits than they prove.) Only candidates: the
+/// inference keeps those that are inductive.
 fn aligned_reads(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
     let mut out = vec![];
     for &b in &src.layout {
@@ -1346,6 +1353,18 @@ struct Step {
     succs: Vec<(Block, Option<(State, State)>)>,
 }
 
+impl Step {
+    /// `t` with each definition's entry value in it replaced by its class's value (the
+    /// equalities the step's relation assumes, [`Step::rewrites`]).
+    fn rewritten(&self, t: &Dynamic) -> Dynamic {
+        if self.rewrites.is_empty() {
+            return t.clone();
+        }
+        let pairs: Vec<(&Dynamic, &Dynamic)> = self.rewrites.iter().map(|(x, y)| (x, y)).collect();
+        t.substitute(&pairs)
+    }
+}
+
 /// The entry states of block `b` under `class` (or, for the entry block, the initial
 /// state of a run, arguments shared), with the assumptions about definitions.
 ///
@@ -1513,7 +1532,7 @@ fn encode_block(p: &Pair, b: Block, class: Option<&[usize]>, trace: usize, limit
         succs.push((t, at(&x).zip(at(&y))));
     }
     let assumed_symbols = assumed.iter().map(|a| symbols(&[Dynamic::from_ast(a)])).collect();
-    let rewrites = assumed.iter().filter_map(|a| Some((Dynamic::from_ast(a).nth_child(0)?, Dynamic::from_ast(a).nth_child(1)?))).collect();
+    let rewrites = assumed.iter().map(|a| Dynamic::from_ast(a)).filter_map(|a| Some((a.nth_child(0)?, a.nth_child(1)?))).collect();
     Ok(Step { block: b, entry: class.is_none(), assumed, assumed_symbols, rewrites, model: Default::default(), x, y, succs })
 }
 
@@ -1926,7 +1945,7 @@ fn edge_goals(p: &Pair, class: &[usize], edge: &Edge, limit: usize, work: &mut u
                 *work += SIMPLIFY_WORK;
                 f.simplify().same_term(&v.simplify())
             } => {}
-            Some(f) if by_assumptions(&edge.step.rewrites, f, &v, work) => {}
+            Some(f) if by_assumptions(edge.step, f, &v, work) => {}
             Some(f) => goals.push((r, m, f.clone(), v)),
         }
     }
@@ -1940,17 +1959,12 @@ fn edge_goals(p: &Pair, class: &[usize], edge: &Edge, limit: usize, work: &mut u
 /// definition at its entry: memory seed 0's memopt keeps `load.i64.s16(1048952)` as
 /// `ashr(shl(%p2, 48), 48)`, a goal at every block whose query, with the block's other
 /// goals, could run out of its share, the pair then given up everywhere.
-fn by_assumptions(rewrites: &[(Dynamic, Dynamic)], a: &Val, b: &Val, work: &mut usize) -> bool {
-    if rewrites.is_empty() {
+fn by_assumptions(st: &Step, a: &Val, b: &Val, work: &mut usize) -> bool {
+    if st.rewrites.is_empty() {
         return false;
     }
-    *work += SIMPLIFY_WORK * (1 + rewrites.len() / 16);
-    let pairs: Vec<(&Dynamic, &Dynamic)> = rewrites.iter().map(|(x, y)| (x, y)).collect();
-    let term = |v: &Val| match v {
-        Val::Bv(x) => Dynamic::from_ast(x),
-        Val::Heap(x) => Dynamic::from_ast(x),
-    };
-    let (x, y) = (term(a).substitute(&pairs), term(b).substitute(&pairs));
+    *work += SIMPLIFY_WORK * (1 + st.rewrites.len() / 16);
+    let (x, y) = (st.rewritten(&a.dynamic()), st.rewritten(&b.dynamic()));
     x.ast_eq(&y) || x.simplify().ast_eq(&y.simplify())
 }
 
@@ -2082,18 +2096,14 @@ const MAX_CONGRUENT_PAIRS: usize = 16;
 /// (the full query then decides them). Before, one goal that was no candidate (a heap,
 /// or operators that differ at the top) sent every goal of the edge to the full query.
 fn congruent(edge: &Edge, goals: &[Goal], budget: &mut Budget) -> Vec<usize> {
-    let dynamic = |v: &Val| match v {
-        Val::Bv(b) => Dynamic::from_ast(b),
-        Val::Heap(h) => Dynamic::from_ast(h),
-    };
     let mut pairs: Vec<(Dynamic, Dynamic)> = vec![];
     let mut held = vec![];
     for (k, (_, _, a, b)) in goals.iter().enumerate() {
-        let a = dynamic(a);
+        let a = a.dynamic();
         let mut own = vec![];
         // A goal whose operators differ at the top is no smaller as a pair: the full
         // query asks it.
-        if !differing_subterms(&a, &dynamic(b), &mut own) || own.first().is_some_and(|(x, _)| x.ast_eq(&a)) {
+        if !differing_subterms(&a, &b.dynamic(), &mut own) || own.first().is_some_and(|(x, _)| x.ast_eq(&a)) {
             continue;
         }
         if pairs.len() + own.len() > MAX_CONGRUENT_PAIRS {
@@ -2275,10 +2285,11 @@ fn observables_agree(p: &Pair, steps: &[Step], last: bool, budget: &mut Budget, 
 }
 
 /// A block's observables may take `1 / OBSERVABLES_SHARE` of what is left of the budget
-/// (but in the last try): beyond it, the try fails and the next one starts on the rest. Default seed 0's memopt
-/// spent half its budget on the first try's relation, whose observables at b13 (a
-/// difference the solver could not find in the other half) then took the rest, where the
-/// second try, from another first partition, proves it in an eighth.
+/// (but in the last try): beyond it, the try fails and the next one starts on the rest.
+/// Default seed 0's memopt spent half its budget on the first try's relation, whose
+/// observables at b13 (a difference the solver could not find in the other half) then
+/// took the rest, where the second try, from another first partition, proves it in an
+/// eighth.
 const OBSERVABLES_SHARE: u64 = 4;
 
 /// Whether the two steps of `st` agree by congruence: where their observables (how they
@@ -2295,8 +2306,7 @@ fn observables_congruent(st: &Step, budget: &mut Budget, cap: u64) -> bool {
         return false;
     }
     // Each definition's entry value as its class's value, as the relation assumes.
-    let pairs: Vec<(&Dynamic, &Dynamic)> = st.rewrites.iter().map(|(x, y)| (x, y)).collect();
-    let (xs, ys): (Vec<Dynamic>, Vec<Dynamic>) = if pairs.is_empty() { (xs, ys) } else { (xs.iter().map(|t| t.substitute(&pairs)).collect(), ys.iter().map(|t| t.substitute(&pairs)).collect()) };
+    let (xs, ys): (Vec<Dynamic>, Vec<Dynamic>) = (xs.iter().map(|t| st.rewritten(t)).collect(), ys.iter().map(|t| st.rewritten(t)).collect());
     let mut pairs: Vec<(Dynamic, Dynamic)> = vec![];
     for (x, y) in xs.into_iter().zip(ys) {
         if !differing_subterms(&x, &y, &mut pairs) {
