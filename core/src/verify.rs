@@ -25,6 +25,7 @@ use crate::helpers::HelperKind;
 use crate::ir::*;
 use crate::text::printer::stmt_to_string;
 use cranelift_entity::{EntityRef, SecondaryMap};
+use crate::passes::cfg::sized;
 use crate::hash::HashSet;
 use std::fmt;
 
@@ -518,8 +519,7 @@ impl Ctx<'_> {
             return None;
         }
         // Sized for every block, so that a write is not a resize (as `reached` below).
-        let mut in_layout: SecondaryMap<Block, bool> = SecondaryMap::with_capacity(f.blocks.len());
-        in_layout.resize(f.blocks.len());
+        let mut in_layout: SecondaryMap<Block, bool> = sized(f.blocks.len());
         for &b in &f.layout {
             if !f.blocks.is_valid(b) {
                 self.err(format!("block {b} in the layout does not exist"));
@@ -554,8 +554,7 @@ impl Ctx<'_> {
         let f = self.f;
         let entry = f.entry();
         // Every branch target is in the layout (checked before), so the map has room.
-        let mut reached: SecondaryMap<Block, bool> = SecondaryMap::with_capacity(f.blocks.len());
-        reached.resize(f.blocks.len());
+        let mut reached: SecondaryMap<Block, bool> = sized(f.blocks.len());
         reached[entry] = true;
         let mut work = vec![entry];
         while let Some(b) = work.pop() {
