@@ -104,7 +104,9 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
     }
     // The nodes that name a local, kept for the renumbering below (a second walk of
     // every tree otherwise). Neither the set nor the renumbering depends on the order of
-    // the walk, so it is one stack of nodes over every tree, not a post-order walk per tree.
+    // the walk, so it is one stack of nodes over every tree, not a post-order walk per
+    // tree. An operand that is a leaf (a local, a constant, a callframe read: about half
+    // the nodes) is taken where it is found instead of going through the stack.
     let mut mentions = vec![];
     let mut work: Vec<Expr> = vec![];
     for &b in &f.layout {
@@ -117,7 +119,16 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
             used.insert(l);
             mentions.push(n);
         }
-        work.extend(d.operands().iter().copied());
+        for &c in d.operands().iter() {
+            match f.exprs[c] {
+                ExprData::Local(l) => {
+                    used.insert(l);
+                    mentions.push(c);
+                }
+                ExprData::Const { .. } | ExprData::CfRead(_) => {}
+                _ => work.push(c),
+            }
+        }
     }
     let removed = f.locals.len() - used.iter().count();
     if removed == 0 {

@@ -110,6 +110,7 @@ pub fn run(f: &mut Function) -> Stats {
         kept.parent = std::mem::take(&mut init.parent);
         kept.kills = std::mem::take(&mut init.kills);
         kept.changed = Some(blocks_changed);
+        kept.lists = Lists { phi_blocks: init.phi_blocks, def_blocks: init.def_blocks, current: init.current };
     }
     let kept = split::unsplit_unused(f, &made);
     stats.add("edges_split", kept as u64);
@@ -362,6 +363,9 @@ impl Initialization {
         if round > 0 && !is_temp.contains(&Some(round - 1)) {
             return None;
         }
+        // The lists of the round before, emptied, for this round's (the rounds add no
+        // block, and `emptied` sizes them for this round's originals).
+        let Lists { phi_blocks, def_blocks, current } = std::mem::take(&mut kept.lists);
         let mut init = Initialization {
             worklist: vec![],
             orig,
@@ -369,10 +373,10 @@ impl Initialization {
             exits: super::cfg::sized(f.blocks.len()),
             exit_blocks: vec![],
             kill_blocks: vec![],
-            current: super::cfg::sized(f.blocks.len()),
+            current: if current.is_empty() { super::cfg::sized(f.blocks.len()) } else { current },
             phi_def: super::cfg::sized(f.locals.len()),
-            phi_blocks: vec![vec![]; norig],
-            def_blocks: vec![vec![]; norig],
+            phi_blocks: emptied(phi_blocks, norig),
+            def_blocks: emptied(def_blocks, norig),
             def_frontier: vec![],
             block_frontier: vec![],
             parent: SecondaryMap::with_capacity(f.exprs.len()),
@@ -384,6 +388,14 @@ impl Initialization {
             init.kills = std::mem::take(&mut kept.kills);
             (changed, std::mem::take(&mut kept.scratch))
         });
+        // The buffers of the scan before the last one, emptied (every block's ranges are
+        // written again below).
+        let mut scratch = std::mem::take(&mut kept.spare);
+        scratch.candidates.clear();
+        scratch.assigns.clear();
+        scratch.reads.clear();
+        scratch.assigned.resize(f.blocks.len());
+        scratch.read_at.resize(f.blocks.len());
         // Sized once, rather than grown at each node of a higher index than any before.
         init.parent.resize(f.exprs.len());
         init.kills.resize(f.blocks.len());
@@ -392,18 +404,20 @@ impl Initialization {
         // expression to where it is evaluated for nothing. Known once every block is
         // scanned, so the candidates are kept until then.
         let mut read = super::util::LocalSet::new(f.locals.len());
-        let mut scratch = Scratch::default();
         for &b in &f.layout {
             match &last {
                 Some((changed, was)) if !changed[b.index()] => init.replay_block(f, b, &mut read, was, &mut scratch),
                 _ => init.scan_block(f, b, &mut read, &is_temp, round, &mut scratch),
             }
         }
+        if let Some((_, was)) = last {
+            kept.spare = was;
+        }
         if scratch.candidates.is_empty() {
             return None;
         }
         let an = &*analyses.get_or_insert_with(|| Analyses::compute(f));
-        init.collect(f, &read, &is_temp, round, std::mem::take(&mut scratch.candidates));
+        init.collect(f, &read, &is_temp, round, &mut scratch.candidates);
         // Rename merges the blocks with an effect into a trapping expression's sites in
         // dominator-tree pre-order; a block outside the tree is never walked.
         let dt = &an.domtree;
@@ -543,11 +557,11 @@ impl Initialization {
         read: &super::util::LocalSet,
         is_temp: &[Option<usize>],
         round: usize,
-        candidates: Vec<Candidate>,
+        candidates: &mut Vec<Candidate>,
     ) {
         let init = self;
         let mut index: HashMap<Key, usize> = HashMap::with_capacity_and_hasher(candidates.len(), Default::default());
-        for Candidate { node: n, block: b, pos, op, versions } in candidates {
+        for Candidate { node: n, block: b, pos, op, versions } in candidates.drain(..) {
             if dead(f, &init.parent, n, read) {
                 continue;
             }
@@ -625,7 +639,9 @@ impl Initialization {
             // Only a merge block can hold a Φ (Φ-Insertion keeps no other), so only
             // merge blocks are asked for their versions.
             if an.cfg.preds[b].len() >= 2 {
-                init.current[b] = stacks.iter().map(|s| s.last().copied()).collect();
+                let current = &mut init.current[b];
+                current.clear();
+                current.extend(stacks.iter().map(|s| s.last().copied()));
             }
             let (start, end) = scratch.assigned[b];
             for &local in &scratch.assigns[start as usize..end as usize] {
@@ -694,6 +710,31 @@ pub struct Kept {
     kills: SecondaryMap<Block, Vec<(u32, Expr)>>,
     /// The last scan's assignments and reads of each block.
     scratch: Scratch,
+    /// The buffers of the scan before the last, for the next scan to fill.
+    spare: Scratch,
+    /// The last round's lists of blocks per original and versions per merge block, for
+    /// the next scan to fill ([`Initialization::phi_blocks`], [`Initialization::def_blocks`],
+    /// [`Initialization::current`]).
+    lists: Lists,
+}
+
+/// The lists of a round kept for the next one to fill (see [`Kept::lists`]).
+#[derive(Default)]
+struct Lists {
+    phi_blocks: Vec<Vec<Block>>,
+    def_blocks: Vec<Vec<Block>>,
+    current: SecondaryMap<Block, Vec<Option<Local>>>,
+}
+
+/// `lists` emptied, `n` of them: the lists of a round for the next, whose allocations
+/// they keep.
+fn emptied(mut lists: Vec<Vec<Block>>, n: usize) -> Vec<Vec<Block>> {
+    lists.truncate(n);
+    for l in &mut lists {
+        l.clear();
+    }
+    lists.resize(n, vec![]);
+    lists
 }
 
 /// Whether the computation at `n` only feeds a statement `dce` removes: pure computations
