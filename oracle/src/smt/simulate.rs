@@ -71,10 +71,15 @@
 //! which no relation constrains. That is what `dce` needs ("dead locals are
 //! unconstrained"), and it keeps the SSA form's versions that live within one block out
 //! of the relation (default seed 11's `ssa-destroy`: 1,022 slots, where all its locals
-//! were over the 1,500 of [`MAX_SLOTS`]). The tries with definitions keep every local (a
-//! definition's class can need a local of the other side where it is dead). It trusts no
-//! liveness of `core`: a local wrongly found dead only weakens the relation, so the check
-//! can fail, never pass wrongly.
+//! were over the 1,500 of [`MAX_SLOTS`]). The tries with definitions keep a local in its
+//! classes at every block (a definition's class can need a local of the other side where
+//! it is dead), but a local dead at every block's entry is no slot there either unless a
+//! definition or load kept reads it (which the definition's value then needs): SSA form
+//! has many versions that live within one block, and counted as slots they left no room
+//! under [`MAX_SLOTS`] for the definitions (default seed 14's SSAPRE: 1,589 locals, none of
+//! its temporaries' definitions; 969 slots of the states now). It trusts no liveness of
+//! `core`: a local wrongly found dead only weakens the relation, so the check can fail,
+//! never pass wrongly.
 //!
 //! **Observables.** With that relation assumed, every block must agree on how it ends
 //! (return value, trap kind and code, invalid where the source is valid, or the same next
@@ -191,7 +196,9 @@ const SIMPLIFY_WORK: usize = 1;
 const QUERY_SHARE: u64 = 20;
 
 /// Most slots: beyond this the relation's derived slots (definitions, loads, pending
-/// stores) are cut (the check may then fail, never pass wrongly). The slots of the states
+/// stores, and the locals dead everywhere that they read) are cut (the check may then
+/// fail, never pass wrongly). 2,000 proved default seeds 14 and 28 of SSAPRE but lost 11,
+/// 14 and 28 of memopt, whose checks ran out of budget with the more candidates. The slots of the states
 /// (the live locals, callframe variables and heaps) are never cut: without them no
 /// relation between the two states can be said at all (default seed 28's `dce`, with
 /// 1,500 live locals, got none of the target's).
@@ -860,17 +867,20 @@ struct Live<'a> {
 }
 
 impl Live<'_> {
-    /// Whether `slot` may be read after the entry of block `b`: a local only where it is
-    /// live on its side; every other slot everywhere.
-    fn at(&self, slot: Slot, b: Block) -> bool {
-        if self.all || self.carriers.contains(&slot) {
-            return true;
-        }
+    /// Whether `slot` may be read after the entry of block `b` on its own side's code,
+    /// derived slots aside: a local only where it is live, every other slot everywhere.
+    fn read_at(&self, slot: Slot, b: Block) -> bool {
         match slot {
             Slot::Local(Side::Src, l) => self.src[b.index()][l.index()],
             Slot::Local(Side::Tgt, l) => self.tgt[b.index()][l.index()],
             _ => true,
         }
+    }
+
+    /// Whether `slot` may be read after the entry of block `b`: a local only where it is
+    /// live on its side; every other slot everywhere.
+    fn at(&self, slot: Slot, b: Block) -> bool {
+        self.all || self.carriers.contains(&slot) || self.read_at(slot, b)
     }
 }
 
@@ -976,20 +986,21 @@ fn live_locals(f: &Function) -> Vec<Vec<bool>> {
 /// where they are too many, the candidates a pass is likeliest to need stay, in this order
 /// ([`Priority`]): definitions of the target's new locals (SSAPRE's temporaries, memopt's
 /// promoted variables), of the source's locals the target removed, the loads and pending
-/// stores of `aligned`, and last the statements' own trees of the locals both sides have,
-/// of which a function has as many as statements. (In the order of the locals, the
-/// temporaries a pass adds come last and were the ones cut: default seed 17's SSAPRE, of
-/// 1,500 slots.)
+/// stores of `aligned`, the target's trees that the source's local of the same name lacks,
+/// and last the statements' own trees that it has too, of which a function has as many
+/// as statements. (In the order of the locals, the temporaries a pass adds come last and were the ones
+/// cut: default seed 17's SSAPRE, of 1,500 slots.) A local dead at every block's entry but
+/// the first is a slot only where a derived slot kept reads it, and counts then.
 fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot, Slot)], with_defs: bool, live: &Live, promoted: &[Phi]) -> Vec<Slot> {
     let mut slots = vec![Slot::Heap(Side::Src), Slot::Heap(Side::Tgt)];
     slots.extend(src.cfvars.keys().map(|v| Slot::Cf(Side::Src, v)));
     slots.extend(tgt.cfvars.keys().map(|v| Slot::Cf(Side::Tgt, v)));
     // A local dead at the entry of every block but the first is no slot: its value there is
-    // never read, so no relation needs it (it gets a fresh symbol).
-    let kept = |side: Side, l: Local| src.layout.iter().any(|&b| b != src.entry() && live.at(Slot::Local(side, l), b));
+    // never read, so no relation needs it (it gets a fresh symbol); unless a derived slot
+    // kept below reads it (added then).
+    let kept = |side: Side, l: Local| src.layout.iter().any(|&b| b != src.entry() && live.read_at(Slot::Local(side, l), b));
     slots.extend(src.locals.keys().filter(|&l| kept(Side::Src, l)).map(|l| Slot::Local(Side::Src, l)));
     slots.extend(tgt.locals.keys().filter(|&l| kept(Side::Tgt, l)).map(|l| Slot::Local(Side::Tgt, l)));
-    let states = slots.len();
     let tgt_names: HashSet<&str> = tgt.locals.values().map(|d| d.name.as_str()).collect();
     let stated: HashSet<Expr> = tgt.layout.iter().flat_map(|&b| tgt.blocks[b].stmts.iter()).filter_map(|&x| match tgt.exprs[x] {
         ExprData::Assign { value, .. } => Some(value),
@@ -1017,12 +1028,18 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
                 (Side::Tgt, Some(_)) => Priority::Shared,
             };
             let phi_arg = side == Side::Tgt && phi_args.contains(&Local::new(l));
-            derived.extend(
-                trees
-                    .iter()
-                    .filter(|&&e| stated.contains(&e) || !theirs.is_some_and(|t| t.iter().any(|&x| same_tree_across(src, x, tgt, e))))
-                    .map(|&e| (if phi_arg && is_constant_tree(f, e) { Priority::PhiConstant } else { priority }, Slot::Def(side, Local::new(l), e))),
-            );
+            for &e in trees {
+                let theirs_too = theirs.is_some_and(|t| t.iter().any(|&x| same_tree_across(src, x, tgt, e)));
+                if !stated.contains(&e) && theirs_too {
+                    continue;
+                }
+                let priority = match () {
+                    _ if phi_arg && is_constant_tree(f, e) => Priority::PhiConstant,
+                    _ if theirs_too => Priority::Unchanged,
+                    _ => priority,
+                };
+                derived.push((priority, Slot::Def(side, Local::new(l), e)));
+            }
         }
     }
     for &(a, b) in aligned {
@@ -1037,14 +1054,42 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
             }
         }
     }
-    if states + derived.len() > MAX_SLOTS {
-        derived.sort_by_key(|&(priority, _)| priority);
+    // Within [`MAX_SLOTS`], each derived slot with the locals its tree reads that are no
+    // slot yet, in the order of [`Priority`]; the constants phis take are kept past the
+    // limit: few, and what a promoted variable of a large function needs to say it holds
+    // a constant ([`phi_constants`]).
+    // (They stay in their own order, which the classes' first members follow.)
+    let mut order: Vec<usize> = (0..derived.len()).collect();
+    order.sort_by_key(|&i| derived[i].0);
+    let mut present: HashSet<Slot> = slots.iter().copied().collect();
+    let (mut carried, mut kept_derived) = (vec![], vec![false; derived.len()]);
+    let mut count = 0;
+    for i in order {
+        let (priority, x) = derived[i];
+        let (side, e) = match x {
+            Slot::Def(side, _, e) | Slot::Read(side, _, e) | Slot::Pending(side, e, _) => (side, e),
+            _ => unreachable!("derived slots are trees"),
+        };
+        let f = if side == Side::Src { src } else { tgt };
+        let mut reads = vec![];
+        f.visit_postorder(e, &mut |n| {
+            if let ExprData::Local(l) = f.exprs[n] {
+                let y = Slot::Local(side, l);
+                if !present.contains(&y) && !reads.contains(&y) {
+                    reads.push(y);
+                }
+            }
+        });
+        if priority != Priority::PhiConstant && slots.len() + carried.len() + count + 1 + reads.len() > MAX_SLOTS {
+            continue;
+        }
+        present.extend(reads.iter().copied());
+        carried.extend(reads);
+        kept_derived[i] = true;
+        count += 1;
     }
-    // The constants phis take are kept past the limit: few, and what a promoted variable
-    // of a large function needs to say it holds a constant ([`phi_constants`]).
-    let constants = derived.iter().filter(|&&(priority, _)| priority == Priority::PhiConstant).count();
-    slots.extend(derived.into_iter().map(|(_, x)| x));
-    slots.truncate(MAX_SLOTS.max(states + constants));
+    slots.extend(carried);
+    slots.extend(derived.into_iter().zip(kept_derived).filter(|&(_, k)| k).map(|((_, x), _)| x));
     slots
 }
 
@@ -1060,8 +1105,11 @@ enum Priority {
     Removed,
     /// A load or pending store of [`aligned_reads`] and [`pending_stores`].
     Aligned,
-    /// A definition of a target local the source has too.
+    /// A definition of a target local the source has too, by a tree the source's has not
+    /// (SSAPRE's statement that now reads a temporary).
     Shared,
+    /// A statement's own tree that the source's local of the same name has too.
+    Unchanged,
 }
 
 /// Whether `x` and `y` are [`Slot::Read`]s of the same side, type and tree (one slot).
@@ -1686,6 +1734,7 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
         })
         .peekable();
     let mut number = 0;
+    let mut differed: Vec<(Vec<Slot>, Vec<Vec<usize>>)> = vec![];
     while let Some((candidates, scope, first)) = distinct.next() {
         number += 1;
         // The last try may spend what is left on its observables (the try over the
@@ -1701,8 +1750,21 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
             notes.label = format!("try {number} ({kind}, {} candidates, {} slots)", candidates.len(), first.0.len());
         }
         if scope != Scope::StateOnly {
-            if prove_from(src, tgt, first, opts, last, budget, notes)? {
+            // A first partition that refines one whose relation made a block differ (the
+            // same slots, fewer joined) would infer a relation no stronger: skipped, so
+            // that what it would spend goes to the tries with other candidates (default
+            // seed 39's memopt: the try without the phis' constants failed where the one
+            // with them did, and the try with the aligned candidates then ran out).
+            if differed.iter().any(|(slots, classes)| *slots == first.0 && refines(&first.1, classes)) {
+                notes.note(|| "skipped: it refines a relation that differed".into());
+                continue;
+            }
+            let tried = prove_from(src, tgt, first.clone(), opts, last, budget, notes)?;
+            if tried == Tried::Proved {
                 return Ok(true);
+            }
+            if tried == Tried::Differs {
+                differed.push(first);
             }
             continue;
         }
@@ -1711,9 +1773,9 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
         let proved = prove_from(src, tgt, first, opts, false, &mut share, notes);
         budget.charge(start - share.left());
         match proved {
-            Ok(true) => return Ok(true),
+            Ok(Tried::Proved) => return Ok(true),
             // Its share used up: the next tries, on what is left.
-            Ok(false) | Err(Unknown::Budget) => {}
+            Ok(_) | Err(Unknown::Budget) => {}
             Err(e) => return Err(e),
         }
     }
@@ -1764,7 +1826,7 @@ impl Meter {
 /// is inductive ([`infer`]), then prove each block's observables under it (`last`: the
 /// last try, whose observables may take all that is left).
 #[allow(clippy::too_many_arguments)]
-fn prove_from(src: &Function, tgt: &Function, (slots, first): (Vec<Slot>, Vec<Vec<usize>>), opts: &Options, last: bool, budget: &mut Budget, notes: &mut Notes) -> Result<bool, Unknown> {
+fn prove_from(src: &Function, tgt: &Function, (slots, first): (Vec<Slot>, Vec<Vec<usize>>), opts: &Options, last: bool, budget: &mut Budget, notes: &mut Notes) -> Result<Tried, Unknown> {
     let trace = encode::trace_slots(src).max(encode::trace_slots(tgt));
     let index = slots.iter().enumerate().map(|(i, &s)| (s, i)).collect();
     let p = Pair { src, tgt, slots, index };
@@ -2248,7 +2310,7 @@ fn model_groups(p: &Pair, class: &[usize], goals: &[Goal], edge: &Edge, limit: u
 /// ([`observables_congruent`]: only the subterms where the two steps differ, within a
 /// small share), then whole, within [`OBSERVABLES_SHARE`] of what is left of the budget
 /// (all of it in the `last` try).
-fn observables_agree(p: &Pair, steps: &[Step], last: bool, budget: &mut Budget, notes: &mut Notes) -> Result<bool, Unknown> {
+fn observables_agree(p: &Pair, steps: &[Step], last: bool, budget: &mut Budget, notes: &mut Notes) -> Result<Tried, Unknown> {
     let valid = |st: &Step| st.x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not();
     let share = (budget.left() / QUERY_SHARE).max(1);
     for st in steps {
@@ -2268,7 +2330,7 @@ fn observables_agree(p: &Pair, steps: &[Step], last: bool, budget: &mut Budget, 
             SatResult::Unsat => {}
             SatResult::Sat => {
                 notes.note(|| format!("{}: {}", st.block, step_difference(p, st, &s.get_model().expect("a model after sat"))));
-                return Ok(false);
+                return Ok(Tried::Differs);
             }
             SatResult::Unknown if budget.left() == 0 => {
                 notes.note(|| format!("budget during the observables of {}", st.block));
@@ -2277,11 +2339,27 @@ fn observables_agree(p: &Pair, steps: &[Step], last: bool, budget: &mut Budget, 
             // Its share ran out: this try fails, and the next has what is left.
             SatResult::Unknown => {
                 notes.note(|| format!("{}: undecided within its share of the observables", st.block));
-                return Ok(false);
+                return Ok(Tried::Undecided);
             }
         }
     }
-    Ok(true)
+    Ok(Tried::Proved)
+}
+
+/// How a try of the check ended, short of running out of the budget.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Tried {
+    Proved,
+    /// Under the relation it inferred, a block's observables differ in a model.
+    Differs,
+    /// A block's observables were not decided within their share.
+    Undecided,
+}
+
+/// Whether the partitions `finer` refine `coarser` at every block: two slots of a class
+/// of `finer` are in one class of `coarser` (each class is named by its first slot).
+fn refines(finer: &[Vec<usize>], coarser: &[Vec<usize>]) -> bool {
+    finer.iter().zip(coarser).all(|(f, c)| f.iter().enumerate().all(|(i, &r)| c[i] == c[r]))
 }
 
 /// A block's observables may take `1 / OBSERVABLES_SHARE` of what is left of the budget
@@ -2669,6 +2747,50 @@ mod tests {
         assert!(at(2, b) && !at(2, a) && !at(2, x));
         assert!(at(3, x) && !at(3, a) && !at(3, b));
         assert!(!at(0, a) && !at(0, b));
+    }
+
+    /// In a try with definitions, a local dead at every block's entry but the first is no
+    /// slot unless a definition kept reads it: `%t` (read only in b0, after b0 assigns
+    /// it) is carried by the target's definition of `%y` (`mul(%t, 2)`), and so is the
+    /// argument `%a` by `%t`'s (`add(%a, 1)`); the source keeps no definition of a local the
+    /// target has (by name), so its `%t` and `%a` are no slots; `%u` (never read) is no
+    /// slot on either side, though its definition (`5`, which reads no local) is; `%y`
+    /// (live into b1) is a slot on both.
+    #[test]
+    fn a_local_dead_everywhere_is_a_slot_only_where_a_definition_reads_it() {
+        let text = "function %f(i32 %a) -> i32 {\n    local i32 %t\n    local i32 %y\n    local i32 %u\nb0:\n    %t = add(%a, 1)\n    %y = mul(%t, 2)\n    %u = 5\n    jump b1\nb1:\n    ret %y\n}\n";
+        let (m, _) = tandem_core::text::parse_module(text).unwrap();
+        let (mut src, mut tgt) = (m.functions[0].clone(), m.functions[0].clone());
+        let defs = Defs { src: definitions(&mut src), tgt: definitions(&mut tgt) };
+        let (live_src, live_tgt) = (live_locals(&src), live_locals(&tgt));
+        let live = Live { src: &live_src, tgt: &live_tgt, carriers: carriers(&src, &tgt, &defs, &[], true), all: true };
+        let slots = partition_slots(&src, &tgt, &defs, &[], true, &live, &[]);
+        let (a, t, y, u) = (Local::new(0), Local::new(1), Local::new(2), Local::new(3));
+        let has = |x: Slot| slots.contains(&x);
+        assert!(has(Slot::Local(Side::Tgt, t)) && has(Slot::Local(Side::Tgt, a)), "carried by the target's definitions");
+        assert!(!has(Slot::Local(Side::Src, t)) && !has(Slot::Local(Side::Src, a)), "no source definition reads them");
+        assert!(!has(Slot::Local(Side::Src, u)) && !has(Slot::Local(Side::Tgt, u)));
+        assert!(has(Slot::Local(Side::Src, y)) && has(Slot::Local(Side::Tgt, y)));
+        assert!(slots.iter().any(|&x| matches!(x, Slot::Def(Side::Tgt, l, _) if l == u)), "the definition of %u stays");
+        // Without definitions the same locals are live nowhere, and nothing carries them.
+        let live = Live { src: &live_src, tgt: &live_tgt, carriers: HashSet::new(), all: false };
+        let slots = partition_slots(&src, &tgt, &defs, &[], false, &live, &[]);
+        assert!(!slots.contains(&Slot::Local(Side::Tgt, t)) && slots.contains(&Slot::Local(Side::Tgt, y)));
+    }
+
+    /// A partition refines another when each of its classes lies within one of the
+    /// other's: a finer one refines a coarser, not the other way, and each refines itself;
+    /// at every block.
+    #[test]
+    fn a_finer_partition_refines_a_coarser_one() {
+        // Slots 0..4; classes named by their first slot.
+        let coarse = vec![vec![0, 0, 0, 3], vec![0, 1, 1, 3]];
+        let fine = vec![vec![0, 0, 2, 3], vec![0, 1, 2, 3]];
+        assert!(refines(&fine, &coarse) && refines(&coarse, &coarse));
+        assert!(!refines(&coarse, &fine));
+        // Finer at one block, coarser at the other: no.
+        let mixed = vec![vec![0, 0, 2, 3], vec![0, 0, 0, 3]];
+        assert!(!refines(&mixed, &coarse));
     }
 
     /// Congruence descends only through the same operator with the same indices: the low
