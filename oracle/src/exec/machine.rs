@@ -444,10 +444,11 @@ pub fn preflight(code: &MachineCode, f: &Function, input: &RunInput) -> Result<S
     State::initial(f, input).map_err(EmuError::Input)
 }
 
-/// The callframe page at the start of a run: each variable's slot holds its initial
-/// value (an `i32` slot's upper half zero), every other byte [`CALLFRAME_POISON`].
-pub fn callframe_page(initial: &State) -> Vec<u8> {
-    let mut cf = vec![CALLFRAME_POISON; CALLFRAME_SIZE as usize];
+/// Writes the callframe page at the start of a run into `cf` ([`CALLFRAME_SIZE`]
+/// bytes): each variable's slot holds its initial value (an `i32` slot's upper half
+/// zero), every other byte [`CALLFRAME_POISON`].
+pub fn write_callframe_page(initial: &State, cf: &mut [u8]) {
+    cf.fill(CALLFRAME_POISON);
     for (i, v) in initial.callframe.iter().enumerate() {
         let slot = &mut cf[i * CALLFRAME_SLOT as usize..(i + 1) * CALLFRAME_SLOT as usize];
         slot.copy_from_slice(&(v.as_i64() as u64).to_le_bytes());
@@ -456,7 +457,6 @@ pub fn callframe_page(initial: &State) -> Vec<u8> {
             slot[4..].fill(0);
         }
     }
-    cf
 }
 
 /// The top of the stack at entry: the return address ([`RETURN_SENTINEL`]) and the
@@ -531,6 +531,14 @@ pub fn callframe_slot_address(i: usize) -> u32 {
     CALLFRAME_BASE + CALLFRAME_SLOT * i as u32
 }
 
+/// The most parameters a runtime helper takes (a test holds every helper to it): the
+/// runners read a call's frame and arguments into arrays of this size, not a `Vec` per
+/// call.
+pub const HELPER_PARAMS_MAX: usize = 4;
+/// The most bytes [`helper_frame_bytes`] gives: the return address and
+/// [`HELPER_PARAMS_MAX`] 64-bit arguments.
+pub const HELPER_FRAME_MAX: usize = 4 * (1 + 2 * HELPER_PARAMS_MAX);
+
 /// Bytes of the stack a call to `helper` reads at `esp`: the return address and the
 /// arguments.
 pub fn helper_frame_bytes(helper: RuntimeHelper) -> usize {
@@ -555,17 +563,19 @@ pub fn perform_helper(helper: RuntimeHelper, frame: &[u8], regs: &Registers, env
     let (params, ret) = runtime_signature(helper);
     let word = |i: usize| u32::from_le_bytes(frame[4 * i..4 * i + 4].try_into().expect("4 bytes"));
     let ret_addr = word(0);
-    let mut args = vec![];
+    let mut array = [Value::I32(0); HELPER_PARAMS_MAX];
+    let args = &mut array[..params.len()];
     let mut w = 1;
-    for &t in params {
-        args.push(match t {
+    for (arg, &t) in args.iter_mut().zip(params) {
+        *arg = match t {
             Type::I32 => Value::I32(word(w) as i32),
             Type::I64 => Value::I64(((word(w + 1) as u64) << 32 | word(w) as u64) as i64),
-        });
+        };
         w += (t.bits() / 32) as usize;
     }
+    let args = &*args;
     let result = match helper {
-        RuntimeHelper::Ir(kind) => call_helper(kind, &args, env),
+        RuntimeHelper::Ir(kind) => call_helper(kind, args, env),
         RuntimeHelper::Sdiv64 | RuntimeHelper::Udiv64 | RuntimeHelper::Srem64 | RuntimeHelper::Urem64 => {
             let op = match helper {
                 RuntimeHelper::Sdiv64 => BinOp::Sdiv,
@@ -629,5 +639,20 @@ impl HelperEnv for FlatEnv<'_> {
     }
     fn record(&mut self, event: Event) {
         self.trace.push(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The runners read every helper call's arguments into arrays of
+    /// [`HELPER_PARAMS_MAX`] values and its frame into [`HELPER_FRAME_MAX`] bytes.
+    #[test]
+    fn every_helper_fits_the_arrays_of_a_call() {
+        for h in RuntimeHelper::all() {
+            assert!(runtime_signature(h).0.len() <= HELPER_PARAMS_MAX, "{h:?} takes more than {HELPER_PARAMS_MAX} parameters");
+            assert!(helper_frame_bytes(h) <= HELPER_FRAME_MAX, "{h:?}");
+        }
     }
 }
