@@ -518,7 +518,14 @@ pub fn return_value(f: &Function, eax: u32, edx: u32) -> Value {
 /// variable's slot.
 pub fn callframe_spill(page: &[u8], f: &Function) -> Option<u32> {
     let used = f.cfvars.len() * CALLFRAME_SLOT as usize;
-    page[used..].iter().position(|&b| b != CALLFRAME_POISON).map(|i| (used + i) as u32)
+    let rest = &page[used..];
+    // Eight bytes at a time to the first word that is not all poison (almost every page
+    // has none), then the byte in it, or in the bytes after the last whole word.
+    let poison = u64::from_ne_bytes([CALLFRAME_POISON; 8]);
+    let words = rest.chunks_exact(8);
+    let tail = rest.len() - words.remainder().len();
+    let from = words.into_iter().position(|w| u64::from_ne_bytes(w.try_into().expect("8 bytes")) != poison).map_or(tail, |k| 8 * k);
+    rest[from..].iter().position(|&b| b != CALLFRAME_POISON).map(|i| (used + from + i) as u32)
 }
 
 /// The callframe variables' values read from the callframe `page`.
@@ -645,6 +652,25 @@ impl HelperEnv for FlatEnv<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first byte that is not poison past the variables' slots, wherever it lies in
+    /// a word, in the bytes after the last whole word, or nowhere.
+    #[test]
+    fn a_spill_is_the_first_changed_byte_past_the_slots() {
+        let mut f = Function::new("f", Type::I32);
+        f.cfvars.push(tandem_core::ir::CfVarData { name: "c0".into(), ty: Type::I32 });
+        let used = CALLFRAME_SLOT as usize;
+        let mut page = vec![CALLFRAME_POISON; 4 * 8 + 3 + used];
+        assert_eq!(callframe_spill(&page, &f), None);
+        page[0] = 0;
+        assert_eq!(callframe_spill(&page, &f), None, "a variable's slot is not a spill");
+        for at in [used, used + 5, used + 8, used + 31, used + 32, used + 34] {
+            let mut p = page.clone();
+            p[at] = 0;
+            p[page.len() - 1] = 1;
+            assert_eq!(callframe_spill(&p, &f), Some(at as u32));
+        }
+    }
 
     /// The runners read every helper call's arguments into arrays of
     /// [`HELPER_PARAMS_MAX`] values and its frame into [`HELPER_FRAME_MAX`] bytes.
