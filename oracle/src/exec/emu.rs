@@ -62,8 +62,9 @@
 
 use crate::exec::interp::{RunInput, State};
 use crate::exec::machine::{
-    callframe_page, check_return, classify_pc, entry_frame, entry_registers, helper_frame_bytes, perform_helper,
-    preflight, read_slot, return_value, trace_beyond_reference, HelperReturn, Stop, HLT, INT3, TRACE_UNBOUNDED,
+    check_return, classify_pc, entry_frame, entry_registers, helper_frame_bytes, perform_helper, preflight, read_slot,
+    return_value, trace_beyond_reference, write_callframe_page, HelperReturn, Stop, HELPER_FRAME_MAX, HLT, INT3,
+    TRACE_UNBOUNDED,
 };
 pub use crate::exec::machine::{
     budget_for, disassemble, disassemble_around, EmuError, FaultKind, Finding, HarnessLimit, Registers, BUDGET_SLACK,
@@ -271,6 +272,9 @@ pub struct Emulator {
     loaded: Vec<u8>,
     /// The stack window's contents at the start of every run: all poison.
     stack_poison: Vec<u8>,
+    /// A callframe page: written before a run, read back after it (one buffer for
+    /// every run).
+    page: Vec<u8>,
     /// The CPU state right after creation, restored before every run. Registers alone
     /// are not enough: after a #DE the CPU remembers the exception in flight, and the
     /// next #DE would become a double fault.
@@ -342,6 +346,7 @@ impl Emulator {
             code,
             loaded: vec![],
             stack_poison: vec![STACK_POISON; STACK_WINDOW as usize],
+            page: vec![0; CALLFRAME_SIZE as usize],
             pristine,
             block_hook,
             runs: 0,
@@ -478,7 +483,8 @@ impl Emulator {
     fn load(&mut self, code: &MachineCode, f: &Function, input: &RunInput, initial: &State) -> Result<u32, EmuError> {
         self.load_code(code)?;
         self.uc.mem_write(HEAP_BASE as u64, &initial.heap).map_err(uc_err("writing the heap"))?;
-        self.uc.mem_write(CALLFRAME_BASE as u64, &callframe_page(initial)).map_err(uc_err("writing the callframe"))?;
+        write_callframe_page(initial, &mut self.page);
+        self.uc.mem_write(CALLFRAME_BASE as u64, &self.page).map_err(uc_err("writing the callframe"))?;
         let entry_esp = self.load_stack(input)?;
         self.load_registers(entry_esp)?;
         let data = self.uc.get_data_mut();
@@ -535,15 +541,12 @@ impl Emulator {
     /// The outcome of a run that ended with `end`: the callframe page checked for writes
     /// outside the variables, then the heap, callframe and trace.
     fn read_outcome(&mut self, end: End, f: &Function) -> Result<Result<Outcome, Finding>, EmuError> {
-        let page = self
-            .uc
-            .mem_read_as_vec(CALLFRAME_BASE as u64, CALLFRAME_SIZE as usize)
-            .map_err(uc_err("reading the callframe"))?;
-        if let Some(offset) = crate::exec::machine::callframe_spill(&page, f) {
+        self.uc.mem_read(CALLFRAME_BASE as u64, &mut self.page).map_err(uc_err("reading the callframe"))?;
+        if let Some(offset) = crate::exec::machine::callframe_spill(&self.page, f) {
             return Ok(Err(Finding::CallframeOutOfBounds { offset }));
         }
         let heap = self.uc.mem_read_as_vec(HEAP_BASE as u64, HEAP_SIZE as usize).map_err(uc_err("reading the heap"))?;
-        let callframe = crate::exec::machine::read_callframe(&page, f);
+        let callframe = crate::exec::machine::read_callframe(&self.page, f);
         let trace = std::mem::take(&mut self.uc.get_data_mut().trace);
         Ok(Ok(Outcome { end, trace, heap, callframe }))
     }
@@ -945,15 +948,16 @@ fn helper_hook(uc: &mut Uc<'_>, addr: u64, _size: u32) {
         return;
     };
     let esp = reg(uc, RegisterX86::ESP);
-    let mut frame = vec![0u8; helper_frame_bytes(helper)];
-    if uc.mem_read(esp as u64, &mut frame).is_err() {
+    let mut bytes = [0u8; HELPER_FRAME_MAX];
+    let frame = &mut bytes[..helper_frame_bytes(helper)];
+    if uc.mem_read(esp as u64, frame).is_err() {
         // The return address or the arguments lie outside the stack.
         let address = Some(esp);
         stop_with(uc, Stop::Fault { kind: FaultKind::ReadUnmapped, pc, address });
         return;
     }
     let regs = Registers { esp, eflags: reg(uc, RegisterX86::EFLAGS), ..Registers::default() };
-    match perform_helper(helper, &frame, &regs, &mut UcEnv { uc }) {
+    match perform_helper(helper, frame, &regs, &mut UcEnv { uc }) {
         HelperReturn::Trap(kind) => stop_with(uc, Stop::Trap(kind)),
         HelperReturn::Resume(r) => {
             uc.get_data_mut().helper_calls += 1;

@@ -444,10 +444,11 @@ pub fn preflight(code: &MachineCode, f: &Function, input: &RunInput) -> Result<S
     State::initial(f, input).map_err(EmuError::Input)
 }
 
-/// The callframe page at the start of a run: each variable's slot holds its initial
-/// value (an `i32` slot's upper half zero), every other byte [`CALLFRAME_POISON`].
-pub fn callframe_page(initial: &State) -> Vec<u8> {
-    let mut cf = vec![CALLFRAME_POISON; CALLFRAME_SIZE as usize];
+/// Writes the callframe page at the start of a run into `cf` ([`CALLFRAME_SIZE`]
+/// bytes): each variable's slot holds its initial value (an `i32` slot's upper half
+/// zero), every other byte [`CALLFRAME_POISON`].
+pub fn write_callframe_page(initial: &State, cf: &mut [u8]) {
+    cf.fill(CALLFRAME_POISON);
     for (i, v) in initial.callframe.iter().enumerate() {
         let slot = &mut cf[i * CALLFRAME_SLOT as usize..(i + 1) * CALLFRAME_SLOT as usize];
         slot.copy_from_slice(&(v.as_i64() as u64).to_le_bytes());
@@ -456,7 +457,6 @@ pub fn callframe_page(initial: &State) -> Vec<u8> {
             slot[4..].fill(0);
         }
     }
-    cf
 }
 
 /// The top of the stack at entry: the return address ([`RETURN_SENTINEL`]) and the
@@ -518,7 +518,14 @@ pub fn return_value(f: &Function, eax: u32, edx: u32) -> Value {
 /// variable's slot.
 pub fn callframe_spill(page: &[u8], f: &Function) -> Option<u32> {
     let used = f.cfvars.len() * CALLFRAME_SLOT as usize;
-    page[used..].iter().position(|&b| b != CALLFRAME_POISON).map(|i| (used + i) as u32)
+    let rest = &page[used..];
+    // Eight bytes at a time to the first word that is not all poison (almost every page
+    // has none), then the byte in it, or in the bytes after the last whole word.
+    let poison = u64::from_ne_bytes([CALLFRAME_POISON; 8]);
+    let words = rest.chunks_exact(8);
+    let tail = rest.len() - words.remainder().len();
+    let from = words.into_iter().position(|w| u64::from_ne_bytes(w.try_into().expect("8 bytes")) != poison).map_or(tail, |k| 8 * k);
+    rest[from..].iter().position(|&b| b != CALLFRAME_POISON).map(|i| (used + from + i) as u32)
 }
 
 /// The callframe variables' values read from the callframe `page`.
@@ -530,6 +537,14 @@ pub fn read_callframe(page: &[u8], f: &Function) -> Vec<Value> {
 pub fn callframe_slot_address(i: usize) -> u32 {
     CALLFRAME_BASE + CALLFRAME_SLOT * i as u32
 }
+
+/// The most parameters a runtime helper takes (a test holds every helper to it): the
+/// runners read a call's frame and arguments into arrays of this size, not a `Vec` per
+/// call.
+pub const HELPER_PARAMS_MAX: usize = 4;
+/// The most bytes [`helper_frame_bytes`] gives: the return address and
+/// [`HELPER_PARAMS_MAX`] 64-bit arguments.
+pub const HELPER_FRAME_MAX: usize = 4 * (1 + 2 * HELPER_PARAMS_MAX);
 
 /// Bytes of the stack a call to `helper` reads at `esp`: the return address and the
 /// arguments.
@@ -555,17 +570,19 @@ pub fn perform_helper(helper: RuntimeHelper, frame: &[u8], regs: &Registers, env
     let (params, ret) = runtime_signature(helper);
     let word = |i: usize| u32::from_le_bytes(frame[4 * i..4 * i + 4].try_into().expect("4 bytes"));
     let ret_addr = word(0);
-    let mut args = vec![];
+    let mut array = [Value::I32(0); HELPER_PARAMS_MAX];
+    let args = &mut array[..params.len()];
     let mut w = 1;
-    for &t in params {
-        args.push(match t {
+    for (arg, &t) in args.iter_mut().zip(params) {
+        *arg = match t {
             Type::I32 => Value::I32(word(w) as i32),
             Type::I64 => Value::I64(((word(w + 1) as u64) << 32 | word(w) as u64) as i64),
-        });
+        };
         w += (t.bits() / 32) as usize;
     }
+    let args = &*args;
     let result = match helper {
-        RuntimeHelper::Ir(kind) => call_helper(kind, &args, env),
+        RuntimeHelper::Ir(kind) => call_helper(kind, args, env),
         RuntimeHelper::Sdiv64 | RuntimeHelper::Udiv64 | RuntimeHelper::Srem64 | RuntimeHelper::Urem64 => {
             let op = match helper {
                 RuntimeHelper::Sdiv64 => BinOp::Sdiv,
@@ -629,5 +646,39 @@ impl HelperEnv for FlatEnv<'_> {
     }
     fn record(&mut self, event: Event) {
         self.trace.push(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first byte that is not poison past the variables' slots, wherever it lies in
+    /// a word, in the bytes after the last whole word, or nowhere.
+    #[test]
+    fn a_spill_is_the_first_changed_byte_past_the_slots() {
+        let mut f = Function::new("f", Type::I32);
+        f.cfvars.push(tandem_core::ir::CfVarData { name: "c0".into(), ty: Type::I32 });
+        let used = CALLFRAME_SLOT as usize;
+        let mut page = vec![CALLFRAME_POISON; 4 * 8 + 3 + used];
+        assert_eq!(callframe_spill(&page, &f), None);
+        page[0] = 0;
+        assert_eq!(callframe_spill(&page, &f), None, "a variable's slot is not a spill");
+        for at in [used, used + 5, used + 8, used + 31, used + 32, used + 34] {
+            let mut p = page.clone();
+            p[at] = 0;
+            p[page.len() - 1] = 1;
+            assert_eq!(callframe_spill(&p, &f), Some(at as u32));
+        }
+    }
+
+    /// The runners read every helper call's arguments into arrays of
+    /// [`HELPER_PARAMS_MAX`] values and its frame into [`HELPER_FRAME_MAX`] bytes.
+    #[test]
+    fn every_helper_fits_the_arrays_of_a_call() {
+        for h in RuntimeHelper::all() {
+            assert!(runtime_signature(h).0.len() <= HELPER_PARAMS_MAX, "{h:?} takes more than {HELPER_PARAMS_MAX} parameters");
+            assert!(helper_frame_bytes(h) <= HELPER_FRAME_MAX, "{h:?}");
+        }
     }
 }

@@ -42,9 +42,10 @@
 
 use crate::exec::interp::{RunInput, State};
 use crate::exec::machine::{
-    callframe_page, callframe_spill, check_return, classify_pc, entry_frame, entry_registers, helper_frame_bytes,
-    perform_helper, preflight, read_callframe, return_value, trace_beyond_reference, EmuError, FaultKind, Finding, FlatEnv, HelperReturn,
-    Registers, CALLFRAME_SIZE, HLT, INT3, PAGE, STACK_POISON, STACK_WINDOW, STACK_WINDOW_BASE,
+    callframe_spill, check_return, classify_pc, entry_frame, entry_registers, helper_frame_bytes, perform_helper, preflight,
+    read_callframe, return_value, trace_beyond_reference, write_callframe_page, EmuError, FaultKind, Finding, FlatEnv,
+    HelperReturn, Registers, CALLFRAME_SIZE, HELPER_FRAME_MAX, HLT, INT3, PAGE, STACK_POISON, STACK_WINDOW,
+    STACK_WINDOW_BASE,
 };
 use crate::exec::outcome::{End, Event, Outcome};
 use std::sync::{Mutex, OnceLock};
@@ -132,6 +133,13 @@ static MACHINE: OnceLock<Result<Mutex<Machine>, String>> = OnceLock::new();
 /// The signals the runner handles, and the actions that were installed before.
 const FAULT_SIGNALS: [i32; 5] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGILL, libc::SIGFPE, libc::SIGTRAP];
 static PREVIOUS: OnceLock<Vec<(i32, libc::sigaction)>> = OnceLock::new();
+
+/// The helper whose exit slot is `k` (its index in [`RuntimeHelper::all`], listed once
+/// rather than at every call).
+fn helper_of_slot(k: u32) -> RuntimeHelper {
+    static HELPERS: OnceLock<Vec<RuntimeHelper>> = OnceLock::new();
+    HELPERS.get_or_init(RuntimeHelper::all)[k as usize]
+}
 
 /// The real-time signal of the CPU-time timer.
 fn timer_signal() -> i32 {
@@ -357,7 +365,7 @@ fn load(initial: &State, input: &RunInput) -> u32 {
     // machine's lock is held.
     unsafe {
         mem(HEAP_BASE, HEAP_SIZE as usize).copy_from_slice(&initial.heap);
-        mem(CALLFRAME_BASE, CALLFRAME_SIZE as usize).copy_from_slice(&callframe_page(initial));
+        write_callframe_page(initial, mem(CALLFRAME_BASE, CALLFRAME_SIZE as usize));
         if (*ctl).deep_mapped != 0 {
             libc::mprotect(STACK_BASE as usize as *mut _, (STACK_WINDOW_BASE - STACK_BASE) as usize, libc::PROT_NONE);
             (*ctl).deep_mapped = 0;
@@ -429,7 +437,7 @@ impl Run<'_> {
                     return self.signalled(&stop);
                 }
                 k => {
-                    let helper = RuntimeHelper::all()[k as usize];
+                    let helper = helper_of_slot(k);
                     self.regs.eip = helper.address();
                     if let Some(end) = self.call_helper(helper)? {
                         return Ok(end);
@@ -473,12 +481,14 @@ impl Run<'_> {
             // The return address or the arguments lie outside the stack.
             return Err(self.fault(FaultKind::ReadUnmapped, helper.address(), Some(esp)));
         }
+        let mut bytes = [0u8; HELPER_FRAME_MAX];
+        let frame = &mut bytes[..len as usize];
         // SAFETY: checked readable above; the lock is held.
-        let frame = unsafe { mem(esp, len as usize) }.to_vec();
+        frame.copy_from_slice(unsafe { mem(esp, len as usize) });
         // SAFETY: the heap and callframe are mapped read-write; the lock is held.
         let (heap, callframe) = unsafe { (mem(HEAP_BASE, HEAP_SIZE as usize), mem(CALLFRAME_BASE, CALLFRAME_SIZE as usize)) };
         let mut env = FlatEnv { heap, callframe, cf_types: &self.cf_types, trace: &mut self.trace };
-        match perform_helper(helper, &frame, &self.regs, &mut env) {
+        match perform_helper(helper, frame, &self.regs, &mut env) {
             HelperReturn::Trap(kind) => Ok(Some(End::Trap(kind))),
             HelperReturn::Resume(r) => {
                 self.helper_calls += 1;
