@@ -198,10 +198,10 @@ const QUERY_SHARE: u64 = 20;
 /// Most slots: beyond this the relation's derived slots (definitions, loads, pending
 /// stores, and the locals dead everywhere that they read) are cut (the check may then
 /// fail, never pass wrongly). 2,000 proved default seeds 14 and 28 of SSAPRE but lost 11,
-/// 14 and 28 of memopt, whose checks ran out of budget with the more candidates. The slots of the states
-/// (the live locals, callframe variables and heaps) are never cut: without them no
-/// relation between the two states can be said at all (default seed 28's `dce`, with
-/// 1,500 live locals, got none of the target's).
+/// 14 and 28 of memopt, whose checks ran out of budget with the more candidates. The
+/// slots of the states (the live locals, callframe variables and heaps) are never cut:
+/// without them no relation between the two states can be said at all (default seed
+/// 28's `dce`, with 1,500 live locals, got none of the target's).
 const MAX_SLOTS: usize = 1500;
 
 /// Most definitions per local.
@@ -988,9 +988,10 @@ fn live_locals(f: &Function) -> Vec<Vec<bool>> {
 /// promoted variables), of the source's locals the target removed, the loads and pending
 /// stores of `aligned`, the target's trees that the source's local of the same name lacks,
 /// and last the statements' own trees that it has too, of which a function has as many
-/// as statements. (In the order of the locals, the temporaries a pass adds come last and were the ones
-/// cut: default seed 17's SSAPRE, of 1,500 slots.) A local dead at every block's entry but
-/// the first is a slot only where a derived slot kept reads it, and counts then.
+/// as statements. (In the order of the locals, the temporaries a pass adds come last and
+/// were the ones cut: default seed 17's SSAPRE, of 1,500 slots.) A local dead at every
+/// block's entry but the first is a slot only where a derived slot kept reads it, and
+/// counts then.
 fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot, Slot)], with_defs: bool, live: &Live, promoted: &[Phi]) -> Vec<Slot> {
     let mut slots = vec![Slot::Heap(Side::Src), Slot::Heap(Side::Tgt)];
     slots.extend(src.cfvars.keys().map(|v| Slot::Cf(Side::Src, v)));
@@ -1057,8 +1058,8 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
     // Within [`MAX_SLOTS`], each derived slot with the locals its tree reads that are no
     // slot yet, in the order of [`Priority`]; the constants phis take are kept past the
     // limit: few, and what a promoted variable of a large function needs to say it holds
-    // a constant ([`phi_constants`]).
-    // (They stay in their own order, which the classes' first members follow.)
+    // a constant ([`phi_constants`]). The slots kept stay in their own order, which the
+    // classes' first members follow.
     let mut order: Vec<usize> = (0..derived.len()).collect();
     order.sort_by_key(|&i| derived[i].0);
     let mut present: HashSet<Slot> = slots.iter().copied().collect();
