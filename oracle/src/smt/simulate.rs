@@ -579,7 +579,7 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, a
     // Only the try over the states' slots leaves dead locals out: with definitions, a
     // definition's class can need a dead local of the other side too (the ssa form of
     // FullRedundancy2 and default seed 36's memopt went from proved to bounded so).
-    let live = Live { src: &flows.live_src, tgt: &flows.live_tgt, carriers: carriers(src, tgt, defs, aligned, scope != Scope::StateOnly), all: scope != Scope::StateOnly };
+    let live = Live { src: &flows.live_src, tgt: &flows.live_tgt, all: scope != Scope::StateOnly };
     let slots = partition_slots(src, tgt, defs, aligned, scope != Scope::StateOnly, &live, &flows.promoted);
     let mut at: std::collections::HashMap<Slot, usize> = std::collections::HashMap::new();
     for (i, &y) in slots.iter().enumerate() {
@@ -860,15 +860,13 @@ fn current_versions(f: &Function, roots: &Roots) -> Vec<Vec<bool>> {
 struct Live<'a> {
     src: &'a [Vec<bool>],
     tgt: &'a [Vec<bool>],
-    /// The locals a derived slot's tree reads ([`carriers`]): kept wherever they are dead.
-    carriers: HashSet<Slot>,
     /// Every local counts as live (the tries with definitions).
     all: bool,
 }
 
 impl Live<'_> {
-    /// Whether `slot` may be read after the entry of block `b` on its own side's code,
-    /// derived slots aside: a local only where it is live, every other slot everywhere.
+    /// Whether `slot` may be read after the entry of block `b` on its own side's code: a
+    /// local only where it is live, every other slot everywhere.
     fn read_at(&self, slot: Slot, b: Block) -> bool {
         match slot {
             Slot::Local(Side::Src, l) => self.src[b.index()][l.index()],
@@ -877,46 +875,11 @@ impl Live<'_> {
         }
     }
 
-    /// Whether `slot` may be read after the entry of block `b`: a local only where it is
-    /// live on its side; every other slot everywhere.
+    /// Whether `slot` stays in its class at the entry of block `b`: everywhere in the tries
+    /// with definitions, else where it may be read ([`Live::read_at`]).
     fn at(&self, slot: Slot, b: Block) -> bool {
-        self.all || self.carriers.contains(&slot) || self.read_at(slot, b)
+        self.all || self.read_at(slot, b)
     }
-}
-
-/// The locals that the trees of the derived slots may read (definitions with
-/// `with_defs`, the loads, trees and pending stores of `aligned`): a definition's value at
-/// an entry is its tree over the entry state, so a local it reads carries the value even
-/// where the code reads it no more (SSAPRE's `%t` holding `add(%a, %b)` where the target
-/// reads only `%t`): such a local stays in the relation wherever it is dead.
-fn carriers(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot, Slot)], with_defs: bool) -> HashSet<Slot> {
-    let mut out = HashSet::new();
-    let mut add = |side: Side, f: &Function, e: Expr| {
-        f.visit_postorder(e, &mut |n| {
-            if let ExprData::Local(l) = f.exprs[n] {
-                out.insert(Slot::Local(side, l));
-            }
-        })
-    };
-    if with_defs {
-        for (side, f, defs) in [(Side::Src, src, &defs.src), (Side::Tgt, tgt, &defs.tgt)] {
-            for trees in defs {
-                for &e in trees {
-                    add(side, f, e);
-                }
-            }
-        }
-    }
-    for &(a, b) in aligned {
-        for x in [a, b] {
-            match x {
-                Slot::Read(side, _, e) => add(side, if side == Side::Src { src } else { tgt }, e),
-                Slot::Pending(side, e, _) => add(side, if side == Side::Src { src } else { tgt }, e),
-                _ => {}
-            }
-        }
-    }
-    out
 }
 
 /// Per block of `f` (by index) and local, whether the local is live at the block's entry,
@@ -998,7 +961,9 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
     slots.extend(tgt.cfvars.keys().map(|v| Slot::Cf(Side::Tgt, v)));
     // A local dead at the entry of every block but the first is no slot: its value there is
     // never read, so no relation needs it (it gets a fresh symbol); unless a derived slot
-    // kept below reads it (added then).
+    // kept below reads it (added then): a definition's value at an entry is its tree over
+    // the entry state, so a local it reads carries the value even where the code reads it
+    // no more (SSAPRE's `%t` holding `add(%a, %b)` where the target reads only `%t`).
     let kept = |side: Side, l: Local| src.layout.iter().any(|&b| b != src.entry() && live.read_at(Slot::Local(side, l), b));
     slots.extend(src.locals.keys().filter(|&l| kept(Side::Src, l)).map(|l| Slot::Local(Side::Src, l)));
     slots.extend(tgt.locals.keys().filter(|&l| kept(Side::Tgt, l)).map(|l| Slot::Local(Side::Tgt, l)));
@@ -2764,7 +2729,7 @@ mod tests {
         let (mut src, mut tgt) = (m.functions[0].clone(), m.functions[0].clone());
         let defs = Defs { src: definitions(&mut src), tgt: definitions(&mut tgt) };
         let (live_src, live_tgt) = (live_locals(&src), live_locals(&tgt));
-        let live = Live { src: &live_src, tgt: &live_tgt, carriers: carriers(&src, &tgt, &defs, &[], true), all: true };
+        let live = Live { src: &live_src, tgt: &live_tgt, all: true };
         let slots = partition_slots(&src, &tgt, &defs, &[], true, &live, &[]);
         let (a, t, y, u) = (Local::new(0), Local::new(1), Local::new(2), Local::new(3));
         let has = |x: Slot| slots.contains(&x);
@@ -2774,7 +2739,7 @@ mod tests {
         assert!(has(Slot::Local(Side::Src, y)) && has(Slot::Local(Side::Tgt, y)));
         assert!(slots.iter().any(|&x| matches!(x, Slot::Def(Side::Tgt, l, _) if l == u)), "the definition of %u stays");
         // Without definitions the same locals are live nowhere, and nothing carries them.
-        let live = Live { src: &live_src, tgt: &live_tgt, carriers: HashSet::new(), all: false };
+        let live = Live { src: &live_src, tgt: &live_tgt, all: false };
         let slots = partition_slots(&src, &tgt, &defs, &[], false, &live, &[]);
         assert!(!slots.contains(&Slot::Local(Side::Tgt, t)) && slots.contains(&Slot::Local(Side::Tgt, y)));
     }
