@@ -33,17 +33,26 @@ impl Cfg {
         // Every map sized for every block at the start ([`sized`]).
         let n = f.blocks.len();
         let mut cfg = Cfg { succs: sized(n), preds: sized(n), rpo: vec![], rpo_index: sized(n) };
+        // Each list is made at its size (the predecessors counted first), not grown.
+        let mut npreds: SecondaryMap<Block, u32> = sized(n);
         for &b in &f.layout {
-            let mut s = vec![];
-            for t in f.blocks[b].term.successors() {
+            let succs = f.blocks[b].term.successors();
+            let mut s = Vec::with_capacity(succs.len());
+            for t in succs {
                 if !s.contains(&t) {
                     s.push(t);
+                    npreds[t] += 1;
                 }
             }
-            for &t in &s {
+            cfg.succs[b] = s;
+        }
+        for &b in &f.layout {
+            cfg.preds[b] = Vec::with_capacity(npreds[b] as usize);
+        }
+        for &b in &f.layout {
+            for &t in &cfg.succs[b] {
                 cfg.preds[t].push(b);
             }
-            cfg.succs[b] = s;
         }
         // Iterative depth-first search for the post-order.
         let mut post = Vec::with_capacity(n);

@@ -55,11 +55,21 @@ impl Liveness {
             lv.live_in[b] = LocalSet::new(n);
             lv.live_out[b] = LocalSet::new(n);
         }
+        // Rounds in post-order until nothing changes, where a block is made again only
+        // when a successor's live-in changed since it was last made (first, every
+        // block): the least fixpoint, whatever the order. The sets of a block are made
+        // in two buffers, swapped in when they differ.
+        let mut dirty: SecondaryMap<Block, bool> = super::cfg::sized(nb);
+        cfg.rpo.iter().for_each(|&b| dirty[b] = true);
+        let (mut out, mut inn) = (LocalSet::new(n), LocalSet::new(n));
         let mut changed = true;
         while changed {
             changed = false;
             for &b in cfg.rpo.iter().rev() {
-                let mut out = LocalSet::new(n);
+                if !std::mem::replace(&mut dirty[b], false) {
+                    continue;
+                }
+                out.clear();
                 for &s in &cfg.succs[b] {
                     // A live-in set never holds its block's phi destinations (they are in
                     // `kill`, and `gen` holds no local its block defined first), so what
@@ -73,12 +83,15 @@ impl Liveness {
                         }
                     }
                 }
-                let mut inn = gen[b].clone();
+                inn.copy_from(&gen[b]);
                 inn.union_with_difference(&out, &kill[b]);
-                if inn != lv.live_in[b] || out != lv.live_out[b] {
+                if out != lv.live_out[b] {
+                    std::mem::swap(&mut out, &mut lv.live_out[b]);
+                }
+                if inn != lv.live_in[b] {
+                    std::mem::swap(&mut inn, &mut lv.live_in[b]);
+                    cfg.preds[b].iter().for_each(|&p| dirty[p] = true);
                     changed = true;
-                    lv.live_in[b] = inn;
-                    lv.live_out[b] = out;
                 }
             }
         }

@@ -394,16 +394,10 @@ impl TreeMover {
     /// happen. Returns the statements to delete (moved definitions, forwarding copies).
     pub fn resolve(&mut self, f: &mut Function, stats: &mut Stats) -> HashSet<Expr> {
         let mut deleted = HashSet::default();
-        let mut parent: SecondaryMap<Expr, Option<Expr>> = SecondaryMap::with_capacity(f.exprs.len());
-        for &b in &f.layout {
-            for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
-                f.visit_postorder(r, &mut |n| {
-                    for &c in f.exprs[n].operands().iter() {
-                        parent[c] = Some(n);
-                    }
-                });
-            }
-        }
+        // Made when the first move that passes the other checks asks for the depth of its
+        // use: the function is as it came until a move is done (most functions have
+        // none to do, and then no tree is walked).
+        let mut parent: Option<SecondaryMap<Expr, Option<Expr>>> = None;
         for m in std::mem::take(&mut self.todo) {
             let mv = &self.moves[m];
             let x = &self.act;
@@ -422,7 +416,8 @@ impl TreeMover {
                 continue;
             }
             let use_node = mv.use_node.expect("scheduled moves have a use");
-            if depth_of(&parent, use_node) + height(f, mv.tree) - 1 > MAX_MOVED_DEPTH {
+            let parent = parent.get_or_insert_with(|| parents(f));
+            if depth_of(parent, use_node) + height(f, mv.tree) - 1 > MAX_MOVED_DEPTH {
                 stats.bump("tm_depth_rejected");
                 self.moves[m].status = MoveStatus::Rejected;
                 continue;
@@ -457,6 +452,21 @@ impl TreeMover {
         }
         deleted
     }
+}
+
+/// The parent of every node of `f`'s trees (`None`: a root, or a node in no tree).
+fn parents(f: &Function) -> SecondaryMap<Expr, Option<Expr>> {
+    let mut parent: SecondaryMap<Expr, Option<Expr>> = crate::passes::cfg::sized(f.exprs.len());
+    for &b in &f.layout {
+        for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
+            f.visit_postorder(r, &mut |n| {
+                for &c in f.exprs[n].operands().iter() {
+                    parent[c] = Some(n);
+                }
+            });
+        }
+    }
+    parent
 }
 
 /// The depth of `n` in its tree (a root is 1 deep), up the parents.

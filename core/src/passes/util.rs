@@ -41,6 +41,16 @@ impl LocalSet {
         }
     }
 
+    /// Empties the set, keeping its room.
+    pub fn clear(&mut self) {
+        self.words.iter_mut().for_each(|w| *w = 0);
+    }
+
+    /// Makes the set hold what `other` holds, in its own room.
+    pub fn copy_from(&mut self, other: &LocalSet) {
+        self.words.clone_from(&other.words);
+    }
+
     /// Adds every member of `other`; true if the set grew.
     pub fn union_with(&mut self, other: &LocalSet) -> bool {
         if other.words.len() > self.words.len() {

@@ -191,9 +191,21 @@ impl Availability {
         // The state being computed; a block's state it replaces is the next one's buffers,
         // and a block's entry state is copied into the last round's.
         let mut st = Avail::default();
+        // Whether a block's predecessors' states changed since its own was last made: a
+        // block whose inputs did not is skipped, since its join, its events' steps (and
+        // what they note in `subst`, for its own nodes alone) would give what they gave
+        // (in sticky rounds too: a sticky join of the same inputs keeps the phis its last
+        // join kept). The rounds, and what each ends with, are the same.
+        let mut dirty: SecondaryMap<Block, bool> = sized(nb);
         for round in 0..2 * STICKY_AFTER {
             let mut changed = false;
+            if round == 0 || round == STICKY_AFTER {
+                cfg.rpo.iter().for_each(|&b| dirty[b] = true);
+            }
             for &b in &cfg.rpo {
+                if !std::mem::replace(&mut dirty[b], false) {
+                    continue;
+                }
                 a.join(f, cfg, b, round >= STICKY_AFTER, &mut st);
                 match &mut a.ins[b] {
                     Some(kept) => {
@@ -210,6 +222,7 @@ impl Availability {
                         Some(old) => std::mem::swap(old, &mut st),
                         none => *none = Some(std::mem::take(&mut st)),
                     }
+                    cfg.succs[b].iter().for_each(|&s| dirty[s] = true);
                     changed = true;
                 }
             }

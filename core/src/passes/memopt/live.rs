@@ -132,15 +132,23 @@ pub fn dead_stores(ncf: usize, cfg: &Cfg, events: &SecondaryMap<Block, Vec<Ev>>)
         }
         acc.unwrap_or_else(|| empty.clone())
     };
+    // Whether a successor's state changed since the block's own was made (first, every
+    // block's): a block whose successors' did not would be made the same, and is skipped.
+    let mut dirty: SecondaryMap<Block, bool> = SecondaryMap::new();
+    cfg.rpo.iter().for_each(|&b| dirty[b] = true);
     for _round in 0..64 {
         let mut changed = false;
         for &b in cfg.rpo.iter().rev() {
+            if !std::mem::replace(&mut dirty[b], false) {
+                continue;
+            }
             let mut st = at_end(&ins, b);
             walk(&mut st, b, &events[b], &mut None);
             st.cf_local.iter_mut().for_each(|x| *x = false);
             st.heap.iter_mut().for_each(|(_, x)| *x = false);
             if ins[b].as_ref() != Some(&st) {
                 ins[b] = Some(st);
+                cfg.preds[b].iter().for_each(|&p| dirty[p] = true);
                 changed = true;
             }
         }
