@@ -64,6 +64,16 @@
 //! its successor's relation, it is inductive. The entry block starts from the real
 //! initial state (arguments shared, locals 0), so the relation holds on every run.
 //!
+//! **Samples.** Before an edge's query, concrete entry states try to split its classes
+//! for no solver call ([`sample_split`]): numerals for the symbols its goals and their
+//! assumptions mention, a symbol that an assumption equates with a numeral or with a
+//! term (a class's symbol and a definition's value, `v = load(A)`) taking that value so
+//! that the assumption holds; then one model of the step's relation ([`relation_model`]).
+//! A state that satisfies the assumptions and tells two members apart splits them as a
+//! query's model would. Numerals are no symbols ([`is_symbol`]): a sample keeps them, and
+//! two assumptions that share only a numeral are not relevant to each other
+//! ([`relevant`]).
+//!
 //! **Liveness.** In the try over the states' slots alone, a local that is dead at a
 //! block's entry (no path from there reads it before assigning it: [`live_locals`], a
 //! backward data flow of the checker's own) stays out of every class at that block, and a
@@ -1838,7 +1848,8 @@ fn prove_from(src: &Function, tgt: &Function, (slots, first): (Vec<Slot>, Vec<Ve
 
 /// Refines the classes of every block until the relation is inductive: a worklist of
 /// blocks (in layout order) whose relation at some successor is unchecked; a block whose
-/// classes split is encoded again and its predecessors' edges looked at anew.
+/// classes split goes back on the list, to be encoded again when it comes off it and its
+/// own edges looked at anew.
 fn infer(p: &Pair, steps: &mut [Step], class: &mut [Vec<usize>], trace: usize, limit: usize, meter: &mut Meter, budget: &mut Budget) -> Result<(), Unknown> {
     let position = |b: Block| p.src.layout.iter().position(|&x| x == b).expect("a source block");
     let mut rng: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -1847,7 +1858,17 @@ fn infer(p: &Pair, steps: &mut [Step], class: &mut [Vec<usize>], trace: usize, l
     let query_cap = (budget.left() / QUERY_SHARE).max(1);
     let mut work_list: BTreeSet<usize> = (0..steps.len()).collect();
     let given_up = std::cell::RefCell::new(HashSet::new());
+    // A block whose classes split is encoded again when it next comes off the work list
+    // (it goes back on it), not at once: only its own edges read its step, and a block
+    // that several predecessors split before it comes up is encoded once, not once per
+    // split.
+    let mut stale = vec![false; steps.len()];
     while let Some(i) = work_list.pop_first() {
+        if std::mem::take(&mut stale[i]) {
+            meter.encodes += 1;
+            steps[i] = encode_block(p, steps[i].block, Some(&class[i][..]), trace, limit, &mut meter.work)?;
+            meter.charge(budget)?;
+        }
         let mut changed: Vec<usize> = vec![];
         for k in 0..steps[i].succs.len() {
             let (t, states) = steps[i].succs[k].clone();
@@ -1864,9 +1885,7 @@ fn infer(p: &Pair, steps: &mut [Step], class: &mut [Vec<usize>], trace: usize, l
             if steps[j].entry {
                 continue;
             }
-            meter.encodes += 1;
-            steps[j] = encode_block(p, steps[j].block, Some(&class[j][..]), trace, limit, &mut meter.work)?;
-            meter.charge(budget)?;
+            stale[j] = true;
             work_list.insert(j);
         }
     }
@@ -2455,9 +2474,8 @@ fn symbols(terms: &[Dynamic]) -> Vec<Dynamic> {
         if d.kind() != z3::AstKind::App {
             continue;
         }
-        let n = d.num_children();
-        if n == 0 {
-            if d.as_bool().is_none() {
+        if d.num_children() == 0 {
+            if is_symbol(&d) {
                 out.push(d);
             }
         } else {
@@ -2465,6 +2483,15 @@ fn symbols(terms: &[Dynamic]) -> Vec<Dynamic> {
         }
     }
     out
+}
+
+/// Whether `d`, an application without arguments, is an uninterpreted constant: not a
+/// Boolean or a numeral. (Not by its declaration's kind: the `z3` crate numbers the kinds
+/// as a newer Z3 does than the system's 4.8, and `Uninterpreted` differs between them.)
+/// Before, [`symbols`] counted numerals too: [`relevant`] joined every two assumptions
+/// that mention the same numeral, and [`sample_split`] gave numerals random values.
+fn is_symbol(d: &Dynamic) -> bool {
+    d.kind() == z3::AstKind::App && d.num_children() == 0 && d.as_bool().is_none() && !d.as_bv().is_some_and(|b| b.as_u64().is_some())
 }
 
 /// The assumptions of `st` that `goals` depend on: those that share a symbol with them,
@@ -2512,9 +2539,33 @@ fn sample_split(p: &Pair, class: &[usize], goals: &[Goal], edge: &Edge, limit: u
     // definition) takes that numeral in every sample: random values would seldom satisfy
     // the assumption, and every split would go to the solver.
     let fixed: Vec<Option<Dynamic>> = syms.iter().map(|d| assumed.iter().find_map(|a| equated_numeral(a, d))).collect();
+    // A symbol an assumption equates with a term without it (a class's symbol and a
+    // definition's value, `v = load(A)`) takes the term's value in the sample, so that the
+    // assumption holds: random values would seldom satisfy it, and the loads of memopt's
+    // definitions went to the solver, one query per split (loops seed 15's memopt).
+    let defined: Vec<(usize, Dynamic)> = assumed
+        .iter()
+        .filter_map(|a| {
+            let (d, t) = equated_term(a)?;
+            let k = syms.iter().position(|s| *s == d)?;
+            fixed[k].is_none().then_some((k, t))
+        })
+        .collect();
     for round in 0..SAMPLES {
         *work += SIMPLIFY_WORK * terms.len() / 16;
-        let values: Vec<Dynamic> = syms.iter().zip(&fixed).map(|(d, n)| n.clone().unwrap_or_else(|| sample_value(d, round, rng))).collect();
+        let mut values: Vec<Dynamic> = syms.iter().zip(&fixed).map(|(d, n)| n.clone().unwrap_or_else(|| sample_value(d, round, rng))).collect();
+        // Each pass gives every defined symbol its term's value under the values so far: a
+        // chain of definitions as deep as the passes settles.
+        for _ in 0..DEFINING_PASSES.min(defined.len()) {
+            *work += SIMPLIFY_WORK * defined.len();
+            for (k, t) in &defined {
+                let pairs: Vec<(&Dynamic, &Dynamic)> = syms.iter().zip(&values).collect();
+                let v = t.substitute(&pairs).simplify();
+                if symbols(std::slice::from_ref(&v)).is_empty() {
+                    values[*k] = v;
+                }
+            }
+        }
         let pairs: Vec<(&Dynamic, &Dynamic)> = syms.iter().zip(&values).collect();
         if !assumed.iter().all(|a| a.substitute(&pairs).simplify().as_bool() == Some(true)) {
             continue;
@@ -2525,6 +2576,21 @@ fn sample_split(p: &Pair, class: &[usize], goals: &[Goal], edge: &Edge, limit: u
         }
     }
     None
+}
+
+/// Passes of [`sample_split`] over the symbols the assumptions define.
+const DEFINING_PASSES: usize = 3;
+
+/// The symbol `a` equates with a term that does not mention it, and that term, where `a`
+/// is `d = t` or `t = d` (the left side first).
+fn equated_term(a: &Bool) -> Option<(Dynamic, Dynamic)> {
+    let a = Dynamic::from_ast(a);
+    if a.kind() != z3::AstKind::App || a.decl().kind() != z3::DeclKind::Eq || a.num_children() != 2 {
+        return None;
+    }
+    let (x, y) = (a.nth_child(0)?, a.nth_child(1)?);
+    let (d, t) = if is_symbol(&x) { (x, y) } else if is_symbol(&y) { (y, x) } else { return None };
+    (!symbols(std::slice::from_ref(&t)).contains(&d)).then_some((d, t))
 }
 
 /// The numeral `a` equates `d` with, where `a` is `d = n` or `n = d`.
@@ -2789,5 +2855,31 @@ mod tests {
         assert!(pairs(&a.bvudiv(&b), &a.bvudiv(&b)).is_empty());
         // Different operators on the same operands are one pair, the whole terms.
         assert_eq!(pairs(&a.bvudiv(&b), &a.bvsdiv(&b)).len(), 1);
+    }
+
+    /// The symbols of a term are its uninterpreted constants, never its numerals: with the
+    /// numerals among them, every two assumptions that mention 0 were relevant to each
+    /// other, and samples gave 0 a random value.
+    #[test]
+    fn numerals_are_no_symbols() {
+        let (x, y) = (BV::new_const("x", 32), BV::new_const("y", 64));
+        let t = x.bvadd(BV::from_u64(5, 32)).zero_ext(32).bvmul(&y).bvand(BV::from_u64(0, 64));
+        let syms = symbols(&[Dynamic::from_ast(&t)]);
+        assert_eq!(syms.len(), 2);
+        assert!(syms.iter().any(|d| d.ast_eq(&Dynamic::from_ast(&x))) && syms.iter().any(|d| d.ast_eq(&Dynamic::from_ast(&y))));
+        assert!(symbols(&[Dynamic::from_ast(&BV::from_u64(7, 32))]).is_empty());
+    }
+
+    /// An assumption `d = t` defines the symbol `d` when `t` does not mention it (either
+    /// side first), and nothing when both sides are terms or `t` reads `d`.
+    #[test]
+    fn an_equation_with_a_symbol_defines_it() {
+        let (d, a) = (BV::new_const("d", 32), BV::new_const("a", 32));
+        let t = a.bvadd(BV::from_u64(1, 32));
+        let (sym, term) = equated_term(&t.eq(&d)).expect("t = d defines d");
+        assert!(sym.ast_eq(&Dynamic::from_ast(&d)) && term.ast_eq(&Dynamic::from_ast(&t)));
+        assert!(equated_term(&d.eq(d.bvadd(BV::from_u64(1, 32)))).is_none());
+        assert!(equated_term(&t.eq(a.bvmul(&a))).is_none());
+        assert!(equated_term(&d.eq(BV::from_u64(3, 32))).is_some_and(|(s, _)| s.ast_eq(&Dynamic::from_ast(&d))));
     }
 }
