@@ -314,6 +314,13 @@ impl Default for PassManager {
 /// verifier found, then what breaks the rules of `form` (the pass manager's check after
 /// a pass, and the harness's after a pass and a planted bug).
 pub fn verify_after(pass: &'static str, f: &mut Function, form: Form) -> Result<Verified, PassError> {
+    verify_after_with(pass, f, form, &mut StrictCfg::default())
+}
+
+/// [`verify_after`], the SSA check taking the CFG and dominator tree from `memo` when the
+/// function's CFG is the one they were computed for (the pass manager's checks after
+/// consecutive passes that leave the CFG as it is).
+fn verify_after_with(pass: &'static str, f: &mut Function, form: Form, memo: &mut StrictCfg) -> Result<Verified, PassError> {
     // The SSA rules read the locals of every tree, which the verifier's walk notes: once
     // it accepts the function, they are complete, and the trees are not walked again.
     let mut seen = TreeLocals::default();
@@ -323,7 +330,7 @@ pub fn verify_after(pass: &'static str, f: &mut Function, form: Form) -> Result<
     };
     let (g, errors) = match checked {
         Ok(v) => {
-            let errors = check_form_seen(&v, form, &seen).into_iter().map(|e| e.message).collect::<Vec<_>>();
+            let errors = check_form_seen(&v, form, &seen, memo).into_iter().map(|e| e.message).collect::<Vec<_>>();
             if errors.is_empty() {
                 return Ok(v);
             }
@@ -382,6 +389,8 @@ impl PassManager {
         // Computed when a pass that reads them comes after the CFG changed (or first).
         let mut analyses: Option<Analyses> = None;
         let mut form = pipeline.start;
+        // The SSA check's CFG and dominator tree, kept from one check to the next.
+        let mut strict = StrictCfg::default();
         for (i, p) in pipeline.passes.iter().enumerate() {
             let stats = match p.run {
                 PassFn::WithAnalyses(run) => run(f, analyses.get_or_insert_with(|| Analyses::compute(f))),
@@ -390,7 +399,7 @@ impl PassManager {
             form = p.produces.unwrap_or(form);
             let keep = if i + 1 == pipeline.passes.len() { last.take() } else { None };
             if keep.is_some() || self.verify {
-                let verified = verify_after(p.name, f, form)?;
+                let verified = verify_after_with(p.name, f, form, &mut strict)?;
                 if let Some(keep) = keep {
                     hook(p.name, &verified, &stats);
                     *keep = Some(verified);
@@ -455,12 +464,13 @@ pub fn check_form_located(f: &Function, form: Form) -> Vec<FormError> {
         Form::Hir => TreeLocals::default(),
         Form::Ssa => tree_locals(f),
     };
-    check_form_seen(f, form, &seen)
+    check_form_seen(f, form, &seen, &mut StrictCfg::default())
 }
 
 /// [`check_form_located`] given the locals of every tree of `f` (`seen`, read only for
-/// SSA), from a walk of its own ([`tree_locals`]) or the verifier's.
-fn check_form_seen(f: &Function, form: Form, seen: &TreeLocals) -> Vec<FormError> {
+/// SSA), from a walk of its own ([`tree_locals`]) or the verifier's, and the CFG of an
+/// earlier check (`memo`, used when it is still `f`'s).
+fn check_form_seen(f: &Function, form: Form, seen: &TreeLocals, memo: &mut StrictCfg) -> Vec<FormError> {
     let mut errs = vec![];
     let err = |block, node, message| FormError { block, node, message };
     match form {
@@ -474,7 +484,7 @@ fn check_form_seen(f: &Function, form: Form, seen: &TreeLocals) -> Vec<FormError
         Form::Ssa => {
             let site = definition_sites(f, seen, &mut errs);
             if errs.is_empty() {
-                errs.extend(check_strict(f, &site, seen));
+                errs.extend(check_strict(f, &site, seen, memo));
             }
         }
     }
@@ -537,6 +547,43 @@ fn definition_sites(f: &Function, seen: &TreeLocals, errs: &mut Vec<FormError>) 
     site
 }
 
+/// The CFG and dominator tree the strict SSA check computed last, with what they were
+/// computed from: the number of blocks and the layout (the successors of each block are
+/// in the CFG). Both are what [`Cfg::compute`] and [`DomTree::compute`] would give again
+/// for a function with the same three, so a check after a pass that left the CFG alone
+/// takes them instead of computing them again; whether it did is compared, not assumed.
+#[derive(Default)]
+struct StrictCfg {
+    last: Option<(usize, Vec<Block>, Cfg, DomTree)>,
+}
+
+impl StrictCfg {
+    /// The dominator tree of `f`: the one kept if `f`'s CFG is the one it was computed
+    /// for, else a new one (kept for the next check).
+    fn domtree(&mut self, f: &Function) -> &DomTree {
+        let same = self.last.as_ref().is_some_and(|(n, layout, cfg, _)| {
+            *n == f.blocks.len()
+                && *layout == f.layout
+                && f.layout.iter().all(|&b| {
+                    // The successors as `Cfg::compute` lists them: each once, in order.
+                    let mut succs: smallvec::SmallVec<[Block; 4]> = smallvec::SmallVec::new();
+                    for t in f.blocks[b].term.successors() {
+                        if !succs.contains(&t) {
+                            succs.push(t);
+                        }
+                    }
+                    succs[..] == cfg.succs[b][..]
+                })
+        });
+        if !same {
+            let cfg = Cfg::compute(f);
+            let dt = DomTree::compute(f, &cfg);
+            self.last = Some((f.blocks.len(), f.layout.clone(), cfg, dt));
+        }
+        &self.last.as_ref().expect("computed").3
+    }
+}
+
 /// The definition site of each local (see [`definition_sites`]).
 type DefinitionSites = cranelift_entity::SecondaryMap<crate::ir::Local, Option<(Block, usize, usize)>>;
 
@@ -544,10 +591,9 @@ type DefinitionSites = cranelift_entity::SecondaryMap<crate::ir::Local, Option<(
 /// definition (a phi argument by the end of its predecessor). A local that is never
 /// defined anywhere is the constant 0 (every local starts at 0), as if defined before the
 /// entry, so its uses are strict too.
-fn check_strict(f: &Function, site: &DefinitionSites, seen: &TreeLocals) -> Vec<FormError> {
+fn check_strict(f: &Function, site: &DefinitionSites, seen: &TreeLocals, memo: &mut StrictCfg) -> Vec<FormError> {
     use crate::ir::Local;
-    let cfg = Cfg::compute(f);
-    let dt = DomTree::compute(f, &cfg);
+    let dt = memo.domtree(f);
     let mut errs = vec![];
     let mut check = |l: Local, b: Block, at: (usize, usize), node: Option<Expr>, what: &str| match site[l] {
         None => {}

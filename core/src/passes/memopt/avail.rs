@@ -366,11 +366,20 @@ pub struct Materializer<'a> {
     nodes: HashMap<Expr, (Local, Expr)>,
     phis: HashMap<(Block, usize), Local>,
     consts: HashMap<(Block, Type, i64), Local>,
+    /// The blocks given a phi or a statement (repeats possible).
+    pub touched: Vec<Block>,
 }
 
 impl<'a> Materializer<'a> {
     pub fn new(avail: &'a Availability, cfg: &'a Cfg) -> Self {
-        Materializer { avail, cfg, nodes: HashMap::default(), phis: HashMap::default(), consts: HashMap::default() }
+        Materializer {
+            avail,
+            cfg,
+            nodes: HashMap::default(),
+            phis: HashMap::default(),
+            consts: HashMap::default(),
+            touched: vec![],
+        }
     }
 
     fn name(&self, f: &Function, slot: Option<usize>) -> String {
@@ -399,6 +408,17 @@ impl<'a> Materializer<'a> {
         t
     }
 
+    /// Whether the tree of node `e` was bound to a local (it changed in place: `e` is the
+    /// node of a read or the value of a write, so it is in the block of that event).
+    pub fn bound(&self, e: Expr) -> bool {
+        self.nodes.contains_key(&e)
+    }
+
+    /// Whether any tree was bound to a local.
+    pub fn bound_any(&self) -> bool {
+        !self.nodes.is_empty()
+    }
+
     /// Where the data of node `e` lives now: `e` itself, or the node that took it when `e`
     /// was bound to a local (a replacement of `e` must go there, inside the binding).
     pub fn target(&self, e: Expr) -> Expr {
@@ -418,6 +438,7 @@ impl<'a> Materializer<'a> {
             args.push((p, self.arg_local(f, cx, p, &k.val, ty)));
         }
         f.blocks[b].phis.push(Phi { dest, args });
+        self.touched.push(b);
         dest
     }
 
@@ -434,6 +455,7 @@ impl<'a> Materializer<'a> {
                 let k = f.add_expr(ExprData::Const { ty: *t, value: *c });
                 let s = f.add_expr(ExprData::Assign { local: l, value: k });
                 f.blocks[p].stmts.push(s);
+                self.touched.push(p);
                 self.consts.insert((p, *t, *c), l);
                 l
             }

@@ -235,10 +235,16 @@ fn forward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, exempt: &[Expr], s
     };
     let mut acts = vec![];
     let mut subst = HashMap::default();
+    // The blocks whose reads are replaced or whose stores are removed.
+    let mut blocks = vec![];
     for &b in &an.cfg.rpo {
         let mut st = av.ins[b].clone().expect("converged");
+        let before = acts.len();
         for ev in &events[b] {
             avail::step(f, &mut st, ev, Some(&mut acts), exempt, &mut subst);
+        }
+        if acts.len() > before {
+            blocks.push(b);
         }
     }
     if acts.is_empty() {
@@ -297,8 +303,31 @@ fn forward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, exempt: &[Expr], s
         }
     }
     sweep(f, &gone);
-    // Trees of any block changed and phis may have been added, but no block or edge.
-    Snapshot::changed(snap, s, f, false, None);
+    // No block or edge changed: the trees of the blocks above did, and the materializer's
+    // (its phis, constants and bound trees).
+    blocks.extend_from_slice(&m.touched);
+    if m.bound_any() {
+        bound_blocks(events, &an.cfg.rpo, &m, &mut blocks);
+    }
+    blocks.sort_unstable();
+    blocks.dedup();
+    drop(m);
+    Snapshot::changed(snap, s, f, false, Some(blocks));
+}
+
+/// Adds to `out` the blocks holding a tree that `m` bound to a local: a `Val::Node` is
+/// the node of a read or the value of a write, so its block is the one of that event.
+fn bound_blocks(events: &SecondaryMap<Block, Vec<Ev>>, rpo: &[Block], m: &Materializer, out: &mut Vec<Block>) {
+    for &b in rpo {
+        let holds = events[b].iter().any(|ev| match ev {
+            Ev::CfRead { node, .. } | Ev::Load { node, .. } => m.bound(*node),
+            Ev::CfWrite { value, .. } | Ev::Store { value, .. } => m.bound(*value),
+            _ => false,
+        });
+        if holds {
+            out.push(b);
+        }
+    }
 }
 
 /// TASK 2: liveness of memory values, then dead STORE, STORE-STORE and loop-invariant
