@@ -94,7 +94,9 @@
 //! **Observables.** With that relation assumed, every block must agree on how it ends
 //! (return value, trap kind and code, invalid where the source is valid, or the same next
 //! block), on the trace events it appends, and, where the run stops, on the heap and the
-//! callframe. All blocks agree: [`Answer::Proved`](super::Answer::Proved) for every run.
+//! callframe. A block whose relation no state satisfies (its assumptions contradict each
+//! other, [`contradictory`]) is entered related by no run, and agrees. All blocks agree:
+//! [`Answer::Proved`](super::Answer::Proved) for every run.
 //! A block that does not is no counterexample (its entry state may be unreachable): the
 //! caller falls back to the bounded check.
 //!
@@ -2310,6 +2312,9 @@ fn observables_agree(p: &Pair, steps: &[Step], last: bool, budget: &mut Budget, 
         if observables_congruent(st, budget, share / CONGRUENT_SHARE) {
             continue;
         }
+        if contradictory(&st.assumed, budget, share / CONGRUENT_SHARE) {
+            continue;
+        }
         let s = super::solver();
         let goal = [valid(st), step_differs(&st.x, &st.y)];
         for a in relevant(st, &goal) {
@@ -2337,6 +2342,22 @@ fn observables_agree(p: &Pair, steps: &[Step], last: bool, budget: &mut Budget, 
         }
     }
     Ok(Tried::Proved)
+}
+
+/// Whether a step's relation cannot hold: its assumptions together are unsatisfiable
+/// (within `cap`), so no pair of states enters the block related, and its observables
+/// agree on every one that does. The observables' query asks only the assumptions that
+/// share a symbol with its goals ([`relevant`]), which leaves out a contradiction among
+/// the others.
+fn contradictory(assumed: &[Bool], budget: &mut Budget, cap: u64) -> bool {
+    if assumed.is_empty() {
+        return false;
+    }
+    let s = super::solver();
+    for a in assumed {
+        s.assert(a);
+    }
+    budget.check_within(&s, cap.max(1)) == SatResult::Unsat
 }
 
 /// How a try of the check ended, short of running out of the budget.
@@ -2881,5 +2902,19 @@ mod tests {
         assert!(equated_term(&d.eq(d.bvadd(BV::from_u64(1, 32)))).is_none());
         assert!(equated_term(&t.eq(a.bvmul(&a))).is_none());
         assert!(equated_term(&d.eq(BV::from_u64(3, 32))).is_some_and(|(s, _)| s.ast_eq(&Dynamic::from_ast(&d))));
+    }
+
+    /// A relation whose assumptions contradict each other holds at no entry (a block so
+    /// related agrees on every state that enters it related: none); one that some state
+    /// satisfies, or none at all, is no contradiction. SSA seed 10's SSAPRE was proved
+    /// only while numerals still joined every assumption into its blocks' queries.
+    #[test]
+    fn contradictory_assumptions_relate_no_state() {
+        let (x, y) = (BV::new_const("x", 32), BV::new_const("y", 32));
+        let mut budget = Budget::new(&Options::default());
+        let one = x.eq(BV::from_u64(1, 32));
+        assert!(contradictory(&[one.clone(), x.bvadd(&y).eq(&y).not(), x.eq(BV::from_u64(2, 32))], &mut budget, 100_000));
+        assert!(!contradictory(&[one.clone(), x.bvadd(&y).eq(&y).not()], &mut budget, 100_000));
+        assert!(!contradictory(&[], &mut budget, 100_000));
     }
 }
