@@ -2512,7 +2512,21 @@ fn symbols(terms: &[Dynamic]) -> Vec<Dynamic> {
 /// Before, [`symbols`] counted numerals too: [`relevant`] joined every two assumptions
 /// that mention the same numeral, and [`sample_split`] gave numerals random values.
 fn is_symbol(d: &Dynamic) -> bool {
-    d.kind() == z3::AstKind::App && d.num_children() == 0 && d.as_bool().is_none() && !d.as_bv().is_some_and(|b| b.as_u64().is_some())
+    d.kind() == z3::AstKind::App && d.num_children() == 0 && d.as_bool().is_none() && !is_numeral(d)
+}
+
+/// Whether `d` is a bit-vector numeral.
+fn is_numeral(d: &Dynamic) -> bool {
+    d.as_bv().is_some_and(|b| b.as_u64().is_some())
+}
+
+/// The two sides of `a` when it is an equation `x = y`.
+fn equation_sides(a: &Bool) -> Option<(Dynamic, Dynamic)> {
+    let a = Dynamic::from_ast(a);
+    if a.kind() != z3::AstKind::App || a.decl().kind() != z3::DeclKind::Eq || a.num_children() != 2 {
+        return None;
+    }
+    Some((a.nth_child(0)?, a.nth_child(1)?))
 }
 
 /// The assumptions of `st` that `goals` depend on: those that share a symbol with them,
@@ -2605,26 +2619,17 @@ const DEFINING_PASSES: usize = 3;
 /// The symbol `a` equates with a term that does not mention it, and that term, where `a`
 /// is `d = t` or `t = d` (the left side first).
 fn equated_term(a: &Bool) -> Option<(Dynamic, Dynamic)> {
-    let a = Dynamic::from_ast(a);
-    if a.kind() != z3::AstKind::App || a.decl().kind() != z3::DeclKind::Eq || a.num_children() != 2 {
-        return None;
-    }
-    let (x, y) = (a.nth_child(0)?, a.nth_child(1)?);
+    let (x, y) = equation_sides(a)?;
     let (d, t) = if is_symbol(&x) { (x, y) } else if is_symbol(&y) { (y, x) } else { return None };
     (!symbols(std::slice::from_ref(&t)).contains(&d)).then_some((d, t))
 }
 
 /// The numeral `a` equates `d` with, where `a` is `d = n` or `n = d`.
 fn equated_numeral(a: &Bool, d: &Dynamic) -> Option<Dynamic> {
-    let a = Dynamic::from_ast(a);
-    if a.kind() != z3::AstKind::App || a.decl().kind() != z3::DeclKind::Eq || a.num_children() != 2 {
-        return None;
-    }
-    let (x, y) = (a.nth_child(0)?, a.nth_child(1)?);
-    let numeral = |t: &Dynamic| t.as_bv().is_some_and(|b| b.as_u64().is_some());
+    let (x, y) = equation_sides(a)?;
     match () {
-        _ if &x == d && numeral(&y) => Some(y),
-        _ if &y == d && numeral(&x) => Some(x),
+        _ if &x == d && is_numeral(&y) => Some(y),
+        _ if &y == d && is_numeral(&x) => Some(x),
         _ => None,
     }
 }
