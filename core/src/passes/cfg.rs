@@ -16,6 +16,18 @@ pub(crate) fn sized<K: EntityRef, V: Clone + Default>(n: usize) -> SecondaryMap<
     m
 }
 
+/// The successors of block `b` as the CFG lists them: each once, in the order its
+/// terminator names them.
+pub(crate) fn successors(f: &Function, b: Block) -> smallvec::SmallVec<[Block; 4]> {
+    let mut s = smallvec::SmallVec::new();
+    for t in f.blocks[b].term.successors() {
+        if !s.contains(&t) {
+            s.push(t);
+        }
+    }
+    s
+}
+
 /// Successors, predecessors and the reverse post-order of a function's blocks.
 #[derive(Clone, Debug, Default)]
 pub struct Cfg {
@@ -36,13 +48,9 @@ impl Cfg {
         // Each list is made at its size (the predecessors counted first), not grown.
         let mut npreds: SecondaryMap<Block, u32> = sized(n);
         for &b in &f.layout {
-            let succs = f.blocks[b].term.successors();
-            let mut s = Vec::with_capacity(succs.len());
-            for t in succs {
-                if !s.contains(&t) {
-                    s.push(t);
-                    npreds[t] += 1;
-                }
+            let s = successors(f, b).into_vec();
+            for &t in &s {
+                npreds[t] += 1;
             }
             cfg.succs[b] = s;
         }

@@ -564,16 +564,7 @@ impl StrictCfg {
         let same = self.last.as_ref().is_some_and(|(n, layout, cfg, _)| {
             *n == f.blocks.len()
                 && *layout == f.layout
-                && f.layout.iter().all(|&b| {
-                    // The successors as `Cfg::compute` lists them: each once, in order.
-                    let mut succs: smallvec::SmallVec<[Block; 4]> = smallvec::SmallVec::new();
-                    for t in f.blocks[b].term.successors() {
-                        if !succs.contains(&t) {
-                            succs.push(t);
-                        }
-                    }
-                    succs[..] == cfg.succs[b][..]
-                })
+                && f.layout.iter().all(|&b| cfg::successors(f, b)[..] == cfg.succs[b][..])
         });
         if !same {
             let cfg = Cfg::compute(f);
