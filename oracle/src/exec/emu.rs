@@ -19,9 +19,12 @@
 //!   saved at creation and rewrites all of the state a program can observe (registers,
 //!   flags, stack, heap, callframe, and the code unless it is the same bytes again), so
 //!   a run's result depends only on its code and input, never on earlier runs.
-//!   The whole translation cache is flushed whenever new code is loaded, so the
-//!   translation buffer holds one program's blocks and its resident pages do not grow
-//!   with the number of programs (issue 23); it is also bounded ([`TCG_BUFFER_SIZE`]).
+//!   When new code is loaded, every translated block overlapping the bytes that may
+//!   have changed is dropped (a block is reused only while its bytes are the same, as
+//!   the helper stubs' are), and every [`FLUSH_EVERY_PROGRAMS`]th new program the whole
+//!   translation cache is flushed, so the translation buffer holds at most that many
+//!   programs' blocks and its resident pages do not grow with the number of programs
+//!   (issue 23); it is also bounded ([`TCG_BUFFER_SIZE`]).
 //!   The hook on the code's blocks is replaced at the same time, since Unicorn keeps a
 //!   record of every block a hook instrumented that no flush forgets (`add_block_hook`).
 //! * In the `tandem` command, the translation buffer lies just below the executable's
@@ -288,7 +291,17 @@ pub struct Emulator {
     stepping: bool,
     /// How many times the Unicorn instance was replaced ([`RENEW_AFTER_CODE_BYTES`]).
     renewals: u64,
+    /// New programs loaded since the translation cache was last flushed whole
+    /// ([`FLUSH_EVERY_PROGRAMS`]).
+    loads_since_flush: u32,
 }
+
+/// Every this many new programs, loading one flushes the whole translation cache
+/// rather than the code's blocks alone ([`Emulator::load_code`]): the translation
+/// buffer then holds the translations of at most this many programs, so its resident
+/// pages stay bounded (issue 23), while the helper stubs' blocks are translated once
+/// per this many programs rather than once per program.
+pub const FLUSH_EVERY_PROGRAMS: u32 = 8;
 
 /// Code longer than this (about one program in 500 of the `mix` profile) is run, and
 /// the instance is then replaced by a fresh one before the next program is loaded.
@@ -353,6 +366,7 @@ impl Emulator {
             tcg_bytes: bytes,
             stepping: false,
             renewals: 0,
+            loads_since_flush: 0,
         })
     }
 
@@ -570,13 +584,27 @@ impl Emulator {
         if self.loaded.len() > len {
             mem[len..self.loaded.len()].fill(INT3);
         }
-        // Translated blocks of the previous program must not survive the new bytes. The
-        // whole translation cache is flushed, not only the code range: dropping a range
-        // frees its blocks but not their space in the translation buffer, which then
-        // grows with every program until it is full (issue 23: tens of megabytes per
-        // worker over the first minutes of a campaign); a flush starts the buffer over,
-        // so it holds one program's translations and its resident pages stop growing.
-        self.uc.ctl_flush_tb().map_err(uc_err("dropping translated code"))?;
+        // Translated blocks of the previous program must not survive the new bytes: every
+        // block overlapping the bytes that may have changed (the longer of the two
+        // programs; past it both are `int3`) is dropped, and Unicorn unlinks every jump
+        // into them. The blocks of the helper stubs and of the padding beyond stay, since
+        // their bytes did not change, and are not translated again for the next program.
+        // Dropping blocks does not give back their space in the translation buffer, so
+        // every [`FLUSH_EVERY_PROGRAMS`]th program the whole cache is flushed instead,
+        // which starts the buffer over (issue 23: without it the buffer grew with every
+        // program, tens of megabytes per worker over the first minutes of a campaign).
+        let changed = len.max(self.loaded.len()) as u64;
+        if self.loads_since_flush + 1 >= FLUSH_EVERY_PROGRAMS {
+            self.uc.ctl_flush_tb().map_err(uc_err("dropping translated code"))?;
+            self.loads_since_flush = 0;
+        } else {
+            if changed > 0 {
+                self.uc
+                    .ctl_remove_cache(CODE_BASE as u64, CODE_BASE as u64 + changed)
+                    .map_err(uc_err("dropping translated code"))?;
+            }
+            self.loads_since_flush += 1;
+        }
         // The block hook's record of the blocks it instrumented outlives the flush: a
         // fresh hook starts it over (see [`add_block_hook`]).
         self.uc.remove_hook(self.block_hook).map_err(uc_err("removing the block hook"))?;
