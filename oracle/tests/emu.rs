@@ -781,6 +781,71 @@ fn translation_buffer_flushes_keep_runs_right() {
     }
 }
 
+/// A translated block is reused by the next program only while its bytes are the same
+/// (`Emulator::load_code` drops the blocks over the bytes that may have changed, and
+/// flushes the whole cache every `emu::FLUSH_EVERY_PROGRAMS` programs): programs that
+/// differ from the previous one in a single byte inside a block that ran, in the block
+/// after a helper call's return (the stub's block is kept), or in the padding byte a
+/// block of the previous program ended on, each run as their own bytes say, across
+/// several whole flushes.
+#[test]
+fn a_translated_block_is_reused_only_while_its_bytes_are_the_same() {
+    let f = func(
+        "helper @log(i32, i32) -> void effects(observable)\n\
+         function %f() -> i32 {\nb0:\n    call @log(1, 2)\n    ret 0\n}\n",
+    );
+    let mut emu = Emulator::new().unwrap();
+    let inp = input(vec![]);
+    // One block: the immediate differs, nothing else.
+    let constant = |k: u32| {
+        asm(move |a| {
+            a.mov(eax, k)?;
+            for _ in 0..8 {
+                a.nop()?;
+            }
+            a.ret()
+        })
+    };
+    // A helper call, then a block whose immediate differs.
+    let after_call = |k: u32| {
+        asm(move |a| {
+            a.push(2)?;
+            a.push(1)?;
+            a.call(helper(HelperKind::Log))?;
+            a.add(esp, 8)?;
+            a.mov(eax, k)?;
+            a.ret()
+        })
+    };
+    // A jump to the first byte past its own code: the padding's `int3`, a fault.
+    let into_padding = asm(|a| {
+        a.mov(eax, CODE_BASE + 16)?;
+        a.jmp(eax)?;
+        for _ in 0..9 {
+            a.nop()?;
+        }
+        Ok(())
+    });
+    assert_eq!(into_padding.bytes.len(), 16);
+    // The same bytes, then code where the padding was.
+    let mut bytes = into_padding.bytes.clone();
+    bytes.extend([0xB8, 9, 0, 0, 0, 0xC3]); // mov eax, 9; ret
+    let into_code = MachineCode::from_bytes(bytes);
+    let end = |r: Result<tandem_oracle::exec::outcome::Outcome, Finding>| r.unwrap().end;
+    let loads = 3 * emu::FLUSH_EVERY_PROGRAMS;
+    for i in 0..loads {
+        assert_eq!(end(run(&mut emu, &constant(i), &f, &inp)), End::Return(Value::I32(i as i32)), "load {i}");
+        assert_eq!(end(run(&mut emu, &constant(i + 1), &f, &inp)), End::Return(Value::I32(i as i32 + 1)), "load {i}");
+        let o = run(&mut emu, &after_call(i), &f, &inp).unwrap();
+        assert_eq!((o.end, o.trace.len()), (End::Return(Value::I32(i as i32)), 1), "load {i}");
+        let o = run(&mut emu, &after_call(i + 1), &f, &inp).unwrap();
+        assert_eq!((o.end, o.trace.len()), (End::Return(Value::I32(i as i32 + 1)), 1), "load {i}");
+        assert_eq!(fault(run(&mut emu, &into_padding, &f, &inp)).1, CODE_BASE + 16, "load {i}");
+        assert_eq!(end(run(&mut emu, &into_code, &f, &inp)), End::Return(Value::I32(9)), "load {i}");
+    }
+    assert_eq!(emu.runs(), 6 * loads as u64);
+}
+
 #[test]
 fn after_a_large_program_a_fresh_instance_runs_the_next_ones_afresh() {
     let (f, mut emu, inp) = ret0();

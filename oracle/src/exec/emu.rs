@@ -19,9 +19,12 @@
 //!   saved at creation and rewrites all of the state a program can observe (registers,
 //!   flags, stack, heap, callframe, and the code unless it is the same bytes again), so
 //!   a run's result depends only on its code and input, never on earlier runs.
-//!   The whole translation cache is flushed whenever new code is loaded, so the
-//!   translation buffer holds one program's blocks and its resident pages do not grow
-//!   with the number of programs (issue 23); it is also bounded ([`TCG_BUFFER_SIZE`]).
+//!   When new code is loaded, every translated block overlapping the bytes that may
+//!   have changed is dropped (a block is reused only while its bytes are the same, as
+//!   the helper stubs' are), and every [`FLUSH_EVERY_PROGRAMS`]th new program the whole
+//!   translation cache is flushed, so the translation buffer holds at most that many
+//!   programs' blocks and its resident pages do not grow with the number of programs
+//!   (issue 23); it is also bounded ([`TCG_BUFFER_SIZE`]).
 //!   The hook on the code's blocks is replaced at the same time, since Unicorn keeps a
 //!   record of every block a hook instrumented that no flush forgets (`add_block_hook`).
 //! * In the `tandem` command, the translation buffer lies just below the executable's
@@ -191,6 +194,25 @@ struct Hooked {
     steps: Vec<Registers>,
     /// The budget counted by blocks (see [`BlockBudget`]).
     budget: BlockBudget,
+    /// The host memory behind the stack window (`Emulator::stack`, which outlives the
+    /// hooks), `STACK_WINDOW` bytes from `STACK_WINDOW_BASE`.
+    stack_window: *const u8,
+}
+
+impl Hooked {
+    /// Copies the guest bytes at `addr` into `buf` from the stack window's host memory;
+    /// false, copying nothing, unless they all lie in the window.
+    fn read_stack_window(&self, addr: u32, buf: &mut [u8]) -> bool {
+        let Some(at) = addr.checked_sub(STACK_WINDOW_BASE).map(|a| a as usize) else { return false };
+        if at + buf.len() > STACK_WINDOW as usize {
+            return false;
+        }
+        // SAFETY: `stack_window` points to `STACK_WINDOW` live bytes (see the field), of
+        // which `at..at + buf.len()` is a part, and no guest code executes meanwhile
+        // ([`HostMemory`]).
+        buf.copy_from_slice(unsafe { std::slice::from_raw_parts(self.stack_window.add(at), buf.len()) });
+        true
+    }
 }
 
 /// The instruction budget counted by the block hook, so that a run does not pay for
@@ -263,15 +285,17 @@ type Uc<'a> = Unicorn<'a, Hooked>;
 
 /// One reused Unicorn instance with the environment of `tandem_core::abi` mapped.
 pub struct Emulator {
-    /// Declared first so that it is dropped (closed) before `code`, whose memory it maps.
+    /// Declared first so that it is dropped (closed) before `code` and `stack`, whose
+    /// memory it maps.
     uc: Uc<'static>,
     /// The host memory behind the code region.
-    code: CodeBuffer,
+    code: HostMemory,
+    /// The host memory behind the stack window: poisoned and given the arguments
+    /// directly before a run, and read by the helper hook for a call's frame.
+    stack: HostMemory,
     /// The code bytes currently loaded: also the part of the code region that must be
     /// refilled with `int3` when shorter code is loaded.
     loaded: Vec<u8>,
-    /// The stack window's contents at the start of every run: all poison.
-    stack_poison: Vec<u8>,
     /// A callframe page: written before a run, read back after it (one buffer for
     /// every run).
     page: Vec<u8>,
@@ -288,7 +312,17 @@ pub struct Emulator {
     stepping: bool,
     /// How many times the Unicorn instance was replaced ([`RENEW_AFTER_CODE_BYTES`]).
     renewals: u64,
+    /// New programs loaded since the translation cache was last flushed whole
+    /// ([`FLUSH_EVERY_PROGRAMS`]).
+    loads_since_flush: u32,
 }
+
+/// Every this many new programs, loading one flushes the whole translation cache
+/// rather than the code's blocks alone ([`Emulator::load_code`]): the translation
+/// buffer then holds the translations of at most this many programs, so its resident
+/// pages stay bounded (issue 23), while the helper stubs' blocks are translated once
+/// per this many programs rather than once per program.
+pub const FLUSH_EVERY_PROGRAMS: u32 = 8;
 
 /// Code longer than this (about one program in 500 of the `mix` profile) is run, and
 /// the instance is then replaced by a fresh one before the next program is loaded.
@@ -315,8 +349,9 @@ impl Emulator {
     /// Unicorn rounds smaller sizes up). Tests use a small one to force flushes.
     pub fn with_translation_buffer(bytes: u32) -> Result<Emulator, EmuError> {
         // Declared before `uc`, so that an early return drops `uc` first.
-        let mut code = CodeBuffer::new(CODE_SIZE_MAX as usize);
+        let mut code = HostMemory::new(CODE_SIZE_MAX as usize);
         code.bytes_mut().fill(INT3);
+        let stack = HostMemory::new(STACK_WINDOW as usize);
         let mut uc: Uc<'static> = Unicorn::new_with_data(
             Arch::X86,
             Mode::MODE_32,
@@ -332,20 +367,21 @@ impl Emulator {
                 helpers: RuntimeHelper::all().into_iter().map(|h| (h.address(), h)).collect(),
                 steps: vec![],
                 budget: BlockBudget::default(),
+                stack_window: stack.ptr,
             },
         )
         .map_err(uc_err("creating the x86-32 engine"))?;
         set_tcg_buffer_size(&mut uc, bytes)?;
         uc.ctl_set_tlb_type(TlbType::VIRTUAL).map_err(uc_err("choosing the runner's address translation"))?;
         uc.add_tlb_hook(1, 0, tlb_fill).map_err(uc_err("hooking address translation"))?;
-        map_regions(&mut uc, &code)?;
+        map_regions(&mut uc, &code, &stack)?;
         let block_hook = install_hooks(&mut uc)?;
         let pristine = uc.context_init().map_err(uc_err("saving the initial CPU state"))?;
         Ok(Emulator {
             uc,
             code,
             loaded: vec![],
-            stack_poison: vec![STACK_POISON; STACK_WINDOW as usize],
+            stack,
             page: vec![0; CALLFRAME_SIZE as usize],
             pristine,
             block_hook,
@@ -353,6 +389,7 @@ impl Emulator {
             tcg_bytes: bytes,
             stepping: false,
             renewals: 0,
+            loads_since_flush: 0,
         })
     }
 
@@ -570,13 +607,27 @@ impl Emulator {
         if self.loaded.len() > len {
             mem[len..self.loaded.len()].fill(INT3);
         }
-        // Translated blocks of the previous program must not survive the new bytes. The
-        // whole translation cache is flushed, not only the code range: dropping a range
-        // frees its blocks but not their space in the translation buffer, which then
-        // grows with every program until it is full (issue 23: tens of megabytes per
-        // worker over the first minutes of a campaign); a flush starts the buffer over,
-        // so it holds one program's translations and its resident pages stop growing.
-        self.uc.ctl_flush_tb().map_err(uc_err("dropping translated code"))?;
+        // Translated blocks of the previous program must not survive the new bytes: every
+        // block overlapping the bytes that may have changed (the longer of the two
+        // programs; past it both are `int3`) is dropped, and Unicorn unlinks every jump
+        // into them. The blocks of the helper stubs and of the padding beyond stay, since
+        // their bytes did not change, and are not translated again for the next program.
+        // Dropping blocks does not give back their space in the translation buffer, so
+        // every [`FLUSH_EVERY_PROGRAMS`]th program the whole cache is flushed instead,
+        // which starts the buffer over (issue 23: without it the buffer grew with every
+        // program, tens of megabytes per worker over the first minutes of a campaign).
+        let changed = len.max(self.loaded.len()) as u64;
+        if self.loads_since_flush + 1 >= FLUSH_EVERY_PROGRAMS {
+            self.uc.ctl_flush_tb().map_err(uc_err("dropping translated code"))?;
+            self.loads_since_flush = 0;
+        } else {
+            if changed > 0 {
+                self.uc
+                    .ctl_remove_cache(CODE_BASE as u64, CODE_BASE as u64 + changed)
+                    .map_err(uc_err("dropping translated code"))?;
+            }
+            self.loads_since_flush += 1;
+        }
         // The block hook's record of the blocks it instrumented outlives the flush: a
         // fresh hook starts it over (see [`add_block_hook`]).
         self.uc.remove_hook(self.block_hook).map_err(uc_err("removing the block hook"))?;
@@ -596,9 +647,15 @@ impl Emulator {
                 .map_err(uc_err("unmapping the deep stack"))?;
             self.uc.get_data_mut().deep_stack_mapped = false;
         }
-        self.uc.mem_write(STACK_WINDOW_BASE as u64, &self.stack_poison).map_err(uc_err("poisoning the stack"))?;
+        // The window is written through its host memory, as the code is (no emulation
+        // runs, and the window never holds translated code: it is not executable).
+        let window = self.stack.bytes_mut();
+        window.fill(STACK_POISON);
         let (esp, frame) = entry_frame(input);
-        self.uc.mem_write(esp as u64, &frame).map_err(uc_err("writing the arguments"))?;
+        match esp.checked_sub(STACK_WINDOW_BASE).map(|at| at as usize..at as usize + frame.len()) {
+            Some(at) if at.end <= window.len() => window[at].copy_from_slice(&frame),
+            _ => self.uc.mem_write(esp as u64, &frame).map_err(uc_err("writing the arguments"))?,
+        }
         Ok(esp)
     }
 
@@ -670,7 +727,7 @@ fn set_registers(uc: &mut Uc<'_>, r: &Registers) {
 }
 
 /// Maps the regions of the memory map and fills the helper stubs and the sentinel.
-fn map_regions(uc: &mut Uc<'static>, code: &CodeBuffer) -> Result<(), EmuError> {
+fn map_regions(uc: &mut Uc<'static>, code: &HostMemory, stack: &HostMemory) -> Result<(), EmuError> {
     let rw = Prot::READ | Prot::WRITE;
     let rx = Prot::READ | Prot::EXEC;
     uc.mem_map(HEAP_BASE as u64, page_round(HEAP_SIZE) as u64, rw).map_err(uc_err("mapping the heap"))?;
@@ -680,7 +737,9 @@ fn map_regions(uc: &mut Uc<'static>, code: &CodeBuffer) -> Result<(), EmuError> 
     unsafe { uc.mem_map_ptr(CODE_BASE as u64, CODE_SIZE_MAX as u64, rx, code.ptr.cast()) }
         .map_err(uc_err("mapping the code"))?;
     uc.mem_map(RETURN_SENTINEL as u64, PAGE as u64, rx).map_err(uc_err("mapping the return sentinel"))?;
-    uc.mem_map(STACK_WINDOW_BASE as u64, STACK_WINDOW as u64, rw).map_err(uc_err("mapping the stack"))?;
+    // SAFETY: `stack` is STACK_WINDOW bytes and outlives `uc` (see `Emulator`).
+    unsafe { uc.mem_map_ptr(STACK_WINDOW_BASE as u64, STACK_WINDOW as u64, rw, stack.ptr.cast()) }
+        .map_err(uc_err("mapping the stack"))?;
     uc.mem_write(HELPER_BASE as u64, &vec![HLT; PAGE as usize]).map_err(uc_err("filling the helper stubs"))?;
     uc.mem_write(RETURN_SENTINEL as u64, &vec![INT3; PAGE as usize]).map_err(uc_err("filling the sentinel"))
 }
@@ -808,16 +867,18 @@ fn bad_memory_hook(uc: &mut Uc<'_>, ty: MemType, addr: u64, _size: usize, _value
 }
 
 /// Host memory handed to Unicorn with `mem_map_ptr`: a leaked boxed slice, freed on
-/// drop. It is reached only through short-lived slices while no emulation runs.
-struct CodeBuffer {
+/// drop. It is reached only through short-lived slices while no guest code executes:
+/// between runs, or in a hook (which Unicorn calls on this thread with the guest
+/// stopped and every earlier store done).
+struct HostMemory {
     ptr: *mut u8,
     len: usize,
 }
 
-impl CodeBuffer {
-    fn new(len: usize) -> CodeBuffer {
+impl HostMemory {
+    fn new(len: usize) -> HostMemory {
         let ptr = Box::into_raw(vec![0u8; len].into_boxed_slice()).cast::<u8>();
-        CodeBuffer { ptr, len }
+        HostMemory { ptr, len }
     }
 
     fn bytes_mut(&mut self) -> &mut [u8] {
@@ -826,7 +887,7 @@ impl CodeBuffer {
     }
 }
 
-impl Drop for CodeBuffer {
+impl Drop for HostMemory {
     fn drop(&mut self) {
         // SAFETY: `ptr` came from `Box::into_raw` of a boxed slice of `len` bytes.
         drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.len)) });
@@ -950,7 +1011,9 @@ fn helper_hook(uc: &mut Uc<'_>, addr: u64, _size: u32) {
     let esp = reg(uc, RegisterX86::ESP);
     let mut bytes = [0u8; HELPER_FRAME_MAX];
     let frame = &mut bytes[..helper_frame_bytes(helper)];
-    if uc.mem_read(esp as u64, frame).is_err() {
+    // A frame in the stack window (every call's but in deep recursion) is read from the
+    // window's host memory: the same bytes, without Unicorn's look-ups.
+    if !uc.get_data().read_stack_window(esp, frame) && uc.mem_read(esp as u64, frame).is_err() {
         // The return address or the arguments lie outside the stack.
         let address = Some(esp);
         stop_with(uc, Stop::Fault { kind: FaultKind::ReadUnmapped, pc, address });
