@@ -21,7 +21,7 @@ use super::tree_mover::TreeMover;
 use super::util::{postorder_into, remove_unused_locals};
 use super::Stats;
 use crate::ir::{Block, ExprData, Function, Local, Type};
-use crate::hash::HashMap;
+use cranelift_entity::EntityRef;
 
 /// An ACP entry.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -36,8 +36,9 @@ pub fn run(f: &mut Function) -> Stats {
     let mut tm = TreeMover::new(f.locals.len());
     // The nodes of the tree being propagated, in order: one list for every tree.
     let mut order = vec![];
+    let mut acp = Acp::default();
     for b in f.layout.clone() {
-        cprop_block(f, b, &mut tm, &mut stats, &mut order);
+        cprop_block(f, b, &mut tm, &mut stats, &mut order, &mut acp);
     }
     let deleted = tm.resolve(f, &mut stats);
     for b in f.layout.clone() {
@@ -48,40 +49,77 @@ pub fn run(f: &mut Function) -> Stats {
 }
 
 /// The ACP of one block, with the reverse index of copies so that a definition kills in
-/// time proportional to what it kills, not to the size of the ACP.
+/// time proportional to what it kills, not to the size of the ACP. Both are lists by
+/// local index (a hash map probe per use was most of a lookup), kept from block to block:
+/// [`Acp::clear`] empties the entries the block touched.
 #[derive(Default)]
 struct Acp {
-    avail: HashMap<Local, Avail>,
+    avail: Vec<Option<Avail>>,
     /// For each `y`, the locals that were made copies of `y` (some may be stale: an entry
     /// counts only while `avail` still says so).
-    copies_of: HashMap<Local, Vec<Local>>,
+    copies_of: Vec<Vec<Local>>,
+    /// The locals whose entries the block set, to clear (some more than once).
+    touched: Vec<Local>,
 }
 
 impl Acp {
     fn get(&self, l: &Local) -> Option<&Avail> {
-        self.avail.get(l)
+        self.avail.get(l.index()).and_then(Option::as_ref)
+    }
+
+    /// Makes room for the entries of `l`.
+    fn room(&mut self, l: Local) {
+        if self.avail.len() <= l.index() {
+            self.avail.resize(l.index() + 1, None);
+            self.copies_of.resize_with(l.index() + 1, Vec::new);
+        }
     }
 
     fn insert(&mut self, x: Local, a: Avail) {
         if let Avail::Copy(y) = a {
-            self.copies_of.entry(y).or_default().push(x);
+            self.room(y);
+            self.copies_of[y.index()].push(x);
+            self.touched.push(y);
         }
-        self.avail.insert(x, a);
+        self.room(x);
+        self.avail[x.index()] = Some(a);
+        self.touched.push(x);
     }
 
     /// A definition of `x` removes the entry of `x` and those that copy `x`.
     fn kill(&mut self, x: Local) {
-        self.avail.remove(&x);
-        for z in self.copies_of.remove(&x).unwrap_or_default() {
-            if self.avail.get(&z) == Some(&Avail::Copy(x)) {
-                self.avail.remove(&z);
+        if self.avail.len() <= x.index() {
+            return;
+        }
+        self.avail[x.index()] = None;
+        let mut copies = std::mem::take(&mut self.copies_of[x.index()]);
+        for &z in &copies {
+            if self.avail[z.index()] == Some(Avail::Copy(x)) {
+                self.avail[z.index()] = None;
             }
+        }
+        copies.clear();
+        self.copies_of[x.index()] = copies;
+    }
+
+    /// Empties the ACP for the next block, keeping its room.
+    fn clear(&mut self) {
+        for l in self.touched.drain(..) {
+            self.avail[l.index()] = None;
+            self.copies_of[l.index()].clear();
         }
     }
 }
 
-fn cprop_block(f: &mut Function, b: Block, tm: &mut TreeMover, stats: &mut Stats, order: &mut Vec<crate::ir::Expr>) {
-    let mut acp = Acp::default();
+fn cprop_block(
+    f: &mut Function,
+    b: Block,
+    tm: &mut TreeMover,
+    stats: &mut Stats,
+    order: &mut Vec<crate::ir::Expr>,
+    acp: &mut Acp,
+) {
+    acp.clear();
     let stmts = f.blocks[b].stmts.clone();
     let mut kept = vec![];
     for s in stmts {
@@ -94,12 +132,12 @@ fn cprop_block(f: &mut Function, b: Block, tm: &mut TreeMover, stats: &mut Stats
                 }
             }
         }
-        cprop_tree(f, b, s, &mut acp, tm, stats, true, order);
+        cprop_tree(f, b, s, acp, tm, stats, true, order);
         kept.push(s);
     }
     f.blocks[b].stmts = kept;
     if let Some(t) = f.blocks[b].term.expr() {
-        cprop_tree(f, b, t, &mut acp, tm, stats, false, order);
+        cprop_tree(f, b, t, acp, tm, stats, false, order);
     }
     tm.end_block();
 }

@@ -176,6 +176,10 @@ impl DomTree {
     }
 }
 
+/// How long an iterated frontier [`DominanceFrontiers::iterated`] looks through for
+/// membership before it hashes.
+const SHORT_FRONTIER: usize = 16;
+
 /// The dominance frontier of every block.
 #[derive(Clone, Debug, Default)]
 pub struct DominanceFrontiers {
@@ -213,12 +217,24 @@ impl DominanceFrontiers {
     /// The iterated dominance frontier of a set of blocks, sorted by block number.
     pub fn iterated(&self, blocks: &[Block]) -> Vec<Block> {
         let mut out: Vec<Block> = vec![];
-        // Membership by hash: a chain of blocks has a frontier as long as the chain.
-        let mut seen: crate::hash::HashSet<Block> = crate::hash::HashSet::default();
+        // Membership by a look through `out` while it is short (most iterated frontiers
+        // are a few blocks, and a hash set was an allocation and a probe each), then by
+        // hash: a chain of blocks has a frontier as long as the chain.
+        let mut seen: Option<crate::hash::HashSet<Block>> = None;
         let mut work: Vec<Block> = blocks.to_vec();
         while let Some(b) = work.pop() {
             for &d in &self.frontier[b] {
-                if seen.insert(d) {
+                let new = match &mut seen {
+                    Some(seen) => seen.insert(d),
+                    None if out.contains(&d) => false,
+                    None => {
+                        if out.len() == SHORT_FRONTIER {
+                            seen = Some(out.iter().copied().chain([d]).collect());
+                        }
+                        true
+                    }
+                };
+                if new {
                     out.push(d);
                     work.push(d);
                 }

@@ -92,18 +92,19 @@ fn rename(
         zero: vec![None; nlocals],
         namer: Namer::new(f),
         nodes: vec![],
+        pushed: vec![],
         stats,
     };
     for &p in &f.params {
         r.stacks[p.index()].push(p);
     }
     let enter = |(f, r): &mut (&mut Function, Renamer), b: Block| {
-        let mut pushed = vec![];
+        let height = r.pushed.len();
         for i in 0..f.blocks[b].phis.len() {
             let x = phi_orig[b][i];
             let v = r.new_version(f, x);
             f.blocks[b].phis[i].dest = v;
-            pushed.push(x);
+            r.pushed.push(x);
         }
         // The statements (then the terminator's tree) by position, and each tree's nodes
         // in one buffer reused from tree to tree: renaming rewrites nodes, not lists.
@@ -121,7 +122,7 @@ fn rename(
                     }
                     ExprData::Assign { local: x, value } => {
                         let v = r.new_version(f, x);
-                        pushed.push(x);
+                        r.pushed.push(x);
                         f.exprs[n] = ExprData::Assign { local: v, value };
                     }
                     _ => {}
@@ -140,10 +141,10 @@ fn rename(
                 }
             }
         }
-        pushed
+        height
     };
-    let leave = |(_, r): &mut (&mut Function, Renamer), pushed: Vec<Local>| {
-        for x in pushed {
+    let leave = |(_, r): &mut (&mut Function, Renamer), height: usize| {
+        for x in r.pushed.drain(height..) {
             r.stacks[x.index()].pop();
         }
     };
@@ -174,6 +175,10 @@ struct Renamer<'a> {
     namer: Namer,
     /// The nodes of the tree being renamed.
     nodes: Vec<Expr>,
+    /// The originals each block of the walk pushed a version of, one log for the whole
+    /// walk: a block enters at its height and leaves by popping back to it (a list per
+    /// block was an allocation each, and its growth).
+    pushed: Vec<Local>,
     stats: &'a mut Stats,
 }
 

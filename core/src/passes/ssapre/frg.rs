@@ -18,6 +18,9 @@ use crate::hash::HashMap;
 use cranelift_entity::EntityRef;
 use smallvec::{smallvec, SmallVec};
 
+/// No Φ in this block ([`Frg::phi_index`]).
+const NO_PHI: u32 = u32::MAX;
+
 /// What defines a Φ operand or a reload: nothing (⊥), a real occurrence, a Φ, or an
 /// insertion made by Finalize.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
@@ -99,10 +102,12 @@ struct Frg<'a> {
     trapping: bool,
     /// The Φs, in block order.
     phis: Vec<PhiOcc>,
-    /// The Φ of each block that has one (see [`Frg::phi_of`]): a hash map, since a
-    /// function of many merges gives an expression as many Φs, and a binary search at
-    /// each lookup then cost more than the walk of the whole tree it replaced.
-    phi_index: HashMap<Block, usize>,
+    /// The Φ of each block that has one, by block index, [`NO_PHI`] for the others (see
+    /// [`Frg::phi_of`]): a direct lookup, since a function of many merges gives an
+    /// expression as many Φs (a binary search at each lookup cost more than the walk of
+    /// the whole tree it replaced, and a hash map a probe each). Kept from expression to
+    /// expression: [`Frg::give_back`] resets only the entries of its Φs.
+    phi_index: Vec<u32>,
     /// The real occurrences of each block that has some: a run of the worklist entry's
     /// occurrences (they are in block layout order) as its block, start and end, sorted
     /// by block (see [`Frg::occs_in`]; most expressions have one run, and a hash map
@@ -128,8 +133,9 @@ struct Frg<'a> {
     needed: Vec<bool>,
     /// Finalize2: the insertions that feed a needed Φ.
     used_insertion: Vec<bool>,
-    /// Finalize1: the available definition of each class.
-    avail_def: HashMap<u32, Def>,
+    /// Finalize1: the available definition of each class, by class (classes are
+    /// numbered from 1 up to [`Frg::classes`]).
+    avail_def: Vec<Option<Def>>,
 }
 
 /// The buffers of one expression's steps, kept by `ssapre::run` from expression to
@@ -141,7 +147,7 @@ pub struct Buffers {
     phis: Vec<PhiOcc>,
     /// The operand lists of the Φs given back, empty.
     operands: Vec<Vec<PhiOpnd>>,
-    phi_index: HashMap<Block, usize>,
+    phi_index: Vec<u32>,
     occ_runs: Vec<(Block, usize, usize)>,
     sites: Vec<(Block, bool)>,
     real: Vec<RealState>,
@@ -150,7 +156,7 @@ pub struct Buffers {
     insertions: Vec<Insertion>,
     needed: Vec<bool>,
     used_insertion: Vec<bool>,
-    avail_def: HashMap<u32, Def>,
+    avail_def: Vec<Option<Def>>,
     /// Φ-Insertion's own lists: the Φ blocks, the sites in pre-order, and the two bit sets.
     phi_at: Vec<Block>,
     preorder: Vec<Block>,
@@ -351,7 +357,13 @@ impl<'a> Frg<'a> {
         debug_assert!(occ_runs.windows(2).all(|w| w[0].0 != w[1].0), "one run of occurrences per block");
         let trapping = e.key.op.can_trap();
         let mut phi_index = std::mem::take(&mut bufs.phi_index);
-        phi_index.extend(phis.iter().enumerate().map(|(j, p)| (p.block, j)));
+        for (j, p) in phis.iter().enumerate() {
+            let i = p.block.index();
+            if phi_index.len() <= i {
+                phi_index.resize(i + 1, NO_PHI);
+            }
+            phi_index[i] = j as u32;
+        }
         // The sites in dominator-tree pre-order, by a bit set over pre-order numbers (as
         // above: a sort per expression of every merge and its predecessors was a tenth).
         let dt = &an.domtree;
@@ -441,12 +453,12 @@ impl<'a> Frg<'a> {
             ..
         } = self;
         for p in phis.drain(..) {
+            phi_index[p.block.index()] = NO_PHI;
             let mut operands = p.operands;
             operands.clear();
             bufs.operands.push(operands);
         }
         users.iter_mut().for_each(Vec::clear);
-        phi_index.clear();
         occ_runs.clear();
         sites.clear();
         real.clear();
@@ -471,7 +483,7 @@ impl<'a> Frg<'a> {
 
     /// The Φ at the entry of block `b`, if there is one.
     fn phi_of(&self, b: Block) -> Option<usize> {
-        self.phi_index.get(&b).copied()
+        self.phi_index.get(b.index()).copied().filter(|&j| j != NO_PHI).map(|j| j as usize)
     }
 
     /// The real occurrences in block `b`, in order.
@@ -713,6 +725,7 @@ impl<'a> Frg<'a> {
     fn finalize1(&mut self, f: &Function) {
         let occs = &self.e.occs;
         let mut avail_def = std::mem::take(&mut self.avail_def);
+        avail_def.resize(self.classes as usize + 1, None);
         for si in 0..self.sites.len() {
             let (b, own) = self.sites[si];
             if !own {
@@ -720,12 +733,12 @@ impl<'a> Frg<'a> {
             }
             if let Some(j) = self.phi_of(b) {
                 if self.phis[j].will_be_avail() {
-                    avail_def.insert(self.phis[j].class, Def::Phi(j));
+                    avail_def[self.phis[j].class as usize] = Some(Def::Phi(j));
                 }
             }
             for i in self.occs_in(b) {
                 let c = self.real[i].class;
-                let dominating = avail_def.get(&c).copied().filter(|&d| {
+                let dominating = avail_def[c as usize].filter(|&d| {
                     let (db, dp) = self.def_site(d);
                     if db == b {
                         dp < occs[i].pos
@@ -739,7 +752,7 @@ impl<'a> Frg<'a> {
                         self.real[i].def = Some(d);
                     }
                     None => {
-                        avail_def.insert(c, Def::Real(i));
+                        avail_def[c as usize] = Some(Def::Real(i));
                     }
                 }
             }

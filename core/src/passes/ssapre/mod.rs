@@ -7,7 +7,8 @@
 //!   occurrence of every candidate expression into a worklist keyed by the expression's
 //!   lexical form over *original* variables (an SSA version `%x.3` belongs to the original
 //!   `x`: the name before its last `.N`), together with the effects and exits that
-//!   down-safety needs and, per block, the current version of every original. A
+//!   down-safety needs and, per merge block, the current version of every original an
+//!   expression of the round reads. A
 //!   computation assigned to a local nothing reads is not an occurrence (it is dead: `dce`
 //!   removes it, and PRE would otherwise move the expression to where it serves nothing).
 //!   The scan of a later round walks only the trees of the blocks the round before
@@ -268,9 +269,16 @@ pub struct Initialization {
     /// without an occurrence there.
     pub exit_blocks: Vec<Block>,
     pub kill_blocks: Vec<Block>,
-    /// The current version of each original at the entry of each merge block (two or
-    /// more predecessors: where a Φ can be), after its phis; empty for other blocks.
+    /// The current version of each asked original ([`Initialization::asked`]) at the
+    /// entry of each merge block (two or more predecessors: where a Φ can be), after its
+    /// phis, in the order of their places; empty for other blocks.
     pub current: SecondaryMap<Block, Vec<Option<Local>>>,
+    /// The place in the lists of `current` of each original an expression the round runs
+    /// has for an operand (the only originals Φ-Insertion asks about), [`NOT_ASKED`] for
+    /// the others: a round after the first runs only the expressions over the last
+    /// round's temporaries, and a list of every original per merge block was a twentieth
+    /// of `ssapre`.
+    asked: Vec<u32>,
     /// The block and index of the phi defining a local, if a phi does.
     pub phi_def: SecondaryMap<Local, Option<(Block, usize)>>,
     /// The blocks holding a phi of each original.
@@ -287,6 +295,9 @@ pub struct Initialization {
     /// The parent of every node of the function.
     pub parent: SecondaryMap<Expr, Option<Parent>>,
 }
+
+/// An original no expression of the round reads ([`Initialization::asked`]).
+const NOT_ASKED: u32 = u32::MAX;
 
 /// The original variable name of a version: the name without its last `.N`.
 fn original_name(name: &str) -> &str {
@@ -374,6 +385,7 @@ impl Initialization {
             exit_blocks: vec![],
             kill_blocks: vec![],
             current: if current.is_empty() { super::cfg::sized(f.blocks.len()) } else { current },
+            asked: vec![],
             phi_def: super::cfg::sized(f.locals.len()),
             phi_blocks: emptied(phi_blocks, norig),
             def_blocks: emptied(def_blocks, norig),
@@ -423,7 +435,8 @@ impl Initialization {
         let dt = &an.domtree;
         init.kill_blocks.retain(|&b| dt.preorder_number(b) != 0);
         init.kill_blocks.sort_unstable_by_key(|&b| dt.preorder_number(b));
-        init.current_versions(f, an, norig, &scratch);
+        init.ask(round, norig);
+        init.current_versions(f, an, &scratch);
         init.def_frontier = vec![std::cell::OnceCell::new(); norig];
         init.block_frontier = vec![std::cell::OnceCell::new(); f.blocks.len()];
         kept.scratch = scratch;
@@ -612,15 +625,37 @@ impl Initialization {
         }
     }
 
+    /// Gives each original an expression of the round has for an operand its place in
+    /// the lists of `current` ([`Initialization::asked`]): every expression in the first
+    /// round, the fresh ones after it (as `ssapre::run` runs them).
+    fn ask(&mut self, round: usize, norig: usize) {
+        self.asked.clear();
+        self.asked.resize(norig, NOT_ASKED);
+        let mut places = 0;
+        for e in self.worklist.iter().filter(|e| round == 0 || e.fresh) {
+            for op in &e.key.operands {
+                if let KeyOperand::Orig(o) = *op {
+                    if self.asked[o as usize] == NOT_ASKED {
+                        self.asked[o as usize] = places;
+                        places += 1;
+                    }
+                }
+            }
+        }
+    }
+
     /// The versions current at each block entry: a walk of the dominator tree with one
-    /// stack per original, as SSA renaming does. Also records the parameters as
-    /// definitions in the entry block.
-    fn current_versions(&mut self, f: &Function, an: &Analyses, norig: usize, scratch: &Scratch) {
+    /// stack per asked original, as SSA renaming does (the versions of the others are
+    /// never asked for). Also records the parameters as definitions in the entry block.
+    fn current_versions(&mut self, f: &Function, an: &Analyses, scratch: &Scratch) {
         let init = self;
-        let mut stacks: Vec<Vec<Local>> = vec![vec![]; norig];
+        let places = init.asked.iter().filter(|&&p| p != NOT_ASKED).count();
+        let mut stacks: Vec<Vec<Local>> = vec![vec![]; places];
         for &p in &f.params {
-            stacks[init.orig[p] as usize].push(p);
             let o = init.orig[p] as usize;
+            if init.asked[o] != NOT_ASKED {
+                stacks[init.asked[o] as usize].push(p);
+            }
             if !init.def_blocks[o].contains(&f.entry()) {
                 init.def_blocks[o].push(f.entry());
             }
@@ -632,9 +667,11 @@ impl Initialization {
         let enter = |(init, stacks, pushed): &mut Walk<'_>, b: Block| {
             let height = pushed.len();
             for phi in &f.blocks[b].phis {
-                let o = init.orig[phi.dest];
-                stacks[o as usize].push(phi.dest);
-                pushed.push(o);
+                let at = init.asked[init.orig[phi.dest] as usize];
+                if at != NOT_ASKED {
+                    stacks[at as usize].push(phi.dest);
+                    pushed.push(at);
+                }
             }
             // Only a merge block can hold a Φ (Φ-Insertion keeps no other), so only
             // merge blocks are asked for their versions.
@@ -645,23 +682,28 @@ impl Initialization {
             }
             let (start, end) = scratch.assigned[b];
             for &local in &scratch.assigns[start as usize..end as usize] {
-                let o = init.orig[local];
-                stacks[o as usize].push(local);
-                pushed.push(o);
+                let at = init.asked[init.orig[local] as usize];
+                if at != NOT_ASKED {
+                    stacks[at as usize].push(local);
+                    pushed.push(at);
+                }
             }
             height
         };
         let leave = |(_, stacks, pushed): &mut Walk<'_>, height: usize| {
-            for o in pushed.drain(height..) {
-                stacks[o as usize].pop();
+            for at in pushed.drain(height..) {
+                stacks[at as usize].pop();
             }
         };
         an.domtree.walk_scoped(&mut (init, stacks, vec![]), enter, leave);
     }
 
-    /// The current version of original `o` at the entry of merge block `b`.
+    /// The current version of original `o` at the entry of merge block `b`; `o` is an
+    /// operand of an expression the round runs ([`Initialization::asked`]).
     pub fn current_at(&self, b: Block, o: u32) -> Option<Local> {
-        self.current[b].get(o as usize).copied().flatten()
+        let at = self.asked[o as usize];
+        debug_assert!(at != NOT_ASKED, "the versions of an original no expression of the round reads");
+        self.current[b].get(at as usize).copied().flatten()
     }
 
     /// The number of originals.
