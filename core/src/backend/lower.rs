@@ -347,10 +347,26 @@ pub fn register_operands(f: &LirFunction, n: Node) -> Vec<Use> {
 }
 
 /// Calls `visit` on each register operand of `n`, in the order of [`register_operands`].
+/// Not itself recursive, so that it is made part of its callers (it runs for every node
+/// the allocator places); a contained argument's operands come from
+/// [`each_contained_register_operand`].
+#[inline]
 fn each_register_operand(f: &LirFunction, n: Node, visit: &mut impl FnMut(Use)) {
     for &a in &f.nodes[n].args {
         if f.nodes[a.node].contained {
-            each_register_operand(f, a.node, visit);
+            each_contained_register_operand(f, a.node, visit);
+        } else {
+            visit(a);
+        }
+    }
+}
+
+/// [`each_register_operand`] of a contained node (recursive: an address mode or a
+/// compare inside it).
+fn each_contained_register_operand(f: &LirFunction, n: Node, visit: &mut impl FnMut(Use)) {
+    for &a in &f.nodes[n].args {
+        if f.nodes[a.node].contained {
+            each_contained_register_operand(f, a.node, visit);
         } else {
             visit(a);
         }

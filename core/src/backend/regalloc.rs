@@ -967,8 +967,29 @@ impl<'a> LocalAllocator<'a> {
     }
 
     /// Appends the operands of `n` for the emitter to `ops`, consuming the registers of
-    /// its register operands in [`register_operands`] order.
+    /// its register operands in [`register_operands`] order. Not itself recursive, so
+    /// that it is made part of [`LocalAllocator::node`]; a fused compare's operands come
+    /// from [`LocalAllocator::contained_operands_of`].
+    #[inline]
     fn operands_of(&self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Operands) {
+        self.operands_of_args(n, regs, ops, |la, m, regs, ops| la.contained_operands_of(m, regs, ops));
+    }
+
+    /// [`LocalAllocator::operands_of`] of a contained compare (recursive).
+    fn contained_operands_of(&self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Operands) {
+        self.operands_of_args(n, regs, ops, |la, m, regs, ops| la.contained_operands_of(m, regs, ops));
+    }
+
+    /// The loop of [`LocalAllocator::operands_of`]; `fused` appends a contained
+    /// compare's operands.
+    #[inline]
+    fn operands_of_args<I: Iterator<Item = Reg>>(
+        &self,
+        n: Node,
+        regs: &mut I,
+        ops: &mut Operands,
+        fused: impl Fn(&Self, Node, &mut I, &mut Operands),
+    ) {
         let f = self.f;
         for &a in &f.nodes[n].args {
             let d = &f.nodes[a.node];
@@ -988,7 +1009,7 @@ impl<'a> LocalAllocator<'a> {
                     let index = (scale != 0).then(|| (regs.next().unwrap(), scale));
                     ops.push(Operand::Mem(Mem { base, index, disp }));
                 }
-                Op::Cmp { .. } => self.operands_of(a.node, regs, ops),
+                Op::Cmp { .. } => fused(self, a.node, regs, ops),
                 ref o => panic!("contained {o:?}"),
             }
         }
