@@ -16,6 +16,7 @@
 //! temp is singly used, every def occurs before its use, and every used def is present
 //! (in the linear order or as a contained node of its one user).
 
+use cranelift_entity::packed_option::PackedOption;
 use cranelift_entity::{entity_impl, EntityRef, PrimaryMap, SecondaryMap};
 use crate::hash::HashMap;
 use smallvec::SmallVec;
@@ -236,8 +237,11 @@ pub enum Op {
     Branch { then_dest: Block, else_dest: Block },
     /// Returns its argument(s): one, or `(lo, hi)` after decomposition of an `i64`.
     Return,
-    /// Goes to the first case equal to the argument(s), else to `default`.
-    Switch { default: Block, cases: Vec<(i64, Block)> },
+    /// Goes to the first case equal to the argument(s), else to `default`. The cases
+    /// are a boxed slice, not a `Vec`: a `Vec`'s capacity would hold the operation's
+    /// tag (its spare values are the other operations), which made every match on an
+    /// operation decode it; with a box the tag is a field of its own.
+    Switch { default: Block, cases: Box<[(i64, Block)]> },
 }
 
 impl Op {
@@ -421,6 +425,9 @@ impl fmt::Display for LirError {
 /// Returns every violation found.
 pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
     let mut v = Validator::new(f);
+    // The decomposition rules' findings of the block, reported after its other ones
+    // (each node is checked once, in the same walk).
+    let mut wide = vec![];
     for (ordinal, &b) in f.layout.iter().enumerate() {
         let nodes = &f.blocks[b].nodes;
         let mark = ordinal as u32 + 1;
@@ -428,13 +435,14 @@ pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
             v.placement(b, nodes, i);
             v.arguments(b, nodes, n, mark);
             v.defined_in[n.index()] = mark;
+            if f.decomposed {
+                decomposed(f, b, n, &mut wide);
+            }
         }
         if nodes.is_empty() {
             v.err(b, None, "empty block".into());
         }
-        if f.decomposed {
-            v.decomposed(b, nodes);
-        }
+        v.errs.append(&mut wide);
     }
     if v.errs.is_empty() {
         Ok(())
@@ -444,14 +452,15 @@ pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
 }
 
 /// The state of one [`validate`] call. Sets and maps over nodes are vectors indexed by
-/// node (the validator runs after every backend pass): seen in any block; the user of
-/// each result (results 0 and 1 here, a result the node does not have in a map); defined
-/// earlier in the block being checked (the block's ordinal plus one).
+/// node (the validator runs after every backend pass), each made by filling its memory
+/// with one byte (no pass over the elements): seen in any block; the user of each result
+/// (results 0 and 1 here, a result the node does not have in a map); defined earlier in
+/// the block being checked (the block's ordinal plus one).
 struct Validator<'f> {
     f: &'f LirFunction,
     errs: Vec<LirError>,
     seen_anywhere: Vec<bool>,
-    users: Vec<[Option<Node>; 2]>,
+    users: Vec<[PackedOption<Node>; 2]>,
     other_users: HashMap<Use, Node>,
     defined_in: Vec<u32>,
     stack: Vec<Node>,
@@ -464,7 +473,7 @@ impl<'f> Validator<'f> {
             f,
             errs: vec![],
             seen_anywhere: vec![false; count],
-            users: vec![[None; 2]; count],
+            users: vec![[PackedOption::default(); 2]; count],
             other_users: HashMap::default(),
             defined_in: vec![0u32; count],
             stack: vec![],
@@ -518,7 +527,7 @@ impl<'f> Validator<'f> {
                     self.err(b, Some(user), format!("uses {u}, which has no such result"));
                 }
                 let prev = match self.users[u.node.index()].get_mut(u.result as usize) {
-                    Some(slot) => slot.replace(user),
+                    Some(slot) => std::mem::replace(slot, user.into()).expand(),
                     None => self.other_users.insert(u, user),
                 };
                 if let Some(prev) = prev {
@@ -544,17 +553,17 @@ impl<'f> Validator<'f> {
         }
     }
 
-    /// After decomposition every value is `i32` and no 64-bit operation is left.
-    fn decomposed(&mut self, b: Block, nodes: &[Node]) {
-        for &n in nodes {
-            let d = &self.f.nodes[n];
-            if d.results > 0 && d.ty != Type::I32 {
-                self.err(b, Some(n), "an i64 value after decomposition".into());
-            }
-            if matches!(d.op, Op::Convert(_) | Op::Cmp { ty: Type::I64, .. }) {
-                self.err(b, Some(n), "a 64-bit operation after decomposition".into());
-            }
-        }
+}
+
+/// After decomposition every value is `i32` and no 64-bit operation is left: the
+/// findings at node `n` of block `b` go to `errs`.
+fn decomposed(f: &LirFunction, b: Block, n: Node, errs: &mut Vec<LirError>) {
+    let d = &f.nodes[n];
+    if d.results > 0 && d.ty != Type::I32 {
+        errs.push(LirError { block: b, node: Some(n), message: "an i64 value after decomposition".into() });
+    }
+    if matches!(d.op, Op::Convert(_) | Op::Cmp { ty: Type::I64, .. }) {
+        errs.push(LirError { block: b, node: Some(n), message: "a 64-bit operation after decomposition".into() });
     }
 }
 

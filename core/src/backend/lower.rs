@@ -347,10 +347,26 @@ pub fn register_operands(f: &LirFunction, n: Node) -> Vec<Use> {
 }
 
 /// Calls `visit` on each register operand of `n`, in the order of [`register_operands`].
+/// Not itself recursive, so that it is made part of its callers (it runs for every node
+/// the allocator places); a contained argument's operands come from
+/// [`each_contained_register_operand`].
+#[inline]
 fn each_register_operand(f: &LirFunction, n: Node, visit: &mut impl FnMut(Use)) {
     for &a in &f.nodes[n].args {
         if f.nodes[a.node].contained {
-            each_register_operand(f, a.node, visit);
+            each_contained_register_operand(f, a.node, visit);
+        } else {
+            visit(a);
+        }
+    }
+}
+
+/// [`each_register_operand`] of a contained node (recursive: an address mode or a
+/// compare inside it).
+fn each_contained_register_operand(f: &LirFunction, n: Node, visit: &mut impl FnMut(Use)) {
+    for &a in &f.nodes[n].args {
+        if f.nodes[a.node].contained {
+            each_contained_register_operand(f, a.node, visit);
         } else {
             visit(a);
         }
@@ -376,19 +392,42 @@ pub fn constraints_into(f: &LirFunction, n: Node, c: &mut Constraints) {
     debug_assert!((0..c.operands.len()).all(|i| self::read_only(&d.op, i) == c.read_only.contains(i)));
 }
 
-/// What the instruction of lowered node `n` overwrites: the registers it clobbers and
-/// where its results go, as in its [`constraints`] but without the operand list, which
-/// the allocation checker does not need (it replays the operands the allocator chose).
-pub fn kills(f: &LirFunction, n: Node) -> (RegSet, SmallVec<[ResultReg; 2]>) {
-    let mut results = SmallVec::new();
-    let clobbers = fixed_registers(f, n, &mut [], &mut results);
-    (clobbers, results)
+/// What the instruction of lowered node `n` overwrites whatever the allocator chose: the
+/// registers it clobbers and those its results are fixed to, as in its [`constraints`]
+/// but without the operand list and the other results, which the allocation checker
+/// takes from the instruction itself (it replays the operands the allocator chose).
+pub fn kills(f: &LirFunction, n: Node) -> RegSet {
+    let mut fixed = FixedResults(RegSet::NONE);
+    let clobbers = fixed_registers(f, n, &mut [], &mut fixed);
+    clobbers.union(fixed.0)
+}
+
+/// Where [`fixed_registers`] puts the placement of each result.
+trait ResultSink {
+    fn push(&mut self, r: ResultReg);
+}
+
+impl ResultSink for SmallVec<[ResultReg; 2]> {
+    fn push(&mut self, r: ResultReg) {
+        SmallVec::push(self, r);
+    }
+}
+
+/// The registers results are fixed to ([`kills`]), with no list.
+struct FixedResults(RegSet);
+
+impl ResultSink for FixedResults {
+    fn push(&mut self, r: ResultReg) {
+        if let ResultReg::Fixed(r) = r {
+            self.0 = self.0.with(r);
+        }
+    }
 }
 
 /// What the instruction of `n` fixes: the masks of its first register operands (in
 /// argument order, set in `operands`; the rest take any register), the registers it
 /// clobbers (returned), and where its results are (pushed on `results`).
-fn fixed_registers(f: &LirFunction, n: Node, operands: &mut [(Use, RegSet)], results: &mut SmallVec<[ResultReg; 2]>) -> RegSet {
+fn fixed_registers(f: &LirFunction, n: Node, operands: &mut [(Use, RegSet)], results: &mut impl ResultSink) -> RegSet {
     let d = &f.nodes[n];
     let any = RegSet::ALL;
     let eax = RegSet::of(Reg::Eax);

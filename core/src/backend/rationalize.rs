@@ -72,7 +72,7 @@ pub fn rationalize(f: &Function) -> Result<(LirFunction, RationalizeStats), Comp
             }
             Terminator::Return(e) => (Op::Return, smallvec![r.value(*e)]),
             Terminator::Switch { value, default, cases } => {
-                (Op::Switch { default: *default, cases: cases.clone() }, smallvec![r.value(*value)])
+                (Op::Switch { default: *default, cases: cases.as_slice().into() }, smallvec![r.value(*value)])
             }
         };
         r.push(op, Type::I32, 0, args);

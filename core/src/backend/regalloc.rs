@@ -248,7 +248,9 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
     let walk = NodeWalk::of(f, opts.global);
     let globals = if opts.global { heaviest(&walk.weight) } else { vec![] };
     stats.globals = globals.len();
-    let mut home: SecondaryMap<Var, Option<Operand>> = SecondaryMap::new();
+    // Every variable gets a home: the map is sized once.
+    let mut home: SecondaryMap<Var, Option<Operand>> = SecondaryMap::with_capacity(f.vars.len());
+    home.resize(f.vars.len());
     let mut nslots = 0i32;
     for (v, d) in &f.vars {
         if let Some((_, r)) = globals.iter().find(|(g, _)| *g == v) {
@@ -338,12 +340,13 @@ impl NodeWalk {
         } else {
             SecondaryMap::new()
         };
+        // The contained nodes still to look at (a linear node is looked at directly).
         let mut stack = vec![];
         for &b in &f.layout {
             let w = 8u64.pow(depth[b].min(6));
             for &n in &f.blocks[b].nodes {
-                stack.push(n);
-                while let Some(m) = stack.pop() {
+                let mut m = n;
+                loop {
                     let d = &f.nodes[m];
                     if let (true, Op::Read(v) | Op::Write(v)) = (weigh, &d.op) {
                         weight[*v] += w;
@@ -353,6 +356,10 @@ impl NodeWalk {
                         if f.nodes[a.node].contained {
                             stack.push(a.node);
                         }
+                    }
+                    match stack.pop() {
+                        Some(next) => m = next,
+                        None => break,
                     }
                 }
             }
@@ -382,7 +389,10 @@ pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
         }
     };
     // Maps over blocks, not hash maps: the allocator runs on every function compiled.
+    // Each is sized once for the blocks there are, rather than grown block by block.
+    let blocks = f.blocks.values().len();
     let mut preds: SecondaryMap<Block, SmallVec<[Block; 2]>> = SecondaryMap::new();
+    preds.resize(blocks);
     for &b in &f.layout {
         for s in succs(b) {
             preds[s].push(b);
@@ -392,6 +402,7 @@ pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
     // block: 0 not seen, 1 on the stack, 2 done.
     let mut back = vec![];
     let mut state: SecondaryMap<Block, u8> = SecondaryMap::new();
+    state.resize(blocks);
     let mut stack = vec![(f.layout[0], 0usize)];
     state[f.layout[0]] = 1;
     while let Some((b, i)) = stack.pop() {
@@ -413,7 +424,9 @@ pub fn loop_depths(f: &LirFunction) -> SecondaryMap<Block, u32> {
     }
     // The body of the `k`-th back edge's loop is the blocks marked `k + 1`.
     let mut depth: SecondaryMap<Block, u32> = SecondaryMap::new();
+    depth.resize(blocks);
     let mut body: SecondaryMap<Block, u32> = SecondaryMap::new();
+    body.resize(blocks);
     let mut work = vec![];
     for (k, (latch, header)) in back.into_iter().enumerate() {
         let mark = k as u32 + 1;
@@ -761,7 +774,12 @@ impl<'a> LocalAllocator<'a> {
             }
         }
         self.empty_clobbered(operands, clobbers);
-        let mut regs_of: RegsOf = smallvec![None; operands.len()];
+        // Made from an array in place when the operands fit in line (nearly always).
+        let mut regs_of: RegsOf = if operands.len() <= 4 {
+            SmallVec::from_buf_and_len([None; 4], operands.len())
+        } else {
+            smallvec![None; operands.len()]
+        };
         let regs_of = &mut regs_of[..];
         self.force_fixed_operands(operands, clobbers, regs_of)?;
         self.place_other_operands(operands, regs_of)?;
@@ -949,8 +967,29 @@ impl<'a> LocalAllocator<'a> {
     }
 
     /// Appends the operands of `n` for the emitter to `ops`, consuming the registers of
-    /// its register operands in [`register_operands`] order.
+    /// its register operands in [`register_operands`] order. Not itself recursive, so
+    /// that it is made part of [`LocalAllocator::node`]; a fused compare's operands come
+    /// from [`LocalAllocator::contained_operands_of`].
+    #[inline]
     fn operands_of(&self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Operands) {
+        self.operands_of_args(n, regs, ops, |la, m, regs, ops| la.contained_operands_of(m, regs, ops));
+    }
+
+    /// [`LocalAllocator::operands_of`] of a contained compare (recursive).
+    fn contained_operands_of(&self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Operands) {
+        self.operands_of_args(n, regs, ops, |la, m, regs, ops| la.contained_operands_of(m, regs, ops));
+    }
+
+    /// The loop of [`LocalAllocator::operands_of`]; `fused` appends a contained
+    /// compare's operands.
+    #[inline]
+    fn operands_of_args<I: Iterator<Item = Reg>>(
+        &self,
+        n: Node,
+        regs: &mut I,
+        ops: &mut Operands,
+        fused: impl Fn(&Self, Node, &mut I, &mut Operands),
+    ) {
         let f = self.f;
         for &a in &f.nodes[n].args {
             let d = &f.nodes[a.node];
@@ -970,7 +1009,7 @@ impl<'a> LocalAllocator<'a> {
                     let index = (scale != 0).then(|| (regs.next().unwrap(), scale));
                     ops.push(Operand::Mem(Mem { base, index, disp }));
                 }
-                Op::Cmp { .. } => self.operands_of(a.node, regs, ops),
+                Op::Cmp { .. } => fused(self, a.node, regs, ops),
                 ref o => panic!("contained {o:?}"),
             }
         }

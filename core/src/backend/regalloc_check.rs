@@ -15,7 +15,7 @@
 use std::fmt;
 
 use super::lir::*;
-use super::lower::{kills, ResultReg};
+use super::lower::kills;
 use super::regalloc::{Allocation, Base, MInst, Mem, Operand, OUT_ARG_BYTES};
 use super::x86::{Reg, RegSet};
 use crate::ir::Block;
@@ -266,14 +266,7 @@ impl<'a> Replay<'a> {
                 self.found.push(AllocErrorKind::OperandNotInRegister { operand: *u, reg: *r, holds });
             }
         }
-        let (clobbers, fixed) = kills(f, n);
-        let mut killed = clobbers;
-        for rr in &fixed {
-            if let ResultReg::Fixed(r) = rr {
-                killed = killed.with(*r);
-            }
-        }
-        for r in killed.iter() {
+        for r in kills(f, n).iter() {
             self.regs[r.index()] = None;
             self.holds_var[r.index()] = None;
         }

@@ -107,6 +107,9 @@ impl RegSet {
     pub fn and(self, o: RegSet) -> RegSet {
         RegSet(self.0 & o.0)
     }
+    pub fn union(self, o: RegSet) -> RegSet {
+        RegSet(self.0 | o.0)
+    }
     pub fn len(self) -> u32 {
         self.0.count_ones()
     }
