@@ -265,16 +265,23 @@ const LEAF_NODES: u64 = 6;
 /// The nodes of the tree under `e`, remembered per node in `sizes` (0: not yet known), so
 /// that a statement's count does not walk again the subtrees counted before. A node's
 /// operands never change once it is built (the one rewrite in place, of a loop bound,
-/// puts a constant where a constant was), so a remembered size stays true.
+/// puts a constant where a constant was), so a remembered size stays true. `sizes` is
+/// sized for every node first, so the walk never grows it a node at a time.
 fn node_count(f: &Function, sizes: &mut SecondaryMap<Expr, u32>, e: Expr) -> u64 {
-    if sizes[e] == 0 {
-        let mut n = 1;
-        for op in f.exprs[e].operands() {
-            n += node_count(f, sizes, op) as u32;
+    fn count(f: &Function, sizes: &mut SecondaryMap<Expr, u32>, e: Expr) -> u32 {
+        if sizes[e] == 0 {
+            let mut n = 1;
+            for op in f.exprs[e].operands() {
+                n += count(f, sizes, op);
+            }
+            sizes[e] = n;
         }
-        sizes[e] = n;
+        sizes[e]
     }
-    sizes[e] as u64
+    if sizes.values().len() < f.exprs.len() {
+        sizes.resize(f.exprs.len());
+    }
+    count(f, sizes, e) as u64
 }
 
 /// The swarm features of one program: each dropped at the configured rate (and every
