@@ -222,6 +222,11 @@ pub(super) struct Gen<'a, S: Source> {
     /// them and the return value reads them, so that values reach an observable
     /// (liveness-driven generation) instead of being deleted by `dce`.
     unread: Vec<Local>,
+    /// Whether each local is in `unread`, so that a leaf tells without a search.
+    is_unread: SecondaryMap<Local, bool>,
+    /// [`Gen::leaf`]'s buffers: the readable locals of the type wanted, and those of
+    /// them that are unread.
+    leaf_candidates: (Vec<Local>, Vec<Local>),
     loops: Vec<LoopCtx>,
     regions: Vec<Region>,
     hot_offsets: Vec<u32>,
@@ -260,16 +265,23 @@ const LEAF_NODES: u64 = 6;
 /// The nodes of the tree under `e`, remembered per node in `sizes` (0: not yet known), so
 /// that a statement's count does not walk again the subtrees counted before. A node's
 /// operands never change once it is built (the one rewrite in place, of a loop bound,
-/// puts a constant where a constant was), so a remembered size stays true.
+/// puts a constant where a constant was), so a remembered size stays true. `sizes` is
+/// sized for every node first, so the walk never grows it a node at a time.
 fn node_count(f: &Function, sizes: &mut SecondaryMap<Expr, u32>, e: Expr) -> u64 {
-    if sizes[e] == 0 {
-        let mut n = 1;
-        for op in f.exprs[e].operands() {
-            n += node_count(f, sizes, op) as u32;
+    fn count(f: &Function, sizes: &mut SecondaryMap<Expr, u32>, e: Expr) -> u32 {
+        if sizes[e] == 0 {
+            let mut n = 1;
+            for op in f.exprs[e].operands() {
+                n += count(f, sizes, op);
+            }
+            sizes[e] = n;
         }
-        sizes[e] = n;
+        sizes[e]
     }
-    sizes[e] as u64
+    if sizes.values().len() < f.exprs.len() {
+        sizes.resize(f.exprs.len());
+    }
+    count(f, sizes, e) as u64
 }
 
 /// The swarm features of one program: each dropped at the configured rate (and every
@@ -310,7 +322,7 @@ fn swarm_features<S: Source>(src: &mut S, cfg: &Config) -> FeatureSet {
 fn draw_weights<S: Source>(src: &mut S, cfg: &Config, feats: &FeatureSet) -> Weights {
     let on = |f: Feature| feats.contains(f);
     let weight = |cond: bool, src: &mut S| if cond { 1 + src.below(8) } else { 0 };
-    let items = vec![
+    let items = [
         weight(true, src) + 4,
         weight(on(Feature::If), src),
         weight(on(Feature::If), src),
@@ -324,7 +336,7 @@ fn draw_weights<S: Source>(src: &mut S, cfg: &Config, feats: &FeatureSet) -> Wei
         weight(on(Feature::RegPressure), src) / 2,
         weight(on(Feature::If) && on(Feature::SsaStress), src) / 2,
     ];
-    let exprs = vec![
+    let exprs = [
         weight(true, src) + 6,
         weight(true, src),
         weight(true, src) + 6,
@@ -338,7 +350,7 @@ fn draw_weights<S: Source>(src: &mut S, cfg: &Config, feats: &FeatureSet) -> Wei
         weight(on(Feature::NestedAssign), src),
         weight(on(Feature::Redundancy), src),
     ];
-    let stmts = vec![
+    let stmts = [
         weight(true, src) + 8,
         weight(on(Feature::Store), src),
         weight(on(Feature::CfVars), src),
@@ -350,19 +362,16 @@ fn draw_weights<S: Source>(src: &mut S, cfg: &Config, feats: &FeatureSet) -> Wei
         weight(on(Feature::TrapIf), src),
         weight(on(Feature::Comma), src),
     ];
-    let binops = BinOp::ALL
-        .iter()
-        .map(|op| {
-            let f = match op {
-                BinOp::Add | BinOp::Sub => None,
-                BinOp::Mul => Some(Feature::Mul),
-                BinOp::And | BinOp::Or | BinOp::Xor => Some(Feature::Bitwise),
-                BinOp::Shl | BinOp::Lshr | BinOp::Ashr => Some(Feature::Shift),
-                _ => Some(Feature::Div),
-            };
-            weight(f.is_none_or(on), src)
-        })
-        .collect();
+    let binops = BinOp::ALL.map(|op| {
+        let f = match op {
+            BinOp::Add | BinOp::Sub => None,
+            BinOp::Mul => Some(Feature::Mul),
+            BinOp::And | BinOp::Or | BinOp::Xor => Some(Feature::Bitwise),
+            BinOp::Shl | BinOp::Lshr | BinOp::Ashr => Some(Feature::Shift),
+            _ => Some(Feature::Div),
+        };
+        weight(f.is_none_or(on), src)
+    });
     let (mut items, mut exprs, mut stmts) = (items, exprs, stmts);
     let bias = |w: &mut u32, b: u32| {
         if *w > 0 {
@@ -421,6 +430,8 @@ impl<'a, S: Source> Gen<'a, S> {
             pure_mode: false,
             templates: vec![],
             unread: vec![],
+            is_unread: SecondaryMap::new(),
+            leaf_candidates: (vec![], vec![]),
             loops: vec![],
             regions: vec![],
             hot_offsets: vec![],
@@ -508,7 +519,10 @@ impl<'a, S: Source> Gen<'a, S> {
     }
 
     fn local(&mut self, l: Local) -> Expr {
-        self.unread.retain(|&u| u != l);
+        if self.is_unread[l] {
+            self.is_unread[l] = false;
+            self.unread.retain(|&u| u != l);
+        }
         self.add(ExprData::Local(l))
     }
 
@@ -521,7 +535,8 @@ impl<'a, S: Source> Gen<'a, S> {
     }
 
     fn assign(&mut self, local: Local, value: Expr) -> Expr {
-        if !self.unread.contains(&local) {
+        if !self.is_unread[local] {
+            self.is_unread[local] = true;
             self.unread.push(local);
         }
         self.add(ExprData::Assign { local, value })
@@ -568,7 +583,9 @@ impl<'a, S: Source> Gen<'a, S> {
 
     fn new_temp(&mut self, ty: Type) -> Local {
         self.temps += 1;
-        let l = self.f.new_local(&format!("t{}", self.temps), ty);
+        // `t<n>` is unique without `Function::new_local`'s search of every name: only
+        // temporaries are named `t...`, and `temps` only grows.
+        let l = self.f.locals.push(LocalData { name: format!("t{}", self.temps), ty });
         self.readable.push(l);
         l
     }
@@ -732,7 +749,7 @@ impl<'a, S: Source> Gen<'a, S> {
     }
 
     fn item(&mut self, depth: u32) {
-        let mut w = self.w.items.clone();
+        let mut w = self.w.items;
         let structures_ok = depth < self.cfg.max_nesting && self.blocks_left(6) && self.fits(400);
         if !structures_ok {
             for (i, it) in ITEMS.iter().enumerate() {
@@ -1224,7 +1241,7 @@ impl<'a, S: Source> Gen<'a, S> {
 
     /// One statement (a tree whose root may yield nothing).
     fn stmt(&mut self, depth: u32) -> Expr {
-        let mut w = self.w.stmts.clone();
+        let mut w = self.w.stmts;
         if self.f.cfvars.is_empty() {
             w[2] = 0;
             w[5] /= 2;
@@ -1242,7 +1259,7 @@ impl<'a, S: Source> Gen<'a, S> {
 
     /// A node that yields nothing, for a comma's first operand.
     fn effect(&mut self, depth: u32) -> Expr {
-        let mut w = self.w.stmts.clone();
+        let mut w = self.w.stmts;
         w[9] = 0;
         if self.f.cfvars.is_empty() || !self.noread_cf.is_empty() {
             w[5] = 0;
@@ -1502,30 +1519,36 @@ impl<'a, S: Source> Gen<'a, S> {
 
     /// A leaf of type `ty`: a local, a callframe read or a constant.
     fn leaf(&mut self, ty: Type) -> Expr {
-        // The candidates of the kind drawn are counted and the chosen one found by its
-        // index, as `pick` takes it from a list: the same draws, no list built per leaf.
-        let readable = |g: &Self, l: Local| {
-            g.f.locals[l].ty == ty && (!g.invariant_mode || g.f.params.contains(&l) || g.frozen.contains(&l))
-        };
-        let unread = |g: &Self, l: Local| readable(g, l) && g.unread.contains(&l);
+        // The candidates of the kind drawn are gathered in one pass over `readable`, in
+        // its order, into buffers kept across leaves, and the chosen one taken by its
+        // index, as `pick` takes it from a list: the same draws, no list allocated.
         let cf = |g: &Self, c: CfVar| {
             g.f.cfvars[c].ty == ty && !g.noread_cf.contains(&c) && (!g.invariant_mode || g.frozen_cf.contains(&c))
         };
-        let nth = |g: &Self, keep: &dyn Fn(&Self, Local) -> bool, k: usize| {
-            g.readable.iter().copied().filter(|&l| keep(g, l)).nth(k).expect("k below the count")
-        };
         match self.below(10) {
             0..=5 => {
-                let n = self.readable.iter().filter(|&&l| unread(self, l)).count();
-                if n > 0 && self.chance(self.cfg.anchor_permille) {
-                    let k = self.below(n as u32) as usize;
-                    let l = nth(self, &unread, k);
-                    return self.local(l);
+                let (mut readable, mut unread) = std::mem::take(&mut self.leaf_candidates);
+                readable.clear();
+                unread.clear();
+                for &l in &self.readable {
+                    let ok = self.f.locals[l].ty == ty
+                        && (!self.invariant_mode || self.f.params.contains(&l) || self.frozen.contains(&l));
+                    if ok {
+                        readable.push(l);
+                        if self.is_unread[l] {
+                            unread.push(l);
+                        }
+                    }
                 }
-                let n = self.readable.iter().filter(|&&l| readable(self, l)).count();
-                if n > 0 {
-                    let k = self.below(n as u32) as usize;
-                    let l = nth(self, &readable, k);
+                let chosen = if !unread.is_empty() && self.chance(self.cfg.anchor_permille) {
+                    Some(unread[self.below(unread.len() as u32) as usize])
+                } else if !readable.is_empty() {
+                    Some(readable[self.below(readable.len() as u32) as usize])
+                } else {
+                    None
+                };
+                self.leaf_candidates = (readable, unread);
+                if let Some(l) = chosen {
                     return self.local(l);
                 }
             }
@@ -1604,8 +1627,8 @@ impl<'a, S: Source> Gen<'a, S> {
     /// The expression kinds' weights where a value of `ty` is wanted: no compare for an
     /// i64; nothing with an effect in pure or loop-invariant trees, nor a load in the
     /// latter.
-    fn expr_weights(&self, ty: Type) -> Vec<u32> {
-        let mut w = self.w.exprs.clone();
+    fn expr_weights(&self, ty: Type) -> [u32; 12] {
+        let mut w = self.w.exprs;
         if ty == Type::I64 {
             w[3] = 0;
         }
@@ -1680,7 +1703,8 @@ impl<'a, S: Source> Gen<'a, S> {
     }
 
     fn binary(&mut self, ty: Type, d: u32) -> Expr {
-        let Some(i) = self.weighted(&self.w.binops.clone()) else {
+        let binops = self.w.binops;
+        let Some(i) = self.weighted(&binops) else {
             let a = self.expr(ty, d);
             let b = self.expr(ty, d);
             return self.bin(BinOp::Add, a, b);

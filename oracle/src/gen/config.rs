@@ -319,17 +319,18 @@ impl Profile {
 
 /// Per-program weights of what the generator picks (YARPGen's parameter shuffling):
 /// drawn afresh for every program so that programs differ in their mix, not only in
-/// their details. A weight of 0 means the feature is off.
+/// their details. A weight of 0 means the feature is off. The lists are arrays, so the
+/// generator's per-choice copy (with some weights zeroed) allocates nothing.
 #[derive(Clone, Debug)]
 pub struct Weights {
     /// Region items, indexed by `Item`.
-    pub items: Vec<u32>,
+    pub items: [u32; 12],
     /// Expression kinds, indexed by `ExprKind`.
-    pub exprs: Vec<u32>,
+    pub exprs: [u32; 12],
     /// Statement kinds, indexed by `StmtKind`.
-    pub stmts: Vec<u32>,
+    pub stmts: [u32; 10],
     /// Binary operators in [`tandem_core::ir::BinOp::ALL`] order.
-    pub binops: Vec<u32>,
+    pub binops: [u32; tandem_core::ir::BinOp::ALL.len()],
     /// Share of `i64` among newly chosen types.
     pub i64_permille: u32,
     /// Share of region items that end an arm with an exit.

@@ -127,7 +127,7 @@ pub fn compact(f: &mut Function) {
         }
         dst.push(d)
     }
-    let mut exprs = PrimaryMap::new();
+    let mut exprs = PrimaryMap::with_capacity(f.exprs.len());
     let mut blocks = f.blocks.clone();
     for &b in &f.layout {
         let data = &mut blocks[b];
