@@ -202,9 +202,11 @@ struct Ctx<'a> {
     block: Option<Block>,
     stmt: Option<Expr>,
     declared: Option<&'a [HelperKind]>,
-    /// Whether each node was met as an operand or root already: a second time is a second
-    /// parent. Sized for every node at the start, so a visit is one write.
-    has_parent: Vec<bool>,
+    /// Whether each node was met as an operand or root already (bit `e % 64` of word
+    /// `e / 64`): a second time is a second parent. Sized for every node at the start, so
+    /// a visit is one read and one write; a bit per node, since the arena holds every node
+    /// a pass ever made and the list is zeroed for each verification.
+    has_parent: Vec<u64>,
     /// The nodes above the one [`Ctx::check`] is at, in the current statement's tree.
     depth: usize,
     /// Set when the current statement's tree is deeper than [`MAX_EXPR_DEPTH`]: its
@@ -220,6 +222,8 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    #[cold]
+    #[inline(never)]
     fn err(&mut self, message: String) {
         // Inside a tree, the statement's text is written once its check is over
         // ([`Ctx::check_tree`]), and only if the tree is not too deep to print.
@@ -241,6 +245,7 @@ impl Ctx<'_> {
     /// and has no other parent, at a depth past [`MAX_EXPR_DEPTH`], sets `too_deep` and
     /// ends the check of the tree (the caller reports it), which therefore recurses at
     /// most that deep.
+    #[inline(always)]
     fn check(&mut self, e: Expr, valueless_ok: bool) -> Option<Option<Type>> {
         if self.too_deep {
             return None;
@@ -250,7 +255,10 @@ impl Ctx<'_> {
             self.err(format!("expression {e} does not exist"));
             return None;
         }
-        if std::mem::replace(&mut self.has_parent[e.index()], true) {
+        let (word, bit) = (&mut self.has_parent[e.index() / 64], 1u64 << (e.index() % 64));
+        let again = *word & bit != 0;
+        *word |= bit;
+        if again {
             self.err(format!("expression {e} has more than one parent (trees may not share nodes)"));
             return None;
         }
@@ -259,7 +267,7 @@ impl Ctx<'_> {
             return None;
         }
         self.depth += 1;
-        let ty = self.node(e, valueless_ok);
+        let ty = if is_leaf(&f.exprs[e]) { self.leaf(e, valueless_ok) } else { self.node(e, valueless_ok) };
         self.depth -= 1;
         // Its operands were walked (and it was noted, [`Ctx::note`]): the next node's
         // place in evaluation order.
@@ -269,14 +277,18 @@ impl Ctx<'_> {
 
     /// Notes node `e`, which names `local` (assigns it: `def`), if the walk is asked to
     /// ([`TreeLocals`]); called once its operands are walked, so that `k` is its place.
+    #[inline]
     fn note(&mut self, e: Expr, local: Local, def: bool) {
         if let Some(seen) = &mut self.seen {
             seen.mentions.push(Mention { local, def, stmt: self.tree_at, k: self.k, node: e });
         }
     }
 
-    /// [`Ctx::check`] of the node `e` itself, which exists and has one parent.
-    fn node(&mut self, e: Expr, valueless_ok: bool) -> Option<Option<Type>> {
+    /// [`Ctx::check`] of the leaf `e` itself (a constant, a local or a callframe read:
+    /// [`is_leaf`]), which exists and has one parent. Leaves are about half the nodes, so
+    /// their check is made where [`Ctx::node`] meets them as operands, not by a call.
+    #[inline(always)]
+    fn leaf(&mut self, e: Expr, valueless_ok: bool) -> Option<Option<Type>> {
         let f = self.f;
         let ty = match &f.exprs[e] {
             ExprData::Const { ty, value } => {
@@ -293,17 +305,36 @@ impl Ctx<'_> {
                 self.note(e, *l, false);
                 Some(f.locals[*l].ty)
             }
-            ExprData::Unary { op, arg } => {
-                let t = self.value(*arg, op.name())?;
+            ExprData::CfRead(v) => {
+                if !f.cfvars.is_valid(*v) {
+                    self.err(format!("callframe variable {v} does not exist"));
+                    return None;
+                }
+                Some(f.cfvars[*v].ty)
+            }
+            _ => return self.node(e, valueless_ok),
+        };
+        Some(ty)
+    }
+
+    /// [`Ctx::check`] of the node `e` itself, which exists and has one parent: its
+    /// operands' trees, then the node.
+    #[inline(never)]
+    fn node(&mut self, e: Expr, valueless_ok: bool) -> Option<Option<Type>> {
+        let f = self.f;
+        let ty = match &f.exprs[e] {
+            ExprData::Const { .. } | ExprData::Local(_) | ExprData::CfRead(_) => return self.leaf(e, valueless_ok),
+            ExprData::Unary { arg, .. } => {
+                let t = self.value(*arg)?;
                 Some(t)
             }
-            ExprData::Binary { op, lhs, rhs } => Some(self.operands(op.name(), *lhs, *rhs)?),
+            ExprData::Binary { op, lhs, rhs } => Some(self.operands(|| op.name(), *lhs, *rhs)?),
             ExprData::Cmp { op, lhs, rhs } => {
-                self.operands(op.name(), *lhs, *rhs)?;
+                self.operands(|| op.name(), *lhs, *rhs)?;
                 Some(Type::I32)
             }
             ExprData::Convert { op, arg } => {
-                let t = self.value(*arg, op.name())?;
+                let t = self.value(*arg)?;
                 let (from, to) = op.types();
                 if t != from {
                     self.err(format!("`{}` takes an {from} operand, found {t}", op.name()));
@@ -311,9 +342,9 @@ impl Ctx<'_> {
                 Some(to)
             }
             ExprData::Select { cond, if_true, if_false } => {
-                let c = self.value(*cond, "select");
-                let a = self.value(*if_true, "select");
-                let b = self.value(*if_false, "select");
+                let c = self.value(*cond);
+                let a = self.value(*if_true);
+                let b = self.value(*if_false);
                 if c.is_some_and(|c| c != Type::I32) {
                     self.err("the condition of `select` must be i32".into());
                 }
@@ -324,7 +355,7 @@ impl Ctx<'_> {
                 Some(a)
             }
             ExprData::Load { ty, width, addr, .. } => {
-                if self.value(*addr, "load").is_some_and(|t| t != Type::I32) {
+                if self.value(*addr).is_some_and(|t| t != Type::I32) {
                     self.err("a load address must be i32".into());
                 }
                 if width.bits() > ty.bits() {
@@ -333,25 +364,18 @@ impl Ctx<'_> {
                 Some(*ty)
             }
             ExprData::Store { width, addr, value } => {
-                if self.value(*addr, "store").is_some_and(|t| t != Type::I32) {
+                if self.value(*addr).is_some_and(|t| t != Type::I32) {
                     self.err("a store address must be i32".into());
                 }
-                if let Some(t) = self.value(*value, "store") {
+                if let Some(t) = self.value(*value) {
                     if width.bits() > t.bits() {
                         self.err(format!("a {}-bit store of an {t} value", width.bits()));
                     }
                 }
                 None
             }
-            ExprData::CfRead(v) => {
-                if !f.cfvars.is_valid(*v) {
-                    self.err(format!("callframe variable {v} does not exist"));
-                    return None;
-                }
-                Some(f.cfvars[*v].ty)
-            }
             ExprData::CfWrite { var, value } => {
-                let t = self.value(*value, "cfwrite");
+                let t = self.value(*value);
                 if !f.cfvars.is_valid(*var) {
                     self.err(format!("callframe variable {var} does not exist"));
                 } else if let Some(t) = t {
@@ -363,7 +387,7 @@ impl Ctx<'_> {
                 None
             }
             ExprData::Assign { local, value } => {
-                let t = self.value(*value, "assignment");
+                let t = self.value(*value);
                 self.note(e, *local, true);
                 if !f.locals.is_valid(*local) {
                     self.err(format!("local {local} does not exist"));
@@ -386,7 +410,7 @@ impl Ctx<'_> {
                     self.err(format!("{helper} takes {} argument(s), found {}", params.len(), args.len()));
                 }
                 for (i, &a) in args.iter().enumerate() {
-                    if let Some(t) = self.value(a, helper.name()) {
+                    if let Some(t) = self.value(a) {
                         if let Some(&p) = params.get(i) {
                             if p != t {
                                 self.err(format!("argument {} of {helper} must be {p}, found {t}", i + 1));
@@ -397,7 +421,7 @@ impl Ctx<'_> {
                 ret
             }
             ExprData::TrapIf { cond, .. } => {
-                if self.value(*cond, "trapif").is_some_and(|t| t != Type::I32) {
+                if self.value(*cond).is_some_and(|t| t != Type::I32) {
                     self.err("the condition of `trapif` must be i32".into());
                 }
                 None
@@ -414,20 +438,23 @@ impl Ctx<'_> {
         Some(ty)
     }
 
-    /// Checks the two operands of the binary operator or compare `op`, which must have one
-    /// type; returns the first's type, `None` if either is broken.
-    fn operands(&mut self, op: &str, lhs: Expr, rhs: Expr) -> Option<Type> {
-        let a = self.value(lhs, op);
-        let b = self.value(rhs, op);
+    /// Checks the two operands of the binary operator or compare named `op()` (asked only
+    /// for an error's message), which must have one type; returns the first's type,
+    /// `None` if either is broken.
+    #[inline(always)]
+    fn operands(&mut self, op: impl Fn() -> &'static str, lhs: Expr, rhs: Expr) -> Option<Type> {
+        let a = self.value(lhs);
+        let b = self.value(rhs);
         let (a, b) = (a?, b?);
         if a != b {
-            self.err(format!("operands of `{op}` have different types: {a} and {b}"));
+            self.err(format!("operands of `{}` have different types: {a} and {b}", op()));
         }
         Some(a)
     }
 
     /// Checks an operand that must yield a value; `None` if it is broken.
-    fn value(&mut self, e: Expr, _user: &str) -> Option<Type> {
+    #[inline(always)]
+    fn value(&mut self, e: Expr) -> Option<Type> {
         self.check(e, false).flatten()
     }
 }
@@ -449,7 +476,7 @@ fn verify_function_noting(
     errs: &mut Vec<VerifyError>,
     seen: Option<&mut TreeLocals>,
 ) {
-    let has_parent = vec![false; f.exprs.len()];
+    let has_parent = vec![0u64; f.exprs.len().div_ceil(64)];
     let mut cx = Ctx {
         f,
         index,
@@ -491,10 +518,16 @@ impl Ctx<'_> {
     /// Local and callframe names are unique; parameters are locals.
     fn names(&mut self) {
         let f = self.f;
-        let mut names: HashSet<&str> = HashSet::with_capacity_and_hasher(f.locals.len(), Default::default());
-        for (_, l) in f.locals.iter() {
-            if !names.insert(l.name.as_str()) {
-                self.err(format!("local %{} is declared twice", l.name));
+        // Names whose hashes all differ are all different: the check of the locals' names
+        // (a few hundred after SSA renaming, after every pass) is a table of numbers
+        // first, and a set of the names, which finds the names declared twice in the
+        // order of the locals, only when two hashes are equal.
+        if !hashes_apart(f.locals.values().map(|l| l.name.as_str())) {
+            let mut names: HashSet<&str> = HashSet::with_capacity_and_hasher(f.locals.len(), Default::default());
+            for (_, l) in f.locals.iter() {
+                if !names.insert(l.name.as_str()) {
+                    self.err(format!("local %{} is declared twice", l.name));
+                }
             }
         }
         let mut cfnames: HashSet<&str> = HashSet::default();
@@ -667,6 +700,61 @@ impl Ctx<'_> {
             _ => {}
         }
     }
+}
+
+thread_local! {
+    /// The table [`hashes_apart`] fills, kept from call to call on a thread.
+    static NAME_HASHES: std::cell::Cell<Vec<u64>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The most entries a kept [`NAME_HASHES`] table may have room for (8 bytes each:
+/// 256 KiB), so that what a thread keeps stays bounded.
+const SPARE_NAME_HASHES: usize = 1 << 15;
+
+/// Whether the Fx hashes of `names` are pairwise different (then so are the names; equal
+/// hashes say nothing). An open-addressing table of the hashes (made odd, so that zero
+/// marks an empty slot), at most half full.
+fn hashes_apart<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> bool {
+    use std::hash::BuildHasher;
+    let n = names.len();
+    if n < 2 {
+        return true;
+    }
+    let bits = (2 * n).next_power_of_two().trailing_zeros();
+    let mask = (1usize << bits) - 1;
+    let mut table = NAME_HASHES.with(|t| t.take());
+    table.clear();
+    table.resize(1 << bits, 0);
+    let hasher = std::hash::BuildHasherDefault::<crate::hash::FxHasher>::default();
+    let mut apart = true;
+    'names: for name in names {
+        let h = hasher.hash_one(name) | 1;
+        // The top bits, which the multiply of the Fx hash mixes best.
+        let mut i = (h >> (64 - bits)) as usize;
+        loop {
+            match table[i] {
+                0 => {
+                    table[i] = h;
+                    break;
+                }
+                x if x == h => {
+                    apart = false;
+                    break 'names;
+                }
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+    if table.capacity() <= SPARE_NAME_HASHES {
+        NAME_HASHES.with(|t| t.set(table));
+    }
+    apart
+}
+
+/// Whether `d` is a leaf: a node without operands.
+#[inline(always)]
+fn is_leaf(d: &ExprData) -> bool {
+    matches!(d, ExprData::Const { .. } | ExprData::Local(_) | ExprData::CfRead(_))
 }
 
 /// Formats a list of errors one per line.

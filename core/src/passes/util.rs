@@ -97,9 +97,31 @@ pub fn postorder_into(f: &Function, e: Expr, out: &mut Vec<Expr>) {
     f.visit_postorder(e, &mut |n| out.push(n));
 }
 
+thread_local! {
+    /// [`remove_unused_locals`]'s stack of nodes and list of the nodes naming a local,
+    /// kept from call to call on a thread (four passes call it on every function, and
+    /// the lists grew from empty each time).
+    static UNUSED_LOCALS_LISTS: std::cell::Cell<(Vec<Expr>, Vec<Expr>)> = const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
+/// The most entries a kept list of [`remove_unused_locals`] may have room for (4 bytes
+/// each: 256 KiB), so that what a thread keeps stays bounded.
+const SPARE_UNUSED_LOCALS: usize = 1 << 16;
+
 /// Removes the locals that are neither parameters nor mentioned by any statement,
 /// terminator or phi, renumbering the rest in their old order. Returns how many went.
 pub fn remove_unused_locals(f: &mut Function) -> usize {
+    let lists = UNUSED_LOCALS_LISTS.with(|s| s.take());
+    let (removed, (work, mentions)) = remove_unused_locals_with(f, lists);
+    if work.capacity() <= SPARE_UNUSED_LOCALS && mentions.capacity() <= SPARE_UNUSED_LOCALS {
+        UNUSED_LOCALS_LISTS.with(|s| s.set((work, mentions)));
+    }
+    removed
+}
+
+/// [`remove_unused_locals`] with its two lists, given and handed back (by value, so
+/// that they stay in registers while the walk pushes).
+fn remove_unused_locals_with(f: &mut Function, (mut work, mut mentions): (Vec<Expr>, Vec<Expr>)) -> (usize, (Vec<Expr>, Vec<Expr>)) {
     let mut used = LocalSet::new(f.locals.len());
     for &p in &f.params {
         used.insert(p);
@@ -117,8 +139,8 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
     // the walk, so it is one stack of nodes over every tree, not a post-order walk per
     // tree. An operand that is a leaf (a local, a constant, a callframe read: about half
     // the nodes) is taken where it is found instead of going through the stack.
-    let mut mentions = vec![];
-    let mut work: Vec<Expr> = vec![];
+    work.clear();
+    mentions.clear();
     for &b in &f.layout {
         let data = &f.blocks[b];
         work.extend(data.stmts.iter().copied().chain(data.term.expr()));
@@ -142,11 +164,11 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
     }
     let removed = f.locals.len() - used.iter().count();
     if removed == 0 {
-        return 0;
+        return (0, (work, mentions));
     }
     let mut map: SecondaryMap<Local, Option<Local>> = SecondaryMap::new();
     map.resize(f.locals.len());
-    let mut locals = PrimaryMap::new();
+    let mut locals = PrimaryMap::with_capacity(f.locals.len() - removed);
     for (l, d) in std::mem::take(&mut f.locals) {
         if used.contains(l) {
             map[l] = Some(locals.push(d));
@@ -157,7 +179,7 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
     for p in f.params.iter_mut() {
         *p = m(*p);
     }
-    for b in f.layout.clone() {
+    for &b in &f.layout {
         for phi in f.blocks[b].phis.iter_mut() {
             phi.dest = m(phi.dest);
             for (_, a) in phi.args.iter_mut() {
@@ -165,13 +187,13 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
             }
         }
     }
-    for n in mentions {
+    for &n in mentions.iter() {
         match &mut f.exprs[n] {
             ExprData::Local(l) | ExprData::Assign { local: l, .. } => *l = m(*l),
             _ => {}
         }
     }
-    removed
+    (removed, (work, mentions))
 }
 
 /// Hands out local names the way `Function::new_local` does (`base`, else `base.1`,
