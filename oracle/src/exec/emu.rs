@@ -203,16 +203,19 @@ impl Hooked {
     /// Copies the guest bytes at `addr` into `buf` from the stack window's host memory;
     /// false, copying nothing, unless they all lie in the window.
     fn read_stack_window(&self, addr: u32, buf: &mut [u8]) -> bool {
-        let Some(at) = addr.checked_sub(STACK_WINDOW_BASE).map(|a| a as usize) else { return false };
-        if at + buf.len() > STACK_WINDOW as usize {
-            return false;
-        }
+        let Some(at) = stack_window_range(addr, buf.len()) else { return false };
         // SAFETY: `stack_window` points to `STACK_WINDOW` live bytes (see the field), of
-        // which `at..at + buf.len()` is a part, and no guest code executes meanwhile
-        // ([`HostMemory`]).
-        buf.copy_from_slice(unsafe { std::slice::from_raw_parts(self.stack_window.add(at), buf.len()) });
+        // which `at` is a part, and no guest code executes meanwhile ([`HostMemory`]).
+        buf.copy_from_slice(unsafe { std::slice::from_raw_parts(self.stack_window.add(at.start), buf.len()) });
         true
     }
+}
+
+/// Where the `len` guest bytes at `addr` lie in the stack window's host memory, if they
+/// all lie in it.
+fn stack_window_range(addr: u32, len: usize) -> Option<std::ops::Range<usize>> {
+    let at = addr.checked_sub(STACK_WINDOW_BASE)? as usize;
+    (at + len <= STACK_WINDOW as usize).then_some(at..at + len)
 }
 
 /// The instruction budget counted by the block hook, so that a run does not pay for
@@ -652,9 +655,9 @@ impl Emulator {
         let window = self.stack.bytes_mut();
         window.fill(STACK_POISON);
         let (esp, frame) = entry_frame(input);
-        match esp.checked_sub(STACK_WINDOW_BASE).map(|at| at as usize..at as usize + frame.len()) {
-            Some(at) if at.end <= window.len() => window[at].copy_from_slice(&frame),
-            _ => self.uc.mem_write(esp as u64, &frame).map_err(uc_err("writing the arguments"))?,
+        match stack_window_range(esp, frame.len()) {
+            Some(at) => window[at].copy_from_slice(&frame),
+            None => self.uc.mem_write(esp as u64, &frame).map_err(uc_err("writing the arguments"))?,
         }
         Ok(esp)
     }
