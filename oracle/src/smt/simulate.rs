@@ -70,7 +70,8 @@
 //! term (a class's symbol and a definition's value, `v = load(A)`) taking that value so
 //! that the assumption holds; then one model of the step's relation ([`relation_model`]).
 //! A state that satisfies the assumptions and tells two members apart splits them as a
-//! query's model would. Numerals are no symbols ([`is_symbol`]): a sample keeps them, and
+//! query's model would. Where no sample splits an edge's classes together, classes that
+//! depend on different assumptions are sampled apart ([`sample_classes`]). Numerals are no symbols ([`is_symbol`]): a sample keeps them, and
 //! two assumptions that share only a numeral are not relevant to each other
 //! ([`relevant`]).
 //!
@@ -2312,12 +2313,14 @@ fn observables_agree(p: &Pair, steps: &[Step], last: bool, budget: &mut Budget, 
         if observables_congruent(st, budget, share / CONGRUENT_SHARE) {
             continue;
         }
-        if contradictory(&st.assumed, budget, share / CONGRUENT_SHARE) {
+        let goal = [valid(st), step_differs(&st.x, &st.y)];
+        let asked = relevant(st, &goal);
+        // With every assumption in the query, a contradiction among them answers it.
+        if asked.len() < st.assumed.len() && contradictory(&st.assumed, budget, share / CONGRUENT_SHARE) {
             continue;
         }
         let s = super::solver();
-        let goal = [valid(st), step_differs(&st.x, &st.y)];
-        for a in relevant(st, &goal) {
+        for a in asked {
             s.assert(a);
         }
         for g in &goal {
@@ -2348,7 +2351,8 @@ fn observables_agree(p: &Pair, steps: &[Step], last: bool, budget: &mut Budget, 
 /// (within `cap`), so no pair of states enters the block related, and its observables
 /// agree on every one that does. The observables' query asks only the assumptions that
 /// share a symbol with its goals ([`relevant`]), which leaves out a contradiction among
-/// the others.
+/// the others; where it asks them all, the observables' query finds the contradiction
+/// itself, and this one is not asked.
 fn contradictory(assumed: &[Bool], budget: &mut Budget, cap: u64) -> bool {
     if assumed.is_empty() {
         return false;
@@ -2581,19 +2585,20 @@ fn sample_classes(assumed: &[Bool], assumed_symbols: &[Vec<Dynamic>], members: &
     if members.is_empty() {
         return vec![];
     }
-    let on = |ms: &mut dyn Iterator<Item = &(usize, BV)>| {
-        let bools: Vec<Bool> = ms.map(|(_, b)| b.eq(b)).collect();
+    // The assumptions the classes `of` depend on, by their indices.
+    let on = |of: &[&[(usize, BV)]]| {
+        let bools: Vec<Bool> = of.iter().flat_map(|ms| ms.iter().map(|(_, b)| b.eq(b))).collect();
         relevant_indices(assumed_symbols, &bools)
     };
     let all: Vec<&[(usize, BV)]> = members.iter().map(|ms| &ms[..]).collect();
-    let joint: Vec<&Bool> = on(&mut members.iter().flatten()).into_iter().map(|k| &assumed[k]).collect();
+    let joint: Vec<&Bool> = on(&all).into_iter().map(|k| &assumed[k]).collect();
     let moved = sample_group(&joint, &all, rng, work);
     if !moved.is_empty() {
         return moved;
     }
     let mut groups: Vec<(Vec<usize>, Vec<&[(usize, BV)]>)> = vec![];
-    for ms in members {
-        let own = on(&mut ms.iter());
+    for &ms in &all {
+        let own = on(&[ms]);
         match groups.iter_mut().find(|(a, _)| *a == own) {
             Some((_, g)) => g.push(ms),
             None => groups.push((own, vec![ms])),
@@ -2672,7 +2677,7 @@ fn sample_group(assumed: &[&Bool], classes: &[&[(usize, BV)]], rng: &mut u64, wo
     vec![]
 }
 
-/// Passes of [`sample_split`] over the symbols the assumptions define.
+/// Passes of [`sample_group`] over the symbols the assumptions define.
 const DEFINING_PASSES: usize = 3;
 
 /// The symbol `a` equates with a term that does not mention it, and that term, where `a`
