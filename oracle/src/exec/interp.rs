@@ -411,6 +411,7 @@ impl<O: Observer> Machine<'_, O> {
 
 /// The semantics of a binary operator on canonical operands of type `ty`; the result is
 /// not yet normalized. Divisions report their trap.
+#[inline]
 pub fn binary(op: BinOp, ty: Type, a: i64, b: i64) -> Result<i64, TrapKind> {
     let bits = ty.bits();
     let (ua, ub) = match ty {
