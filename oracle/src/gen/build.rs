@@ -569,7 +569,8 @@ impl<'a, S: Source> Gen<'a, S> {
     /// Creates a block outside the layout; [`Gen::enter`] places it.
     fn create_block(&mut self) -> Block {
         let placeholder = Terminator::Jump(Block::from_u32(0));
-        self.f.blocks.push(BlockData { phis: vec![], stmts: vec![], term: placeholder })
+        // Room for a typical block's statements, so that pushing them seldom reallocates.
+        self.f.blocks.push(BlockData { phis: vec![], stmts: Vec::with_capacity(8), term: placeholder })
     }
 
     /// Places `b` at the end of the layout and makes it current.
