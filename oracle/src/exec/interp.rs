@@ -36,6 +36,11 @@ enum Stop {
     Invalid(Invalid),
 }
 
+/// The evaluator's error: the run stopped, and [`Machine::stop`] says why. Kept apart
+/// from the reason so that a node's result fits in two registers (the reason would make
+/// every return go through memory, and the tree walk returns once per node).
+struct Halt;
+
 /// Errors in the inputs themselves (not in the program).
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum InputError {
@@ -179,10 +184,10 @@ pub fn run_observed<O: Observer>(
         locals[p] = a.as_i64();
     }
     let state = State::initial(f, input)?;
-    let mut m = Machine { f, locals, state, fuel: input.fuel, obs, phi_values: vec![] };
+    let mut m = Machine { f, locals, state, fuel: input.fuel, obs, phi_values: vec![], stop: None };
     let end = m.run_blocks();
     let used = input.fuel - m.fuel;
-    let end = match end {
+    let end = match end.map_err(|Halt| m.stop.take().expect("a halt records its reason")) {
         Ok(v) => End::Return(v),
         Err(Stop::Trap(k)) => End::Trap(k),
         Err(Stop::Invalid(i)) => return Ok((Err(i), used)),
@@ -199,18 +204,28 @@ struct Machine<'a, O: Observer> {
     obs: &'a mut O,
     /// The values the phis of the block being entered read, one list for the whole run.
     phi_values: Vec<(Local, i64)>,
+    /// Why the run stopped, once an evaluation returned [`Halt`].
+    stop: Option<Stop>,
 }
 
 impl<O: Observer> Machine<'_, O> {
-    fn burn(&mut self) -> Result<(), Stop> {
+    #[inline(always)]
+    fn burn(&mut self) -> Result<(), Halt> {
         if self.fuel == 0 {
-            return Err(Stop::Invalid(Invalid::FuelExhausted));
+            return self.halt(Stop::Invalid(Invalid::FuelExhausted));
         }
         self.fuel -= 1;
         Ok(())
     }
 
-    fn run_blocks(&mut self) -> Result<Value, Stop> {
+    /// Stops the run for `reason`.
+    #[cold]
+    fn halt<T>(&mut self, reason: Stop) -> Result<T, Halt> {
+        self.stop = Some(reason);
+        Err(Halt)
+    }
+
+    fn run_blocks(&mut self) -> Result<Value, Halt> {
         let f = self.f;
         let mut prev: Option<Block> = None;
         let mut b = f.entry();
@@ -256,19 +271,34 @@ impl<O: Observer> Machine<'_, O> {
     }
 
     /// Evaluates a node that yields a value.
-    fn value(&mut self, e: Expr) -> Result<i64, Stop> {
+    #[inline(always)]
+    fn value(&mut self, e: Expr) -> Result<i64, Halt> {
         Ok(self.typed_value(e)?.0)
     }
 
-    /// Evaluates a node that yields a value: the value and its type.
-    fn typed_value(&mut self, e: Expr) -> Result<(i64, Type), Stop> {
-        Ok(self.eval(e)?.expect("the verifier guarantees a value here"))
+    /// Evaluates a node that yields a value: the value and its type. A leaf (a constant,
+    /// a local, a callframe read) is evaluated here, as [`Machine::eval`] would, without
+    /// a call: about half the nodes of a tree are leaves.
+    #[inline(always)]
+    fn typed_value(&mut self, e: Expr) -> Result<(i64, Type), Halt> {
+        let f = self.f;
+        match &f.exprs[e] {
+            ExprData::Const { value, ty } => {
+                self.burn()?;
+                Ok((*value, *ty))
+            }
+            ExprData::Local(l) => {
+                self.burn()?;
+                Ok((self.locals[*l], f.locals[*l].ty))
+            }
+            _ => Ok(self.eval(e)?.expect("the verifier guarantees a value here")),
+        }
     }
 
     /// Evaluates the tree at `e`: operands first, left to right, then the node; its value
     /// and type, if it yields one. The type comes up with the operands' values (that of
     /// `Function::expr_type`), so no node walks down its tree again for it.
-    fn eval(&mut self, e: Expr) -> Result<Option<(i64, Type)>, Stop> {
+    fn eval(&mut self, e: Expr) -> Result<Option<(i64, Type)>, Halt> {
         self.burn()?;
         let f = self.f;
         Ok(match &f.exprs[e] {
@@ -286,7 +316,10 @@ impl<O: Observer> Machine<'_, O> {
                 let (a, t) = self.typed_value(*lhs)?;
                 let b = self.value(*rhs)?;
                 self.obs.node(f, e, [a, b], &self.state.heap);
-                Some((t.normalize(binary(*op, t, a, b).map_err(Stop::Trap)?), t))
+                match binary(*op, t, a, b) {
+                    Ok(v) => Some((t.normalize(v), t)),
+                    Err(k) => return self.halt(Stop::Trap(k)),
+                }
             }
             ExprData::Cmp { op, lhs, rhs } => {
                 let (a, t) = self.typed_value(*lhs)?;
@@ -314,7 +347,10 @@ impl<O: Observer> Machine<'_, O> {
                 let a = self.value(*addr)?;
                 self.obs.node(f, e, [a, 0], &self.state.heap);
                 let n = width.bytes();
-                let off = State::check_bounds(a, n).map_err(Stop::Invalid)?;
+                let off = match State::check_bounds(a, n) {
+                    Ok(off) => off,
+                    Err(i) => return self.halt(Stop::Invalid(i)),
+                };
                 let mut raw = [0u8; 8];
                 raw[..n as usize].copy_from_slice(&self.state.heap[off..off + n as usize]);
                 let v = u64::from_le_bytes(raw);
@@ -331,7 +367,10 @@ impl<O: Observer> Machine<'_, O> {
                 let v = self.value(*value)?;
                 self.obs.node(f, e, [a, v], &self.state.heap);
                 let n = width.bytes() as usize;
-                let off = State::check_bounds(a, width.bytes()).map_err(Stop::Invalid)?;
+                let off = match State::check_bounds(a, width.bytes()) {
+                    Ok(off) => off,
+                    Err(i) => return self.halt(Stop::Invalid(i)),
+                };
                 self.state.heap[off..off + n].copy_from_slice(&v.to_le_bytes()[..n]);
                 None
             }
@@ -358,7 +397,7 @@ impl<O: Observer> Machine<'_, O> {
             }
             ExprData::TrapIf { cond, code } => {
                 if self.value(*cond)? != 0 {
-                    return Err(Stop::Trap(TrapKind::Check(*code)));
+                    return self.halt(Stop::Trap(TrapKind::Check(*code)));
                 }
                 None
             }
@@ -372,6 +411,7 @@ impl<O: Observer> Machine<'_, O> {
 
 /// The semantics of a binary operator on canonical operands of type `ty`; the result is
 /// not yet normalized. Divisions report their trap.
+#[inline]
 pub fn binary(op: BinOp, ty: Type, a: i64, b: i64) -> Result<i64, TrapKind> {
     let bits = ty.bits();
     let (ua, ub) = match ty {

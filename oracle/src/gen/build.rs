@@ -201,8 +201,12 @@ pub(super) struct Gen<'a, S: Source> {
     cur: Option<Block>,
     /// Locals random statements may assign (not parameters, not loop counters).
     vars: Vec<Local>,
-    /// Every local expressions may read.
+    /// Every local expressions may read. Changed only through [`Gen::make_readable`] and
+    /// [`Gen::make_unreadable`], which keep `readable_of` in step.
     readable: Vec<Local>,
+    /// `readable` split by type (`[i32, i64]`), each in `readable`'s order: the
+    /// candidates of a leaf outside invariant mode, without a pass over every local.
+    readable_of: [Vec<Local>; 2],
     /// Locals that must not be assigned now (loop invariants of an enclosing loop).
     frozen: Vec<Local>,
     /// Locals that must not be assigned now but are not invariant: those a swap at the
@@ -282,6 +286,14 @@ fn node_count(f: &Function, sizes: &mut SecondaryMap<Expr, u32>, e: Expr) -> u64
         sizes.resize(f.exprs.len());
     }
     count(f, sizes, e) as u64
+}
+
+/// The index of `ty` in [`Gen`]'s `readable_of`.
+fn type_slot(ty: Type) -> usize {
+    match ty {
+        Type::I32 => 0,
+        Type::I64 => 1,
+    }
 }
 
 /// The swarm features of one program: each dropped at the configured rate (and every
@@ -422,6 +434,7 @@ impl<'a, S: Source> Gen<'a, S> {
             cur: None,
             vars: vec![],
             readable: vec![],
+            readable_of: [vec![], vec![]],
             frozen: vec![],
             held: vec![],
             frozen_cf: vec![],
@@ -556,7 +569,8 @@ impl<'a, S: Source> Gen<'a, S> {
     /// Creates a block outside the layout; [`Gen::enter`] places it.
     fn create_block(&mut self) -> Block {
         let placeholder = Terminator::Jump(Block::from_u32(0));
-        self.f.blocks.push(BlockData { phis: vec![], stmts: vec![], term: placeholder })
+        // Room for a typical block's statements, so that pushing them seldom reallocates.
+        self.f.blocks.push(BlockData { phis: vec![], stmts: Vec::with_capacity(8), term: placeholder })
     }
 
     /// Places `b` at the end of the layout and makes it current.
@@ -586,8 +600,20 @@ impl<'a, S: Source> Gen<'a, S> {
         // `t<n>` is unique without `Function::new_local`'s search of every name: only
         // temporaries are named `t...`, and `temps` only grows.
         let l = self.f.locals.push(LocalData { name: format!("t{}", self.temps), ty });
-        self.readable.push(l);
+        self.make_readable(l);
         l
+    }
+
+    /// Lets expressions read `l` from now on.
+    fn make_readable(&mut self, l: Local) {
+        self.readable.push(l);
+        self.readable_of[type_slot(self.f.locals[l].ty)].push(l);
+    }
+
+    /// Keeps expressions from reading `l`.
+    fn make_unreadable(&mut self, l: Local) {
+        self.readable.retain(|&r| r != l);
+        self.readable_of[type_slot(self.f.locals[l].ty)].retain(|&r| r != l);
     }
 
     /// Whether adding about `nodes` more evaluated nodes in the current block stays
@@ -621,14 +647,14 @@ impl<'a, S: Source> Gen<'a, S> {
             let ty = self.ty();
             let p = self.f.new_local(&format!("p{i}"), ty);
             self.f.params.push(p);
-            self.readable.push(p);
+            self.make_readable(p);
         }
         let nvars = 1 + self.below(self.cfg.max_vars);
         for i in 0..nvars {
             let ty = self.ty();
             let v = self.f.new_local(&format!("v{i}"), ty);
             self.vars.push(v);
-            self.readable.push(v);
+            self.make_readable(v);
         }
         if self.on(Feature::CfVars) {
             let n = self.below(self.cfg.max_cfvars + 1);
@@ -956,7 +982,7 @@ impl<'a, S: Source> Gen<'a, S> {
         self.frozen_cf.truncate(frozen_before.1);
         self.noread_cf.truncate(frozen_before.2);
         self.mult = outer_mult;
-        self.readable.push(counter);
+        self.make_readable(counter);
         self.enter(exit);
     }
 
@@ -1190,7 +1216,7 @@ impl<'a, S: Source> Gen<'a, S> {
         self.note("irreducible loop");
         let trips = (1 + self.below(self.cfg.max_trip_count)) as u64;
         let k = self.new_temp(Type::I32);
-        self.readable.retain(|&l| l != k);
+        self.make_unreadable(k);
         let zero = self.konst(Type::I32, 0);
         let s = self.assign(k, zero);
         self.push(s);
@@ -1215,7 +1241,7 @@ impl<'a, S: Source> Gen<'a, S> {
             self.seal(Terminator::Branch { cond: c, then_dest: other, else_dest: exit });
         }
         self.mult = outer;
-        self.readable.push(k);
+        self.make_readable(k);
         self.enter(exit);
     }
 
@@ -1519,13 +1545,34 @@ impl<'a, S: Source> Gen<'a, S> {
 
     /// A leaf of type `ty`: a local, a callframe read or a constant.
     fn leaf(&mut self, ty: Type) -> Expr {
-        // The candidates of the kind drawn are gathered in one pass over `readable`, in
-        // its order, into buffers kept across leaves, and the chosen one taken by its
-        // index, as `pick` takes it from a list: the same draws, no list allocated.
+        // The candidates of the kind drawn are those of `readable`, in its order, and the
+        // chosen one is taken by its index, as `pick` takes it from a list: the same
+        // draws, no list allocated. Outside invariant mode they are `readable_of`'s list;
+        // in it, they are gathered in one pass over `readable` into buffers kept across
+        // leaves.
         let cf = |g: &Self, c: CfVar| {
             g.f.cfvars[c].ty == ty && !g.noread_cf.contains(&c) && (!g.invariant_mode || g.frozen_cf.contains(&c))
         };
         match self.below(10) {
+            0..=5 if !self.invariant_mode => {
+                // The candidates are `readable_of`'s list of the type; the unread ones are
+                // counted, and the chosen one found by its rank among them.
+                let slot = type_slot(ty);
+                let unread = self.readable_of[slot].iter().filter(|&&l| self.is_unread[l]).count();
+                let readable = self.readable_of[slot].len();
+                let chosen = if unread > 0 && self.chance(self.cfg.anchor_permille) {
+                    let k = self.below(unread as u32) as usize;
+                    self.readable_of[slot].iter().copied().filter(|&l| self.is_unread[l]).nth(k)
+                } else if readable > 0 {
+                    let k = self.below(readable as u32) as usize;
+                    Some(self.readable_of[slot][k])
+                } else {
+                    None
+                };
+                if let Some(l) = chosen {
+                    return self.local(l);
+                }
+            }
             0..=5 => {
                 let (mut readable, mut unread) = std::mem::take(&mut self.leaf_candidates);
                 readable.clear();

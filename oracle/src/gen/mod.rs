@@ -95,7 +95,8 @@ pub fn generate_from<S: Source>(src: &mut S, cfg: &Config) -> Generated {
             Err(_) => shapes.push("ssa construction failed, HIR kept"),
         }
     }
-    let runs = (0..cfg.runs_per_case.max(1)).map(|_| make_run(src, &f)).collect();
+    let targets = heap_targets(&f);
+    let runs = (0..cfg.runs_per_case.max(1)).map(|_| make_run(src, &f, &targets)).collect();
     let module = Module { helpers, functions: vec![f] };
     Generated { case: CaseFile::new(module, runs), features, shapes, fuel_bound }
 }
@@ -116,18 +117,9 @@ fn value<S: Source>(src: &mut S, ty: Type) -> Value {
 /// Most heap rows lie where the function's constant heap addresses point (its hot
 /// addresses and region bases), so that loads read random bytes, half of them with the
 /// top bit set, and a load's extension or width shows in its value.
-fn make_run<S: Source>(src: &mut S, f: &tandem_core::ir::Function) -> Run {
+/// `targets` are `f`'s constant heap offsets ([`heap_targets`]).
+fn make_run<S: Source>(src: &mut S, f: &tandem_core::ir::Function, targets: &[u32]) -> Run {
     let args = f.params.iter().map(|&p| value(src, f.locals[p].ty)).collect();
-    let targets: Vec<u32> = f
-        .exprs
-        .values()
-        .filter_map(|d| match d {
-            ExprData::Const { value, .. } if (HEAP_BASE as i64..(HEAP_BASE + HEAP_SIZE) as i64).contains(value) => {
-                Some(*value as u32 - HEAP_BASE)
-            }
-            _ => None,
-        })
-        .collect();
     let mut heap = vec![];
     for _ in 0..src.below(7) {
         let len = 1 + src.below(16);
@@ -146,6 +138,20 @@ fn make_run<S: Source>(src: &mut S, f: &tandem_core::ir::Function) -> Run {
         }
     }
     Run { line: 0, entry: f.name.clone(), args, heap, callframe, fuel: None, expect: None }
+}
+
+/// The heap offsets of `f`'s constants that are heap addresses, in node order: where most
+/// initial heap rows of [`make_run`] lie. Found once per function, for all its runs.
+fn heap_targets(f: &tandem_core::ir::Function) -> Vec<u32> {
+    f.exprs
+        .values()
+        .filter_map(|d| match d {
+            ExprData::Const { value, .. } if (HEAP_BASE as i64..(HEAP_BASE + HEAP_SIZE) as i64).contains(value) => {
+                Some(*value as u32 - HEAP_BASE)
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// A test case built from libFuzzer's bytes.

@@ -24,8 +24,8 @@
 //! The SSA construction is the pipeline's, but a wrong construction cannot hide a bug:
 //! the generated SSA function is itself the program every stage is compared against.
 
-use std::collections::HashMap;
-use cranelift_entity::PrimaryMap;
+use cranelift_entity::{EntitySet, PrimaryMap};
+use tandem_core::hash::HashMap;
 use tandem_core::ir::{Expr, ExprData, Function, Local};
 use tandem_core::passes::{PassManager, Pipeline};
 
@@ -57,8 +57,10 @@ pub fn to_crossing_ssa(f: &mut Function, keep: &mut dyn FnMut(u32) -> bool) -> R
         ..SsaRewrite::default()
     };
     // Copies `%a = %b` (statement roots), by destination.
-    let mut copy_of: HashMap<Local, Local> = HashMap::new();
-    let mut removed = vec![];
+    let mut copy_of: HashMap<Local, Local> = HashMap::default();
+    // The removed copies, marked by statement (a set: a search of a list per statement
+    // was quadratic in the copies).
+    let mut removed = EntitySet::<Expr>::new();
     let mut i = 0;
     for &b in &f.layout {
         for &s in &f.blocks[b].stmts {
@@ -68,7 +70,7 @@ pub fn to_crossing_ssa(f: &mut Function, keep: &mut dyn FnMut(u32) -> bool) -> R
                         r.copies_kept += 1;
                     } else {
                         r.copies_propagated += 1;
-                        removed.push(s);
+                        removed.insert(s);
                     }
                     copy_of.insert(local, src);
                     i += 1;
@@ -84,7 +86,7 @@ pub fn to_crossing_ssa(f: &mut Function, keep: &mut dyn FnMut(u32) -> bool) -> R
     };
     for &b in &f.layout.clone() {
         let data = &mut f.blocks[b];
-        data.stmts.retain(|s| !removed.contains(s));
+        data.stmts.retain(|s| !removed.contains(*s));
         for phi in &mut data.phis {
             for (_, a) in &mut phi.args {
                 *a = resolve(*a);
@@ -101,7 +103,7 @@ pub fn to_crossing_ssa(f: &mut Function, keep: &mut dyn FnMut(u32) -> bool) -> R
     for &b in &f.layout {
         let phis = &f.blocks[b].phis;
         for phi in phis {
-            let base = |l: Local| f.locals[l].name.split('.').next().unwrap_or("").to_string();
+            let base = |l: Local| f.locals[l].name.split('.').next().unwrap_or("");
             for (_, a) in &phi.args {
                 if base(*a) != base(phi.dest) {
                     r.crossing_phi_args += 1;

@@ -125,7 +125,7 @@ impl<S: Source> Gen<'_, S> {
             if self.chance(500) {
                 // Nothing else reads the copy, so no block reads it before assigning it
                 // (the tree mover's [X] flag stays clear) and forwarding can succeed.
-                self.readable.retain(|&l| l != c);
+                self.make_unreadable(c);
             }
         }
         let k = self.new_temp(ty);
