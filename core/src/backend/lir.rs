@@ -299,7 +299,9 @@ pub struct LirFunction {
     /// Bytes of incoming arguments.
     pub arg_bytes: u32,
     pub vars: PrimaryMap<Var, VarData>,
-    /// The names of the HIR locals by index, shared by every stage of one function.
+    /// The names of the HIR locals by index, shared by every stage of one function;
+    /// empty when the function is compiled without printing
+    /// ([`super::rationalize::rationalize_with`]).
     pub local_names: Arc<[String]>,
     /// Types of the callframe variables by index.
     pub cfvars: Vec<Type>,
