@@ -434,11 +434,12 @@ pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
         let nodes = &f.blocks[b].nodes;
         let mark = ordinal as u32 + 1;
         for (i, &n) in nodes.iter().enumerate() {
-            v.placement(b, nodes, i);
-            v.arguments(b, nodes, n, mark);
+            let data = &f.nodes[n];
+            v.placement(b, nodes, i, n, data);
+            v.arguments(b, nodes, n, data, mark);
             v.defined_in[n.index()] = mark;
             if f.decomposed {
-                decomposed(f, b, n, &mut wide);
+                decomposed(b, n, data, &mut wide);
             }
         }
         if nodes.is_empty() {
@@ -490,10 +491,8 @@ impl<'f> Validator<'f> {
     /// block or in any other) and the shape rules for the `i`-th node of block `b`: not
     /// contained, a terminator exactly at the end, a flag producer right before its
     /// consumer.
-    fn placement(&mut self, b: Block, nodes: &[Node], i: usize) {
+    fn placement(&mut self, b: Block, nodes: &[Node], i: usize, n: Node, data: &NodeData) {
         let f = self.f;
-        let n = nodes[i];
-        let data = &f.nodes[n];
         if std::mem::replace(&mut self.seen_anywhere[n.index()], true) {
             self.err(b, Some(n), "appears twice in the linear order (the threading has a loop)".into());
         }
@@ -514,16 +513,16 @@ impl<'f> Validator<'f> {
         }
     }
 
-    /// Properties 2-4 on every argument of `n`, looking through contained nodes: the
-    /// result exists, each temp is used once, and a non-contained argument is defined
-    /// earlier in this block (`mark`).
-    fn arguments(&mut self, b: Block, nodes: &[Node], n: Node, mark: u32) {
+    /// Properties 2-4 on every argument of `n` (whose data is `data`), looking through
+    /// contained nodes: the result exists, each temp is used once, and a non-contained
+    /// argument is defined earlier in this block (`mark`).
+    fn arguments(&mut self, b: Block, nodes: &[Node], n: Node, data: &NodeData, mark: u32) {
         let f = self.f;
         // The arguments of `n`, then those of each contained node met (kept on the
         // stack, which is empty between calls).
-        let mut user = n;
+        let (mut user, mut args) = (n, &data.args[..]);
         loop {
-            for &u in &f.nodes[user].args {
+            for &u in args {
                 let arg = &f.nodes[u.node];
                 if u.result >= arg.results {
                     self.err(b, Some(user), format!("uses {u}, which has no such result"));
@@ -549,7 +548,7 @@ impl<'f> Validator<'f> {
                 }
             }
             match self.stack.pop() {
-                Some(next) => user = next,
+                Some(next) => (user, args) = (next, &f.nodes[next].args[..]),
                 None => break,
             }
         }
@@ -558,9 +557,8 @@ impl<'f> Validator<'f> {
 }
 
 /// After decomposition every value is `i32` and no 64-bit operation is left: the
-/// findings at node `n` of block `b` go to `errs`.
-fn decomposed(f: &LirFunction, b: Block, n: Node, errs: &mut Vec<LirError>) {
-    let d = &f.nodes[n];
+/// findings at node `n` (its data `d`) of block `b` go to `errs`.
+fn decomposed(b: Block, n: Node, d: &NodeData, errs: &mut Vec<LirError>) {
     if d.results > 0 && d.ty != Type::I32 {
         errs.push(LirError { block: b, node: Some(n), message: "an i64 value after decomposition".into() });
     }
