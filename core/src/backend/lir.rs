@@ -437,7 +437,7 @@ pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
             let data = &f.nodes[n];
             v.placement(b, nodes, i, n, data);
             v.arguments(b, nodes, n, data, mark);
-            v.defined_in[n.index()] = mark;
+            v.marks[n.index()].defined_in = mark;
             if f.decomposed {
                 decomposed(b, n, data, &mut wide);
             }
@@ -454,19 +454,27 @@ pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
     }
 }
 
-/// The state of one [`validate`] call. Sets and maps over nodes are vectors indexed by
-/// node (the validator runs after every backend pass), each made by filling its memory
-/// with one byte (no pass over the elements): seen in any block; the user of each result
-/// (results 0 and 1 here, a result the node does not have in a map); defined earlier in
-/// the block being checked (the block's ordinal plus one).
+/// The state of one [`validate`] call: what it knows of each node in one vector indexed
+/// by node (the validator runs after every backend pass; one entry a node, so a node's
+/// facts share a cache line), and the users of results past the second in a map.
 struct Validator<'f> {
     f: &'f LirFunction,
     errs: Vec<LirError>,
-    seen_anywhere: Vec<bool>,
-    users: Vec<[PackedOption<Node>; 2]>,
+    marks: Vec<NodeMarks>,
     other_users: HashMap<Use, Node>,
-    defined_in: Vec<u32>,
     stack: Vec<Node>,
+}
+
+/// What [`validate`] knows of one node.
+#[derive(Clone, Copy)]
+struct NodeMarks {
+    /// The user of each of results 0 and 1.
+    users: [PackedOption<Node>; 2],
+    /// The block it is defined in, if it was met in the linear order: the block's ordinal
+    /// plus one.
+    defined_in: u32,
+    /// Whether it was seen in any block, in the linear order or contained.
+    seen_anywhere: bool,
 }
 
 impl<'f> Validator<'f> {
@@ -475,10 +483,8 @@ impl<'f> Validator<'f> {
         Validator {
             f,
             errs: vec![],
-            seen_anywhere: vec![false; count],
-            users: vec![[PackedOption::default(); 2]; count],
+            marks: vec![NodeMarks { users: [PackedOption::default(); 2], defined_in: 0, seen_anywhere: false }; count],
             other_users: HashMap::default(),
-            defined_in: vec![0u32; count],
             stack: vec![],
         }
     }
@@ -493,7 +499,7 @@ impl<'f> Validator<'f> {
     /// consumer.
     fn placement(&mut self, b: Block, nodes: &[Node], i: usize, n: Node, data: &NodeData) {
         let f = self.f;
-        if std::mem::replace(&mut self.seen_anywhere[n.index()], true) {
+        if std::mem::replace(&mut self.marks[n.index()].seen_anywhere, true) {
             self.err(b, Some(n), "appears twice in the linear order (the threading has a loop)".into());
         }
         if data.contained {
@@ -527,19 +533,23 @@ impl<'f> Validator<'f> {
                 if u.result >= arg.results {
                     self.err(b, Some(user), format!("uses {u}, which has no such result"));
                 }
-                let prev = match self.users[u.node.index()].get_mut(u.result as usize) {
+                // The argument's marks, read and set at once; the findings follow.
+                let marks = &mut self.marks[u.node.index()];
+                let prev = match marks.users.get_mut(u.result as usize) {
                     Some(slot) => std::mem::replace(slot, user.into()).expand(),
                     None => self.other_users.insert(u, user),
                 };
+                let seen_before = arg.contained && std::mem::replace(&mut marks.seen_anywhere, true);
+                let defined_here = marks.defined_in == mark;
                 if let Some(prev) = prev {
                     self.err(b, Some(user), format!("uses {u}, already used by {prev} (temps must be singly used)"));
                 }
                 if arg.contained {
-                    if std::mem::replace(&mut self.seen_anywhere[u.node.index()], true) {
+                    if seen_before {
                         self.err(b, Some(user), format!("contains {}, which is also elsewhere", u.node));
                     }
                     self.stack.push(u.node);
-                } else if self.defined_in[u.node.index()] != mark {
+                } else if !defined_here {
                     if nodes.contains(&u.node) {
                         self.err(b, Some(user), format!("uses {u} before its def"));
                     } else {
