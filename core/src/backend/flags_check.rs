@@ -233,10 +233,16 @@ fn transfer_masks(i: &Instruction) -> (u32, u32) {
     if i.flow_control() == FlowControl::Call {
         return (0, STATUS);
     }
+    // Most instructions (the moves) modify no flag: one question to iced answers for
+    // them what the four below would (modified flags are the union of those four).
+    let modified = i.rflags_modified();
+    if modified == 0 {
+        return (STATUS, 0);
+    }
     let written = i.rflags_written() | i.rflags_set() | i.rflags_cleared();
     let mut make = i.rflags_undefined();
     if count_may_be_zero(i) {
-        make |= i.rflags_modified() & STATUS;
+        make |= modified & STATUS;
     }
     (!written & STATUS, make & STATUS)
 }

@@ -299,7 +299,9 @@ pub struct LirFunction {
     /// Bytes of incoming arguments.
     pub arg_bytes: u32,
     pub vars: PrimaryMap<Var, VarData>,
-    /// The names of the HIR locals by index, shared by every stage of one function.
+    /// The names of the HIR locals by index, shared by every stage of one function;
+    /// empty when the function is compiled without printing
+    /// ([`super::rationalize::rationalize_with`]).
     pub local_names: Arc<[String]>,
     /// Types of the callframe variables by index.
     pub cfvars: Vec<Type>,
@@ -432,11 +434,12 @@ pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
         let nodes = &f.blocks[b].nodes;
         let mark = ordinal as u32 + 1;
         for (i, &n) in nodes.iter().enumerate() {
-            v.placement(b, nodes, i);
-            v.arguments(b, nodes, n, mark);
-            v.defined_in[n.index()] = mark;
+            let data = &f.nodes[n];
+            v.placement(b, nodes, i, n, data);
+            v.arguments(b, nodes, n, data, mark);
+            v.marks[n.index()].defined_in = mark;
             if f.decomposed {
-                decomposed(f, b, n, &mut wide);
+                decomposed(b, n, data, &mut wide);
             }
         }
         if nodes.is_empty() {
@@ -451,19 +454,27 @@ pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
     }
 }
 
-/// The state of one [`validate`] call. Sets and maps over nodes are vectors indexed by
-/// node (the validator runs after every backend pass), each made by filling its memory
-/// with one byte (no pass over the elements): seen in any block; the user of each result
-/// (results 0 and 1 here, a result the node does not have in a map); defined earlier in
-/// the block being checked (the block's ordinal plus one).
+/// The state of one [`validate`] call: what it knows of each node in one vector indexed
+/// by node (the validator runs after every backend pass; one entry a node, so a node's
+/// facts share a cache line), and the users of results past the second in a map.
 struct Validator<'f> {
     f: &'f LirFunction,
     errs: Vec<LirError>,
-    seen_anywhere: Vec<bool>,
-    users: Vec<[PackedOption<Node>; 2]>,
+    marks: Vec<NodeMarks>,
     other_users: HashMap<Use, Node>,
-    defined_in: Vec<u32>,
     stack: Vec<Node>,
+}
+
+/// What [`validate`] knows of one node.
+#[derive(Clone, Copy)]
+struct NodeMarks {
+    /// The user of each of results 0 and 1.
+    users: [PackedOption<Node>; 2],
+    /// The block it is defined in, if it was met in the linear order: the block's ordinal
+    /// plus one.
+    defined_in: u32,
+    /// Whether it was seen in any block, in the linear order or contained.
+    seen_anywhere: bool,
 }
 
 impl<'f> Validator<'f> {
@@ -472,10 +483,8 @@ impl<'f> Validator<'f> {
         Validator {
             f,
             errs: vec![],
-            seen_anywhere: vec![false; count],
-            users: vec![[PackedOption::default(); 2]; count],
+            marks: vec![NodeMarks { users: [PackedOption::default(); 2], defined_in: 0, seen_anywhere: false }; count],
             other_users: HashMap::default(),
-            defined_in: vec![0u32; count],
             stack: vec![],
         }
     }
@@ -488,11 +497,9 @@ impl<'f> Validator<'f> {
     /// block or in any other) and the shape rules for the `i`-th node of block `b`: not
     /// contained, a terminator exactly at the end, a flag producer right before its
     /// consumer.
-    fn placement(&mut self, b: Block, nodes: &[Node], i: usize) {
+    fn placement(&mut self, b: Block, nodes: &[Node], i: usize, n: Node, data: &NodeData) {
         let f = self.f;
-        let n = nodes[i];
-        let data = &f.nodes[n];
-        if std::mem::replace(&mut self.seen_anywhere[n.index()], true) {
+        if std::mem::replace(&mut self.marks[n.index()].seen_anywhere, true) {
             self.err(b, Some(n), "appears twice in the linear order (the threading has a loop)".into());
         }
         if data.contained {
@@ -512,33 +519,37 @@ impl<'f> Validator<'f> {
         }
     }
 
-    /// Properties 2-4 on every argument of `n`, looking through contained nodes: the
-    /// result exists, each temp is used once, and a non-contained argument is defined
-    /// earlier in this block (`mark`).
-    fn arguments(&mut self, b: Block, nodes: &[Node], n: Node, mark: u32) {
+    /// Properties 2-4 on every argument of `n` (whose data is `data`), looking through
+    /// contained nodes: the result exists, each temp is used once, and a non-contained
+    /// argument is defined earlier in this block (`mark`).
+    fn arguments(&mut self, b: Block, nodes: &[Node], n: Node, data: &NodeData, mark: u32) {
         let f = self.f;
         // The arguments of `n`, then those of each contained node met (kept on the
         // stack, which is empty between calls).
-        let mut user = n;
+        let (mut user, mut args) = (n, &data.args[..]);
         loop {
-            for &u in &f.nodes[user].args {
+            for &u in args {
                 let arg = &f.nodes[u.node];
                 if u.result >= arg.results {
                     self.err(b, Some(user), format!("uses {u}, which has no such result"));
                 }
-                let prev = match self.users[u.node.index()].get_mut(u.result as usize) {
+                // The argument's marks, read and set at once; the findings follow.
+                let marks = &mut self.marks[u.node.index()];
+                let prev = match marks.users.get_mut(u.result as usize) {
                     Some(slot) => std::mem::replace(slot, user.into()).expand(),
                     None => self.other_users.insert(u, user),
                 };
+                let seen_before = arg.contained && std::mem::replace(&mut marks.seen_anywhere, true);
+                let defined_here = marks.defined_in == mark;
                 if let Some(prev) = prev {
                     self.err(b, Some(user), format!("uses {u}, already used by {prev} (temps must be singly used)"));
                 }
                 if arg.contained {
-                    if std::mem::replace(&mut self.seen_anywhere[u.node.index()], true) {
+                    if seen_before {
                         self.err(b, Some(user), format!("contains {}, which is also elsewhere", u.node));
                     }
                     self.stack.push(u.node);
-                } else if self.defined_in[u.node.index()] != mark {
+                } else if !defined_here {
                     if nodes.contains(&u.node) {
                         self.err(b, Some(user), format!("uses {u} before its def"));
                     } else {
@@ -547,7 +558,7 @@ impl<'f> Validator<'f> {
                 }
             }
             match self.stack.pop() {
-                Some(next) => user = next,
+                Some(next) => (user, args) = (next, &f.nodes[next].args[..]),
                 None => break,
             }
         }
@@ -556,9 +567,8 @@ impl<'f> Validator<'f> {
 }
 
 /// After decomposition every value is `i32` and no 64-bit operation is left: the
-/// findings at node `n` of block `b` go to `errs`.
-fn decomposed(f: &LirFunction, b: Block, n: Node, errs: &mut Vec<LirError>) {
-    let d = &f.nodes[n];
+/// findings at node `n` (its data `d`) of block `b` go to `errs`.
+fn decomposed(b: Block, n: Node, d: &NodeData, errs: &mut Vec<LirError>) {
     if d.results > 0 && d.ty != Type::I32 {
         errs.push(LirError { block: b, node: Some(n), message: "an i64 value after decomposition".into() });
     }

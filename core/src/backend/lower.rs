@@ -119,11 +119,25 @@ pub fn lower(f: &mut LirFunction) -> LowerStats {
     stats
 }
 
+/// Adds the nodes `n` uses to `used`, and those its contained arguments use. Not itself
+/// recursive, so that it is made part of [`lower`] (it runs for every live node); a
+/// contained argument's uses come from [`collect_contained_uses`].
+#[inline]
 fn collect_uses(f: &LirFunction, n: Node, used: &mut BlockNodeSet) {
     for a in &f.nodes[n].args {
         used.add(a.node);
         if f.nodes[a.node].contained {
-            collect_uses(f, a.node, used);
+            collect_contained_uses(f, a.node, used);
+        }
+    }
+}
+
+/// [`collect_uses`] of a contained node (recursive: a compare's contained operands).
+fn collect_contained_uses(f: &LirFunction, n: Node, used: &mut BlockNodeSet) {
+    for a in &f.nodes[n].args {
+        used.add(a.node);
+        if f.nodes[a.node].contained {
+            collect_contained_uses(f, a.node, used);
         }
     }
 }
@@ -229,8 +243,30 @@ fn accepts(op: &Op, i: usize) -> Accepts {
 
 /// Contains the arguments of `n`, at position `pos` of the block's `live` nodes, that
 /// its instruction accepts as immediates or memory operands (`positions`: each live
-/// node's position).
+/// node's position). Not itself recursive, so that it is made part of [`lower`] (it runs
+/// for every live node); a fused compare's operands are contained by
+/// [`contain_fused_operands`].
+#[inline]
 fn contain_operands(f: &mut LirFunction, live: &[Node], positions: &BlockNodeMap<u32>, pos: usize, n: Node, stats: &mut LowerStats) {
+    contain_operands_with(f, live, positions, pos, n, stats, contain_fused_operands);
+}
+
+/// [`contain_operands`] of a compare fused into `n` (recursive).
+fn contain_fused_operands(f: &mut LirFunction, live: &[Node], positions: &BlockNodeMap<u32>, pos: usize, n: Node, stats: &mut LowerStats) {
+    contain_operands_with(f, live, positions, pos, n, stats, contain_fused_operands);
+}
+
+/// The body of [`contain_operands`]; `fused` contains a fused compare's operands.
+#[inline]
+fn contain_operands_with(
+    f: &mut LirFunction,
+    live: &[Node],
+    positions: &BlockNodeMap<u32>,
+    pos: usize,
+    n: Node,
+    stats: &mut LowerStats,
+    fused: impl Fn(&mut LirFunction, &[Node], &BlockNodeMap<u32>, usize, Node, &mut LowerStats),
+) {
     let position = |m: Node| positions.get(m).map(|&at| at as usize);
     // The arguments are read by index, not copied: containing marks other nodes, never
     // changes the arguments of `n`.
@@ -239,7 +275,7 @@ fn contain_operands(f: &mut LirFunction, live: &[Node], positions: &BlockNodeMap
         let d = &f.nodes[a.node];
         if d.contained {
             if matches!(d.op, Op::Cmp { .. }) {
-                contain_operands(f, live, positions, pos, a.node, stats);
+                fused(f, live, positions, pos, a.node, stats);
             }
             continue;
         }

@@ -234,7 +234,7 @@ fn build(
 ) -> Result<Staged, CompileError> {
     let mut stages = vec![];
     let mut stats = BackendStats::default();
-    let (l, s) = rationalize::rationalize(f)?;
+    let (l, s) = rationalize::rationalize_with(f, print)?;
     stats.rationalize = s;
     done("rationalize");
     if validate {

@@ -12,6 +12,7 @@
 
 use cranelift_entity::EntityRef;
 use smallvec::smallvec;
+use std::sync::Arc;
 
 use super::lir::*;
 use super::CompileError;
@@ -31,13 +32,21 @@ pub struct RationalizeStats {
 
 /// Builds the LIR of `f`.
 pub fn rationalize(f: &Function) -> Result<(LirFunction, RationalizeStats), CompileError> {
+    rationalize_with(f, true)
+}
+
+/// Builds the LIR of `f`; `names` keeps the names of its locals for printing. Without
+/// them ([`LirFunction::local_names`] empty) the LIR and every later stage of it must
+/// not be printed with [`LirFunction::header`], which is what a compile that prints
+/// nothing saves: a copy of every local's name for every function compiled.
+pub fn rationalize_with(f: &Function, names: bool) -> Result<(LirFunction, RationalizeStats), CompileError> {
     let mut stats = RationalizeStats::default();
     let mut lir = LirFunction {
         name: f.name.clone(),
         ret: f.ret,
         arg_bytes: 0,
         vars: Default::default(),
-        local_names: f.locals.values().map(|d| d.name.clone()).collect(),
+        local_names: if names { f.locals.values().map(|d| d.name.clone()).collect() } else { Arc::from([]) },
         cfvars: f.cfvars.values().map(|c| c.ty).collect(),
         nodes: node_arena(),
         blocks: Default::default(),
@@ -55,12 +64,16 @@ pub fn rationalize(f: &Function) -> Result<(LirFunction, RationalizeStats), Comp
         offset += f.locals[p].ty.bits() / 8;
     }
     lir.arg_bytes = offset;
+    // One list the blocks are linearized into in turn; each block keeps a copy of just
+    // its length (a list per block grew by doubling, a reallocation each time).
+    let mut out = vec![];
     for &b in &f.layout {
         let data = &f.blocks[b];
         if !data.phis.is_empty() {
             return Err(CompileError::Phi { block: b });
         }
-        let mut r = Linearizer { f, lir: &mut lir, out: vec![], stats: &mut stats };
+        out.clear();
+        let mut r = Linearizer { f, lir: &mut lir, out: &mut out, stats: &mut stats };
         for &s in &data.stmts {
             r.stats.statements += 1;
             r.expr(s);
@@ -76,8 +89,7 @@ pub fn rationalize(f: &Function) -> Result<(LirFunction, RationalizeStats), Comp
             }
         };
         r.push(op, Type::I32, 0, args);
-        let out = std::mem::take(&mut r.out);
-        lir.blocks[b].nodes = out;
+        lir.blocks[b].nodes = out.as_slice().to_vec();
     }
     stats.nodes = lir.nodes.len();
     Ok((lir, stats))
@@ -86,7 +98,7 @@ pub fn rationalize(f: &Function) -> Result<(LirFunction, RationalizeStats), Comp
 struct Linearizer<'a> {
     f: &'a Function,
     lir: &'a mut LirFunction,
-    out: Vec<Node>,
+    out: &'a mut Vec<Node>,
     stats: &'a mut RationalizeStats,
 }
 
@@ -118,8 +130,10 @@ impl Linearizer<'_> {
                 (Op::Binary(*op), smallvec![a, self.value(*rhs)])
             }
             ExprData::Cmp { op, lhs, rhs } => {
-                let t = f.expr_type(*lhs).unwrap_or(Type::I32);
+                // The operand type is that of the operand's node, as for the result of
+                // a unary or binary node below.
                 let a = self.value(*lhs);
+                let t = self.lir.nodes[a.node].ty;
                 (Op::Cmp { op: *op, ty: t }, smallvec![a, self.value(*rhs)])
             }
             ExprData::Convert { op, arg } => (Op::Convert(*op), smallvec![self.value(*arg)]),
