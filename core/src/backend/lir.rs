@@ -367,9 +367,10 @@ impl LirFunction {
 
     /// The name of `v` as the LIR text prints it (after a `%`).
     pub fn var_name(&self, v: Var) -> String {
-        let local = |k: u32| &self.local_names[k as usize];
+        // Without the names (rationalized for no printing), a local is named by its index.
+        let local = |k: u32| self.local_names.get(k as usize).cloned().unwrap_or_else(|| format!("local{k}"));
         match self.vars[v].name {
-            VarName::Local(k) => local(k).clone(),
+            VarName::Local(k) => local(k),
             VarName::Lo(k) => format!("{}.lo", local(k)),
             VarName::Hi(k) => format!("{}.hi", local(k)),
             VarName::Temp => format!("t{}", v.index()),
