@@ -412,6 +412,14 @@ impl Exec<'_> {
             }
             self.stop_if(cond, Ending::Divide);
         }
+        // A remainder of zero is zero whatever the divisor (zero too, in the encoding's
+        // semantics), and so is a product with zero: folded here, so that the solver never
+        // bit-blasts a 64-bit `srem` to find out (memory seed 6's memopt: two steps whose
+        // `mul(srem(0, %a), %b)` differ only in `%a` took a query's whole share).
+        let is_zero = |v: &BV| v.as_u64() == Some(0);
+        if (matches!(op, BinOp::Srem | BinOp::Urem | BinOp::Mul) && is_zero(&a)) || (op == BinOp::Mul && is_zero(&b)) {
+            return Ok(zero);
+        }
         Ok(match op {
             BinOp::Add => a.bvadd(&b),
             BinOp::Sub => a.bvsub(&b),
