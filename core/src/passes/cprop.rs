@@ -10,8 +10,9 @@
 //! left alone). A definition of `x` removes the entries of `x` and those that copy `x`.
 //! A self-copy `x = x` left by propagation is deleted. Every event — a use after
 //! rewriting, a definition, a memory write, a forwarding copy, a movable tree
-//! definition, the end of the block — is passed to the [`TreeMover`]; its moves are
-//! performed after the last block.
+//! definition, the end of the block — is passed to the [`TreeMover`], and so is every
+//! node once it is propagated (the mover keeps the parents of the nodes so, for the depth
+//! of a use, without a walk of its own); its moves are performed after the last block.
 //!
 //! Statistics: `copies` and `consts` propagated, `folded` nodes, `self_copies` removed,
 //! and the tree mover's counters (see [`super::tree_mover`]).
@@ -33,7 +34,7 @@ enum Avail {
 /// Runs copy/constant propagation and the tree mover over `f`.
 pub fn run(f: &mut Function) -> Stats {
     let mut stats = Stats::default();
-    let mut tm = TreeMover::new(f.locals.len());
+    let mut tm = TreeMover::new(f.locals.len(), f.exprs.len());
     // The nodes of the tree being propagated, in order: one list for every tree.
     let mut order = vec![];
     let mut acp = Acp::default();
@@ -169,6 +170,7 @@ fn cprop_tree(
                 None => tm.use_(l, n, stats),
             },
             ExprData::Assign { local: x, value } => {
+                tm.node_done(f, n);
                 tm.def(x, stats);
                 acp.kill(x);
                 if !(is_stmt && n == root) {
@@ -198,8 +200,12 @@ fn cprop_tree(
                     }
                 }
             }
-            ExprData::Store { .. } | ExprData::CfWrite { .. } => tm.memory_write(stats),
+            ExprData::Store { .. } | ExprData::CfWrite { .. } => {
+                tm.node_done(f, n);
+                tm.memory_write(stats);
+            }
             ExprData::Call { helper, .. } => {
+                tm.node_done(f, n);
                 let e = helper.effects();
                 if e.writes_heap || e.writes_callframe {
                     tm.memory_write(stats);
@@ -210,6 +216,7 @@ fn cprop_tree(
                     f.exprs[n] = ExprData::Const { ty, value };
                     stats.bump("folded");
                 }
+                tm.node_done(f, n);
             }
         }
     }

@@ -7,7 +7,7 @@
 
 use super::cfg::Cfg;
 use super::util::LocalSet;
-use crate::ir::{Block, ExprData, Function};
+use crate::ir::{Block, ExprData, Function, Local};
 use cranelift_entity::SecondaryMap;
 
 /// Live-in and live-out sets of every block.
@@ -20,6 +20,14 @@ pub struct Liveness {
 impl Liveness {
     /// Computes liveness for the blocks of `cfg`.
     pub fn compute(f: &Function, cfg: &Cfg) -> Liveness {
+        Liveness::compute_noting(f, cfg, |_, _| {})
+    }
+
+    /// [`Liveness::compute`], calling `def(x, b)` at every assignment of a local `x` in a
+    /// block `b`, blocks in `cfg`'s reverse post-order and each block's assignments in
+    /// evaluation order: SSA construction's definition blocks, from the walk that finds
+    /// the kills (a walk of every tree of its own otherwise).
+    pub fn compute_noting(f: &Function, cfg: &Cfg, mut def: impl FnMut(Local, Block)) -> Liveness {
         let n = f.locals.len();
         // Upward-exposed uses and definitions of each block's statements and terminator.
         let nb = f.blocks.len();
@@ -43,6 +51,7 @@ impl Liveness {
                     }
                     ExprData::Assign { local, .. } => {
                         k.insert(local);
+                        def(local, b);
                     }
                     _ => {}
                 });

@@ -21,33 +21,20 @@ use cranelift_entity::{EntityRef, SecondaryMap};
 /// Puts `f` (HIR without phis) into SSA form.
 pub fn run(f: &mut Function, an: &Analyses) -> Stats {
     let mut stats = Stats::default();
-    let live = Liveness::compute(f, &an.cfg);
-    let def_blocks = definition_blocks(f, an);
+    // The blocks assigning each local, noted by liveness's walk. Each block is visited
+    // once, so a block already recorded for a local is its last entry (a `contains`
+    // would make a long chain quadratic).
+    let mut def_blocks: Vec<Vec<Block>> = vec![vec![]; f.locals.len()];
+    let live = Liveness::compute_noting(f, &an.cfg, |local, b| {
+        if def_blocks[local.index()].last() != Some(&b) {
+            def_blocks[local.index()].push(b);
+        }
+    });
     let phi_orig = place_phis(f, an, &live, &def_blocks, &mut stats);
     let zero = rename(f, an, &phi_orig, &mut stats);
     define_zero_versions(f, &zero, &mut stats);
     remove_unused_locals(f);
     stats
-}
-
-/// The blocks assigning each local. Each block is visited once, so a block already
-/// recorded for a local is its last entry (a `contains` would make a long chain quadratic).
-fn definition_blocks(f: &Function, an: &Analyses) -> Vec<Vec<Block>> {
-    let nlocals = f.locals.len();
-    let mut def_blocks: Vec<Vec<Block>> = vec![vec![]; nlocals];
-    for &b in &an.cfg.rpo {
-        let data = &f.blocks[b];
-        for r in data.stmts.iter().copied().chain(data.term.expr()) {
-            f.visit_postorder(r, &mut |n| {
-                if let ExprData::Assign { local, .. } = f.exprs[n] {
-                    if def_blocks[local.index()].last() != Some(&b) {
-                        def_blocks[local.index()].push(b);
-                    }
-                }
-            });
-        }
-    }
-    def_blocks
 }
 
 /// Phi placement: a phi for each local on the iterated dominance frontier of its

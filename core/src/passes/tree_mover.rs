@@ -159,11 +159,16 @@ pub struct TreeMover {
     /// Trees defined in this block that read memory.
     memory_trees: Vec<MoveId>,
     pub todo: Vec<MoveId>,
+    /// The parent of every node of the function's trees as `cprop` leaves them (`None`:
+    /// a root, or a node in no tree), noted by [`TreeMover::node_done`] in `cprop`'s walk
+    /// and kept by [`TreeMover::resolve`] as it moves trees: a walk of every tree of its
+    /// own at the end was a tenth of `cprop`.
+    parent: SecondaryMap<Expr, Option<Expr>>,
 }
 
 impl TreeMover {
-    /// A tree mover for a function with `nlocals` locals.
-    pub fn new(nlocals: usize) -> TreeMover {
+    /// A tree mover for a function with `nlocals` locals and `nexprs` nodes.
+    pub fn new(nlocals: usize, nexprs: usize) -> TreeMover {
         let slot = ActSlot {
             state: SlotState::Empty,
             waiting: true,
@@ -179,6 +184,16 @@ impl TreeMover {
             touched: vec![],
             memory_trees: vec![],
             todo: vec![],
+            parent: crate::passes::cfg::sized(nexprs),
+        }
+    }
+
+    /// `cprop` is done with node `n` (its operands were done before it, and nothing
+    /// changes it again before [`TreeMover::resolve`]): `n` is the parent of its operands.
+    #[inline]
+    pub fn node_done(&mut self, f: &Function, n: Expr) {
+        for &c in f.exprs[n].operands().iter() {
+            self.parent[c] = Some(n);
         }
     }
 
@@ -394,10 +409,7 @@ impl TreeMover {
     /// happen. Returns the statements to delete (moved definitions, forwarding copies).
     pub fn resolve(&mut self, f: &mut Function, stats: &mut Stats) -> HashSet<Expr> {
         let mut deleted = HashSet::default();
-        // Made when the first move that passes the other checks asks for the depth of its
-        // use: the function is as it came until a move is done (most functions have
-        // none to do, and then no tree is walked).
-        let mut parent: Option<SecondaryMap<Expr, Option<Expr>>> = None;
+        let parent = &mut self.parent;
         for m in std::mem::take(&mut self.todo) {
             let mv = &self.moves[m];
             let x = &self.act;
@@ -416,7 +428,6 @@ impl TreeMover {
                 continue;
             }
             let use_node = mv.use_node.expect("scheduled moves have a use");
-            let parent = parent.get_or_insert_with(|| parents(f));
             if depth_of(parent, use_node) + height(f, mv.tree) - 1 > MAX_MOVED_DEPTH {
                 stats.bump("tm_depth_rejected");
                 self.moves[m].status = MoveStatus::Rejected;
@@ -452,21 +463,6 @@ impl TreeMover {
         }
         deleted
     }
-}
-
-/// The parent of every node of `f`'s trees (`None`: a root, or a node in no tree).
-fn parents(f: &Function) -> SecondaryMap<Expr, Option<Expr>> {
-    let mut parent: SecondaryMap<Expr, Option<Expr>> = crate::passes::cfg::sized(f.exprs.len());
-    for &b in &f.layout {
-        for r in f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()) {
-            f.visit_postorder(r, &mut |n| {
-                for &c in f.exprs[n].operands().iter() {
-                    parent[c] = Some(n);
-                }
-            });
-        }
-    }
-    parent
 }
 
 /// The depth of `n` in its tree (a root is 1 deep), up the parents.

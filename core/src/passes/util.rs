@@ -4,7 +4,6 @@
 
 use crate::ir::{Block, BlockData, ExprData, Expr, Function, Local, Terminator};
 use cranelift_entity::{EntityRef, PrimaryMap, SecondaryMap};
-use std::fmt::Write;
 
 /// A fixed-size set of locals.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
@@ -257,13 +256,29 @@ impl Namer {
         let stem = name.len();
         loop {
             name.truncate(stem);
-            write!(name, "{n}").expect("a String takes any text");
+            push_decimal(&mut name, *n);
             *n += 1;
             if self.taken.insert(name.clone()) {
                 return name;
             }
         }
     }
+}
+
+/// Appends the decimal digits of `n` to `s`, as `write!(s, "{n}")` would, without the
+/// formatting machinery (SSA renaming names every version with one).
+fn push_decimal(s: &mut String, mut n: u32) {
+    let mut digits = [0u8; 10];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    s.extend(digits[at..].iter().map(|&d| d as char));
 }
 
 /// Makes an empty block on the edge `from -> to` and returns it: every successor of
@@ -284,4 +299,19 @@ pub fn split_edge(f: &mut Function, from: Block, to: Block) -> Block {
         }
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_decimal;
+
+    /// The digits are what `Display` writes, for the ends of each length.
+    #[test]
+    fn push_decimal_writes_what_display_writes() {
+        for n in [0, 1, 9, 10, 99, 100, 12345, 999_999_999, 1_000_000_000, u32::MAX] {
+            let mut s = String::from("x.");
+            push_decimal(&mut s, n);
+            assert_eq!(s, format!("x.{n}"));
+        }
+    }
 }

@@ -41,7 +41,7 @@ pub mod events;
 pub mod live;
 pub mod motion;
 
-use super::util::{remove_unused_locals, Namer};
+use super::util::{remove_unused_locals, LocalSet, Namer};
 use super::{Analyses, Stats};
 use crate::ir::{Block, ConvOp, Expr, ExprData, Function, Local, Type};
 use avail::{Action, Availability, Materializer, Origin, Slot, Val};
@@ -369,18 +369,20 @@ fn backward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, snap: &mut Option
 /// Dead LOAD: a read whose value nobody uses (the pass's own hoisted reads and copies
 /// that ended up unused go too, uncounted).
 fn dead_loads(f: &mut Function, cx: &Ctx, stats: &mut Stats) {
-    let mut uses: HashMap<Local, usize> = HashMap::default();
+    // The locals something reads: a bit each (a hash map probe per read was most of the
+    // walk).
+    let mut used = LocalSet::new(f.locals.len());
     for &b in &f.layout {
         for phi in &f.blocks[b].phis {
             for (_, a) in &phi.args {
-                *uses.entry(*a).or_default() += 1;
+                used.insert(*a);
             }
         }
     }
     for r in f.roots() {
         f.visit_postorder(r, &mut |n| {
             if let ExprData::Local(l) = f.exprs[n] {
-                *uses.entry(l).or_default() += 1;
+                used.insert(l);
             }
         });
     }
@@ -389,7 +391,7 @@ fn dead_loads(f: &mut Function, cx: &Ctx, stats: &mut Stats) {
         let mut kept = vec![];
         for s in stmts {
             let (read, unused) = match f.exprs[s] {
-                ExprData::Assign { local, value } => (value, !uses.contains_key(&local)),
+                ExprData::Assign { local, value } => (value, !used.contains(local)),
                 _ => (s, true),
             };
             let is_read = matches!(f.exprs[read], ExprData::CfRead(_) | ExprData::Load { .. })
