@@ -68,7 +68,9 @@
 //! for no solver call ([`sample_split`]): numerals for the symbols its goals and their
 //! assumptions mention, a symbol that an assumption equates with a numeral or with a
 //! term (a class's symbol and a definition's value, `v = load(A)`) taking that value so
-//! that the assumption holds; then one model of the step's relation ([`relation_model`]).
+//! that the assumption holds, and last a state where every symbol the assumptions mention
+//! is zero (generated code computes zero from zeros); then one model of the step's
+//! relation ([`relation_model`]).
 //! A state that satisfies the assumptions and tells two members apart splits them as a
 //! query's model would. Where no sample splits an edge's classes together, classes that
 //! depend on different assumptions are sampled apart ([`sample_classes`]). Numerals are no symbols ([`is_symbol`]): a sample keeps them, and
