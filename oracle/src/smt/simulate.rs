@@ -2442,14 +2442,34 @@ fn observables_congruent(st: &Step, budget: &mut Budget, cap: u64) -> bool {
 /// Whether the solver shows each pair of subterms equal under the relation assumed at
 /// `st`'s entry, within `cap` (the congruence queries of [`congruent`] and
 /// [`observables_congruent`]).
+///
+/// The pairs are asked in groups by the assumptions they depend on, fewer first, all
+/// groups within `cap`: a pair that needs no assumption is not asked with one whose
+/// assumptions are hard (as [`goal_groups`] does for the inference's goals).
 fn pairs_equal(st: &Step, pairs: &[(Dynamic, Dynamic)], budget: &mut Budget, cap: u64) -> bool {
-    let refs: Vec<Bool> = pairs.iter().map(|(x, y)| x.eq(y).not()).collect();
-    let s = super::solver();
-    for a in relevant(st, &refs) {
-        s.assert(a);
+    let mut groups: Vec<(Vec<usize>, Vec<Bool>)> = vec![];
+    for (x, y) in pairs {
+        let r = x.eq(y).not();
+        let on = relevant_indices(&st.assumed_symbols, std::slice::from_ref(&r));
+        match groups.iter_mut().find(|(a, _)| *a == on) {
+            Some((_, rs)) => rs.push(r),
+            None => groups.push((on, vec![r])),
+        }
     }
-    s.assert(Bool::or(&refs));
-    budget.check_within(&s, cap) == SatResult::Unsat
+    groups.sort_by_key(|(on, _)| on.len());
+    let start = budget.left();
+    groups.iter().all(|(on, refs)| {
+        let left = cap.saturating_sub(start - budget.left());
+        if left == 0 {
+            return false;
+        }
+        let s = super::solver();
+        for &k in on {
+            s.assert(&st.assumed[k]);
+        }
+        s.assert(Bool::or(refs));
+        budget.check_within(&s, left) == SatResult::Unsat
+    })
 }
 
 /// The terms of a step that [`step_differs`] compares, in one order.
