@@ -2140,16 +2140,25 @@ fn query_parts(
 /// `goals` grouped by the assumptions each depends on ([`relevant_indices`]), the groups
 /// that depend on fewer first (in the goals' order where as many).
 fn goal_groups(st: &Step, goals: &[Goal]) -> Vec<Vec<Goal>> {
-    let mut groups: Vec<(Vec<usize>, Vec<Goal>)> = vec![];
-    for g in goals {
-        let on = relevant_indices(&st.assumed_symbols, &[g.2.eq(&g.3).not()]);
-        match groups.iter_mut().find(|(a, _)| *a == on) {
-            Some((_, gs)) => gs.push(g.clone()),
-            None => groups.push((on, vec![g.clone()])),
-        }
-    }
+    let mut groups = grouped_by_assumptions(goals.iter().cloned(), |g| relevant_indices(&st.assumed_symbols, &[g.2.eq(&g.3).not()]));
     groups.sort_by_key(|(on, _)| on.len());
     groups.into_iter().map(|(_, gs)| gs).collect()
+}
+
+/// `items` grouped by the assumptions each depends on, `on(item)` (their indices): each
+/// group with those indices, in the order the groups first appear, each group's items in
+/// their order. The inference's goals ([`goal_groups`]), the congruence queries' pairs
+/// ([`pairs_equal`]) and the sampled classes ([`sample_classes`]) are grouped so.
+fn grouped_by_assumptions<T>(items: impl IntoIterator<Item = T>, on: impl Fn(&T) -> Vec<usize>) -> Vec<(Vec<usize>, Vec<T>)> {
+    let mut groups: Vec<(Vec<usize>, Vec<T>)> = vec![];
+    for item in items {
+        let own = on(&item);
+        match groups.iter_mut().find(|(a, _)| *a == own) {
+            Some((_, g)) => g.push(item),
+            None => groups.push((own, vec![item])),
+        }
+    }
+    groups
 }
 
 /// Each goal's member leaves its class (a weaker relation, never a wrong proof).
@@ -2447,15 +2456,7 @@ fn observables_congruent(st: &Step, budget: &mut Budget, cap: u64) -> bool {
 /// groups within `cap`: a pair that needs no assumption is not asked with one whose
 /// assumptions are hard (as [`goal_groups`] does for the inference's goals).
 fn pairs_equal(st: &Step, pairs: &[(Dynamic, Dynamic)], budget: &mut Budget, cap: u64) -> bool {
-    let mut groups: Vec<(Vec<usize>, Vec<Bool>)> = vec![];
-    for (x, y) in pairs {
-        let r = x.eq(y).not();
-        let on = relevant_indices(&st.assumed_symbols, std::slice::from_ref(&r));
-        match groups.iter_mut().find(|(a, _)| *a == on) {
-            Some((_, rs)) => rs.push(r),
-            None => groups.push((on, vec![r])),
-        }
-    }
+    let mut groups = grouped_by_assumptions(pairs.iter().map(|(x, y)| x.eq(y).not()), |r| relevant_indices(&st.assumed_symbols, std::slice::from_ref(r)));
     groups.sort_by_key(|(on, _)| on.len());
     let start = budget.left();
     groups.iter().all(|(on, refs)| {
@@ -2641,14 +2642,7 @@ fn sample_classes(assumed: &[Bool], assumed_symbols: &[Vec<Dynamic>], members: &
     if !moved.is_empty() {
         return moved;
     }
-    let mut groups: Vec<(Vec<usize>, Vec<&[(usize, BV)]>)> = vec![];
-    for &ms in &all {
-        let own = on(&[ms]);
-        match groups.iter_mut().find(|(a, _)| *a == own) {
-            Some((_, g)) => g.push(ms),
-            None => groups.push((own, vec![ms])),
-        }
-    }
+    let groups = grouped_by_assumptions(all.iter().copied(), |&ms| on(&[ms]));
     if groups.len() < 2 {
         return vec![];
     }
