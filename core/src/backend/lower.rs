@@ -132,14 +132,11 @@ fn collect_uses(f: &LirFunction, n: Node, used: &mut BlockNodeSet) {
     }
 }
 
-/// [`collect_uses`] of a contained node (recursive: a compare's contained operands).
+/// [`collect_uses`] of a contained node, out of line (recursive through it: a compare's
+/// contained operands).
+#[inline(never)]
 fn collect_contained_uses(f: &LirFunction, n: Node, used: &mut BlockNodeSet) {
-    for a in &f.nodes[n].args {
-        used.add(a.node);
-        if f.nodes[a.node].contained {
-            collect_contained_uses(f, a.node, used);
-        }
-    }
+    collect_uses(f, n, used);
 }
 
 fn const_of(f: &LirFunction, u: Use) -> Option<i64> {
@@ -248,25 +245,6 @@ fn accepts(op: &Op, i: usize) -> Accepts {
 /// [`contain_fused_operands`].
 #[inline]
 fn contain_operands(f: &mut LirFunction, live: &[Node], positions: &BlockNodeMap<u32>, pos: usize, n: Node, stats: &mut LowerStats) {
-    contain_operands_with(f, live, positions, pos, n, stats, contain_fused_operands);
-}
-
-/// [`contain_operands`] of a compare fused into `n` (recursive).
-fn contain_fused_operands(f: &mut LirFunction, live: &[Node], positions: &BlockNodeMap<u32>, pos: usize, n: Node, stats: &mut LowerStats) {
-    contain_operands_with(f, live, positions, pos, n, stats, contain_fused_operands);
-}
-
-/// The body of [`contain_operands`]; `fused` contains a fused compare's operands.
-#[inline]
-fn contain_operands_with(
-    f: &mut LirFunction,
-    live: &[Node],
-    positions: &BlockNodeMap<u32>,
-    pos: usize,
-    n: Node,
-    stats: &mut LowerStats,
-    fused: impl Fn(&mut LirFunction, &[Node], &BlockNodeMap<u32>, usize, Node, &mut LowerStats),
-) {
     let position = |m: Node| positions.get(m).map(|&at| at as usize);
     // The arguments are read by index, not copied: containing marks other nodes, never
     // changes the arguments of `n`.
@@ -275,7 +253,7 @@ fn contain_operands_with(
         let d = &f.nodes[a.node];
         if d.contained {
             if matches!(d.op, Op::Cmp { .. }) {
-                fused(f, live, positions, pos, a.node, stats);
+                contain_fused_operands(f, live, positions, pos, a.node, stats);
             }
             continue;
         }
@@ -308,6 +286,12 @@ fn contain_operands_with(
             _ => {}
         }
     }
+}
+
+/// [`contain_operands`] of a compare fused into `n`, out of line (recursive through it).
+#[inline(never)]
+fn contain_fused_operands(f: &mut LirFunction, live: &[Node], positions: &BlockNodeMap<u32>, pos: usize, n: Node, stats: &mut LowerStats) {
+    contain_operands(f, live, positions, pos, n, stats);
 }
 
 /// Where a result must be placed.
