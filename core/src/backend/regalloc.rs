@@ -33,7 +33,7 @@ use cranelift_entity::SecondaryMap;
 use smallvec::{smallvec, SmallVec};
 
 use super::lir::*;
-use super::lower::{constraints_into, Constraints, ResultReg};
+use super::lower::{constraints_onto, NodeConstraints, ResultReg};
 use super::x86::{Reg, RegSet};
 use crate::ir::{Block, CALLFRAME_BASE, CALLFRAME_SLOT};
 
@@ -269,31 +269,22 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
         pool = pool.without(*r);
     }
     let mut shared = Shared { spill_base, next_slot: 0, free_slots: vec![], used: RegSet::NONE, decisions: vec![], stats, trace: opts.trace };
-    let used = walk.used;
     let mut code = SecondaryMap::new();
-    // Each block's node constraints and the temps' locations, in buffers reused from
-    // block to block (each node's constraints written over those of a node before).
-    let mut places: Vec<Constraints> = vec![];
     let mut maps = BlockMaps::sized(f.nodes.len());
+    // The position of the block's first node in the walk's flat lists.
+    let mut first = 0;
     for &b in &f.layout {
         maps.next_block();
-        let mut la = LocalAllocator::new(f, &home, &globals, pool, &used, maps, &mut shared);
+        let mut la = LocalAllocator::new(f, &home, &globals, pool, &walk.used, maps, &mut shared);
         // About one instruction per node: the block's list rarely grows.
         la.out.reserve(f.blocks[b].nodes.len() + 4);
-        // Each node's constraints, made once for the aliases and the allocation.
         let nodes = &f.blocks[b].nodes;
-        if places.len() < nodes.len() {
-            places.resize_with(nodes.len(), Constraints::default);
-        }
-        let cs = &mut places[..nodes.len()];
-        for (c, &n) in cs.iter_mut().zip(nodes) {
-            constraints_into(f, n, c);
-        }
-        let cs = &*cs;
-        la.find_aliases(b, cs);
+        let placed = first..first + nodes.len();
+        first = placed.end;
+        la.find_aliases(b, &walk, placed.clone());
         let error = |node: Node, kind| RegallocError { block: b, node, text: f.node_text(node), kind };
-        for (&n, c) in nodes.iter().zip(cs) {
-            la.node(n, c).map_err(|kind| error(n, kind))?;
+        for (&n, k) in nodes.iter().zip(placed) {
+            la.node(n, walk.operands(k), walk.results(k), walk.placed[k].constraints).map_err(|kind| error(n, kind))?;
         }
         // Every temp dies within its block: a register still holding one is a leak.
         if let Some(r) = Reg::ALL.into_iter().find(|r| matches!(la.regs[r.index()], RegState::Moveable(_) | RegState::Busy(_))) {
@@ -318,15 +309,33 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
     Ok(Allocation { code, home, globals, saved, frame_bytes, decisions: shared.decisions, stats: shared.stats })
 }
 
-/// What one walk over the nodes of the lowered function gathers for the allocators: the
-/// nodes in the linear order and every node contained in one, each once (the nodes of
+/// What one walk over the nodes of the lowered function gathers for the allocators: each
+/// linear node's constraints, in layout order, in flat lists (the operands and results of
+/// all nodes one after the other, each node's a range of them), the values used and, for
+/// the global allocator, the variables' weights. The walk looks at the nodes in the
+/// linear order and every node contained in one, each once (the nodes of
 /// `LirFunction::all_nodes`, without making the list; nodes dropped by earlier passes
 /// stay in the arena but are not looked at).
 struct NodeWalk {
+    /// One entry per linear node, in layout order.
+    placed: Vec<Placed>,
+    /// The register operands of every linear node, with their masks, one after another.
+    operands: Vec<(Use, RegSet)>,
+    /// Where the results of every linear node go, one after another.
+    results: Vec<ResultReg>,
     used: UsedValues,
     /// Each variable's reads and writes, each counted `8^depth` times for its block's
     /// loop depth; empty unless the walk weighs (only the global allocator needs it).
     weight: SecondaryMap<Var, u64>,
+}
+
+/// A linear node's constraints: its ranges in [`NodeWalk::operands`] and
+/// [`NodeWalk::results`], and the rest.
+#[derive(Clone, Copy)]
+struct Placed {
+    operands: (u32, u32),
+    results: (u32, u32),
+    constraints: NodeConstraints,
 }
 
 impl NodeWalk {
@@ -340,35 +349,49 @@ impl NodeWalk {
         } else {
             SecondaryMap::new()
         };
-        // The contained nodes still to look at (a linear node is looked at directly).
-        let mut stack = vec![];
+        let linear = f.linear_len();
+        let mut placed = Vec::with_capacity(linear);
+        // Rarely more than two operands and one result a node.
+        let mut operands = Vec::with_capacity(2 * linear);
+        let mut results = Vec::with_capacity(linear + 4);
         for &b in &f.layout {
             let w = 8u64.pow(depth[b].min(6));
-            for &n in &f.blocks[b].nodes {
-                let mut m = n;
-                loop {
-                    let d = &f.nodes[m];
-                    if let (true, Op::Read(v) | Op::Write(v)) = (weigh, &d.op) {
-                        weight[*v] += w;
-                    }
-                    for a in &d.args {
-                        used[a.node] |= 1u8 << a.result;
-                        if f.nodes[a.node].contained {
-                            stack.push(a.node);
-                        }
-                    }
-                    match stack.pop() {
-                        Some(next) => m = next,
-                        None => break,
-                    }
+            let mut weigh_node = |m: Node| {
+                if let (true, Op::Read(v) | Op::Write(v)) = (weigh, &f.nodes[m].op) {
+                    weight[*v] += w;
                 }
+            };
+            for &n in &f.blocks[b].nodes {
+                weigh_node(n);
+                let (start, results_start) = (operands.len(), results.len());
+                let constraints = constraints_onto(f, n, &mut operands, &mut results, &mut weigh_node);
+                for (u, _) in &operands[start..] {
+                    used[u.node] |= 1u8 << u.result;
+                }
+                let operands = (start as u32, operands.len() as u32);
+                placed.push(Placed { operands, results: (results_start as u32, results.len() as u32), constraints });
             }
         }
-        NodeWalk { used: UsedValues(used), weight }
+        NodeWalk { placed, operands, results, used: UsedValues(used), weight }
+    }
+
+    /// The register operands of the `k`-th linear node, with their masks.
+    fn operands(&self, k: usize) -> &[(Use, RegSet)] {
+        let (start, end) = self.placed[k].operands;
+        &self.operands[start as usize..end as usize]
+    }
+
+    /// Where the results of the `k`-th linear node go.
+    fn results(&self, k: usize) -> &[ResultReg] {
+        let (start, end) = self.placed[k].results;
+        &self.results[start as usize..end as usize]
     }
 }
 
 /// The values some node of the lowered function uses, as a bit per result of each node.
+/// Marked from the register operands: the allocator asks only of linear nodes' results,
+/// and every use of one is a register operand (an argument of a linear node, or of an
+/// address mode or compare contained in one).
 struct UsedValues(SecondaryMap<Node, u8>);
 
 impl UsedValues {
@@ -476,9 +499,6 @@ struct Shared {
     trace: bool,
 }
 
-/// The register of each register operand of a node, as the allocator places them.
-type RegsOf = SmallVec<[Option<Reg>; 4]>;
-
 /// Where a live temp is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum ValLoc {
@@ -572,16 +592,18 @@ impl<'a> LocalAllocator<'a> {
 
     /// Finds the reads of globally allocated variables that need no copy: the one user
     /// reads the operand without overwriting it, accepts the register, and no write of
-    /// the variable lies between the read and the user. `cs` holds the constraints of
-    /// the block's nodes, in order.
-    fn find_aliases(&mut self, b: Block, cs: &[Constraints]) {
+    /// the variable lies between the read and the user. `placed` is the range of the
+    /// block's nodes in `walk`'s lists.
+    fn find_aliases(&mut self, b: Block, walk: &NodeWalk, placed: std::ops::Range<usize>) {
         let f = self.f;
         let list = &f.blocks[b].nodes;
         // Each node's first position in the block, made when first needed (a search of
         // the list per read made long blocks quadratic).
         let mut positioned = false;
-        for (upos, c) in cs.iter().enumerate() {
-            for (i, (u, mask)) in c.operands.iter().enumerate() {
+        let first = placed.start;
+        for k in placed {
+            let (upos, c) = (k - first, &walk.placed[k].constraints);
+            for (i, (u, mask)) in walk.operands(k).iter().enumerate() {
                 let Op::Read(v) = f.nodes[u.node].op else { continue };
                 let Some(Operand::Reg(g)) = self.home[v] else { continue };
                 if !c.read_only(i) || !mask.contains(g) {
@@ -760,13 +782,10 @@ impl<'a> LocalAllocator<'a> {
     /// forced into their registers, 3. the other operands are placed, 4. the instruction
     /// is emitted, 5. its results get registers, and a write or a call updates what the
     /// registers hold.
-    fn node(&mut self, n: Node, c: &Constraints) -> Result<(), RegallocErrorKind> {
+    fn node(&mut self, n: Node, operands: &[(Use, RegSet)], result_regs: &[ResultReg], c: NodeConstraints) -> Result<(), RegallocErrorKind> {
         if self.alias_or_reuse(n) {
             return Ok(());
         }
-        // The constraint lists as slices, taken once: each look into a `SmallVec` first
-        // asks whether its items are in line.
-        let (operands, result_regs) = (&c.operands[..], &c.results[..]);
         let mut clobbers = c.clobbers;
         for r in result_regs {
             if let ResultReg::Fixed(r) = r {
@@ -774,13 +793,15 @@ impl<'a> LocalAllocator<'a> {
             }
         }
         self.empty_clobbered(operands, clobbers);
-        // Made from an array in place when the operands fit in line (nearly always).
-        let mut regs_of: RegsOf = if operands.len() <= 4 {
-            SmallVec::from_buf_and_len([None; 4], operands.len())
+        // An array in place when the operands fit in it (always, for what lowering
+        // makes: at most four), else a list.
+        let (mut in_line, mut listed) = ([None; 4], vec![]);
+        let regs_of: &mut [Option<Reg>] = if operands.len() <= in_line.len() {
+            &mut in_line[..operands.len()]
         } else {
-            smallvec![None; operands.len()]
+            listed.resize(operands.len(), None);
+            &mut listed
         };
-        let regs_of = &mut regs_of[..];
         self.force_fixed_operands(operands, clobbers, regs_of)?;
         self.place_other_operands(operands, regs_of)?;
         // A division also needs `edx` set (by `cdq` or zeroing) before it runs.
@@ -890,19 +911,28 @@ impl<'a> LocalAllocator<'a> {
 
     /// Step 3: the other operands, narrowest masks first.
     fn place_other_operands(&mut self, operands: &[(Use, RegSet)], regs_of: &mut [Option<Reg>]) -> Result<(), RegallocErrorKind> {
+        // Most nodes have none or one left to place: those need no list.
+        let mut left = regs_of.iter().enumerate().filter(|(_, r)| r.is_none()).map(|(i, _)| i);
+        let Some(first) = left.next() else { return Ok(()) };
+        // Placing an operand makes no busy register anything else (it takes registers
+        // of the mask only, which leaves the busy ones out), so the busy set only grows by
+        // the register each operand gets.
+        let mut busy = self.busy_set();
+        let Some(second) = left.next() else {
+            regs_of[first] = Some(self.place(operands[first].0, operands[first].1.minus(busy))?);
+            return Ok(());
+        };
         let mut order: SmallVec<[usize; 4]> = SmallVec::new();
-        for (i, r) in regs_of.iter().enumerate() {
-            if r.is_none() {
-                order.push(i);
-            }
-        }
-        if order.len() > 1 {
-            order.sort_by_key(|&i| operands[i].1.and(self.pool).len());
-        }
+        order.extend([first, second]);
+        order.extend(left);
+        order.sort_by_key(|&i| operands[i].1.and(self.pool).len());
         for i in order {
             let (u, mask) = operands[i];
-            let busy = self.busy_set();
-            regs_of[i] = Some(self.place(u, mask.minus(busy))?);
+            let r = self.place(u, mask.minus(busy))?;
+            if matches!(self.regs[r.index()], RegState::Busy(_)) {
+                busy = busy.with(r);
+            }
+            regs_of[i] = Some(r);
         }
         Ok(())
     }
