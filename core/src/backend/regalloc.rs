@@ -108,13 +108,25 @@ pub enum MInst {
     /// instruction that does not overwrite it: no copy, the operand is `reg` itself.
     Alias { node: Node, reg: Reg },
     /// A lowered node with its operands (one per argument; a fused compare contributes
-    /// its two) and the registers of its results (`None`: unused), both in line: the
-    /// allocator makes one per node.
-    Node { node: Node, ops: Operands, results: SmallVec<[Option<Reg>; 2]> },
+    /// its two) and the registers of its results (`None`: unused), each a span of the
+    /// function's list ([`Allocation::operands`], [`Allocation::results`]): the allocator
+    /// makes one per node, so an instruction is small and holds no list of its own.
+    Node { node: Node, ops: Span, results: Span },
 }
 
-/// The operands of an [`MInst::Node`]: few, so kept in line.
-pub type Operands = SmallVec<[Operand; 3]>;
+/// A run of items of one of the function's lists, for [`MInst::Node`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Span {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Span {
+    /// The span's items of `list`.
+    pub fn of<T>(self, list: &[T]) -> &[T] {
+        &list[self.start as usize..self.end as usize]
+    }
+}
 
 /// The state of a register (`seeds/local-regalloc.txt`, "Possible state information").
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -178,6 +190,10 @@ pub struct RegallocStats {
 #[derive(Clone, Debug)]
 pub struct Allocation {
     pub code: SecondaryMap<Block, Vec<MInst>>,
+    /// The operands of every [`MInst::Node`], one after another (each node's a [`Span`]).
+    pub operands: Vec<Operand>,
+    /// The result registers of every [`MInst::Node`], one after another.
+    pub results: Vec<Option<Reg>>,
     /// Where each variable lives.
     pub home: SecondaryMap<Var, Option<Operand>>,
     /// Variables in callee-saved registers.
@@ -268,7 +284,10 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
     for (_, r) in &globals {
         pool = pool.without(*r);
     }
-    let mut shared = Shared { spill_base, next_slot: 0, free_slots: vec![], used: RegSet::NONE, decisions: vec![], stats, trace: opts.trace };
+    // About one operand and one result a linear node.
+    let linear = walk.placed.len();
+    let (operands, results) = (Vec::with_capacity(linear + linear / 2), Vec::with_capacity(linear));
+    let mut shared = Shared { spill_base, next_slot: 0, free_slots: vec![], used: RegSet::NONE, decisions: vec![], stats, trace: opts.trace, operands, results };
     let mut code = SecondaryMap::new();
     let mut maps = BlockMaps::sized(f.nodes.len());
     // The position of the block's first node in the walk's flat lists.
@@ -306,7 +325,8 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
         .collect();
     shared.stats.spill_slots = shared.next_slot as usize;
     let frame_bytes = 4 * (spill_base + shared.next_slot) as u32 + OUT_ARG_BYTES;
-    Ok(Allocation { code, home, globals, saved, frame_bytes, decisions: shared.decisions, stats: shared.stats })
+    let (operands, results) = (shared.operands, shared.results);
+    Ok(Allocation { code, operands, results, home, globals, saved, frame_bytes, decisions: shared.decisions, stats: shared.stats })
 }
 
 /// What one walk over the nodes of the lowered function gathers for the allocators: each
@@ -497,6 +517,9 @@ struct Shared {
     stats: RegallocStats,
     /// Whether `decisions` is recorded ([`RegallocOptions::trace`]).
     trace: bool,
+    /// [`Allocation::operands`] and [`Allocation::results`] as they are made.
+    operands: Vec<Operand>,
+    results: Vec<Option<Reg>>,
 }
 
 /// Where a live temp is.
@@ -811,9 +834,12 @@ impl<'a> LocalAllocator<'a> {
                 self.log(|| "set edx".into());
             }
         }
-        // 4. The instruction itself.
-        let mut ops = Operands::new();
-        self.operands_of(n, &mut regs_of.iter().map(|r| r.unwrap()), &mut ops);
+        // 4. The instruction itself, its operands added to the function's list.
+        let mut list = std::mem::take(&mut self.shared.operands);
+        let start = list.len();
+        self.operands_of(n, &mut regs_of.iter().map(|r| r.unwrap()), &mut list);
+        let (ops, first) = (Span { start: start as u32, end: list.len() as u32 }, list.get(start).copied());
+        self.shared.operands = list;
         for &(u, _) in operands {
             self.maps.remove_loc(u);
         }
@@ -826,10 +852,14 @@ impl<'a> LocalAllocator<'a> {
             self.regs[r.index()] = RegState::Free;
         }
         let results = self.results(n, result_regs, regs_of)?;
-        self.after_effects(n, &ops);
+        self.after_effects(n, first);
         let f = self.f;
+        // The results' text, made only when tracing (the closure cannot read the list).
+        let res_text: Vec<String> = match self.shared.trace {
+            true => results.of(&self.shared.results).iter().flatten().map(|r| r.to_string()).collect(),
+            false => vec![],
+        };
         self.log(|| {
-            let res_text: Vec<String> = results.iter().flatten().map(|r| r.to_string()).collect();
             let lhs = if res_text.is_empty() { String::new() } else { format!("{} = ", res_text.join(", ")) };
             format!("{lhs}{}", f.node_text(n))
         });
@@ -939,8 +969,8 @@ impl<'a> LocalAllocator<'a> {
 
     /// Step 5: a register for each result of `n` something uses (`result_regs`: where
     /// its constraints put them).
-    fn results(&mut self, n: Node, result_regs: &[ResultReg], regs_of: &[Option<Reg>]) -> Result<SmallVec<[Option<Reg>; 2]>, RegallocErrorKind> {
-        let mut results = SmallVec::new();
+    fn results(&mut self, n: Node, result_regs: &[ResultReg], regs_of: &[Option<Reg>]) -> Result<Span, RegallocErrorKind> {
+        let start = self.shared.results.len() as u32;
         for (i, rr) in result_regs.iter().enumerate() {
             let val = Use { node: n, result: i as u8 };
             let r = match *rr {
@@ -951,18 +981,19 @@ impl<'a> LocalAllocator<'a> {
             if self.used.contains(&val) {
                 self.take(r, RegState::Moveable(val));
                 self.maps.set_loc(val, ValLoc::Reg(r));
-                results.push(Some(r));
+                self.shared.results.push(Some(r));
             } else {
                 self.shared.used = self.shared.used.with(r);
-                results.push(None);
+                self.shared.results.push(None);
             }
         }
-        Ok(results)
+        Ok(Span { start, end: self.shared.results.len() as u32 })
     }
 
-    /// What the registers hold after `n`: a write leaves the register holding the
-    /// variable's value (freeable); a call forgets what caller-saved registers held.
-    fn after_effects(&mut self, n: Node, ops: &[Operand]) {
+    /// What the registers hold after `n` (whose first operand is `first`): a write leaves
+    /// the register holding the variable's value (freeable); a call forgets what
+    /// caller-saved registers held.
+    fn after_effects(&mut self, n: Node, first: Option<Operand>) {
         let op = &self.f.nodes[n].op;
         if let Op::Write(v) = *op {
             for s in self.regs.iter_mut() {
@@ -970,10 +1001,10 @@ impl<'a> LocalAllocator<'a> {
                     *s = RegState::Free;
                 }
             }
-            if let (Some(Operand::Reg(r)), Some(Operand::Mem(_))) = (ops.first(), self.home[v]) {
+            if let (Some(Operand::Reg(r)), Some(Operand::Mem(_))) = (first, self.home[v]) {
                 // Not when the value came from a global variable's own register.
                 if !matches!(self.regs[r.index()], RegState::Allocated(_)) {
-                    self.set_register_freeable(*r, v);
+                    self.set_register_freeable(r, v);
                 }
             }
         }
@@ -1001,12 +1032,12 @@ impl<'a> LocalAllocator<'a> {
     /// that it is made part of [`LocalAllocator::node`]; a fused compare's operands come
     /// from [`LocalAllocator::contained_operands_of`].
     #[inline]
-    fn operands_of(&self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Operands) {
+    fn operands_of(&self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Vec<Operand>) {
         self.operands_of_args(n, regs, ops, |la, m, regs, ops| la.contained_operands_of(m, regs, ops));
     }
 
     /// [`LocalAllocator::operands_of`] of a contained compare (recursive).
-    fn contained_operands_of(&self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Operands) {
+    fn contained_operands_of(&self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Vec<Operand>) {
         self.operands_of_args(n, regs, ops, |la, m, regs, ops| la.contained_operands_of(m, regs, ops));
     }
 
@@ -1017,8 +1048,8 @@ impl<'a> LocalAllocator<'a> {
         &self,
         n: Node,
         regs: &mut I,
-        ops: &mut Operands,
-        fused: impl Fn(&Self, Node, &mut I, &mut Operands),
+        ops: &mut Vec<Operand>,
+        fused: impl Fn(&Self, Node, &mut I, &mut Vec<Operand>),
     ) {
         let f = self.f;
         for &a in &f.nodes[n].args {
@@ -1047,17 +1078,17 @@ impl<'a> LocalAllocator<'a> {
 }
 
 impl MInst {
-    /// The instruction as the allocation listing prints it (one line).
-    pub fn text(&self, f: &LirFunction) -> String {
+    /// The instruction of `alloc` as the allocation listing prints it (one line).
+    pub fn text(&self, f: &LirFunction, alloc: &Allocation) -> String {
         match self {
             MInst::Move { dst, src } => format!("mov {dst}, {src}"),
             MInst::Spill { slot, src } => format!("spill {}, {src}", Operand::Mem(Mem::frame(*slot))),
             MInst::Reuse { node, reg } => format!("{reg} = {} (reused)   ; {node}", f.node_text(*node)),
             MInst::Alias { node, reg } => format!("{reg} = {} (global, not copied)   ; {node}", f.node_text(*node)),
             MInst::Node { node, ops, results } => {
-                let res: Vec<String> = results.iter().map(|r| r.map_or("_".into(), |r| r.to_string())).collect();
+                let res: Vec<String> = results.of(&alloc.results).iter().map(|r| r.map_or("_".into(), |r| r.to_string())).collect();
                 let lhs = if res.is_empty() { String::new() } else { format!("{} = ", res.join(", ")) };
-                let ops: Vec<String> = ops.iter().map(|o| o.to_string()).collect();
+                let ops: Vec<String> = ops.of(&alloc.operands).iter().map(|o| o.to_string()).collect();
                 format!("{lhs}{} {}   ; {node}", op_name(&f.nodes[*node].op), ops.join(", "))
             }
         }
@@ -1077,7 +1108,7 @@ impl Allocation {
         for &b in &f.layout {
             s += &format!("{b}:\n");
             for i in &self.code[b] {
-                s += &format!("    {}\n", i.text(f));
+                s += &format!("    {}\n", i.text(f, self));
             }
         }
         s += "}\n";
