@@ -332,7 +332,7 @@ impl Constraints {
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 enum ReadOnly {
     All,
-    One(usize),
+    One(u8),
     #[default]
     None,
 }
@@ -352,7 +352,7 @@ impl ReadOnly {
     fn contains(self, i: usize) -> bool {
         match self {
             ReadOnly::All => true,
-            ReadOnly::One(k) => i == k,
+            ReadOnly::One(k) => i == k as usize,
             ReadOnly::None => false,
         }
     }

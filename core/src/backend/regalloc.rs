@@ -952,11 +952,21 @@ impl<'a> LocalAllocator<'a> {
             regs_of[first] = Some(self.place(operands[first].0, operands[first].1.minus(busy))?);
             return Ok(());
         };
-        let mut order: SmallVec<[usize; 4]> = SmallVec::new();
-        order.extend([first, second]);
-        order.extend(left);
+        // The operands left, in an array in place when they fit (as the registers do).
+        let (mut in_line, mut listed) = ([first, second, 0, 0], vec![]);
+        let order: &mut [usize] = if regs_of.len() <= in_line.len() {
+            let mut k = 2;
+            for i in left {
+                in_line[k] = i;
+                k += 1;
+            }
+            &mut in_line[..k]
+        } else {
+            listed.extend([first, second].into_iter().chain(left));
+            &mut listed
+        };
         order.sort_by_key(|&i| operands[i].1.and(self.pool).len());
-        for i in order {
+        for &mut i in order {
             let (u, mask) = operands[i];
             let r = self.place(u, mask.minus(busy))?;
             if matches!(self.regs[r.index()], RegState::Busy(_)) {
