@@ -442,22 +442,15 @@ pub fn constraints_onto(
     contained: &mut impl FnMut(Node),
 ) -> NodeConstraints {
     let start = operands.len();
-    for &a in &f.nodes[n].args {
-        if f.nodes[a.node].contained {
-            contained(a.node);
-            each_contained_operand(f, a.node, operands, contained);
-        } else {
-            operands.push((a, RegSet::ALL));
-        }
-    }
+    each_contained_operand(f, n, operands, contained);
     let clobbers = fixed_registers(f, n, &mut operands[start..], results);
     let read_only = ReadOnly::of(&f.nodes[n].op);
     debug_assert!((0..operands.len() - start).all(|i| self::read_only(&f.nodes[n].op, i) == read_only.contains(i)));
     NodeConstraints { clobbers, read_only }
 }
 
-/// The register operands of contained node `n` for [`constraints_onto`] (recursive: an
-/// address mode or a compare inside it).
+/// The register operands of node `n` for [`constraints_onto`], those of its contained
+/// operands in place (recursive: an address mode or a compare inside one).
 fn each_contained_operand(f: &LirFunction, n: Node, operands: &mut Vec<(Use, RegSet)>, contained: &mut impl FnMut(Node)) {
     for &a in &f.nodes[n].args {
         if f.nodes[a.node].contained {
