@@ -580,7 +580,7 @@ impl Emitter<'_> {
                 MInst::Spill { slot, src } => {
                     self.mov_to(&Operand::Mem(Mem::frame(*slot)), &Operand::Reg(*src), MemWidth::W32)
                 }
-                MInst::Node { node, ops, results } => self.node(*node, ops, results, next),
+                MInst::Node { node, ops, results } => self.node(*node, ops.of(&alloc.operands), results.of(&alloc.results), next),
                 MInst::Reuse { .. } | MInst::Alias { .. } => Ok(()),
             };
             done.map_err(|kind| {
@@ -588,7 +588,7 @@ impl Emitter<'_> {
                     MInst::Node { node, .. } => Some(*node),
                     _ => None,
                 };
-                EmitError::at(Some(b), node, Some(inst.text(self.f)))(kind)
+                EmitError::at(Some(b), node, Some(inst.text(self.f, alloc)))(kind)
             })?;
         }
         Ok(())

@@ -332,7 +332,7 @@ impl Constraints {
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 enum ReadOnly {
     All,
-    One(usize),
+    One(u8),
     #[default]
     None,
 }
@@ -352,7 +352,7 @@ impl ReadOnly {
     fn contains(self, i: usize) -> bool {
         match self {
             ReadOnly::All => true,
-            ReadOnly::One(k) => i == k,
+            ReadOnly::One(k) => i == k as usize,
             ReadOnly::None => false,
         }
     }
@@ -412,6 +412,56 @@ pub fn constraints_into(f: &LirFunction, n: Node, c: &mut Constraints) {
     debug_assert!((0..c.operands.len()).all(|i| self::read_only(&d.op, i) == c.read_only.contains(i)));
 }
 
+/// The constraints of a node whose operand and result lists are kept apart, in the
+/// register allocator's flat lists of a whole function ([`constraints_onto`]): the
+/// registers the instruction clobbers and which operands it only reads.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct NodeConstraints {
+    pub clobbers: RegSet,
+    read_only: ReadOnly,
+}
+
+impl NodeConstraints {
+    /// As [`Constraints::read_only`].
+    pub fn read_only(&self, i: usize) -> bool {
+        self.read_only.contains(i)
+    }
+}
+
+/// The constraints of lowered node `n` appended to flat lists: its register operands with
+/// their masks to `operands` and where its results go to `results`, exactly as
+/// [`constraints_into`] makes them; `contained` is called on each contained node met in
+/// the walk over its operands (the allocator weighs their variable reads there, so the
+/// function's nodes are walked once).
+#[inline]
+pub fn constraints_onto(
+    f: &LirFunction,
+    n: Node,
+    operands: &mut Vec<(Use, RegSet)>,
+    results: &mut Vec<ResultReg>,
+    contained: &mut impl FnMut(Node),
+) -> NodeConstraints {
+    let start = operands.len();
+    each_contained_operand(f, n, operands, contained);
+    let clobbers = fixed_registers(f, n, &mut operands[start..], results);
+    let read_only = ReadOnly::of(&f.nodes[n].op);
+    debug_assert!((0..operands.len() - start).all(|i| self::read_only(&f.nodes[n].op, i) == read_only.contains(i)));
+    NodeConstraints { clobbers, read_only }
+}
+
+/// The register operands of node `n` for [`constraints_onto`], those of its contained
+/// operands in place (recursive: an address mode or a compare inside one).
+fn each_contained_operand(f: &LirFunction, n: Node, operands: &mut Vec<(Use, RegSet)>, contained: &mut impl FnMut(Node)) {
+    for &a in &f.nodes[n].args {
+        if f.nodes[a.node].contained {
+            contained(a.node);
+            each_contained_operand(f, a.node, operands, contained);
+        } else {
+            operands.push((a, RegSet::ALL));
+        }
+    }
+}
+
 /// What the instruction of lowered node `n` overwrites whatever the allocator chose: the
 /// registers it clobbers and those its results are fixed to, as in its [`constraints`]
 /// but without the operand list and the other results, which the allocation checker
@@ -430,6 +480,12 @@ trait ResultSink {
 impl ResultSink for SmallVec<[ResultReg; 2]> {
     fn push(&mut self, r: ResultReg) {
         SmallVec::push(self, r);
+    }
+}
+
+impl ResultSink for Vec<ResultReg> {
+    fn push(&mut self, r: ResultReg) {
+        Vec::push(self, r);
     }
 }
 

@@ -33,7 +33,7 @@ use cranelift_entity::SecondaryMap;
 use smallvec::{smallvec, SmallVec};
 
 use super::lir::*;
-use super::lower::{constraints_into, Constraints, ResultReg};
+use super::lower::{constraints_onto, NodeConstraints, ResultReg};
 use super::x86::{Reg, RegSet};
 use crate::ir::{Block, CALLFRAME_BASE, CALLFRAME_SLOT};
 
@@ -108,13 +108,25 @@ pub enum MInst {
     /// instruction that does not overwrite it: no copy, the operand is `reg` itself.
     Alias { node: Node, reg: Reg },
     /// A lowered node with its operands (one per argument; a fused compare contributes
-    /// its two) and the registers of its results (`None`: unused), both in line: the
-    /// allocator makes one per node.
-    Node { node: Node, ops: Operands, results: SmallVec<[Option<Reg>; 2]> },
+    /// its two) and the registers of its results (`None`: unused), each a span of the
+    /// function's list ([`Allocation::operands`], [`Allocation::results`]): the allocator
+    /// makes one per node, so an instruction is small and holds no list of its own.
+    Node { node: Node, ops: Span, results: Span },
 }
 
-/// The operands of an [`MInst::Node`]: few, so kept in line.
-pub type Operands = SmallVec<[Operand; 3]>;
+/// A run of items of one of the function's lists, for [`MInst::Node`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Span {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Span {
+    /// The span's items of `list`.
+    pub fn of<T>(self, list: &[T]) -> &[T] {
+        &list[self.start as usize..self.end as usize]
+    }
+}
 
 /// The state of a register (`seeds/local-regalloc.txt`, "Possible state information").
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -178,6 +190,10 @@ pub struct RegallocStats {
 #[derive(Clone, Debug)]
 pub struct Allocation {
     pub code: SecondaryMap<Block, Vec<MInst>>,
+    /// The operands of every [`MInst::Node`], one after another (each node's a [`Span`]).
+    pub operands: Vec<Operand>,
+    /// The result registers of every [`MInst::Node`], one after another.
+    pub results: Vec<Option<Reg>>,
     /// Where each variable lives.
     pub home: SecondaryMap<Var, Option<Operand>>,
     /// Variables in callee-saved registers.
@@ -268,32 +284,26 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
     for (_, r) in &globals {
         pool = pool.without(*r);
     }
-    let mut shared = Shared { spill_base, next_slot: 0, free_slots: vec![], used: RegSet::NONE, decisions: vec![], stats, trace: opts.trace };
-    let used = walk.used;
+    // About one operand and one result a linear node.
+    let linear = walk.placed.len();
+    let (operands, results) = (Vec::with_capacity(linear + linear / 2), Vec::with_capacity(linear));
+    let mut shared = Shared { spill_base, next_slot: 0, free_slots: vec![], used: RegSet::NONE, decisions: vec![], stats, trace: opts.trace, operands, results };
     let mut code = SecondaryMap::new();
-    // Each block's node constraints and the temps' locations, in buffers reused from
-    // block to block (each node's constraints written over those of a node before).
-    let mut places: Vec<Constraints> = vec![];
     let mut maps = BlockMaps::sized(f.nodes.len());
+    // The position of the block's first node in the walk's flat lists.
+    let mut first = 0;
     for &b in &f.layout {
         maps.next_block();
-        let mut la = LocalAllocator::new(f, &home, &globals, pool, &used, maps, &mut shared);
+        let mut la = LocalAllocator::new(f, &home, &globals, pool, &walk.used, maps, &mut shared);
         // About one instruction per node: the block's list rarely grows.
         la.out.reserve(f.blocks[b].nodes.len() + 4);
-        // Each node's constraints, made once for the aliases and the allocation.
         let nodes = &f.blocks[b].nodes;
-        if places.len() < nodes.len() {
-            places.resize_with(nodes.len(), Constraints::default);
-        }
-        let cs = &mut places[..nodes.len()];
-        for (c, &n) in cs.iter_mut().zip(nodes) {
-            constraints_into(f, n, c);
-        }
-        let cs = &*cs;
-        la.find_aliases(b, cs);
+        let placed = first..first + nodes.len();
+        first = placed.end;
+        la.find_aliases(b, &walk, placed.clone());
         let error = |node: Node, kind| RegallocError { block: b, node, text: f.node_text(node), kind };
-        for (&n, c) in nodes.iter().zip(cs) {
-            la.node(n, c).map_err(|kind| error(n, kind))?;
+        for (&n, k) in nodes.iter().zip(placed) {
+            la.node(n, walk.operands(k), walk.results(k), walk.placed[k].constraints).map_err(|kind| error(n, kind))?;
         }
         // Every temp dies within its block: a register still holding one is a leak.
         if let Some(r) = Reg::ALL.into_iter().find(|r| matches!(la.regs[r.index()], RegState::Moveable(_) | RegState::Busy(_))) {
@@ -315,18 +325,37 @@ pub fn regalloc(f: &LirFunction, opts: RegallocOptions) -> Result<Allocation, Re
         .collect();
     shared.stats.spill_slots = shared.next_slot as usize;
     let frame_bytes = 4 * (spill_base + shared.next_slot) as u32 + OUT_ARG_BYTES;
-    Ok(Allocation { code, home, globals, saved, frame_bytes, decisions: shared.decisions, stats: shared.stats })
+    let (operands, results) = (shared.operands, shared.results);
+    Ok(Allocation { code, operands, results, home, globals, saved, frame_bytes, decisions: shared.decisions, stats: shared.stats })
 }
 
-/// What one walk over the nodes of the lowered function gathers for the allocators: the
-/// nodes in the linear order and every node contained in one, each once (the nodes of
+/// What one walk over the nodes of the lowered function gathers for the allocators: each
+/// linear node's constraints, in layout order, in flat lists (the operands and results of
+/// all nodes one after the other, each node's a range of them), the values used and, for
+/// the global allocator, the variables' weights. The walk looks at the nodes in the
+/// linear order and every node contained in one, each once (the nodes of
 /// `LirFunction::all_nodes`, without making the list; nodes dropped by earlier passes
 /// stay in the arena but are not looked at).
 struct NodeWalk {
+    /// One entry per linear node, in layout order.
+    placed: Vec<Placed>,
+    /// The register operands of every linear node, with their masks, one after another.
+    operands: Vec<(Use, RegSet)>,
+    /// Where the results of every linear node go, one after another.
+    results: Vec<ResultReg>,
     used: UsedValues,
     /// Each variable's reads and writes, each counted `8^depth` times for its block's
     /// loop depth; empty unless the walk weighs (only the global allocator needs it).
     weight: SecondaryMap<Var, u64>,
+}
+
+/// A linear node's constraints: its ranges in [`NodeWalk::operands`] and
+/// [`NodeWalk::results`], and the rest.
+#[derive(Clone, Copy)]
+struct Placed {
+    operands: (u32, u32),
+    results: (u32, u32),
+    constraints: NodeConstraints,
 }
 
 impl NodeWalk {
@@ -340,35 +369,49 @@ impl NodeWalk {
         } else {
             SecondaryMap::new()
         };
-        // The contained nodes still to look at (a linear node is looked at directly).
-        let mut stack = vec![];
+        let linear = f.linear_len();
+        let mut placed = Vec::with_capacity(linear);
+        // Rarely more than two operands and one result a node.
+        let mut operands = Vec::with_capacity(2 * linear);
+        let mut results = Vec::with_capacity(linear + 4);
         for &b in &f.layout {
             let w = 8u64.pow(depth[b].min(6));
-            for &n in &f.blocks[b].nodes {
-                let mut m = n;
-                loop {
-                    let d = &f.nodes[m];
-                    if let (true, Op::Read(v) | Op::Write(v)) = (weigh, &d.op) {
-                        weight[*v] += w;
-                    }
-                    for a in &d.args {
-                        used[a.node] |= 1u8 << a.result;
-                        if f.nodes[a.node].contained {
-                            stack.push(a.node);
-                        }
-                    }
-                    match stack.pop() {
-                        Some(next) => m = next,
-                        None => break,
-                    }
+            let mut weigh_node = |m: Node| {
+                if let (true, Op::Read(v) | Op::Write(v)) = (weigh, &f.nodes[m].op) {
+                    weight[*v] += w;
                 }
+            };
+            for &n in &f.blocks[b].nodes {
+                weigh_node(n);
+                let (start, results_start) = (operands.len(), results.len());
+                let constraints = constraints_onto(f, n, &mut operands, &mut results, &mut weigh_node);
+                for (u, _) in &operands[start..] {
+                    used[u.node] |= 1u8 << u.result;
+                }
+                let operands = (start as u32, operands.len() as u32);
+                placed.push(Placed { operands, results: (results_start as u32, results.len() as u32), constraints });
             }
         }
-        NodeWalk { used: UsedValues(used), weight }
+        NodeWalk { placed, operands, results, used: UsedValues(used), weight }
+    }
+
+    /// The register operands of the `k`-th linear node, with their masks.
+    fn operands(&self, k: usize) -> &[(Use, RegSet)] {
+        let (start, end) = self.placed[k].operands;
+        &self.operands[start as usize..end as usize]
+    }
+
+    /// Where the results of the `k`-th linear node go.
+    fn results(&self, k: usize) -> &[ResultReg] {
+        let (start, end) = self.placed[k].results;
+        &self.results[start as usize..end as usize]
     }
 }
 
 /// The values some node of the lowered function uses, as a bit per result of each node.
+/// Marked from the register operands: the allocator asks only of linear nodes' results,
+/// and every use of one is a register operand (an argument of a linear node, or of an
+/// address mode or compare contained in one).
 struct UsedValues(SecondaryMap<Node, u8>);
 
 impl UsedValues {
@@ -474,10 +517,10 @@ struct Shared {
     stats: RegallocStats,
     /// Whether `decisions` is recorded ([`RegallocOptions::trace`]).
     trace: bool,
+    /// [`Allocation::operands`] and [`Allocation::results`] as they are made.
+    operands: Vec<Operand>,
+    results: Vec<Option<Reg>>,
 }
-
-/// The register of each register operand of a node, as the allocator places them.
-type RegsOf = SmallVec<[Option<Reg>; 4]>;
 
 /// Where a live temp is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -572,16 +615,18 @@ impl<'a> LocalAllocator<'a> {
 
     /// Finds the reads of globally allocated variables that need no copy: the one user
     /// reads the operand without overwriting it, accepts the register, and no write of
-    /// the variable lies between the read and the user. `cs` holds the constraints of
-    /// the block's nodes, in order.
-    fn find_aliases(&mut self, b: Block, cs: &[Constraints]) {
+    /// the variable lies between the read and the user. `placed` is the range of the
+    /// block's nodes in `walk`'s lists.
+    fn find_aliases(&mut self, b: Block, walk: &NodeWalk, placed: std::ops::Range<usize>) {
         let f = self.f;
         let list = &f.blocks[b].nodes;
         // Each node's first position in the block, made when first needed (a search of
         // the list per read made long blocks quadratic).
         let mut positioned = false;
-        for (upos, c) in cs.iter().enumerate() {
-            for (i, (u, mask)) in c.operands.iter().enumerate() {
+        let first = placed.start;
+        for k in placed {
+            let (upos, c) = (k - first, &walk.placed[k].constraints);
+            for (i, (u, mask)) in walk.operands(k).iter().enumerate() {
                 let Op::Read(v) = f.nodes[u.node].op else { continue };
                 let Some(Operand::Reg(g)) = self.home[v] else { continue };
                 if !c.read_only(i) || !mask.contains(g) {
@@ -760,13 +805,10 @@ impl<'a> LocalAllocator<'a> {
     /// forced into their registers, 3. the other operands are placed, 4. the instruction
     /// is emitted, 5. its results get registers, and a write or a call updates what the
     /// registers hold.
-    fn node(&mut self, n: Node, c: &Constraints) -> Result<(), RegallocErrorKind> {
+    fn node(&mut self, n: Node, operands: &[(Use, RegSet)], result_regs: &[ResultReg], c: NodeConstraints) -> Result<(), RegallocErrorKind> {
         if self.alias_or_reuse(n) {
             return Ok(());
         }
-        // The constraint lists as slices, taken once: each look into a `SmallVec` first
-        // asks whether its items are in line.
-        let (operands, result_regs) = (&c.operands[..], &c.results[..]);
         let mut clobbers = c.clobbers;
         for r in result_regs {
             if let ResultReg::Fixed(r) = r {
@@ -774,13 +816,15 @@ impl<'a> LocalAllocator<'a> {
             }
         }
         self.empty_clobbered(operands, clobbers);
-        // Made from an array in place when the operands fit in line (nearly always).
-        let mut regs_of: RegsOf = if operands.len() <= 4 {
-            SmallVec::from_buf_and_len([None; 4], operands.len())
+        // An array in place when the operands fit in it (always, for what lowering
+        // makes: at most four), else a list.
+        let (mut in_line, mut listed) = ([None; 4], vec![]);
+        let regs_of: &mut [Option<Reg>] = if operands.len() <= in_line.len() {
+            &mut in_line[..operands.len()]
         } else {
-            smallvec![None; operands.len()]
+            listed.resize(operands.len(), None);
+            &mut listed
         };
-        let regs_of = &mut regs_of[..];
         self.force_fixed_operands(operands, clobbers, regs_of)?;
         self.place_other_operands(operands, regs_of)?;
         // A division also needs `edx` set (by `cdq` or zeroing) before it runs.
@@ -790,9 +834,12 @@ impl<'a> LocalAllocator<'a> {
                 self.log(|| "set edx".into());
             }
         }
-        // 4. The instruction itself.
-        let mut ops = Operands::new();
-        self.operands_of(n, &mut regs_of.iter().map(|r| r.unwrap()), &mut ops);
+        // 4. The instruction itself, its operands added to the function's list.
+        let mut list = std::mem::take(&mut self.shared.operands);
+        let start = list.len();
+        self.operands_of(n, &mut regs_of.iter().map(|r| r.unwrap()), &mut list);
+        let (ops, first) = (Span { start: start as u32, end: list.len() as u32 }, list.get(start).copied());
+        self.shared.operands = list;
         for &(u, _) in operands {
             self.maps.remove_loc(u);
         }
@@ -805,10 +852,14 @@ impl<'a> LocalAllocator<'a> {
             self.regs[r.index()] = RegState::Free;
         }
         let results = self.results(n, result_regs, regs_of)?;
-        self.after_effects(n, &ops);
+        self.after_effects(n, first);
         let f = self.f;
+        // The results' text, made only when tracing (the closure cannot read the list).
+        let res_text: Vec<String> = match self.shared.trace {
+            true => results.of(&self.shared.results).iter().flatten().map(|r| r.to_string()).collect(),
+            false => vec![],
+        };
         self.log(|| {
-            let res_text: Vec<String> = results.iter().flatten().map(|r| r.to_string()).collect();
             let lhs = if res_text.is_empty() { String::new() } else { format!("{} = ", res_text.join(", ")) };
             format!("{lhs}{}", f.node_text(n))
         });
@@ -890,27 +941,46 @@ impl<'a> LocalAllocator<'a> {
 
     /// Step 3: the other operands, narrowest masks first.
     fn place_other_operands(&mut self, operands: &[(Use, RegSet)], regs_of: &mut [Option<Reg>]) -> Result<(), RegallocErrorKind> {
-        let mut order: SmallVec<[usize; 4]> = SmallVec::new();
-        for (i, r) in regs_of.iter().enumerate() {
-            if r.is_none() {
-                order.push(i);
+        // Most nodes have none or one left to place: those need no list.
+        let mut left = regs_of.iter().enumerate().filter(|(_, r)| r.is_none()).map(|(i, _)| i);
+        let Some(first) = left.next() else { return Ok(()) };
+        // Placing an operand makes no busy register anything else (it takes registers
+        // of the mask only, which leaves the busy ones out), so the busy set only grows by
+        // the register each operand gets.
+        let mut busy = self.busy_set();
+        let Some(second) = left.next() else {
+            regs_of[first] = Some(self.place(operands[first].0, operands[first].1.minus(busy))?);
+            return Ok(());
+        };
+        // The operands left, in an array in place when they fit (as the registers do).
+        let (mut in_line, mut listed) = ([first, second, 0, 0], vec![]);
+        let order: &mut [usize] = if regs_of.len() <= in_line.len() {
+            let mut k = 2;
+            for i in left {
+                in_line[k] = i;
+                k += 1;
             }
-        }
-        if order.len() > 1 {
-            order.sort_by_key(|&i| operands[i].1.and(self.pool).len());
-        }
-        for i in order {
+            &mut in_line[..k]
+        } else {
+            listed.extend([first, second].into_iter().chain(left));
+            &mut listed
+        };
+        order.sort_by_key(|&i| operands[i].1.and(self.pool).len());
+        for &mut i in order {
             let (u, mask) = operands[i];
-            let busy = self.busy_set();
-            regs_of[i] = Some(self.place(u, mask.minus(busy))?);
+            let r = self.place(u, mask.minus(busy))?;
+            if matches!(self.regs[r.index()], RegState::Busy(_)) {
+                busy = busy.with(r);
+            }
+            regs_of[i] = Some(r);
         }
         Ok(())
     }
 
     /// Step 5: a register for each result of `n` something uses (`result_regs`: where
     /// its constraints put them).
-    fn results(&mut self, n: Node, result_regs: &[ResultReg], regs_of: &[Option<Reg>]) -> Result<SmallVec<[Option<Reg>; 2]>, RegallocErrorKind> {
-        let mut results = SmallVec::new();
+    fn results(&mut self, n: Node, result_regs: &[ResultReg], regs_of: &[Option<Reg>]) -> Result<Span, RegallocErrorKind> {
+        let start = self.shared.results.len() as u32;
         for (i, rr) in result_regs.iter().enumerate() {
             let val = Use { node: n, result: i as u8 };
             let r = match *rr {
@@ -921,18 +991,19 @@ impl<'a> LocalAllocator<'a> {
             if self.used.contains(&val) {
                 self.take(r, RegState::Moveable(val));
                 self.maps.set_loc(val, ValLoc::Reg(r));
-                results.push(Some(r));
+                self.shared.results.push(Some(r));
             } else {
                 self.shared.used = self.shared.used.with(r);
-                results.push(None);
+                self.shared.results.push(None);
             }
         }
-        Ok(results)
+        Ok(Span { start, end: self.shared.results.len() as u32 })
     }
 
-    /// What the registers hold after `n`: a write leaves the register holding the
-    /// variable's value (freeable); a call forgets what caller-saved registers held.
-    fn after_effects(&mut self, n: Node, ops: &[Operand]) {
+    /// What the registers hold after `n` (whose first operand is `first`): a write leaves
+    /// the register holding the variable's value (freeable); a call forgets what
+    /// caller-saved registers held.
+    fn after_effects(&mut self, n: Node, first: Option<Operand>) {
         let op = &self.f.nodes[n].op;
         if let Op::Write(v) = *op {
             for s in self.regs.iter_mut() {
@@ -940,10 +1011,10 @@ impl<'a> LocalAllocator<'a> {
                     *s = RegState::Free;
                 }
             }
-            if let (Some(Operand::Reg(r)), Some(Operand::Mem(_))) = (ops.first(), self.home[v]) {
+            if let (Some(Operand::Reg(r)), Some(Operand::Mem(_))) = (first, self.home[v]) {
                 // Not when the value came from a global variable's own register.
                 if !matches!(self.regs[r.index()], RegState::Allocated(_)) {
-                    self.set_register_freeable(*r, v);
+                    self.set_register_freeable(r, v);
                 }
             }
         }
@@ -971,12 +1042,12 @@ impl<'a> LocalAllocator<'a> {
     /// that it is made part of [`LocalAllocator::node`]; a fused compare's operands come
     /// from [`LocalAllocator::contained_operands_of`].
     #[inline]
-    fn operands_of(&self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Operands) {
+    fn operands_of(&self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Vec<Operand>) {
         self.operands_of_args(n, regs, ops, |la, m, regs, ops| la.contained_operands_of(m, regs, ops));
     }
 
     /// [`LocalAllocator::operands_of`] of a contained compare (recursive).
-    fn contained_operands_of(&self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Operands) {
+    fn contained_operands_of(&self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Vec<Operand>) {
         self.operands_of_args(n, regs, ops, |la, m, regs, ops| la.contained_operands_of(m, regs, ops));
     }
 
@@ -987,8 +1058,8 @@ impl<'a> LocalAllocator<'a> {
         &self,
         n: Node,
         regs: &mut I,
-        ops: &mut Operands,
-        fused: impl Fn(&Self, Node, &mut I, &mut Operands),
+        ops: &mut Vec<Operand>,
+        fused: impl Fn(&Self, Node, &mut I, &mut Vec<Operand>),
     ) {
         let f = self.f;
         for &a in &f.nodes[n].args {
@@ -1017,17 +1088,17 @@ impl<'a> LocalAllocator<'a> {
 }
 
 impl MInst {
-    /// The instruction as the allocation listing prints it (one line).
-    pub fn text(&self, f: &LirFunction) -> String {
+    /// The instruction of `alloc` as the allocation listing prints it (one line).
+    pub fn text(&self, f: &LirFunction, alloc: &Allocation) -> String {
         match self {
             MInst::Move { dst, src } => format!("mov {dst}, {src}"),
             MInst::Spill { slot, src } => format!("spill {}, {src}", Operand::Mem(Mem::frame(*slot))),
             MInst::Reuse { node, reg } => format!("{reg} = {} (reused)   ; {node}", f.node_text(*node)),
             MInst::Alias { node, reg } => format!("{reg} = {} (global, not copied)   ; {node}", f.node_text(*node)),
             MInst::Node { node, ops, results } => {
-                let res: Vec<String> = results.iter().map(|r| r.map_or("_".into(), |r| r.to_string())).collect();
+                let res: Vec<String> = results.of(&alloc.results).iter().map(|r| r.map_or("_".into(), |r| r.to_string())).collect();
                 let lhs = if res.is_empty() { String::new() } else { format!("{} = ", res.join(", ")) };
-                let ops: Vec<String> = ops.iter().map(|o| o.to_string()).collect();
+                let ops: Vec<String> = ops.of(&alloc.operands).iter().map(|o| o.to_string()).collect();
                 format!("{lhs}{} {}   ; {node}", op_name(&f.nodes[*node].op), ops.join(", "))
             }
         }
@@ -1047,7 +1118,7 @@ impl Allocation {
         for &b in &f.layout {
             s += &format!("{b}:\n");
             for i in &self.code[b] {
-                s += &format!("    {}\n", i.text(f));
+                s += &format!("    {}\n", i.text(f, self));
             }
         }
         s += "}\n";

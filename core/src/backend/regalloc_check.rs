@@ -107,7 +107,7 @@ pub fn check_allocation(f: &LirFunction, alloc: &Allocation) -> Result<(), Vec<A
                 MInst::Move { .. } | MInst::Spill { .. } => None,
             };
             for kind in st.found.drain(..) {
-                errs.push(AllocError { block: b, node, inst: inst.text(f), kind });
+                errs.push(AllocError { block: b, node, inst: inst.text(f, alloc), kind });
             }
         }
     }
@@ -249,7 +249,7 @@ impl<'a> Replay<'a> {
                     None => self.found.push(AllocErrorKind::SpillOfNoValue),
                 }
             }
-            MInst::Node { node, ops, results } => self.node(*node, ops, results),
+            MInst::Node { node, ops, results } => self.node(*node, ops.of(&alloc.operands), results.of(&alloc.results)),
         }
     }
 
