@@ -212,7 +212,8 @@ enum Taken {
     /// The names of the function's locals it was made for and of the locals it added
     /// since, by the hash of the name: the locals themselves, whose names are compared
     /// when a hash matches. A copy of every name was an allocation a local, for every
-    /// pass that adds one.
+    /// pass that adds one. Sound while the function's locals are only appended to, as
+    /// they are while a pass names new ones (`remove_unused_locals` runs last).
     Locals(crate::hash::HashMap<u64, SmallVec<[Local; 1]>>),
     /// The names given ([`Namer::for_base`]) and the names handed out since.
     Names(crate::hash::HashSet<String>),
