@@ -1,9 +1,11 @@
 //! Small shared tools of the passes: a bit set over locals, the nodes of a tree in
-//! evaluation order, and removal of locals no statement mentions any more
-//! (passes that delete definitions call it so printed IR lists only live names).
+//! evaluation order, removal of locals no statement mentions any more (passes that
+//! delete definitions call it so printed IR lists only live names), and the namer of
+//! the locals a pass adds.
 
 use crate::ir::{Block, BlockData, ExprData, Expr, Function, Local, Terminator};
 use cranelift_entity::{EntityRef, PrimaryMap, SecondaryMap};
+use smallvec::SmallVec;
 
 /// A fixed-size set of locals.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
@@ -199,16 +201,39 @@ fn remove_unused_locals_with(f: &mut Function, (mut work, mut mentions): (Vec<Ex
 /// `base.2`, ...) without rescanning every local for each name: passes that create
 /// thousands of locals (SSA versions) use it.
 pub struct Namer {
-    taken: crate::hash::HashSet<String>,
+    taken: Taken,
     next: crate::hash::HashMap<String, u32>,
     /// The one base a namer made by [`Namer::for_base`] names after.
     only: Option<String>,
 }
 
+/// The names a [`Namer`] knows are taken.
+enum Taken {
+    /// The names of the function's locals it was made for and of the locals it added
+    /// since, by the hash of the name: the locals themselves, whose names are compared
+    /// when a hash matches. A copy of every name was an allocation a local, for every
+    /// pass that adds one. Sound while the function's locals are only appended to, as
+    /// they are while a pass names new ones (`remove_unused_locals` runs last).
+    Locals(crate::hash::HashMap<u64, SmallVec<[Local; 1]>>),
+    /// The names given ([`Namer::for_base`]) and the names handed out since.
+    Names(crate::hash::HashSet<String>),
+}
+
+/// The hash a [`Taken::Locals`] keys a name by.
+fn name_hash(name: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<crate::hash::FxHasher>::default().hash_one(name)
+}
+
 impl Namer {
     /// A namer that knows the names of `f`'s locals.
     pub fn new(f: &Function) -> Namer {
-        Namer { taken: f.locals.values().map(|d| d.name.clone()).collect(), next: Default::default(), only: None }
+        let mut taken: crate::hash::HashMap<u64, SmallVec<[Local; 1]>> =
+            crate::hash::HashMap::with_capacity_and_hasher(f.locals.len(), Default::default());
+        for (l, d) in f.locals.iter() {
+            taken.entry(name_hash(&d.name)).or_default().push(l);
+        }
+        Namer { taken: Taken::Locals(taken), next: Default::default(), only: None }
     }
 
     /// A namer for locals named after `base` alone, given `names` that include every
@@ -217,48 +242,75 @@ impl Namer {
     /// without copying every name.
     pub fn for_base<'a>(names: impl Iterator<Item = &'a str>, base: &str) -> Namer {
         let taken = names.filter(|n| n.starts_with(base)).map(str::to_string).collect();
-        Namer { taken, next: Default::default(), only: Some(base.to_string()) }
+        Namer { taken: Taken::Names(taken), next: Default::default(), only: Some(base.to_string()) }
     }
 
     /// Adds a local named after `base` to `f`.
     pub fn new_local(&mut self, f: &mut Function, base: &str, ty: crate::ir::Type) -> Local {
-        let name = self.fresh_name(base);
-        f.locals.push(crate::ir::LocalData { name, ty })
+        let name = self.fresh_name(f, base);
+        self.push(f, name, ty)
     }
 
     /// Adds a local of `x`'s type named after `x` to `f` (an SSA version of `x`).
     pub fn new_local_after(&mut self, f: &mut Function, x: Local) -> Local {
-        let name = self.fresh_name(&f.locals[x].name);
+        let name = self.fresh_name(f, &f.locals[x].name);
         let ty = f.locals[x].ty;
-        f.locals.push(crate::ir::LocalData { name, ty })
+        self.push(f, name, ty)
     }
 
-    /// The next free name after `base`, taken from now on.
-    fn fresh_name(&mut self, base: &str) -> String {
+    /// Adds the local named `name`, which [`Namer::fresh_name`] found free, and takes
+    /// the name.
+    fn push(&mut self, f: &mut Function, name: String, ty: crate::ir::Type) -> Local {
+        let hash = match &self.taken {
+            Taken::Locals(_) => Some(name_hash(&name)),
+            Taken::Names(_) => None,
+        };
+        let l = f.locals.push(crate::ir::LocalData { name, ty });
+        match (&mut self.taken, hash) {
+            (Taken::Locals(taken), Some(h)) => taken.entry(h).or_default().push(l),
+            (Taken::Names(taken), _) => {
+                taken.insert(f.locals[l].name.clone());
+            }
+            (Taken::Locals(_), None) => unreachable!("hashed above"),
+        }
+        l
+    }
+
+    /// Whether `name` is taken; `f` holds the locals a [`Taken::Locals`] names.
+    fn is_taken(&self, f: &Function, name: &str) -> bool {
+        match &self.taken {
+            Taken::Locals(taken) => {
+                taken.get(&name_hash(name)).is_some_and(|ls| ls.iter().any(|&l| f.locals[l].name == name))
+            }
+            Taken::Names(taken) => taken.contains(name),
+        }
+    }
+
+    /// The next free name after `base`; the caller adds the local ([`Namer::push`]).
+    fn fresh_name(&mut self, f: &Function, base: &str) -> String {
         assert!(self.only.as_deref().is_none_or(|b| b == base), "a namer for one base asked for another");
         // A base with a counter is taken (the counter is made when it is found taken, and
         // no name is ever given back), so the counter is looked up first: SSA renaming
         // names every version of a local after it, one lookup of the base each.
-        let n = match self.next.get_mut(base) {
-            Some(n) => n,
-            None if !self.taken.contains(base) => {
-                self.taken.insert(base.to_string());
+        if !self.next.contains_key(base) {
+            if !self.is_taken(f, base) {
                 return base.to_string();
             }
-            None => self.next.entry(base.to_string()).or_insert(1),
-        };
+            self.next.insert(base.to_string(), 1);
+        }
         // `base.N`, the number written over the last one tried (SSA renaming names
-        // every version here, and wrote a new `String` for each number tried); a name is
-        // taken by the lookup that finds it free.
+        // every version here, and wrote a new `String` for each number tried).
         let mut name = String::with_capacity(base.len() + 4);
         name.push_str(base);
         name.push('.');
         let stem = name.len();
+        let mut n = self.next[base];
         loop {
             name.truncate(stem);
-            push_decimal(&mut name, *n);
-            *n += 1;
-            if self.taken.insert(name.clone()) {
+            push_decimal(&mut name, n);
+            n += 1;
+            if !self.is_taken(f, &name) {
+                *self.next.get_mut(base).expect("made above") = n;
                 return name;
             }
         }

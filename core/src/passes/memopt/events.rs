@@ -86,14 +86,27 @@ pub fn pure_tree(f: &Function, e: Expr) -> bool {
     ok
 }
 
+/// Writes the printed structure of the tree at `e` to `out` (constants as `value:type`,
+/// locals as they print), and the locals it reads to `locals`. The numbers are written
+/// by [`push_decimal`], not through `write!` (every heap access's address is keyed so,
+/// each time its block's events are found).
 fn key(f: &Function, e: Expr, out: &mut String, locals: &mut Vec<Local>) {
     use std::fmt::Write;
     match &f.exprs[e] {
         ExprData::Const { ty, value } => {
-            let _ = write!(out, "{value}:{ty}");
+            if *value < 0 {
+                out.push('-');
+            }
+            push_decimal(out, value.unsigned_abs());
+            out.push(':');
+            out.push_str(match ty {
+                crate::types::Type::I32 => "i32",
+                crate::types::Type::I64 => "i64",
+            });
         }
         ExprData::Local(l) => {
-            let _ = write!(out, "{l}");
+            out.push_str("%l");
+            push_decimal(out, l.as_u32() as u64);
             if !locals.contains(l) {
                 locals.push(*l);
             }
@@ -119,6 +132,21 @@ fn key(f: &Function, e: Expr, out: &mut String, locals: &mut Vec<Local>) {
             out.push(')');
         }
     }
+}
+
+/// Appends the decimal digits of `n` to `s`, as `write!(s, "{n}")` would.
+fn push_decimal(s: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    s.extend(digits[at..].iter().map(|&d| d as char));
 }
 
 /// The canonical form of the address tree `e` for an access of `width`, if it is pure.
@@ -222,6 +250,22 @@ pub fn block_events(f: &Function, b: Block) -> Vec<Ev> {
 mod tests {
     use super::*;
     use crate::ir::{MemWidth::*, Type};
+
+    /// The key of a constant and of a local is what `write!` wrote for them.
+    #[test]
+    fn key_writes_what_display_writes() {
+        let mut f = Function::new("t", Type::I32);
+        let l = f.new_local("a", Type::I64);
+        let x = f.add_expr(ExprData::Local(l));
+        for (ty, value) in [(Type::I32, 0), (Type::I32, -1), (Type::I64, i64::MIN), (Type::I64, i64::MAX), (Type::I32, 4096)] {
+            let c = f.add_expr(ExprData::Const { ty, value });
+            let e = f.add_expr(ExprData::Binary { op: BinOp::Mul, lhs: x, rhs: c });
+            let (mut text, mut locals) = (String::new(), vec![]);
+            key(&f, e, &mut text, &mut locals);
+            assert_eq!(text, format!("(mul {l} {value}:{ty})"));
+            assert_eq!(locals, vec![l]);
+        }
+    }
 
     /// A function with parameters %a and %b, and a builder of address trees over them.
     struct T {

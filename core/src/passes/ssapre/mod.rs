@@ -246,7 +246,8 @@ pub struct RealOcc {
 #[derive(Clone, Debug)]
 pub struct Expression {
     pub key: Key,
-    pub occs: Vec<RealOcc>,
+    /// Held inline when there is one (most expressions: a list each was an allocation).
+    pub occs: SmallVec<[RealOcc; 1]>,
     /// Whether an operand is a temporary of an earlier round (a composite expression).
     pub composite: bool,
     /// Whether an operand is a temporary of the previous round.
@@ -365,9 +366,15 @@ impl Initialization {
         originals.update(f);
         let orig = originals.orig.clone();
         let norig = originals.bases.len();
-        // Per original, the round that made it if it is a temporary.
-        let is_temp: Vec<Option<usize>> =
-            originals.bases.iter().map(|base| temps.iter().find(|(t, _)| t == base).map(|(_, r)| *r)).collect();
+        // Per original, the round that made it if it is a temporary: the originals of each
+        // temporary's name, looked up by it (the temporaries' names are distinct; a
+        // search of them per original cost a scan the originals times the temporaries).
+        let mut is_temp: Vec<Option<usize>> = vec![None; norig];
+        for (t, r) in temps {
+            for &(_, id) in originals.ids.get(t.as_str()).into_iter().flatten() {
+                is_temp[id as usize] = Some(*r);
+            }
+        }
         // After the first round a candidate reads a temporary of the last round, so
         // without one (its expressions saved only in locals of their own) there is none:
         // known without a walk of every tree.
@@ -598,7 +605,7 @@ impl Initialization {
                 Some(&k) => k,
                 None => {
                     index.insert(key.clone(), init.worklist.len());
-                    init.worklist.push(Expression { key, occs: vec![], composite, fresh });
+                    init.worklist.push(Expression { key, occs: SmallVec::new(), composite, fresh });
                     init.worklist.len() - 1
                 }
             };
