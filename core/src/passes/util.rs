@@ -307,7 +307,7 @@ impl Namer {
         let mut n = self.next[base];
         loop {
             name.truncate(stem);
-            push_decimal(&mut name, n);
+            push_decimal(&mut name, n.into());
             n += 1;
             if !self.is_taken(f, &name) {
                 *self.next.get_mut(base).expect("made above") = n;
@@ -318,9 +318,10 @@ impl Namer {
 }
 
 /// Appends the decimal digits of `n` to `s`, as `write!(s, "{n}")` would, without the
-/// formatting machinery (SSA renaming names every version with one).
-fn push_decimal(s: &mut String, mut n: u32) {
-    let mut digits = [0u8; 10];
+/// formatting machinery (SSA renaming names every version with one; memopt's address
+/// keys write their numbers with it).
+pub(crate) fn push_decimal(s: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
         at -= 1;
@@ -360,7 +361,7 @@ mod tests {
     /// The digits are what `Display` writes, for the ends of each length.
     #[test]
     fn push_decimal_writes_what_display_writes() {
-        for n in [0, 1, 9, 10, 99, 100, 12345, 999_999_999, 1_000_000_000, u32::MAX] {
+        for n in [0, 1, 9, 10, 99, 100, 12345, 999_999_999, 1_000_000_000, u32::MAX.into(), u64::MAX] {
             let mut s = String::from("x.");
             push_decimal(&mut s, n);
             assert_eq!(s, format!("x.{n}"));

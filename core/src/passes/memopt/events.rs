@@ -16,6 +16,7 @@
 
 use crate::helpers::Effects;
 use crate::ir::{BinOp, Block, CfVar, Expr, ExprData, Function, Local, MemWidth, Terminator};
+use crate::passes::util::push_decimal;
 use std::rc::Rc;
 
 /// A canonical heap access: `base + offset`, `width` bytes.
@@ -132,21 +133,6 @@ fn key(f: &Function, e: Expr, out: &mut String, locals: &mut Vec<Local>) {
             out.push(')');
         }
     }
-}
-
-/// Appends the decimal digits of `n` to `s`, as `write!(s, "{n}")` would.
-fn push_decimal(s: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    s.extend(digits[at..].iter().map(|&d| d as char));
 }
 
 /// The canonical form of the address tree `e` for an access of `width`, if it is pure.
