@@ -729,22 +729,58 @@ impl Function {
         let mut work = POSTORDER_STACK.with(|s| s.take());
         work.clear();
         work.push((e, false));
+        // A leaf operand has nothing to expand: it goes on the stack ready to visit. The
+        // operands are matched here rather than asked for as [`Operands`] (the walk is
+        // under every pass and the verifier's checks), and a first operand that is a
+        // leaf is visited at once: it would be the next entry popped.
+        let leaf = |c: Expr| matches!(self.exprs[c], ExprData::Const { .. } | ExprData::Local(_) | ExprData::CfRead(_));
         while let Some((n, expanded)) = work.pop() {
             if expanded {
                 f(n);
                 continue;
             }
-            let ops = self.exprs[n].operands();
-            if ops.is_empty() {
-                f(n);
-                continue;
-            }
-            work.push((n, true));
-            // A leaf operand has nothing to expand: it goes on the stack ready to visit.
-            work.reserve(ops.len());
-            for &c in ops.iter().rev() {
-                let leaf = matches!(self.exprs[c], ExprData::Const { .. } | ExprData::Local(_) | ExprData::CfRead(_));
-                work.push((c, leaf));
+            let first = match &self.exprs[n] {
+                ExprData::Const { .. } | ExprData::Local(_) | ExprData::CfRead(_) => {
+                    f(n);
+                    continue;
+                }
+                ExprData::Unary { arg, .. }
+                | ExprData::Convert { arg, .. }
+                | ExprData::Load { addr: arg, .. }
+                | ExprData::CfWrite { value: arg, .. }
+                | ExprData::Assign { value: arg, .. }
+                | ExprData::TrapIf { cond: arg, .. } => {
+                    work.push((n, true));
+                    *arg
+                }
+                ExprData::Binary { lhs, rhs, .. }
+                | ExprData::Cmp { lhs, rhs, .. }
+                | ExprData::Store { addr: lhs, value: rhs, .. }
+                | ExprData::Comma { first: lhs, second: rhs } => {
+                    work.push((n, true));
+                    work.push((*rhs, leaf(*rhs)));
+                    *lhs
+                }
+                ExprData::Select { cond, if_true, if_false } => {
+                    work.push((n, true));
+                    work.push((*if_false, leaf(*if_false)));
+                    work.push((*if_true, leaf(*if_true)));
+                    *cond
+                }
+                ExprData::Call { args, .. } => {
+                    let Some((&a, rest)) = args.split_first() else {
+                        f(n);
+                        continue;
+                    };
+                    work.push((n, true));
+                    work.extend(rest.iter().rev().map(|&c| (c, leaf(c))));
+                    a
+                }
+            };
+            if leaf(first) {
+                f(first);
+            } else {
+                work.push((first, false));
             }
         }
         // A rare deep tree's stack is not kept (see [`SPARE_POSTORDER`]).

@@ -499,11 +499,10 @@ fn verify_function_noting(
         return;
     }
     cx.reachability();
-    // Only phis read the predecessors, and a function in HIR form has none.
-    let preds = if f.layout.iter().any(|&b| !f.blocks[b].phis.is_empty()) { f.predecessors() } else { SecondaryMap::new() };
+    let preds = PhiPreds::of(f);
     for &b in &f.layout {
         cx.block = Some(b);
-        cx.phis(b, &preds[b]);
+        cx.phis(b, preds.of_block(b));
         let start = cx.seen.as_ref().map_or(0, |s| s.mentions.len());
         cx.body(b);
         if let Some(seen) = &mut cx.seen {
@@ -511,6 +510,37 @@ fn verify_function_noting(
             seen.at.push(start..end);
         }
         cx.stmt = None;
+    }
+}
+
+/// The predecessors of the blocks that hold phis, the only ones the verifier reads
+/// (a function in HIR form has none): one list of (block, predecessor) pairs sorted and
+/// without duplicates, not a list per block of the whole function (which
+/// `Function::predecessors` makes, for every verification of an SSA function).
+struct PhiPreds {
+    pairs: Vec<(Block, Block)>,
+}
+
+impl PhiPreds {
+    fn of(f: &Function) -> PhiPreds {
+        let mut pairs = vec![];
+        for &b in &f.layout {
+            for s in f.blocks[b].term.successors() {
+                if f.blocks.get(s).is_some_and(|d| !d.phis.is_empty()) {
+                    pairs.push((s, b));
+                }
+            }
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        PhiPreds { pairs }
+    }
+
+    /// The predecessors of `b` (which holds phis), sorted.
+    fn of_block(&self, b: Block) -> &[(Block, Block)] {
+        let start = self.pairs.partition_point(|&(s, _)| s < b);
+        let end = start + self.pairs[start..].partition_point(|&(s, _)| s == b);
+        &self.pairs[start..end]
     }
 }
 
@@ -605,15 +635,14 @@ impl Ctx<'_> {
         }
     }
 
-    /// The phis of `b`: one argument per predecessor (`preds`), locals that exist, argument
-    /// and destination types agree.
-    fn phis(&mut self, b: Block, preds: &[Block]) {
+    /// The phis of `b`: one argument per predecessor (`preds`: the pairs of `b` and each
+    /// predecessor, sorted), locals that exist, argument and destination types agree.
+    fn phis(&mut self, b: Block, preds: &[(Block, Block)]) {
         let f = self.f;
         if f.blocks[b].phis.is_empty() {
             return;
         }
-        let mut want = preds.to_vec();
-        want.sort();
+        let want: smallvec::SmallVec<[Block; 4]> = preds.iter().map(|&(_, p)| p).collect();
         for phi in &f.blocks[b].phis {
             self.stmt = None;
             if !f.locals.is_valid(phi.dest) {

@@ -22,9 +22,9 @@ pub fn run(f: &mut Function) -> Stats {
     let mut needed = LocalSet::new(n);
     let mut work: Vec<Local> = vec![];
     // The locals the definitions of each local read (its phis' arguments, the trees
-    // assigned to it), all definitions of a local in one list: needing the local needs
-    // every one of them.
-    let mut defs: Vec<Vec<Local>> = vec![vec![]; n];
+    // assigned to it) as (local, read) pairs, gathered by local below: needing the local
+    // needs every one of them (one list, not a list per local).
+    let mut defs: Vec<(Local, Local)> = vec![];
     let need = |l: Local, needed: &mut LocalSet, work: &mut Vec<Local>| {
         if needed.insert(l) {
             work.push(l);
@@ -39,7 +39,7 @@ pub fn run(f: &mut Function) -> Stats {
     for &b in &f.layout {
         let data = &f.blocks[b];
         for phi in &data.phis {
-            defs[phi.dest.index()].extend(phi.args.iter().map(|(_, a)| *a));
+            defs.extend(phi.args.iter().map(|(_, a)| (phi.dest, *a)));
         }
         for &s in &data.stmts {
             // An assignment is itself an effect: with an effect in its value, the whole
@@ -50,7 +50,7 @@ pub fn run(f: &mut Function) -> Stats {
             };
             effects.push(effect);
             match local {
-                Some(local) if !effect => defs[local.index()].extend_from_slice(&read),
+                Some(local) if !effect => defs.extend(read.iter().map(|&r| (local, r))),
                 _ if effect => read.iter().for_each(|&l| need(l, &mut needed, &mut work)),
                 _ => {}
             }
@@ -63,8 +63,23 @@ pub fn run(f: &mut Function) -> Stats {
             });
         }
     }
+    // The reads of each local's definitions, `reads[start[l]..start[l + 1]]` (a counting
+    // sort of the pairs by local). A local is needed, and its reads visited, once.
+    let mut start = vec![0u32; n + 1];
+    for &(l, _) in &defs {
+        start[l.index() + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut reads = vec![Local::new(0); defs.len()];
+    let mut at = start.clone();
+    for &(l, r) in &defs {
+        reads[at[l.index()] as usize] = r;
+        at[l.index()] += 1;
+    }
     while let Some(l) = work.pop() {
-        for u in std::mem::take(&mut defs[l.index()]) {
+        for &u in &reads[start[l.index()] as usize..start[l.index() + 1] as usize] {
             need(u, &mut needed, &mut work);
         }
     }

@@ -247,71 +247,84 @@ impl Namer {
 
     /// Adds a local named after `base` to `f`.
     pub fn new_local(&mut self, f: &mut Function, base: &str, ty: crate::ir::Type) -> Local {
-        let name = self.fresh_name(f, base);
-        self.push(f, name, ty)
+        let (name, hash) = self.fresh_name(f, base);
+        self.push(f, name, hash, ty)
     }
 
     /// Adds a local of `x`'s type named after `x` to `f` (an SSA version of `x`).
     pub fn new_local_after(&mut self, f: &mut Function, x: Local) -> Local {
-        let name = self.fresh_name(f, &f.locals[x].name);
+        let (name, hash) = self.fresh_name(f, &f.locals[x].name);
         let ty = f.locals[x].ty;
-        self.push(f, name, ty)
+        self.push(f, name, hash, ty)
     }
 
-    /// Adds the local named `name`, which [`Namer::fresh_name`] found free, and takes
-    /// the name.
-    fn push(&mut self, f: &mut Function, name: String, ty: crate::ir::Type) -> Local {
-        let hash = match &self.taken {
-            Taken::Locals(_) => Some(name_hash(&name)),
-            Taken::Names(_) => None,
-        };
+    /// Adds the local named `name`, which [`Namer::fresh_name`] found free (`hash`: its
+    /// [`Taken::hash`]), and takes the name.
+    fn push(&mut self, f: &mut Function, name: String, hash: u64, ty: crate::ir::Type) -> Local {
         let l = f.locals.push(crate::ir::LocalData { name, ty });
-        match (&mut self.taken, hash) {
-            (Taken::Locals(taken), Some(h)) => taken.entry(h).or_default().push(l),
-            (Taken::Names(taken), _) => {
+        match &mut self.taken {
+            Taken::Locals(taken) => taken.entry(hash).or_default().push(l),
+            Taken::Names(taken) => {
                 taken.insert(f.locals[l].name.clone());
             }
-            (Taken::Locals(_), None) => unreachable!("hashed above"),
         }
         l
     }
 
-    /// Whether `name` is taken; `f` holds the locals a [`Taken::Locals`] names.
-    fn is_taken(&self, f: &Function, name: &str) -> bool {
-        match &self.taken {
-            Taken::Locals(taken) => {
-                taken.get(&name_hash(name)).is_some_and(|ls| ls.iter().any(|&l| f.locals[l].name == name))
-            }
+    /// The next free name after `base`, and its [`Taken::hash`]; the caller adds the
+    /// local ([`Namer::push`]).
+    fn fresh_name(&mut self, f: &Function, base: &str) -> (String, u64) {
+        assert!(self.only.as_deref().is_none_or(|b| b == base), "a namer for one base asked for another");
+        let Namer { taken, next, .. } = self;
+        // A base with a counter is taken (the counter is made when it is found taken, and
+        // no name is ever given back), so the counter is looked up first, once: SSA
+        // renaming names every version of a local after it.
+        if let Some(n) = next.get_mut(base) {
+            return taken.numbered(f, base, n);
+        }
+        let hash = taken.hash(base);
+        if !taken.contains(f, base, hash) {
+            return (base.to_string(), hash);
+        }
+        let n = next.entry(base.to_string()).or_insert(1);
+        taken.numbered(f, base, n)
+    }
+}
+
+impl Taken {
+    /// The hash a [`Taken::Locals`] keys `name` by; 0 for [`Taken::Names`], which hashes
+    /// its names itself. Computed once for a name asked about and then taken.
+    fn hash(&self, name: &str) -> u64 {
+        match self {
+            Taken::Locals(_) => name_hash(name),
+            Taken::Names(_) => 0,
+        }
+    }
+
+    /// Whether `name` (of [`Taken::hash`] `hash`) is taken; `f` holds the locals a
+    /// [`Taken::Locals`] names.
+    fn contains(&self, f: &Function, name: &str, hash: u64) -> bool {
+        match self {
+            Taken::Locals(taken) => taken.get(&hash).is_some_and(|ls| ls.iter().any(|&l| f.locals[l].name == name)),
             Taken::Names(taken) => taken.contains(name),
         }
     }
 
-    /// The next free name after `base`; the caller adds the local ([`Namer::push`]).
-    fn fresh_name(&mut self, f: &Function, base: &str) -> String {
-        assert!(self.only.as_deref().is_none_or(|b| b == base), "a namer for one base asked for another");
-        // A base with a counter is taken (the counter is made when it is found taken, and
-        // no name is ever given back), so the counter is looked up first: SSA renaming
-        // names every version of a local after it, one lookup of the base each.
-        if !self.next.contains_key(base) {
-            if !self.is_taken(f, base) {
-                return base.to_string();
-            }
-            self.next.insert(base.to_string(), 1);
-        }
-        // `base.N`, the number written over the last one tried (SSA renaming names
-        // every version here, and wrote a new `String` for each number tried).
+    /// The first free `base.N` from `N = *next` on, and its hash, leaving `*next` past it.
+    /// The number is written over the last one tried (a new `String` for each number tried
+    /// was most of SSA renaming's naming).
+    fn numbered(&self, f: &Function, base: &str, next: &mut u32) -> (String, u64) {
         let mut name = String::with_capacity(base.len() + 4);
         name.push_str(base);
         name.push('.');
         let stem = name.len();
-        let mut n = self.next[base];
         loop {
             name.truncate(stem);
-            push_decimal(&mut name, n.into());
-            n += 1;
-            if !self.is_taken(f, &name) {
-                *self.next.get_mut(base).expect("made above") = n;
-                return name;
+            push_decimal(&mut name, (*next).into());
+            *next += 1;
+            let hash = self.hash(&name);
+            if !self.contains(f, &name, hash) {
+                return (name, hash);
             }
         }
     }
