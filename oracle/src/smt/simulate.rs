@@ -54,8 +54,9 @@
 //! first by congruence ([`congruent`]: where the two values are the same operators down to
 //! a few differing subterms, only those are compared, so that a pass that changed one
 //! operand deep inside a 64-bit division does not make the solver bit-blast the
-//! division; each goal on its own, so a heap goal or one whose operators differ at the
-//! top leaves the others to it), the rest whole, one edge's queries within
+//! division, and two loads from heaps that differ as heaps are the two loads; each goal
+//! on its own, so a heap goal or one whose operators differ at the top leaves the others
+//! to it), the rest whole, one edge's queries within
 //! [`EDGE_CAPS`] query shares over all its rounds, and a goal out of its share given up
 //! for the rest of the inference ([`GivenUp`]: the member leaves its class wherever the
 //! two slots meet again, rather than take another share on the next block); a model that breaks it splits the successor's classes by the model's values, and the
@@ -72,7 +73,8 @@
 //! is zero (generated code computes zero from zeros); then one model of the step's
 //! relation ([`relation_model`]).
 //! A state that satisfies the assumptions and tells two members apart splits them as a
-//! query's model would. Where no sample splits an edge's classes together, classes that
+//! query's model would; heaps are told apart by their bytes at the addresses their
+//! chains of stores write ([`fingerprints`]). Where no sample splits an edge's classes together, classes that
 //! depend on different assumptions are sampled apart ([`sample_classes`]). Numerals are no symbols ([`is_symbol`]): a sample keeps them, and
 //! two assumptions that share only a numeral are not relevant to each other
 //! ([`relevant`]).
@@ -2218,7 +2220,28 @@ fn congruent(edge: &Edge, goals: &[Goal], budget: &mut Budget) -> Vec<usize> {
 /// share (an operator is shared when `b`'s declaration applied to `a`'s operands is `a`
 /// itself: the same operator and indices, since Z3 shares equal terms); false past
 /// [`MAX_CONGRUENT_PAIRS`].
+///
+/// Two loads whose heaps differ as heaps (a store one has and the other has not, or in
+/// another place) are one pair, the two loads: their bytes can be equal where the heaps
+/// are not (default seed 110's `cprop`: a load the tree mover took from before a store of
+/// another address, where the pair of heaps could never be shown equal and sent every
+/// heap goal of its block to the full query). Where the heaps differ only in bit-vectors
+/// (a stored value, an address), those are the pairs, as before.
 fn differing_subterms(a: &Dynamic, b: &Dynamic, out: &mut Vec<(Dynamic, Dynamic)>) -> bool {
+    differing_below(a, b, out, &mut std::collections::HashMap::new(), 0)
+}
+
+/// Most loads within loads [`differing_below`] looks into (beyond, a load's pair is the
+/// two loads).
+const MAX_LOAD_DEPTH: usize = 32;
+
+/// The pairs of bit-vector subterms where two heaps differ, or `None` where they differ
+/// as heaps or in more than [`MAX_CONGRUENT_PAIRS`] places, by pair of heaps: each pair
+/// of heaps is looked into once, however many loads read it.
+type HeapPairs = std::collections::HashMap<(Dynamic, Dynamic), Option<Vec<(Dynamic, Dynamic)>>>;
+
+/// [`differing_subterms`] at `depth` loads within loads, with the heaps looked into so far.
+fn differing_below(a: &Dynamic, b: &Dynamic, out: &mut Vec<(Dynamic, Dynamic)>, heaps: &mut HeapPairs, depth: usize) -> bool {
     let mut stack = vec![(a.clone(), b.clone())];
     // A pair of subterms shared by several parents is looked at once.
     let mut seen: HashSet<(Dynamic, Dynamic)> = HashSet::new();
@@ -2239,8 +2262,35 @@ fn differing_subterms(a: &Dynamic, b: &Dynamic, out: &mut Vec<(Dynamic, Dynamic)
                     y.decl().apply(&args).ast_eq(&x)
                 }
             };
-        if shared {
-            stack.extend(x.children().into_iter().zip(y.children()));
+        let (xs, ys) = if shared { (x.children(), y.children()) } else { (vec![], vec![]) };
+        if shared && n == 2 && x.decl().kind() == z3::DeclKind::Select && !xs[0].ast_eq(&ys[0]) {
+            let key = (xs[0].clone(), ys[0].clone());
+            let inner = match heaps.get(&key) {
+                Some(known) => known.clone(),
+                None => {
+                    let mut inner = vec![];
+                    let bits = depth < MAX_LOAD_DEPTH
+                        && differing_below(&xs[0], &ys[0], &mut inner, heaps, depth + 1)
+                        && inner.iter().all(|(p, _)| p.as_array().is_none());
+                    let known = bits.then_some(inner);
+                    heaps.insert(key, known.clone());
+                    known
+                }
+            };
+            match inner {
+                Some(pairs) => {
+                    stack.extend(pairs);
+                    stack.push((xs[1].clone(), ys[1].clone()));
+                }
+                None => {
+                    out.push((x, y));
+                    if out.len() > MAX_CONGRUENT_PAIRS {
+                        return false;
+                    }
+                }
+            }
+        } else if shared {
+            stack.extend(xs.into_iter().zip(ys));
         } else {
             out.push((x, y));
             if out.len() > MAX_CONGRUENT_PAIRS {
@@ -2615,7 +2665,7 @@ const SAMPLES: usize = 6;
 /// symbols handled are added to `work`. A state that satisfies those assumptions and
 /// gives two members of a class different values is a model of the edge's query for that
 /// class: returns the groups that leave their classes, as [`query_split`] does with a
-/// model ([`sample_classes`]). Heaps are not compared here (the solver does).
+/// model ([`sample_classes`]). Heaps are compared by their fingerprints ([`fingerprints`]).
 fn sample_split(p: &Pair, class: &[usize], goals: &[Goal], edge: &Edge, limit: usize, rng: &mut u64, work: &mut usize) -> Option<Vec<Vec<usize>>> {
     let members = sampled_members(p, class, goals, edge, limit);
     let moved = sample_classes(&edge.step.assumed, &edge.step.assumed_symbols, &members, rng, work);
@@ -2754,29 +2804,87 @@ fn equated_numeral(a: &Bool, d: &Dynamic) -> Option<Dynamic> {
     }
 }
 
-/// Per class with a goal, its members and their values after the step, when all of them
-/// are bit-vectors and there are two or more.
+/// Per class with a goal, its members and their values after the step, when there are
+/// two or more: bit-vectors as they are, heaps by their fingerprints ([`fingerprints`]).
 fn sampled_members(p: &Pair, class: &[usize], goals: &[Goal], edge: &Edge, limit: usize) -> Vec<Vec<(usize, BV)>> {
     let mut classes: Vec<usize> = goals.iter().map(|g| g.0).collect();
     classes.sort();
     classes.dedup();
     let mut members = vec![];
     for &r in &classes {
-        let mut ms = vec![];
+        let mut bits = vec![];
+        let mut heaps = vec![];
         for n in (0..p.slots.len()).filter(|&n| class[n] == r) {
             match p.value(p.slots[n], edge.sx, edge.sy, limit) {
-                Some(Val::Bv(b)) => ms.push((n, b)),
-                _ => {
-                    ms.clear();
+                Some(Val::Bv(b)) => bits.push((n, b)),
+                Some(Val::Heap(h)) => heaps.push((n, h)),
+                None => {
+                    bits.clear();
+                    heaps.clear();
                     break;
                 }
             }
         }
+        let ms = if heaps.is_empty() { bits } else { fingerprints(&heaps) };
         if ms.len() > 1 {
             members.push(ms);
         }
     }
     members
+}
+
+/// Most addresses a heap's fingerprint reads.
+const MAX_PROBES: usize = 256;
+
+/// Each heap's fingerprint: a 64-bit sum of its bytes at the addresses the heaps' chains
+/// of stores write below the stores all of them share at their tops (up to
+/// [`MAX_PROBES`]), each byte weighed by its own odd factor, so that heaps are sampled as
+/// bit-vectors are. Equal heaps have equal fingerprints, so where a sample gives two
+/// members different fingerprints, the two heaps differ in that state and the split is a
+/// model's; two heaps that differ may share a fingerprint (a byte outside the probes, sums
+/// that cancel), and then the solver decides, as it did for every heap before: default
+/// seed 0's memopt gave 990,000 of its 1.5M units to two queries of a heap whose chains
+/// differ in one stored address, which a sample tells apart. The stores shared at the
+/// top write the same bytes in every heap, and the differences lie below them (default
+/// seed 20's memopt: a read-modify-write at the bottom of chains of 70 stores).
+fn fingerprints(heaps: &[(usize, Array)]) -> Vec<(usize, BV)> {
+    let chains: Vec<Vec<(BV, Dynamic)>> = heaps
+        .iter()
+        .map(|(_, h)| {
+            let mut chain = vec![];
+            let mut d = Dynamic::from_ast(h);
+            while d.kind() == z3::AstKind::App && d.decl().kind() == z3::DeclKind::Store && d.num_children() == 3 {
+                let c = d.children();
+                let Some(a) = c[1].as_bv() else { break };
+                chain.push((a, c[2].clone()));
+                d = c[0].clone();
+            }
+            chain
+        })
+        .collect();
+    let shared = (0..chains.iter().map(|c| c.len()).min().unwrap_or(0))
+        .take_while(|&i| chains.iter().all(|c| c[i].0.ast_eq(&chains[0][i].0) && c[i].1.ast_eq(&chains[0][i].1)))
+        .count();
+    let mut probes: Vec<BV> = vec![];
+    for (a, _) in chains.iter().flat_map(|c| &c[shared..]) {
+        if probes.len() == MAX_PROBES {
+            break;
+        }
+        if !probes.iter().any(|q| q.ast_eq(a)) {
+            probes.push(a.clone());
+        }
+    }
+    let weight = |i: usize| BV::from_u64((2 * i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15), 64);
+    heaps
+        .iter()
+        .map(|(n, h)| {
+            let sum = probes.iter().enumerate().fold(BV::from_u64(0, 64), |acc, (i, a)| {
+                let byte = h.select(a).as_bv().expect("a heap holds bytes").zero_ext(56);
+                acc.bvadd(&byte.bvmul(&weight(i)))
+            });
+            (*n, sum)
+        })
+        .collect()
 }
 
 /// Zero for symbol `d`: a bit-vector's, or a heap of zero bytes.
@@ -2865,6 +2973,40 @@ fn step_differs(a: &SymOutcome, b: &SymOutcome) -> Bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Heaps sampled by their fingerprints: two chains of stores over one heap that write
+    /// the same bytes in another order (at distinct addresses) agree in every sample; a
+    /// chain that differs from them in one byte written under a shared top (the store of
+    /// 9 at `A`, then the shared stores at `B` and `C`) is told apart by a sample that
+    /// gives the heap and `A` values, and no state ties two heaps that differ.
+    #[test]
+    fn heaps_are_sampled_by_the_bytes_their_stores_write() {
+        let h = Array::new_const("h", &Sort::bitvector(32), &Sort::bitvector(8));
+        let a = BV::new_const("a", 32);
+        let byte = |v: u64| BV::from_u64(v, 8);
+        let (b, c) = (BV::from_u64(0x100010, 32), BV::from_u64(0x100020, 32));
+        let top = |x: Array| x.store(&b, &byte(1)).store(&c, &byte(2));
+        let one = top(h.store(&a, &byte(7)));
+        let swapped = h.store(&a, &byte(7)).store(&c, &byte(2)).store(&b, &byte(1));
+        let other = top(h.store(&a, &byte(9)));
+        let prints = fingerprints(&[(0, one), (1, swapped), (2, other)]);
+        let mut rng = 7u64;
+        let (mut split, mut tied) = (0, 0);
+        for round in 0..SAMPLES {
+            let syms = symbols(&prints.iter().map(|(_, p)| Dynamic::from_ast(p)).collect::<Vec<_>>());
+            assert_eq!(syms.len(), 2, "the heap and the address");
+            let values: Vec<Dynamic> = syms.iter().map(|d| sample_value(d, round, &mut rng)).collect();
+            let pairs: Vec<(&Dynamic, &Dynamic)> = syms.iter().zip(&values).collect();
+            let moved = groups_under(&prints, &pairs);
+            assert!(moved.iter().all(|g| g == &vec![2]), "only the third heap differs: {moved:?}");
+            if moved.is_empty() {
+                tied += 1;
+            } else {
+                split += 1;
+            }
+        }
+        assert!(split > 0, "some sample tells the third heap apart ({tied} did not)");
+    }
 
     /// `%x.1` and `%x` are versions of `x`; `%y` is defined from `%x.1` in b0, and b1
     /// assigns `%x.1` again (so `%y`'s definition is stale after it), then `%x`.
@@ -3009,6 +3151,38 @@ mod tests {
         assert!(pairs(&a.bvudiv(&b), &a.bvudiv(&b)).is_empty());
         // Different operators on the same operands are one pair, the whole terms.
         assert_eq!(pairs(&a.bvudiv(&b), &a.bvsdiv(&b)).len(), 1);
+    }
+
+    /// A load from heaps that differ as heaps (one has a store the other has not) is one
+    /// pair, the two loads, which can be equal where the heaps are not; from heaps that
+    /// differ in a stored value, the pair is the two values.
+    #[test]
+    fn congruence_compares_loads_from_heaps_that_differ_as_loads() {
+        let h = Array::new_const("h", &Sort::bitvector(32), &Sort::bitvector(8));
+        let (p, q) = (BV::new_const("p", 32), BV::new_const("q", 32));
+        let (v, w) = (BV::new_const("v", 8), BV::new_const("w", 8));
+        let pairs = |x: &BV, y: &BV| {
+            let mut out = vec![];
+            assert!(differing_subterms(&Dynamic::from_ast(x), &Dynamic::from_ast(y), &mut out));
+            out
+        };
+        let load = |a: &Array| a.select(&q).as_bv().unwrap().bvadd(&v);
+        let stored = load(&h.store(&p, &BV::from_u64(5, 8)));
+        let loads = pairs(&stored, &load(&h));
+        assert_eq!(loads.len(), 1);
+        assert!(loads[0].0.as_bv().is_some(), "the loads, not the heaps: {:?}", loads[0]);
+        assert!(loads[0].0.ast_eq(&Dynamic::from_ast(&h.store(&p, &BV::from_u64(5, 8)).select(&q))));
+        let values = pairs(&load(&h.store(&p, &v)), &load(&h.store(&p, &w)));
+        assert_eq!(values.len(), 1);
+        assert!(values[0].0.ast_eq(&Dynamic::from_ast(&v)) && values[0].1.ast_eq(&Dynamic::from_ast(&w)));
+        // Heaps compared as heaps keep their pair.
+        let heaps = {
+            let mut out = vec![];
+            assert!(differing_subterms(&Dynamic::from_ast(&h.store(&p, &v)), &Dynamic::from_ast(&h), &mut out));
+            out
+        };
+        assert_eq!(heaps.len(), 1);
+        assert!(heaps[0].0.as_array().is_some());
     }
 
     /// The symbols of a term are its uninterpreted constants, never its numerals: with the
