@@ -199,6 +199,8 @@ impl Tally {
     /// per try ([`super::simulate::explain`]): per pass of the pipeline named in
     /// `passes`, its lines (`tandem verify --why`, for the changed pairs not proved).
     pub fn explain(f: &Function, plan: &Plan, passes: &[String]) -> Result<Vec<(String, Vec<String>)>, PassError> {
+        // The function the answers came from (see [`super::isolate::as_validated`]).
+        let f = &super::isolate::as_validated(f);
         let mut before = f.clone();
         let mut g = f.clone();
         let mut out = vec![];
