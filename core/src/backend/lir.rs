@@ -325,7 +325,7 @@ thread_local! {
 
 /// Arenas a thread keeps for reuse: rationalization's and decomposition's.
 const SPARE_ARENAS: usize = 2;
-/// The most nodes an arena kept for reuse held (72 bytes a node: 576 KiB; about one
+/// The most nodes an arena kept for reuse held (64 bytes a node: 512 KiB; about one
 /// function in 200 of the `mix` profile has more). A kept arena's resident pages are
 /// those its largest function wrote, so this bound is also what a thread's arenas
 /// grow to, and they reach it within a campaign's first minute: with a bound as rare as
