@@ -21,6 +21,14 @@ impl Type {
         }
     }
 
+    /// The name it prints as (`i32`, `i64`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Type::I32 => "i32",
+            Type::I64 => "i64",
+        }
+    }
+
     /// Normalizes a raw integer to this type's canonical `i64` form (sign-extended).
     pub fn normalize(self, v: i64) -> i64 {
         match self {
@@ -32,10 +40,7 @@ impl Type {
 
 impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Type::I32 => "i32",
-            Type::I64 => "i64",
-        })
+        f.write_str(self.name())
     }
 }
 

@@ -100,10 +100,7 @@ fn key(f: &Function, e: Expr, out: &mut String, locals: &mut Vec<Local>) {
             }
             push_decimal(out, value.unsigned_abs());
             out.push(':');
-            out.push_str(match ty {
-                crate::types::Type::I32 => "i32",
-                crate::types::Type::I64 => "i64",
-            });
+            out.push_str(ty.name());
         }
         ExprData::Local(l) => {
             out.push_str("%l");
