@@ -1000,7 +1000,7 @@ fn load_byte(heap: &Array, i: &BV) -> BV {
 }
 
 /// The heap below `h`'s top store, and that store's index and byte, if `h` is a store.
-fn top_store(h: &Array) -> Option<(Array, BV, BV)> {
+pub(super) fn top_store(h: &Array) -> Option<(Array, BV, BV)> {
     if h.kind() != z3::AstKind::App || h.decl().kind() != z3::DeclKind::Store || h.num_children() != 3 {
         return None;
     }
