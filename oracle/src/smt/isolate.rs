@@ -94,6 +94,13 @@ pub fn child_program() -> Option<&'static (PathBuf, Limits)> {
     CHILD_PROGRAM.get()
 }
 
+/// The program and limits of a child to validate in, where one validates: a program is
+/// named ([`child_program`]) and no harness test planted a bug, which a child cannot see
+/// (see the module docs, "Which path runs").
+fn validating_child() -> Option<&'static (PathBuf, Limits)> {
+    child_program().filter(|_| !crate::judge::check::bug_planted())
+}
+
 /// [`super::validate_passes`] with hard limits where the process allows it (see the
 /// module docs): in a child under [`child_program`]'s limits, else in-process. `stop` is
 /// asked between samples; when it says so the child is killed and the answers so far are
@@ -118,8 +125,8 @@ pub fn validate_some_passes_bounded(
     only: Option<&str>,
     stop: &dyn Fn() -> bool,
 ) -> Result<Vec<(String, Answer, Duration, bool)>, PassError> {
-    match child_program() {
-        Some((program, limits)) if !crate::judge::check::bug_planted() => {
+    match validating_child() {
+        Some((program, limits)) => {
             let (pipeline, from) = match only {
                 None => (pipeline.clone(), 0),
                 Some(p) => match pipeline.passes.iter().position(|q| q.name == p) {
@@ -206,9 +213,9 @@ impl Request {
 /// on the parsed ones, had answered `proved (bound 2)`, and said nothing about them
 /// (default seeds 41 and 43's memopt).
 pub fn as_validated(f: &Function) -> Function {
-    match child_program() {
-        Some(_) if !crate::judge::check::bug_planted() => round_trip(f).1,
-        _ => f.clone(),
+    match validating_child() {
+        Some(_) => round_trip(f).1,
+        None => f.clone(),
     }
 }
 
@@ -239,7 +246,7 @@ fn pass_pairs(f: &Function, pipeline: &Pipeline) -> Result<Vec<(String, Function
 /// bug is planted), else in-process. A child killed at a limit, or stopped, compared
 /// nothing: the summary is empty (no difference found, and nothing counted as compared).
 pub fn self_check_bounded(seed: u64, profile: crate::gen::Profile, bound: u32, stop: &dyn Fn() -> bool) -> super::selfcheck::Summary {
-    let Some((program, limits)) = child_program().filter(|_| !crate::judge::check::bug_planted()) else {
+    let Some((program, limits)) = validating_child() else {
         return super::selfcheck::self_check(seed, 1, profile, bound);
     };
     let request = json!({ "self_check": { "seed": seed, "profile": profile.name(), "bound": bound } }).to_string();
