@@ -146,8 +146,8 @@ pub struct Originals {
     /// (`memopt`'s `%mem` and `%mem.2`), and versions of one variable always share its
     /// type.
     ids: HashMap<String, SmallVec<[(Type, u32); 1]>>,
-    /// The base name of each original.
-    bases: Vec<String>,
+    /// How many originals there are (ids are given out from 0 up).
+    count: u32,
     /// The original of every local named so far.
     orig: SecondaryMap<Local, u32>,
     /// How many locals are named.
@@ -159,7 +159,7 @@ impl Originals {
     fn update(&mut self, f: &Function) {
         for (l, d) in f.locals.iter().skip(self.named) {
             let base = original_name(&d.name);
-            let next = self.bases.len() as u32;
+            let next = self.count;
             let entry = match self.ids.get_mut(base) {
                 Some(e) => e,
                 None => self.ids.entry(base.to_string()).or_default(),
@@ -168,7 +168,7 @@ impl Originals {
                 Some(&(_, id)) => id,
                 None => {
                     entry.push((d.ty, next));
-                    self.bases.push(base.to_string());
+                    self.count += 1;
                     next
                 }
             };
@@ -365,7 +365,7 @@ impl Initialization {
     ) -> Option<Initialization> {
         originals.update(f);
         let orig = originals.orig.clone();
-        let norig = originals.bases.len();
+        let norig = originals.count as usize;
         // Per original, the round that made it if it is a temporary: the originals of each
         // temporary's name, looked up by it (the temporaries' names are distinct; a
         // search of them per original cost a scan the originals times the temporaries).
