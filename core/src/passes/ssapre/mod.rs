@@ -157,6 +157,8 @@ pub struct Originals {
 impl Originals {
     /// Names the originals of the locals added to `f` since the last call.
     fn update(&mut self, f: &Function) {
+        // Sized once, rather than grown at each local.
+        self.orig.resize(f.locals.len());
         for (l, d) in f.locals.iter().skip(self.named) {
             let base = original_name(&d.name);
             let next = self.count;
