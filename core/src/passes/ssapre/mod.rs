@@ -601,12 +601,12 @@ impl Initialization {
             let composite = operands.iter().any(|o| made(o).is_some());
             let fresh = operands.iter().any(|o| made(o) == Some(round.wrapping_sub(1)));
             let key = Key { op, operands };
-            // Looked up before it is inserted, so that the key is cloned only for a new
-            // expression.
-            let k = match index.get(&key) {
-                Some(&k) => k,
-                None => {
-                    index.insert(key.clone(), init.worklist.len());
+            // One probe: the key is cloned only for a new expression, from the entry.
+            let k = match index.entry(key) {
+                std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let key = e.key().clone();
+                    e.insert(init.worklist.len());
                     init.worklist.push(Expression { key, occs: SmallVec::new(), composite, fresh });
                     init.worklist.len() - 1
                 }
