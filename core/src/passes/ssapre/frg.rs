@@ -16,7 +16,7 @@ use cranelift_bitset::CompoundBitSet;
 use crate::passes::{Analyses, Stats};
 use crate::hash::HashMap;
 use cranelift_entity::EntityRef;
-use smallvec::{smallvec, SmallVec};
+use smallvec::SmallVec;
 
 /// No Φ in this block ([`Frg::phi_index`]).
 const NO_PHI: u32 = u32::MAX;
@@ -136,6 +136,13 @@ struct Frg<'a> {
     /// Finalize1: the available definition of each class, by class (classes are
     /// numbered from 1 up to [`Frg::classes`]).
     avail_def: Vec<Option<Def>>,
+    /// Rename's stack of occurrences and its scopes (see [`Frg::rename`]), the events
+    /// of a block ([`Frg::rename_occurrences`]), and the worklist of the data flow
+    /// resets.
+    stack: Vec<Top>,
+    scopes: Vec<(Block, usize)>,
+    events: Vec<(u32, Option<usize>)>,
+    work: Vec<usize>,
 }
 
 /// The buffers of one expression's steps, kept by `ssapre::run` from expression to
@@ -157,6 +164,15 @@ pub struct Buffers {
     needed: Vec<bool>,
     used_insertion: Vec<bool>,
     avail_def: Vec<Option<Def>>,
+    /// Rename's stack and scopes, empty: lists kept from expression to expression cost
+    /// less per push and look than inline ones (a sixth of Rename was their checks of
+    /// where their items are).
+    stack: Vec<Top>,
+    scopes: Vec<(Block, usize)>,
+    events: Vec<(u32, Option<usize>)>,
+    work: Vec<usize>,
+    /// The worklist of [`inert`].
+    inert: Vec<Block>,
     /// Φ-Insertion's own lists: the Φ blocks, the sites in pre-order, and the two bit sets.
     phi_at: Vec<Block>,
     preorder: Vec<Block>,
@@ -201,7 +217,7 @@ pub fn run_expression(
     bufs: &mut Buffers,
 ) -> bool {
     stats.bump("exprs");
-    if inert(f, an, init, &init.worklist[k]) {
+    if inert(f, an, init, &init.worklist[k], &mut bufs.inert) {
         // What the steps below would count for it: nothing moved, no Φ unneeded.
         if has_phi(an, init, &init.worklist[k]) {
             stats.add("phis_unneeded", 0);
@@ -228,7 +244,7 @@ const INERT_WALK: usize = 32;
 /// expression over a variable assigned in each as many Φs, all of them of no use: the
 /// steps cost each such expression the size of the function, and 10,000 diamonds took
 /// minutes. Not inert when the walk would pass [`INERT_WALK`] blocks: the steps decide.
-fn inert(f: &Function, an: &Analyses, init: &Initialization, e: &Expression) -> bool {
+fn inert(f: &Function, an: &Analyses, init: &Initialization, e: &Expression, work: &mut Vec<Block>) -> bool {
     let [occ] = &e.occs[..] else { return false };
     let dt = &an.domtree;
     if dt.preorder_number(occ.block) == 0 {
@@ -249,7 +265,8 @@ fn inert(f: &Function, an: &Analyses, init: &Initialization, e: &Expression) -> 
                     super::KeyOperand::Const(..) => false,
                 }))
     };
-    let mut work: SmallVec<[Block; 8]> = smallvec![occ.block];
+    work.clear();
+    work.push(occ.block);
     let mut walked = 0;
     while let Some(p) = work.pop() {
         walked += 1;
@@ -407,6 +424,10 @@ impl<'a> Frg<'a> {
             needed: std::mem::take(&mut bufs.needed),
             used_insertion: std::mem::take(&mut bufs.used_insertion),
             avail_def: std::mem::take(&mut bufs.avail_def),
+            stack: std::mem::take(&mut bufs.stack),
+            scopes: std::mem::take(&mut bufs.scopes),
+            events: std::mem::take(&mut bufs.events),
+            work: std::mem::take(&mut bufs.work),
         })
     }
 
@@ -450,6 +471,10 @@ impl<'a> Frg<'a> {
             mut needed,
             mut used_insertion,
             mut avail_def,
+            mut stack,
+            mut scopes,
+            mut events,
+            mut work,
             ..
         } = self;
         for p in phis.drain(..) {
@@ -466,6 +491,10 @@ impl<'a> Frg<'a> {
         needed.clear();
         used_insertion.clear();
         avail_def.clear();
+        stack.clear();
+        scopes.clear();
+        events.clear();
+        work.clear();
         *bufs = Buffers {
             phis,
             phi_index,
@@ -477,6 +506,10 @@ impl<'a> Frg<'a> {
             needed,
             used_insertion,
             avail_def,
+            stack,
+            scopes,
+            events,
+            work,
             ..std::mem::take(bufs)
         };
     }
@@ -508,10 +541,10 @@ impl<'a> Frg<'a> {
     /// would have there, since the blocks skipped push nothing.
     fn rename(&mut self, f: &Function) {
         let an = self.an;
-        // The stacks, like the other worklists of one expression, are small: they start on
-        // the stack (a few allocations per expression were a fifth of its time).
-        let mut stack: SmallVec<[Top; 16]> = SmallVec::new();
-        let mut scopes: SmallVec<[(Block, usize); 16]> = SmallVec::new();
+        // The stacks are the lists of the expressions before, kept in [`Buffers`] (a few
+        // allocations per expression were a fifth of its time).
+        let mut stack = std::mem::take(&mut self.stack);
+        let mut scopes = std::mem::take(&mut self.scopes);
         for si in 0..self.sites.len() {
             let (b, own) = self.sites[si];
             while let Some(&(d, height)) = scopes.last() {
@@ -541,12 +574,14 @@ impl<'a> Frg<'a> {
             }
             self.rename_phi_operands(f, b, &stack);
         }
+        self.stack = stack;
+        self.scopes = scopes;
     }
 
     /// Rename within block `b`: the block's occurrences and (for a trapping expression)
     /// effects, in order. An occurrence with the versions of the stack's top joins its
     /// class; an effect under a Φ makes the Φ not down-safe.
-    fn rename_occurrences(&mut self, b: Block, stack: &mut SmallVec<[Top; 16]>) {
+    fn rename_occurrences(&mut self, b: Block, stack: &mut Vec<Top>) {
         let occs = &self.e.occs;
         let here = self.occs_in(b);
         if here.is_empty() {
@@ -560,13 +595,15 @@ impl<'a> Frg<'a> {
             }
             return;
         }
-        let mut events: SmallVec<[(u32, Option<usize>); 8]> = here.clone().map(|i| (occs[i].pos, Some(i))).collect();
+        let mut events = std::mem::take(&mut self.events);
+        events.clear();
+        events.extend(here.clone().map(|i| (occs[i].pos, Some(i))));
         if self.trapping {
-            let own: SmallVec<[Expr; 8]> = here.map(|i| occs[i].node).collect();
-            events.extend(self.init.kills[b].iter().filter(|(_, n)| !own.contains(n)).map(|&(p, _)| (p, None)));
+            let own = |n: &Expr| here.clone().any(|i| occs[i].node == *n);
+            events.extend(self.init.kills[b].iter().filter(|(_, n)| !own(n)).map(|&(p, _)| (p, None)));
         }
         events.sort_by_key(|&(p, i)| (p, i.is_none()));
-        for (_, ev) in events {
+        for &(_, ev) in &events {
             match (ev, stack.last().copied()) {
                 (None, Some(Top::Phi(j))) => self.phis[j].down_safe = false,
                 (None, _) => {}
@@ -589,6 +626,7 @@ impl<'a> Frg<'a> {
                 }
             }
         }
+        self.events = events;
     }
 
     /// Rename at the end of block `b`: the Φ operands of the successors' Φs occur there
@@ -635,7 +673,7 @@ impl<'a> Frg<'a> {
         }
         for j in 0..self.phis.len() {
             if !self.phis[j].down_safe {
-                reset_down_safe(&mut self.phis, j);
+                reset_down_safe(&mut self.phis, j, &mut self.work);
             }
         }
     }
@@ -657,7 +695,7 @@ impl<'a> Frg<'a> {
                 phis[j].will_be_avail() && !phis[j].down_safe && phis[j].operands.iter().any(|o| needs_insertion(phis, o))
             });
             let Some(j) = bad else { break };
-            reset_can_be_avail(&mut self.phis, &self.users, j);
+            reset_can_be_avail(&mut self.phis, &self.users, j, &mut self.work);
             self.later();
         }
     }
@@ -665,13 +703,13 @@ impl<'a> Frg<'a> {
     /// CanBeAvail: a Φ that is not down-safe with a ⊥ operand cannot be available, nor
     /// can the Φs that depend on one that cannot.
     fn can_be_avail(&mut self) {
-        let (phis, users) = (&mut self.phis, &self.users);
+        let (phis, users, work) = (&mut self.phis, &self.users, &mut self.work);
         for j in 0..phis.len() {
             if !phis[j].down_safe && phis[j].can_be_avail && phis[j].operands.iter().any(|o| o.def == Def::Bottom) {
-                reset_can_be_avail(phis, users, j);
+                reset_can_be_avail(phis, users, j, work);
             }
             if !phis[j].can_be_avail {
-                reset_can_be_avail(phis, users, j);
+                reset_can_be_avail(phis, users, j, work);
             }
         }
     }
@@ -679,7 +717,7 @@ impl<'a> Frg<'a> {
     /// Later: a Φ that can be available is later unless an operand with a real use, or a
     /// Φ that is not later, feeds it (`compute_later`).
     fn later(&mut self) {
-        compute_later(&mut self.phis, &self.users);
+        compute_later(&mut self.phis, &self.users, &mut self.work);
     }
 
     /// Whether Finalize would decide no reload, known after WillBeAvail without its walk:
@@ -1139,8 +1177,9 @@ fn needs_insertion(phis: &[PhiOcc], o: &PhiOpnd) -> bool {
 
 /// DownSafety's reset: the Φs feeding `j` without a real use are not down-safe, nor
 /// the Φs feeding those (a worklist: a chain of Φs is as long as the function).
-fn reset_down_safe(phis: &mut [PhiOcc], j: usize) {
-    let mut work: SmallVec<[usize; 8]> = smallvec![j];
+fn reset_down_safe(phis: &mut [PhiOcc], j: usize, work: &mut Vec<usize>) {
+    work.clear();
+    work.push(j);
     while let Some(j) = work.pop() {
         for oi in 0..phis[j].operands.len() {
             let o = &phis[j].operands[oi];
@@ -1177,9 +1216,10 @@ fn phi_users(phis: &[PhiOcc], users: &mut Vec<Vec<(usize, usize)>>) {
 
 /// CanBeAvail's reset: `g` cannot be available, so operands it defines without a real
 /// use become ⊥, and a Φ that is not down-safe with such an operand cannot be either.
-fn reset_can_be_avail(phis: &mut [PhiOcc], users: &[Vec<(usize, usize)>], g: usize) {
+fn reset_can_be_avail(phis: &mut [PhiOcc], users: &[Vec<(usize, usize)>], g: usize, work: &mut Vec<usize>) {
     phis[g].can_be_avail = false;
-    let mut work: SmallVec<[usize; 8]> = smallvec![g];
+    work.clear();
+    work.push(g);
     while let Some(g) = work.pop() {
         for &(j, oi) in &users[g] {
             let o = &phis[j].operands[oi];
@@ -1196,21 +1236,22 @@ fn reset_can_be_avail(phis: &mut [PhiOcc], users: &[Vec<(usize, usize)>], g: usi
 
 /// Later: every Φ that can be available starts later; a Φ with an operand that has a
 /// real use is not, nor any Φ it feeds.
-fn compute_later(phis: &mut [PhiOcc], users: &[Vec<(usize, usize)>]) {
+fn compute_later(phis: &mut [PhiOcc], users: &[Vec<(usize, usize)>], work: &mut Vec<usize>) {
     for p in phis.iter_mut() {
         p.later = p.can_be_avail;
     }
     for j in 0..phis.len() {
         if phis[j].later && phis[j].operands.iter().any(|o| o.def != Def::Bottom && o.has_real_use) {
-            reset_later(phis, users, j);
+            reset_later(phis, users, j, work);
         }
     }
 }
 
 /// Later's reset: a Φ fed by `g` is not later either.
-fn reset_later(phis: &mut [PhiOcc], users: &[Vec<(usize, usize)>], g: usize) {
+fn reset_later(phis: &mut [PhiOcc], users: &[Vec<(usize, usize)>], g: usize, work: &mut Vec<usize>) {
     phis[g].later = false;
-    let mut work: SmallVec<[usize; 8]> = smallvec![g];
+    work.clear();
+    work.push(g);
     while let Some(g) = work.pop() {
         for &(j, _) in &users[g] {
             if phis[j].later && phis[j].operands.iter().any(|o| o.def == Def::Phi(g)) {

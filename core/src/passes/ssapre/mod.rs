@@ -146,8 +146,8 @@ pub struct Originals {
     /// (`memopt`'s `%mem` and `%mem.2`), and versions of one variable always share its
     /// type.
     ids: HashMap<String, SmallVec<[(Type, u32); 1]>>,
-    /// The base name of each original.
-    bases: Vec<String>,
+    /// How many originals there are (ids are given out from 0 up).
+    count: u32,
     /// The original of every local named so far.
     orig: SecondaryMap<Local, u32>,
     /// How many locals are named.
@@ -157,9 +157,11 @@ pub struct Originals {
 impl Originals {
     /// Names the originals of the locals added to `f` since the last call.
     fn update(&mut self, f: &Function) {
+        // Sized once, rather than grown at each local.
+        self.orig.resize(f.locals.len());
         for (l, d) in f.locals.iter().skip(self.named) {
             let base = original_name(&d.name);
-            let next = self.bases.len() as u32;
+            let next = self.count;
             let entry = match self.ids.get_mut(base) {
                 Some(e) => e,
                 None => self.ids.entry(base.to_string()).or_default(),
@@ -168,7 +170,7 @@ impl Originals {
                 Some(&(_, id)) => id,
                 None => {
                     entry.push((d.ty, next));
-                    self.bases.push(base.to_string());
+                    self.count += 1;
                     next
                 }
             };
@@ -365,7 +367,7 @@ impl Initialization {
     ) -> Option<Initialization> {
         originals.update(f);
         let orig = originals.orig.clone();
-        let norig = originals.bases.len();
+        let norig = originals.count as usize;
         // Per original, the round that made it if it is a temporary: the originals of each
         // temporary's name, looked up by it (the temporaries' names are distinct; a
         // search of them per original cost a scan the originals times the temporaries).
@@ -599,12 +601,12 @@ impl Initialization {
             let composite = operands.iter().any(|o| made(o).is_some());
             let fresh = operands.iter().any(|o| made(o) == Some(round.wrapping_sub(1)));
             let key = Key { op, operands };
-            // Looked up before it is inserted, so that the key is cloned only for a new
-            // expression.
-            let k = match index.get(&key) {
-                Some(&k) => k,
-                None => {
-                    index.insert(key.clone(), init.worklist.len());
+            // One probe: the key is cloned only for a new expression, from the entry.
+            let k = match index.entry(key) {
+                std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let key = e.key().clone();
+                    e.insert(init.worklist.len());
                     init.worklist.push(Expression { key, occs: SmallVec::new(), composite, fresh });
                     init.worklist.len() - 1
                 }
