@@ -464,6 +464,11 @@ fn differ(a: &SymOutcome, b: &SymOutcome) -> Bool {
 /// differs by its next block, and the heap and the callframe count only where the run
 /// stops.
 pub(super) fn outcomes_differ(a: &SymOutcome, b: &SymOutcome, step: bool) -> Bool {
+    Bool::or(&outcome_differences(a, b, step))
+}
+
+/// The ways [`outcomes_differ`] counts, one condition each (its disjuncts).
+pub(super) fn outcome_differences(a: &SymOutcome, b: &SymOutcome, step: bool) -> Vec<Bool> {
     let kind = |k: u64| BV::from_u64(k, 8);
     let addr = BV::fresh_const("addr", 32);
     let in_heap = Bool::and(&[
@@ -489,7 +494,7 @@ pub(super) fn outcomes_differ(a: &SymOutcome, b: &SymOutcome, step: bool) -> Boo
             None => x.eq(y).not(),
         });
     }
-    Bool::or(&d)
+    d
 }
 
 fn trace_differs(a: &Trace, b: &Trace) -> Bool {
