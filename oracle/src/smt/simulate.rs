@@ -2376,7 +2376,7 @@ fn differing_below(a: &Dynamic, b: &Dynamic, out: &mut Vec<(Dynamic, Dynamic)>, 
 /// One query over `goals` within `cap`: `Some(false)` when they hold, `Some(true)` when a
 /// model split their classes, `None` when the query's share ran out.
 fn query_goals(p: &Pair, class: &mut [usize], goals: &[Goal], edge: &Edge, limit: usize, cap: u64, budget: &mut Budget) -> Result<Option<bool>, Unknown> {
-    let s = super::solver();
+    let s = super::bounded_solver();
     let refs: Vec<Bool> = goals.iter().map(|(_, _, a, b)| a.eq(b).not()).collect();
     for a in relevant(edge.step, &refs) {
         s.assert(a);
@@ -2425,7 +2425,7 @@ fn relation_model<'a>(edge: &Edge<'a>, budget: &mut Budget) -> Option<&'a z3::Mo
             if edge.step.assumed.is_empty() || edge.undecided_models.borrow().contains(&block) {
                 return None;
             }
-            let s = super::solver();
+            let s = super::bounded_solver();
             for a in &edge.step.assumed {
                 s.assert(a);
             }
@@ -2505,7 +2505,7 @@ fn observables_agree(p: &Pair, steps: &[Step], last: bool, budget: &mut Budget, 
         let mut k = 0;
         while k < queries.len() {
             let (assumed, ds) = &queries[k];
-            let s = super::solver();
+            let s = super::bounded_solver();
             for a in assumed {
                 s.assert(*a);
             }
@@ -2549,7 +2549,7 @@ fn contradictory(assumed: &[Bool], budget: &mut Budget, cap: u64) -> bool {
     if assumed.is_empty() {
         return false;
     }
-    let s = super::solver();
+    let s = super::bounded_solver();
     for a in assumed {
         s.assert(a);
     }
@@ -2623,7 +2623,7 @@ fn pairs_equal(st: &Step, pairs: &[(Dynamic, Dynamic)], budget: &mut Budget, cap
         if left == 0 {
             return false;
         }
-        let s = super::solver();
+        let s = super::bounded_solver();
         for &k in on {
             s.assert(&st.assumed[k]);
         }
