@@ -243,7 +243,7 @@ fn accepts(op: &Op, i: usize) -> Accepts {
 /// node's position). Not itself recursive, so that it is made part of [`lower`] (it runs
 /// for every live node); a fused compare's operands are contained by
 /// [`contain_fused_operands`].
-#[inline]
+#[inline(always)]
 fn contain_operands(f: &mut LirFunction, live: &[Node], positions: &BlockNodeMap<u32>, pos: usize, n: Node, stats: &mut LowerStats) {
     let position = |m: Node| positions.get(m).map(|&at| at as usize);
     // The arguments are read by index, not copied: containing marks other nodes, never
