@@ -137,11 +137,10 @@ pub struct InsnIndex {
 }
 
 impl InsnIndex {
-    /// The index of `bytes` from their linear decoding at [`CODE_BASE`]: the offset of
-    /// every instruction decoded, in order, and the offset where decoding stopped.
-    pub(crate) fn from_decoding(bytes: &[u8], positions: impl Iterator<Item = usize>, end: usize) -> InsnIndex {
-        let mut starts = vec![];
-        fill_index(bytes.len(), &mut starts, positions, || end);
+    /// The index of `bytes` from their linear decoding at [`CODE_BASE`], whose starts
+    /// [`fill_index`] has written already.
+    pub(crate) fn with_starts(bytes: &[u8], starts: Vec<u32>) -> InsnIndex {
+        debug_assert_eq!(starts.len(), bytes.len() + 1);
         InsnIndex { bytes: bytes.to_vec(), starts }
     }
 
@@ -171,8 +170,9 @@ impl InsnIndex {
 
 /// Writes into `starts` the index of code of `len` bytes whose linear decoding has
 /// instructions at `positions`, in order, and stopped at `end()` (asked once they are all
-/// seen).
-fn fill_index(len: usize, starts: &mut Vec<u32>, positions: impl Iterator<Item = usize>, end: impl FnOnce() -> usize) {
+/// seen): at each offset where an instruction starts, its number; `u32::MAX` elsewhere;
+/// at `len`, the number of instructions when decoding stopped exactly there.
+pub(crate) fn fill_index(len: usize, starts: &mut Vec<u32>, positions: impl Iterator<Item = usize>, end: impl FnOnce() -> usize) {
     starts.clear();
     starts.resize(len + 1, u32::MAX);
     let mut k = 0u32;

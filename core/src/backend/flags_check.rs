@@ -13,7 +13,7 @@
 //! which flags each instruction reads, writes, sets, clears and leaves undefined.
 //! `compile_validated` runs it after emission, as the harness's checks do.
 
-use crate::abi::{InsnIndex, MachineCode, CODE_BASE};
+use crate::abi::{fill_index, InsnIndex, MachineCode, CODE_BASE};
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Formatter, Instruction, IntelFormatter, Mnemonic, OpKind, RflagsBits};
 
 /// The arithmetic flags the check follows.
@@ -42,10 +42,11 @@ impl std::fmt::Display for UndefinedFlag {
 pub fn check(code: &MachineCode) -> Result<InsnIndex, Vec<UndefinedFlag>> {
     let mut scratch = SCRATCH.with(|d| d.take());
     let end = decode_into(&code.bytes, &mut scratch.insns);
-    let result = check_decoded(code, &mut scratch).map(|()| {
-        let at = |i: &Instruction| (i.ip() - CODE_BASE as u64) as usize;
-        InsnIndex::from_decoding(&code.bytes, scratch.insns.iter().map(at), end)
-    });
+    // The index serves the dataflow first (an address to its instruction), then the
+    // emulator.
+    let mut starts = vec![];
+    fill_index(code.bytes.len(), &mut starts, scratch.insns.iter().map(|i| i.at as usize), || end);
+    let result = check_decoded(code, &starts, &mut scratch).map(|()| InsnIndex::with_starts(&code.bytes, starts));
     // A rare large program's lists are not kept: what a thread keeps stays bounded, so a
     // long campaign's resident set does not ratchet up with the largest program it met.
     if scratch.insns.capacity() <= SPARE_DECODED {
@@ -54,25 +55,24 @@ pub fn check(code: &MachineCode) -> Result<InsnIndex, Vec<UndefinedFlag>> {
     result
 }
 
-/// The most instructions a kept list may have room for (40 bytes each: 320 KiB, and 16
-/// bytes each of facts and block numbers), well above a default program's.
+/// The most instructions a kept list may have room for (24 bytes each: 192 KiB, and 16
+/// bytes each of block numbers and blocks), well above a default program's.
 const SPARE_DECODED: usize = 1 << 13;
 
 thread_local! {
     /// The lists of this thread's last check, reused by the next. A program's instruction
-    /// list is tens of kilobytes (40 bytes an instruction), above the fixed mmap threshold
-    /// of the long-running commands (`measure::memory::return_large_blocks` in the
-    /// harness), so a fresh list per check was mapped, faulted in page by page, copied as
-    /// it grew and unmapped again for every program compiled.
+    /// list is kilobytes, above the fixed mmap threshold of the long-running commands
+    /// (`measure::memory::return_large_blocks` in the harness), so a fresh list per check
+    /// was mapped, faulted in page by page, copied as it grew and unmapped again for every
+    /// program compiled.
     static SCRATCH: std::cell::Cell<Scratch> = const { std::cell::Cell::new(Scratch::new()) };
 }
 
-/// What one check works in: the decoded instructions, each one's facts, and the basic
-/// blocks of the dataflow.
+/// What one check works in: the decoded instructions as the dataflow needs them, and the
+/// basic blocks of the dataflow.
 #[derive(Default)]
 struct Scratch {
-    insns: Vec<Instruction>,
-    facts: Vec<Facts>,
+    insns: Vec<Insn>,
     /// The block that starts at each instruction (`NO_BLOCK` where none starts).
     block_at: Vec<u32>,
     blocks: Vec<BasicBlock>,
@@ -81,7 +81,7 @@ struct Scratch {
 
 impl Scratch {
     const fn new() -> Scratch {
-        Scratch { insns: Vec::new(), facts: Vec::new(), block_at: Vec::new(), blocks: Vec::new(), work: Vec::new() }
+        Scratch { insns: Vec::new(), block_at: Vec::new(), blocks: Vec::new(), work: Vec::new() }
     }
 }
 
@@ -94,6 +94,66 @@ struct Facts {
     keep: u32,
     make: u32,
     reads: u32,
+}
+
+/// Where control may go after an instruction (from iced's flow control).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    /// On to the next instruction only (calls included: they return).
+    Next,
+    /// To the branch target only.
+    Jump,
+    /// To the branch target or the next instruction.
+    Branch,
+    /// Nowhere in the code: a return, an interrupt, an exception or an indirect branch.
+    Stop,
+}
+
+/// One decoded instruction as the check needs it, asked of iced once while decoding (the
+/// instruction itself is decoded again only to print a finding).
+#[derive(Clone, Copy)]
+struct Insn {
+    /// Its offset in the code.
+    at: u32,
+    /// For a `Jump` or `Branch`: the instruction at the target, once resolved
+    /// ([`NO_INSN`] when none starts there); before, the target's address.
+    target: u32,
+    facts: Facts,
+    flow: Flow,
+}
+
+const NO_INSN: u32 = u32::MAX;
+
+impl Insn {
+    fn of(i: &Instruction) -> Insn {
+        let flow_control = i.flow_control();
+        let (keep, make) = transfer_masks(i, flow_control);
+        let flow = match flow_control {
+            FlowControl::UnconditionalBranch => Flow::Jump,
+            FlowControl::ConditionalBranch => Flow::Branch,
+            FlowControl::Return | FlowControl::Interrupt | FlowControl::Exception | FlowControl::IndirectBranch => Flow::Stop,
+            _ => Flow::Next,
+        };
+        // Addresses of 32-bit code fit in 32 bits; one that does not names no instruction.
+        let target = match flow {
+            Flow::Jump | Flow::Branch => u32::try_from(i.near_branch_target()).unwrap_or(NO_INSN),
+            _ => NO_INSN,
+        };
+        let at = (i.ip() - CODE_BASE as u64) as u32;
+        Insn { at, target, facts: Facts { keep, make, reads: i.rflags_read() & STATUS }, flow }
+    }
+
+    /// The instructions that may run after this one, the `k`-th of `len`.
+    fn successors(&self, k: usize, len: usize) -> [Option<usize>; 2] {
+        let target = (self.target != NO_INSN).then_some(self.target as usize);
+        let next = (k + 1 < len).then_some(k + 1);
+        match self.flow {
+            Flow::Jump => [target, None],
+            Flow::Branch => [target, next],
+            Flow::Stop => [None, None],
+            Flow::Next => [next, None],
+        }
+    }
 }
 
 /// A run of instructions entered only at its first and left only after its last (split
@@ -116,35 +176,42 @@ struct BasicBlock {
     queued: bool,
 }
 
-/// [`check`] over the decoded instructions of `code` (`scratch.insns`).
-fn check_decoded(code: &MachineCode, scratch: &mut Scratch) -> Result<(), Vec<UndefinedFlag>> {
-    let Scratch { insns, facts, block_at, blocks, work } = scratch;
-    let insns = &insns[..];
-    // The instructions are decoded in address order, so an address is found by binary
-    // search.
-    let index = |ip: u64| insns.binary_search_by_key(&ip, |i| i.ip()).ok();
+/// [`check`] over the decoded instructions of `code` (`scratch.insns`), whose index
+/// `starts` ([`fill_index`]) finds the instruction at an offset.
+fn check_decoded(code: &MachineCode, starts: &[u32], scratch: &mut Scratch) -> Result<(), Vec<UndefinedFlag>> {
+    let Scratch { insns, block_at, blocks, work } = scratch;
+    let len = insns.len();
+    // The instruction starting at `address` (the index's entry past the last instruction
+    // is the count, no instruction).
+    let index = |address: u64| {
+        let at = usize::try_from(address.checked_sub(CODE_BASE as u64)?).ok()?;
+        starts.get(at).map(|&k| k as usize).filter(|&k| k < len)
+    };
     let Some(entry) = index(CODE_BASE as u64 + code.entry as u64) else { return Ok(()) };
-    // Each instruction's facts, once; blocks start at the entry, at every branch target
-    // and after every instruction that does not go on to the next.
-    facts.clear();
+    // Branch targets resolved to instructions; blocks start at the entry, at every branch
+    // target and after every instruction that does not go on to the next.
     block_at.clear();
-    block_at.resize(insns.len(), NO_BLOCK);
+    block_at.resize(len, NO_BLOCK);
     block_at[entry] = 0;
-    for (k, i) in insns.iter().enumerate() {
-        let (keep, make) = transfer_masks(i);
-        facts.push(Facts { keep, make, reads: i.rflags_read() & STATUS });
-        if ends_block(i) {
-            for next in successors(i, k, insns.len(), index).into_iter().flatten() {
-                block_at[next] = 0;
-            }
-            if let Some(next) = block_at.get_mut(k + 1) {
-                *next = 0;
-            }
+    for k in 0..len {
+        let i = &mut insns[k];
+        if i.flow == Flow::Next {
+            continue;
+        }
+        if i.target != NO_INSN {
+            i.target = index(i.target as u64).map_or(NO_INSN, |t| t as u32);
+        }
+        for next in i.successors(k, len).into_iter().flatten() {
+            block_at[next] = 0;
+        }
+        if let Some(next) = block_at.get_mut(k + 1) {
+            *next = 0;
         }
     }
+    let insns = &insns[..];
     // The blocks in address order, each with its instructions' transfers composed.
     blocks.clear();
-    for k in 0..insns.len() {
+    for (k, i) in insns.iter().enumerate() {
         if k == 0 || block_at[k] != NO_BLOCK {
             block_at[k] = blocks.len() as u32;
             blocks.push(BasicBlock {
@@ -159,7 +226,7 @@ fn check_decoded(code: &MachineCode, scratch: &mut Scratch) -> Result<(), Vec<Un
             });
         }
         let b = blocks.last_mut().expect("instruction 0 starts a block");
-        let f = facts[k];
+        let f = i.facts;
         b.reads_kept |= f.reads & b.keep;
         b.reads_made |= f.reads & b.make;
         b.keep &= f.keep;
@@ -179,7 +246,7 @@ fn check_decoded(code: &MachineCode, scratch: &mut Scratch) -> Result<(), Vec<Un
         let b = &mut blocks[b as usize];
         b.queued = false;
         let (after, last) = ((b.entry.unwrap_or(0) & b.keep) | b.make, b.end as usize - 1);
-        for next in successors(&insns[last], last, insns.len(), index).into_iter().flatten() {
+        for next in insns[last].successors(last, len).into_iter().flatten() {
             let s = block_at[next] as usize;
             let merged = blocks[s].entry.unwrap_or(0) | after;
             if blocks[s].entry != Some(merged) {
@@ -191,20 +258,25 @@ fn check_decoded(code: &MachineCode, scratch: &mut Scratch) -> Result<(), Vec<Un
         }
     }
     let mut errors = vec![];
-    // Made only for a finding: a formatter costs more to make than the rest of a check.
-    let mut fmt: Option<IntelFormatter> = None;
+    // Made only for a finding: a formatter costs more to make than the rest of a check,
+    // and the decoder gives the instruction found again.
+    let mut fmt: Option<(IntelFormatter, Decoder)> = None;
     for b in blocks.iter() {
         let Some(mut undefined) = b.entry else { continue };
         if (undefined & b.reads_kept) | b.reads_made == 0 {
             continue;
         }
-        for k in b.first as usize..b.end as usize {
-            let (i, f) = (&insns[k], facts[k]);
+        for i in &insns[b.first as usize..b.end as usize] {
+            let f = i.facts;
             let bad = f.reads & undefined;
             if bad != 0 {
+                let (fmt, d) = fmt.get_or_insert_with(|| (IntelFormatter::new(), decoder(&code.bytes)));
+                let address = CODE_BASE as u64 + i.at as u64;
+                d.set_position(i.at as usize).expect("an instruction decoded from these bytes");
+                d.set_ip(address);
                 let mut text = String::new();
-                fmt.get_or_insert_with(IntelFormatter::new).format(i, &mut text);
-                errors.push(UndefinedFlag { address: i.ip(), instruction: text, flags: bad });
+                fmt.format(&d.decode(), &mut text);
+                errors.push(UndefinedFlag { address, instruction: text, flags: bad });
             }
             undefined = (undefined & f.keep) | f.make;
         }
@@ -216,21 +288,28 @@ fn check_decoded(code: &MachineCode, scratch: &mut Scratch) -> Result<(), Vec<Un
     }
 }
 
+/// The decoder of the check: 32-bit code at [`CODE_BASE`].
+fn decoder(bytes: &[u8]) -> Decoder<'_> {
+    Decoder::with_ip(32, bytes, CODE_BASE as u64, DecoderOptions::NONE)
+}
+
 /// Decodes `bytes` into `out` (emptied first), one instruction after another from the
 /// first; returns the offset where decoding stopped.
-fn decode_into(bytes: &[u8], out: &mut Vec<Instruction>) -> usize {
-    let mut d = Decoder::with_ip(32, bytes, CODE_BASE as u64, DecoderOptions::NONE);
+fn decode_into(bytes: &[u8], out: &mut Vec<Insn>) -> usize {
+    let mut d = decoder(bytes);
+    let mut i = Instruction::default();
     out.clear();
     while d.can_decode() {
-        out.push(d.decode());
+        d.decode_out(&mut i);
+        out.push(Insn::of(&i));
     }
     d.position()
 }
 
-/// The undefined flags after `i` given those before it, as two masks: they are
-/// `(undefined & keep) | make`.
-fn transfer_masks(i: &Instruction) -> (u32, u32) {
-    if i.flow_control() == FlowControl::Call {
+/// The undefined flags after `i` (whose flow control is `flow`) given those before it, as
+/// two masks: they are `(undefined & keep) | make`.
+fn transfer_masks(i: &Instruction, flow: FlowControl) -> (u32, u32) {
+    if flow == FlowControl::Call {
         return (0, STATUS);
     }
     // Most instructions (the moves) modify no flag: one question to iced answers for
@@ -258,31 +337,6 @@ fn count_may_be_zero(i: &Instruction) -> bool {
         OpKind::Immediate8 => i.immediate8() & 31 == 0,
         _ => false,
     }
-}
-
-/// The instructions that may run after instruction `k`.
-fn successors(i: &Instruction, k: usize, len: usize, index: impl Fn(u64) -> Option<usize>) -> [Option<usize>; 2] {
-    let target = || index(i.near_branch_target());
-    let next = (k + 1 < len).then_some(k + 1);
-    match i.flow_control() {
-        FlowControl::UnconditionalBranch => [target(), None],
-        FlowControl::ConditionalBranch => [target(), next],
-        FlowControl::Return | FlowControl::Interrupt | FlowControl::Exception | FlowControl::IndirectBranch => [None, None],
-        _ => [next, None],
-    }
-}
-
-/// Whether the instruction after `i` is not simply the next to run after it.
-fn ends_block(i: &Instruction) -> bool {
-    matches!(
-        i.flow_control(),
-        FlowControl::UnconditionalBranch
-            | FlowControl::ConditionalBranch
-            | FlowControl::Return
-            | FlowControl::Interrupt
-            | FlowControl::Exception
-            | FlowControl::IndirectBranch
-    )
 }
 
 fn flag_names(bits: u32) -> String {
@@ -384,6 +438,19 @@ mod tests {
 
     use crate::backend::TestRng as Rng;
 
+    /// The instructions that may run after instruction `k`, found by `index` (the
+    /// reference dataflow's own reading of iced's flow control).
+    fn successors(i: &Instruction, k: usize, len: usize, index: impl Fn(u64) -> Option<usize>) -> [Option<usize>; 2] {
+        let target = || index(i.near_branch_target());
+        let next = (k + 1 < len).then_some(k + 1);
+        match i.flow_control() {
+            FlowControl::UnconditionalBranch => [target(), None],
+            FlowControl::ConditionalBranch => [target(), next],
+            FlowControl::Return | FlowControl::Interrupt | FlowControl::Exception | FlowControl::IndirectBranch => [None, None],
+            _ => [next, None],
+        }
+    }
+
     /// The findings (address and flags) of the dataflow taken instruction by instruction,
     /// each instruction's successors found by a search of the whole list, swept in address
     /// order until nothing changes.
@@ -399,7 +466,7 @@ mod tests {
             changed = false;
             for (k, i) in insns.iter().enumerate() {
                 let Some(undefined) = before[k] else { continue };
-                let (keep, make) = transfer_masks(i);
+                let (keep, make) = transfer_masks(i, i.flow_control());
                 let after = (undefined & keep) | make;
                 for next in successors(i, k, insns.len(), index).into_iter().flatten() {
                     let merged = Some(before[next].unwrap_or(0) | after);

@@ -243,7 +243,7 @@ fn accepts(op: &Op, i: usize) -> Accepts {
 /// node's position). Not itself recursive, so that it is made part of [`lower`] (it runs
 /// for every live node); a fused compare's operands are contained by
 /// [`contain_fused_operands`].
-#[inline]
+#[inline(always)]
 fn contain_operands(f: &mut LirFunction, live: &[Node], positions: &BlockNodeMap<u32>, pos: usize, n: Node, stats: &mut LowerStats) {
     let position = |m: Node| positions.get(m).map(|&at| at as usize);
     // The arguments are read by index, not copied: containing marks other nodes, never
@@ -450,16 +450,26 @@ pub fn constraints_onto(
 }
 
 /// The register operands of node `n` for [`constraints_onto`], those of its contained
-/// operands in place (recursive: an address mode or a compare inside one).
+/// operands in place. Not itself recursive, so that it is made part of its caller (the
+/// allocator's walk runs it for every linear node); a contained argument's operands come
+/// from [`each_operand_of_contained`].
+#[inline]
 fn each_contained_operand(f: &LirFunction, n: Node, operands: &mut Vec<(Use, RegSet)>, contained: &mut impl FnMut(Node)) {
     for &a in &f.nodes[n].args {
         if f.nodes[a.node].contained {
             contained(a.node);
-            each_contained_operand(f, a.node, operands, contained);
+            each_operand_of_contained(f, a.node, operands, contained);
         } else {
             operands.push((a, RegSet::ALL));
         }
     }
+}
+
+/// [`each_contained_operand`] of a contained node, out of line (recursive: an address
+/// mode or a compare inside it).
+#[inline(never)]
+fn each_operand_of_contained(f: &LirFunction, n: Node, operands: &mut Vec<(Use, RegSet)>, contained: &mut impl FnMut(Node)) {
+    each_contained_operand(f, n, operands, contained);
 }
 
 /// What the instruction of lowered node `n` overwrites whatever the allocator chose: the
