@@ -441,8 +441,7 @@ pub fn solver() -> Solver {
 }
 
 /// The simulation check's solver, and the bounded check's second one, for a comparison
-/// [`solver`] gave up on: the
-/// simplifier, then Gaussian elimination of the equalities (`solve-eqs`: the unrolled
+/// [`solver`] gave up on: the simplifier, then Gaussian elimination of the equalities (`solve-eqs`: the unrolled
 /// functions' many `x = term` definitions), then bit-blasting where the goal is pure
 /// bit-vectors (`qfbv`; the heap's and the trace's arrays make it fail, and then the SMT
 /// core takes the goal). On the comparisons the first gives up on, it often answers in a
@@ -455,7 +454,7 @@ pub fn solver() -> Solver {
 /// changed pairs), 96 -> 103 proved for every run, 201 -> 197 s of user time; its fixed
 /// start (a few tactics) costs the smallest queries more, so the median pair took longer
 /// (default seeds 400-419, every pass: p50 102 -> 117 ms).
-pub(super) fn bounded_solver() -> Solver {
+pub(super) fn bitblast_solver() -> Solver {
     use z3::Tactic as T;
     T::new("simplify").and_then(&T::new("solve-eqs")).and_then(&T::new("qfbv").or_else(&T::new("smt"))).solver()
 }
@@ -539,7 +538,7 @@ pub fn check_bounded(before: &Function, after: &Function, opts: &Options, budget
         return Answer::Unknown(Unknown::Budget);
     }
     // The comparison: first by the solver every check uses, on half of what is left, then,
-    // if that one gives up, by [`bounded_solver`] on the rest.
+    // if that one gives up, by [`bitblast_solver`] on the rest.
     let prepared = |s: Solver| {
         s.assert(&x.in_bound);
         s.assert(&y.in_bound);
@@ -551,7 +550,7 @@ pub fn check_bounded(before: &Function, after: &Function, opts: &Options, budget
     let mut s = prepared(solver());
     let mut r = budget.check_within(&s, budget.left() / 2);
     if r == SatResult::Unknown {
-        s = prepared(bounded_solver());
+        s = prepared(bitblast_solver());
         r = budget.check(&s);
     }
     match r {

@@ -1937,14 +1937,19 @@ struct Forms {
 }
 
 impl Edge<'_> {
+    /// The form `field` of slot `n`'s [`Forms`]: the one kept, else `make`'s, kept.
+    fn form<T: Clone>(&self, n: usize, field: fn(&mut Forms) -> &mut Option<T>, make: impl FnOnce() -> T) -> T {
+        if let Some(x) = field(&mut self.forms.borrow_mut()[n]) {
+            return x.clone();
+        }
+        let x = make();
+        *field(&mut self.forms.borrow_mut()[n]) = Some(x.clone());
+        x
+    }
+
     /// The value of slot `n` after the step (`None` when too large to evaluate).
     fn value(&self, p: &Pair, n: usize, limit: usize) -> Option<Val> {
-        if let Some(v) = &self.forms.borrow()[n].value {
-            return v.clone();
-        }
-        let v = p.value(p.slots[n], self.sx, self.sy, limit);
-        self.forms.borrow_mut()[n].value = Some(v.clone());
-        v
+        self.form(n, |f| &mut f.value, || p.value(p.slots[n], self.sx, self.sy, limit))
     }
 
     /// Whether the values of slots `f` and `m` (both evaluated) are equal on every state
@@ -1958,48 +1963,35 @@ impl Edge<'_> {
     /// goals, could run out of its share, the pair then given up everywhere. Each form is
     /// made once per slot, and charged to `work` then.
     fn agree(&self, f: usize, m: usize, work: &mut usize) -> bool {
-        let value = |n: usize| self.forms.borrow()[n].value.clone().flatten().expect("evaluated");
+        let value = |n: usize| self.form(n, |x| &mut x.value, || unreachable!("evaluated")).expect("evaluated");
         let (a, b) = (value(f), value(m));
         if a.same_term(&b) {
             return true;
         }
-        let simplified = |n: usize, v: &Val, work: &mut usize| {
-            if let Some(s) = &self.forms.borrow()[n].simplified {
-                return s.clone();
-            }
-            *work += SIMPLIFY_WORK;
-            let s = v.simplify();
-            self.forms.borrow_mut()[n].simplified = Some(s.clone());
-            s
+        let mut simplified = |n: usize, v: &Val| {
+            self.form(n, |x| &mut x.simplified, || {
+                *work += SIMPLIFY_WORK;
+                v.simplify()
+            })
         };
-        if simplified(f, &a, work).same_term(&simplified(m, &b, work)) {
+        if simplified(f, &a).same_term(&simplified(m, &b)) {
             return true;
         }
         let st = self.step;
         if st.rewrites.is_empty() {
             return false;
         }
-        let rewritten = |n: usize, v: &Val, work: &mut usize| {
-            if let Some(r) = &self.forms.borrow()[n].rewritten {
-                return r.clone();
-            }
-            *work += SIMPLIFY_WORK * (1 + st.rewrites.len() / 16);
-            let r = st.rewritten(&v.dynamic());
-            self.forms.borrow_mut()[n].rewritten = Some(r.clone());
-            r
+        let mut rewritten = |n: usize, v: &Val| {
+            self.form(n, |x| &mut x.rewritten, || {
+                *work += SIMPLIFY_WORK * (1 + st.rewrites.len() / 16);
+                st.rewritten(&v.dynamic())
+            })
         };
-        let (x, y) = (rewritten(f, &a, work), rewritten(m, &b, work));
+        let (x, y) = (rewritten(f, &a), rewritten(m, &b));
         if x.ast_eq(&y) {
             return true;
         }
-        let rewritten_simplified = |n: usize, r: &Dynamic| {
-            if let Some(s) = &self.forms.borrow()[n].rewritten_simplified {
-                return s.clone();
-            }
-            let s = r.simplify();
-            self.forms.borrow_mut()[n].rewritten_simplified = Some(s.clone());
-            s
-        };
+        let rewritten_simplified = |n: usize, r: &Dynamic| self.form(n, |x| &mut x.rewritten_simplified, || r.simplify());
         rewritten_simplified(f, &x).ast_eq(&rewritten_simplified(m, &y))
     }
 }
@@ -2376,7 +2368,7 @@ fn differing_below(a: &Dynamic, b: &Dynamic, out: &mut Vec<(Dynamic, Dynamic)>, 
 /// One query over `goals` within `cap`: `Some(false)` when they hold, `Some(true)` when a
 /// model split their classes, `None` when the query's share ran out.
 fn query_goals(p: &Pair, class: &mut [usize], goals: &[Goal], edge: &Edge, limit: usize, cap: u64, budget: &mut Budget) -> Result<Option<bool>, Unknown> {
-    let s = super::bounded_solver();
+    let s = super::bitblast_solver();
     let refs: Vec<Bool> = goals.iter().map(|(_, _, a, b)| a.eq(b).not()).collect();
     for a in relevant(edge.step, &refs) {
         s.assert(a);
@@ -2425,7 +2417,7 @@ fn relation_model<'a>(edge: &Edge<'a>, budget: &mut Budget) -> Option<&'a z3::Mo
             if edge.step.assumed.is_empty() || edge.undecided_models.borrow().contains(&block) {
                 return None;
             }
-            let s = super::bounded_solver();
+            let s = super::bitblast_solver();
             for a in &edge.step.assumed {
                 s.assert(a);
             }
@@ -2493,19 +2485,12 @@ fn observables_agree(p: &Pair, steps: &[Step], last: bool, budget: &mut Budget, 
         // Whole first, within the block's cap; where that is undecided, the ways the
         // steps can differ in groups by the assumptions each depends on, fewer first,
         // within another cap (as [`goal_groups`] asks the inference's goals).
-        let mut groups = grouped_by_assumptions(differences.iter().cloned(), |d| relevant_indices(&st.assumed_symbols, &[valid.clone(), d.clone()]));
-        groups.sort_by_key(|(on, _)| on.len());
-        let whole: Vec<Bool> = asked.into_iter().cloned().collect();
-        let mut queries: Vec<(Vec<&Bool>, Vec<Bool>)> = vec![(whole.iter().collect(), differences)];
-        if groups.len() > 1 {
-            queries.extend(groups.iter().map(|(on, ds)| (on.iter().map(|&k| &st.assumed[k]).collect(), ds.clone())));
-        }
         let cap = if last { budget.left() } else { (budget.left() / OBSERVABLES_SHARE).max(1) };
         let start = budget.left();
+        let mut queries: Vec<(Vec<&Bool>, Vec<Bool>)> = vec![(asked, differences.clone())];
         let mut k = 0;
-        while k < queries.len() {
-            let (assumed, ds) = &queries[k];
-            let s = super::bounded_solver();
+        while let Some((assumed, ds)) = queries.get(k) {
+            let s = super::bitblast_solver();
             for a in assumed {
                 s.assert(*a);
             }
@@ -2525,18 +2510,29 @@ fn observables_agree(p: &Pair, steps: &[Step], last: bool, budget: &mut Budget, 
                     notes.note(|| format!("budget during the observables of {}", st.block));
                     return Err(Unknown::Budget);
                 }
-                // The whole query undecided: the groups.
-                SatResult::Unknown if k == 0 && queries.len() > 1 => {}
-                // Its share ran out: this try fails, and the next has what is left.
                 SatResult::Unknown => {
-                    notes.note(|| format!("{}: undecided within its share of the observables", st.block));
-                    return Ok(Tried::Undecided);
+                    let groups = if k == 0 { difference_groups(st, &valid, &differences) } else { vec![] };
+                    // Its share ran out, and no groups are left to ask: this try fails,
+                    // and the next has what is left.
+                    if groups.len() < 2 {
+                        notes.note(|| format!("{}: undecided within its share of the observables", st.block));
+                        return Ok(Tried::Undecided);
+                    }
+                    queries.extend(groups);
                 }
             }
             k += 1;
         }
     }
     Ok(Tried::Proved)
+}
+
+/// The ways `differences` two steps of `st` can differ (each on top of `valid`), in groups
+/// by the assumptions each depends on, fewer first: each group with its assumptions.
+fn difference_groups<'a>(st: &'a Step, valid: &Bool, differences: &[Bool]) -> Vec<(Vec<&'a Bool>, Vec<Bool>)> {
+    let mut groups = grouped_by_assumptions(differences.iter().cloned(), |d| relevant_indices(&st.assumed_symbols, &[valid.clone(), d.clone()]));
+    groups.sort_by_key(|(on, _)| on.len());
+    groups.into_iter().map(|(on, ds)| (on.iter().map(|&k| &st.assumed[k]).collect(), ds)).collect()
 }
 
 /// Whether a step's relation cannot hold: its assumptions together are unsatisfiable
@@ -2549,7 +2545,7 @@ fn contradictory(assumed: &[Bool], budget: &mut Budget, cap: u64) -> bool {
     if assumed.is_empty() {
         return false;
     }
-    let s = super::bounded_solver();
+    let s = super::bitblast_solver();
     for a in assumed {
         s.assert(a);
     }
@@ -2623,7 +2619,7 @@ fn pairs_equal(st: &Step, pairs: &[(Dynamic, Dynamic)], budget: &mut Budget, cap
         if left == 0 {
             return false;
         }
-        let s = super::bounded_solver();
+        let s = super::bitblast_solver();
         for &k in on {
             s.assert(&st.assumed[k]);
         }
