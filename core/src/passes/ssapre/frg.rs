@@ -284,7 +284,18 @@ fn inert(f: &Function, an: &Analyses, init: &Initialization, e: &Expression, wor
                 }))
     };
     let is_phi_block = &is_phi_block;
-    let mut useless = Useless { f, an, init, e, occ, is_phi_block, budget: USELESS_WALK, visiting: SmallVec::new() };
+    let mut useless = Useless {
+        f,
+        an,
+        init,
+        e,
+        occ,
+        is_phi_block,
+        budget: USELESS_WALK,
+        visiting: SmallVec::new(),
+        not_down_safe: SmallVec::new(),
+        cannot_be_avail: SmallVec::new(),
+    };
     work.clear();
     work.push(occ.block);
     let mut walked = 0;
@@ -339,6 +350,10 @@ struct Useless<'a, P: Fn(Block) -> bool> {
     budget: usize,
     /// The Φ blocks a proof is under way for (a loop of Φs proves nothing).
     visiting: SmallVec<[Block; 8]>,
+    /// The Φ blocks proven not down-safe, and proven unable to be available: a Φ is
+    /// asked again from each of its real uses and from the Φs around it.
+    not_down_safe: SmallVec<[Block; 8]>,
+    cannot_be_avail: SmallVec<[Block; 8]>,
 }
 
 impl<P: Fn(Block) -> bool> Useless<'_, P> {
@@ -385,6 +400,9 @@ impl<P: Fn(Block) -> bool> Useless<'_, P> {
     /// reset turns the operand to ⊥). Such a Φ is not down-safe, since the operand it
     /// defines has no real use (DownSafety's reset), so the same holds of it.
     fn cannot_be_avail(&mut self, s: Block) -> bool {
+        if self.cannot_be_avail.contains(&s) {
+            return true;
+        }
         if self.visiting.contains(&s) {
             return false;
         }
@@ -411,6 +429,9 @@ impl<P: Fn(Block) -> bool> Useless<'_, P> {
             }
         }
         self.visiting.pop();
+        if proven {
+            self.cannot_be_avail.push(s);
+        }
         proven
     }
 
@@ -420,6 +441,9 @@ impl<P: Fn(Block) -> bool> Useless<'_, P> {
     /// the Φ's, or that is itself not down-safe (DownSafety's reset: the operand it
     /// defines has no real use).
     fn not_down_safe(&mut self, c: Block) -> bool {
+        if self.not_down_safe.contains(&c) {
+            return true;
+        }
         if c == self.occ.block || self.visiting.contains(&c) {
             return false;
         }
@@ -453,6 +477,9 @@ impl<P: Fn(Block) -> bool> Useless<'_, P> {
             region.extend(self.an.domtree.children[x].iter().copied().filter(|&y| y != occ_block && !is_phi_block(y)));
         }
         self.visiting.pop();
+        if proven {
+            self.not_down_safe.push(c);
+        }
         proven
     }
 }
