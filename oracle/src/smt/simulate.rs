@@ -1877,12 +1877,13 @@ fn infer(p: &Pair, steps: &mut [Step], class: &mut [Vec<usize>], trace: usize, l
     // split.
     let mut stale = vec![false; steps.len()];
     // The blocks no run enters, set aside until an edge to them is taken (a split can
-    // make a branch's condition depend on the state again).
+    // make a branch's condition depend on the state again). Which blocks are entered
+    // changes only when a step is encoded again.
     let mut parked: BTreeSet<usize> = BTreeSet::new();
+    let mut reached = entered(p, steps);
     loop {
         let Some(i) = work_list.pop_first() else {
-            let entered = entered(p, steps);
-            let back: Vec<usize> = parked.iter().copied().filter(|&i| entered[i]).collect();
+            let back: Vec<usize> = parked.iter().copied().filter(|&i| reached[i]).collect();
             if back.is_empty() {
                 break;
             }
@@ -1892,7 +1893,7 @@ fn infer(p: &Pair, steps: &mut [Step], class: &mut [Vec<usize>], trace: usize, l
             }
             continue;
         };
-        if !entered(p, steps)[i] {
+        if !reached[i] {
             parked.insert(i);
             continue;
         }
@@ -1900,6 +1901,7 @@ fn infer(p: &Pair, steps: &mut [Step], class: &mut [Vec<usize>], trace: usize, l
             meter.encodes += 1;
             steps[i] = encode_block(p, steps[i].block, Some(&class[i][..]), trace, limit, &mut meter.work)?;
             meter.charge(budget)?;
+            reached = entered(p, steps);
         }
         let mut changed: Vec<usize> = vec![];
         for k in 0..steps[i].succs.len() {
