@@ -308,13 +308,7 @@ fn inert(f: &Function, an: &Analyses, init: &Initialization, e: &Expression, wor
             if !is_phi_block(s) {
                 continue;
             }
-            let real_use = e.key.operands.iter().zip(&occ.versions).all(|(op, &w)| {
-                let v = match *op {
-                    super::KeyOperand::Const(t, c) => Some(Val::Const(t, c)),
-                    super::KeyOperand::Orig(o) => init.current_at(s, o).map(Val::Var),
-                };
-                v.is_some_and(|v| translate_one(f, init, s, p, v) == w)
-            });
+            let real_use = versions_at(init, e, s).is_some_and(|own| seen_as(f, init, s, &own, p, &occ.versions));
             if real_use && !(useless.not_down_safe(s) && useless.cannot_be_avail(s)) {
                 return false;
             }
@@ -357,24 +351,15 @@ struct Useless<'a, P: Fn(Block) -> bool> {
 }
 
 impl<P: Fn(Block) -> bool> Useless<'_, P> {
-    /// The versions of the Φ at block `b`, as Φ-Insertion forms them.
+    /// The versions of the Φ at block `b` ([`versions_at`]).
     fn versions(&self, b: Block) -> Option<Versions> {
-        self.e
-            .key
-            .operands
-            .iter()
-            .map(|op| match *op {
-                super::KeyOperand::Const(t, c) => Some(Val::Const(t, c)),
-                super::KeyOperand::Orig(o) => self.init.current_at(b, o).map(Val::Var),
-            })
-            .collect()
+        versions_at(self.init, self.e, b)
     }
 
-    /// Whether the Φ at `s`, as seen at the end of its predecessor `p`, has `versions`
-    /// ([`translates_to`]).
+    /// Whether the Φ at `s`, of versions `own`, as seen at the end of its predecessor `p`,
+    /// has `versions` ([`seen_as`]).
     fn seen_as(&self, s: Block, own: &[Val], p: Block, versions: &[Val]) -> bool {
-        own.len() == versions.len()
-            && own.iter().zip(versions).all(|(&v, &w)| translate_one(self.f, self.init, s, p, v) == w)
+        seen_as(self.f, self.init, s, own, p, versions)
     }
 
     /// The top of Rename's stack at the end of reachable block `b`; `None` past the budget.
@@ -537,17 +522,7 @@ impl<'a> Frg<'a> {
         }
         let mut phis = std::mem::take(&mut bufs.phis);
         for &b in phi_at.iter() {
-            let mut versions = Some(Versions::new());
-            for op in &e.key.operands {
-                let v = match *op {
-                    super::KeyOperand::Const(t, c) => Some(Val::Const(t, c)),
-                    super::KeyOperand::Orig(o) => init.current_at(b, o).map(Val::Var),
-                };
-                match (v, versions.as_mut()) {
-                    (Some(v), Some(vs)) => vs.push(v),
-                    _ => versions = None,
-                }
-            }
+            let versions = versions_at(init, e, b);
             let mut operands = bufs.operands.pop().unwrap_or_default();
             let opnd = |&p: &Block| PhiOpnd { pred: p, def: Def::Bottom, has_real_use: false };
             operands.extend(an.cfg.preds[b].iter().map(opnd));
@@ -1317,8 +1292,27 @@ fn translate(f: &Function, init: &Initialization, phi: &PhiOcc, p: Block) -> Opt
 
 /// Whether [`translate`] gives `versions`.
 fn translates_to(f: &Function, init: &Initialization, phi: &PhiOcc, p: Block, versions: &[Val]) -> bool {
-    let Some(own) = phi.versions.as_ref() else { return false };
-    own.len() == versions.len() && own.iter().zip(versions).all(|(&v, &w)| translate_one(f, init, phi.block, p, v) == w)
+    phi.versions.as_ref().is_some_and(|own| seen_as(f, init, phi.block, own, p, versions))
+}
+
+/// Whether a Φ at block `at` of versions `own`, as seen at the end of its predecessor
+/// `p`, has `versions`.
+fn seen_as(f: &Function, init: &Initialization, at: Block, own: &[Val], p: Block, versions: &[Val]) -> bool {
+    own.len() == versions.len() && own.iter().zip(versions).all(|(&v, &w)| translate_one(f, init, at, p, v) == w)
+}
+
+/// The versions of expression `e`'s Φ at block `b`, as Φ-Insertion forms them: each
+/// operand's current version there (a constant is itself); `None` when an operand has
+/// none.
+fn versions_at(init: &Initialization, e: &Expression, b: Block) -> Option<Versions> {
+    e.key
+        .operands
+        .iter()
+        .map(|op| match *op {
+            super::KeyOperand::Const(t, c) => Some(Val::Const(t, c)),
+            super::KeyOperand::Orig(o) => init.current_at(b, o).map(Val::Var),
+        })
+        .collect()
 }
 
 /// One version of a Φ at block `at` as seen at the end of its predecessor `p`.
