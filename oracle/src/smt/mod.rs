@@ -537,7 +537,7 @@ pub fn check_bounded(before: &Function, after: &Function, opts: &Options, budget
     if !budget.charge((x.work + y.work) as u64 * simulate::NODE_COST) {
         return Answer::Unknown(Unknown::Budget);
     }
-    // The comparison: first by the solver every check uses, on half of what is left, then,
+    // The comparison: first by [`solver`] (simplify, smt), on half of what is left, then,
     // if that one gives up, by [`bitblast_solver`] on the rest.
     let prepared = |s: Solver| {
         s.assert(&x.in_bound);
