@@ -20,9 +20,11 @@
 //! with the same tree, only the statements' own. The first partition joins the
 //! slots a pass is likely to keep equal: locals of related names (`%i` and its SSA
 //! versions `%i.3`), the two heaps, each callframe variable on both sides, a callframe
-//! variable and the locals the target added (memopt's promoted variables), a local and
-//! its definitions. It is chosen per block by two forward data flows of the checker's
-//! own ([`current_versions`], [`available_definitions`]): a version joins its name only
+//! variable and the locals the target added (memopt's promoted variables), a callframe
+//! variable and the one the source copies into it (`cfwrite(@a, cfread(@b))`, a copy
+//! memopt sinks out of loops: [`cf_copies`]), a local and its definitions. It is chosen
+//! per block by two forward data flows of the checker's own ([`current_versions`],
+//! [`available_definitions`]): a version joins its name only
 //! where it may hold the name's current value, a definition its local only where it may
 //! be available; every candidate the first partition drops is one split the solver need
 //! not find. When that relation fails, a second try adds candidates read off the
@@ -1143,7 +1145,44 @@ fn named_pairs(src: &Function, tgt: &Function, roots: &Roots) -> (Vec<(Slot, Slo
             }
         }
     }
+    versions.extend(cf_copies(src, tgt));
     (out, versions)
+}
+
+/// A source's callframe variable and the one it copies (`cfwrite(@a, cfread(@b))`) in a
+/// block where the target writes no `@a`, each pair once: a candidate. Where memopt sinks
+/// the copy out of a loop, it writes the promoted value of `@b` (`cfwrite(@c0, %c3)` on
+/// the exit), and the relation on the way must say that the source's `@a` already holds
+/// `@b`'s value (the class of `@b`, its target's twin and `%c3`) while the target's `@a`
+/// does not yet: default seed 637's memopt failed every try on the trace event its
+/// `cf_trace` records after the sunk copy. Where the two differ (before the first copy),
+/// the inference splits them. A copy the target still does in its block needs no
+/// candidate: a candidate the relation does not need costs the inference its splits.
+fn cf_copies(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
+    let writes = |f: &Function, b: Block| {
+        let mut out = vec![];
+        for &st in &f.blocks[b].stmts {
+            f.visit_postorder(st, &mut |n| {
+                if let ExprData::CfWrite { var, value } = &f.exprs[n] {
+                    out.push((*var, *value));
+                }
+            });
+        }
+        out
+    };
+    let mut pairs = vec![];
+    for &b in src.layout.iter() {
+        let kept: Vec<CfVar> = if tgt.layout.contains(&b) { writes(tgt, b).into_iter().map(|(v, _)| v).collect() } else { vec![] };
+        for (var, value) in writes(src, b) {
+            if let ExprData::CfRead(from) = src.exprs[value] {
+                let pair = (Slot::Cf(Side::Src, var), Slot::Cf(Side::Src, from));
+                if from != var && src.cfvars[from].ty == src.cfvars[var].ty && !kept.contains(&var) && !pairs.contains(&pair) {
+                    pairs.push(pair);
+                }
+            }
+        }
+    }
+    pairs
 }
 
 /// Most source statements looked ahead for the one a target statement corresponds to.

@@ -1046,3 +1046,27 @@ fn a_model_of_the_relation_splits_what_samples_cannot() {
     let a = validate(&before, &after, "memopt", &Options { bound: 2, ..Options::default() });
     assert!(matches!(a, Answer::Proved), "{a}");
 }
+
+/// A copy between callframe variables that memopt sinks out of a loop: the source writes
+/// `@c0` from `@c3` in every iteration, the target once on the exit, from the promoted
+/// `%c3`, before a `cf_trace` that records both. Proved for every run: the relation on
+/// the exit says the source's `@c0` already holds `@c3`'s value ([`simulate`]'s copy
+/// candidates), where before no candidate joined the two, the trace event differed in
+/// every try, and the answer was bounded (default seed 637's memopt). A target that
+/// writes another value is a replayed counterexample.
+#[test]
+fn a_callframe_copy_sunk_out_of_a_loop_is_proved_for_every_run() {
+    let head = "helper @cf_trace() -> void effects(reads_callframe, observable)\nfunction %f(i32 %n) -> i32 {\n    callframe i32 @c0\n    callframe i32 @c3\n    local i32 %i.0\n    local i32 %i.1\n    local i32 %i.2\n";
+    let src = func(&format!(
+        "{head}b0:\n    %i.0 = 0\n    jump b1\nb1:\n    %i.1 = phi(b0: %i.0, b1: %i.2)\n    cfwrite(@c0, cfread(@c3))\n    %i.2 = add(%i.1, 1)\n    br slt(%i.2, %n), b1, b2\nb2:\n    call @cf_trace()\n    ret %i.2\n}}\n"
+    ));
+    let tgt = |value: &str| {
+        func(&format!(
+            "{head}    local i32 %c3\nb0:\n    %i.0 = 0\n    %c3 = cfread(@c3)\n    jump b1\nb1:\n    %i.1 = phi(b0: %i.0, b1: %i.2)\n    %i.2 = add(%i.1, 1)\n    br slt(%i.2, %n), b1, b2\nb2:\n    cfwrite(@c0, {value})\n    call @cf_trace()\n    ret %i.2\n}}\n"
+        ))
+    };
+    let o = Options { bound: 2, ..opts() };
+    let a = validate(&src, &tgt("%c3"), "memopt", &o);
+    assert!(matches!(a, Answer::Proved), "{a}");
+    counterexample(validate(&src, &tgt("add(%c3, 1)"), "memopt", &o));
+}
