@@ -24,10 +24,9 @@
 //! variable and the one the source copies into it (`cfwrite(@a, cfread(@b))`, a copy
 //! memopt sinks out of loops: [`cf_copies`]), a local and its definitions. It is chosen
 //! per block by two forward data flows of the checker's own ([`current_versions`],
-//! [`available_definitions`]): a version joins its name only
-//! where it may hold the name's current value, a definition its local only where it may
-//! be available; every candidate the first partition drops is one split the solver need
-//! not find. When that relation fails, a second try adds candidates read off the
+//! [`available_definitions`]): a version joins its name only where it may hold the
+//! name's current value, a definition its local only where it may be available; every
+//! candidate the first partition drops is one split the solver need not find. When that relation fails, a second try adds candidates read off the
 //! code ([`aligned_reads`]): the statements of each block aligned, a local the target reads
 //! where the source reads a callframe variable or a load ([`Slot::Read`]: a heap cell),
 //! or keeps on the way (`comma((%val = x), %val)`, the value a callframe write stores),
@@ -1172,7 +1171,8 @@ fn cf_copies(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
     };
     let mut pairs = vec![];
     for &b in src.layout.iter() {
-        let kept: Vec<CfVar> = if tgt.layout.contains(&b) { writes(tgt, b).into_iter().map(|(v, _)| v).collect() } else { vec![] };
+        // The target has every block of the source ([`corresponds`]).
+        let kept: Vec<CfVar> = writes(tgt, b).into_iter().map(|(v, _)| v).collect();
         for (var, value) in writes(src, b) {
             if let ExprData::CfRead(from) = src.exprs[value] {
                 let pair = (Slot::Cf(Side::Src, var), Slot::Cf(Side::Src, from));
