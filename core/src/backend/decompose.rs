@@ -190,19 +190,22 @@ impl Decomposer<'_> {
     }
 
     fn node(&mut self, n: Node) {
-        let data = &self.src.nodes[n];
+        // The old node is read in place (the source function outlives the decomposer),
+        // never copied: only the new node's operation is made.
+        let src = self.src;
+        let data = &src.nodes[n];
         let wide = data.results > 0 && data.ty == Type::I64;
-        let op = data.op.clone();
+        let op = &data.op;
         // Operand type of a compare.
         let cmp64 = matches!(op, Op::Cmp { ty: Type::I64, .. });
         let val: Option<Val> = if !wide && !cmp64 && !self.touches_pairs(n) {
             let results = data.results;
             let new_args = self.flat_args(n);
             // Variables are renumbered: an `i64` variable before this one took two slots.
-            let op = match op {
+            let op = match *op {
                 Op::Read(v) => Op::Read(self.var_map[v].0),
                 Op::Write(v) => Op::Write(self.var_map[v].0),
-                o => o,
+                ref o => o.clone(),
             };
             let r = self.emit(op, results, new_args);
             match results {
@@ -211,9 +214,8 @@ impl Decomposer<'_> {
                 _ => Some(Val::P(r, Use { node: r.node, result: 1 })),
             }
         } else {
-            let args = data.args.clone();
             self.stats.decomposed += 1;
-            self.wide(n, op, &args)
+            self.wide(n, op, &data.args)
         };
         if let Some(v) = val {
             self.vals.insert(n, v);
@@ -234,8 +236,8 @@ impl Decomposer<'_> {
         }
     }
 
-    fn wide(&mut self, n: Node, op: Op, args: &[Use]) -> Option<Val> {
-        Some(match op {
+    fn wide(&mut self, n: Node, op: &Op, args: &[Use]) -> Option<Val> {
+        Some(match *op {
             Op::Const(v) => {
                 let lo = self.konst(v);
                 Val::P(lo, self.konst(v >> 32))
@@ -303,10 +305,10 @@ impl Decomposer<'_> {
             Op::Call(h) => return self.call(n, h),
             Op::Return | Op::Switch { .. } => {
                 let flat = self.flat_args(n);
-                self.emit(op, 0, flat);
+                self.emit(op.clone(), 0, flat);
                 return None;
             }
-            other => panic!("decompose: unexpected {:?} before decomposition", other),
+            ref other => panic!("decompose: unexpected {:?} before decomposition", other),
         })
     }
 
