@@ -154,7 +154,7 @@ fn address_mode(f: &mut LirFunction, a: Use, dropped: &mut BlockNodeSet, stats: 
     let mut index: Option<(Use, u8)> = None;
     let mut disp: i64 = 0;
     let mut cur = a;
-    let is_add = |f: &LirFunction, u: Use| f.nodes[u.node].op == Op::Binary(BinOp::Add) && !f.nodes[u.node].contained;
+    let is_add = |f: &LirFunction, u: Use| matches!(f.nodes[u.node].op, Op::Binary(BinOp::Add)) && !f.nodes[u.node].contained;
     if let Some(k) = const_of(f, cur) {
         dropped.add(cur.node);
         disp = k;
@@ -171,7 +171,7 @@ fn address_mode(f: &mut LirFunction, a: Use, dropped: &mut BlockNodeSet, stats: 
             dropped.add(cur.node);
             let (x, y) = (f.nodes[cur.node].args[0], f.nodes[cur.node].args[1]);
             let scaled = |f: &LirFunction, u: Use| -> Option<(Use, u8)> {
-                if f.nodes[u.node].op != Op::Binary(BinOp::Shl) {
+                if !matches!(f.nodes[u.node].op, Op::Binary(BinOp::Shl)) {
                     return None;
                 }
                 let s = const_of(f, f.nodes[u.node].args[1])?;
@@ -265,7 +265,7 @@ fn contain_operands(f: &mut LirFunction, live: &[Node], positions: &BlockNodeMap
             }
             Op::Read(v) if matches!(acc, Accepts::Rm | Accepts::ImmRm) => {
                 let Some(def_pos) = position(a.node) else { continue };
-                let written = live[def_pos + 1..pos].iter().any(|&m| f.nodes[m].op == Op::Write(v));
+                let written = live[def_pos + 1..pos].iter().any(|&m| matches!(f.nodes[m].op, Op::Write(w) if w == v));
                 if !written {
                     f.nodes[a.node].contained = true;
                     stats.memory_operands += 1;
@@ -276,7 +276,7 @@ fn contain_operands(f: &mut LirFunction, live: &[Node], positions: &BlockNodeMap
             Op::CfRead { var, offset } if matches!(acc, Accepts::Rm | Accepts::ImmRm) => {
                 let Some(def_pos) = position(a.node) else { continue };
                 let written = live[def_pos + 1..pos].iter().any(|&m| {
-                    matches!(f.nodes[m].op, Op::Call(_)) || f.nodes[m].op == Op::CfWrite { var, offset }
+                    matches!(f.nodes[m].op, Op::Call(_)) || matches!(f.nodes[m].op, Op::CfWrite { var: w, offset: o } if w == var && o == offset)
                 });
                 if !written {
                     f.nodes[a.node].contained = true;

@@ -637,7 +637,7 @@ impl<'a> LocalAllocator<'a> {
                     positioned = true;
                 }
                 let Some(rpos) = self.maps.position(u.node) else { continue };
-                if list[rpos + 1..upos].iter().all(|&m| f.nodes[m].op != Op::Write(v)) {
+                if !list[rpos + 1..upos].iter().any(|&m| matches!(f.nodes[m].op, Op::Write(w) if w == v)) {
                     self.maps.aliases.add(u.node);
                 }
             }
@@ -652,10 +652,6 @@ impl<'a> LocalAllocator<'a> {
         let s = [self.regs[0].short(), self.regs[1].short(), self.regs[2].short()];
         let what = what();
         self.shared.decisions.push((what, s));
-    }
-
-    fn home(&self, v: Var) -> Operand {
-        self.home[v].expect("every variable has a home")
     }
 
     fn new_slot(&mut self) -> i32 {
@@ -835,11 +831,10 @@ impl<'a> LocalAllocator<'a> {
             }
         }
         // 4. The instruction itself, its operands added to the function's list.
-        let mut list = std::mem::take(&mut self.shared.operands);
+        let list = &mut self.shared.operands;
         let start = list.len();
-        self.operands_of(n, &mut regs_of.iter().map(|r| r.unwrap()), &mut list);
+        Homes { f: self.f, home: self.home }.operands_of(n, &mut regs_of.iter().map(|r| r.unwrap()), list);
         let (ops, first) = (Span { start: start as u32, end: list.len() as u32 }, list.get(start).copied());
-        self.shared.operands = list;
         for &(u, _) in operands {
             self.maps.remove_loc(u);
         }
@@ -872,9 +867,9 @@ impl<'a> LocalAllocator<'a> {
     /// is one.
     fn alias_or_reuse(&mut self, n: Node) -> bool {
         let f = self.f;
-        let d = &f.nodes[n];
+        // Only reads are aliased or reused: any other node is looked up nowhere.
+        let Op::Read(v) = f.nodes[n].op else { return false };
         if self.maps.aliases.contains(n) {
-            let Op::Read(v) = d.op else { unreachable!("only reads are aliased") };
             let Some(Operand::Reg(g)) = self.home[v] else { unreachable!("aliased reads are of globals") };
             self.maps.set_loc(Use::of(n), ValLoc::Reg(g));
             self.out.push(MInst::Alias { node: n, reg: g });
@@ -882,7 +877,6 @@ impl<'a> LocalAllocator<'a> {
             self.log(|| format!("{g} = {} (global)", f.node_text(n)));
             return true;
         }
-        let Op::Read(v) = d.op else { return false };
         let Some(r) = Reg::ALL.into_iter().find(|r| self.regs[r.index()] == RegState::Freeable(v)) else {
             return false;
         };
@@ -1036,30 +1030,41 @@ impl<'a> LocalAllocator<'a> {
         }
         s
     }
+}
 
+/// What the emitter's operands of a node are made from: the function and the variables'
+/// homes. Apart from the [`LocalAllocator`], so that the operands are appended to the
+/// allocator's own list in place (no taking the list out and putting it back per node).
+#[derive(Clone, Copy)]
+struct Homes<'a> {
+    f: &'a LirFunction,
+    home: &'a SecondaryMap<Var, Option<Operand>>,
+}
+
+impl Homes<'_> {
     /// Appends the operands of `n` for the emitter to `ops`, consuming the registers of
     /// its register operands in [`register_operands`] order. Not itself recursive, so
     /// that it is made part of [`LocalAllocator::node`]; a fused compare's operands come
-    /// from [`LocalAllocator::contained_operands_of`].
+    /// from [`Homes::contained_operands_of`].
     #[inline]
-    fn operands_of(&self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Vec<Operand>) {
-        self.operands_of_args(n, regs, ops, |la, m, regs, ops| la.contained_operands_of(m, regs, ops));
+    fn operands_of(self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Vec<Operand>) {
+        self.operands_of_args(n, regs, ops, |h, m, regs, ops| h.contained_operands_of(m, regs, ops));
     }
 
-    /// [`LocalAllocator::operands_of`] of a contained compare (recursive).
-    fn contained_operands_of(&self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Vec<Operand>) {
-        self.operands_of_args(n, regs, ops, |la, m, regs, ops| la.contained_operands_of(m, regs, ops));
+    /// [`Homes::operands_of`] of a contained compare (recursive).
+    fn contained_operands_of(self, n: Node, regs: &mut impl Iterator<Item = Reg>, ops: &mut Vec<Operand>) {
+        self.operands_of_args(n, regs, ops, |h, m, regs, ops| h.contained_operands_of(m, regs, ops));
     }
 
-    /// The loop of [`LocalAllocator::operands_of`]; `fused` appends a contained
-    /// compare's operands.
+    /// The loop of [`Homes::operands_of`]; `fused` appends a contained compare's
+    /// operands.
     #[inline]
     fn operands_of_args<I: Iterator<Item = Reg>>(
-        &self,
+        self,
         n: Node,
         regs: &mut I,
         ops: &mut Vec<Operand>,
-        fused: impl Fn(&Self, Node, &mut I, &mut Vec<Operand>),
+        fused: impl Fn(Self, Node, &mut I, &mut Vec<Operand>),
     ) {
         let f = self.f;
         for &a in &f.nodes[n].args {
@@ -1070,7 +1075,7 @@ impl<'a> LocalAllocator<'a> {
             }
             match d.op {
                 Op::Const(k) => ops.push(Operand::Imm(k as i32)),
-                Op::Read(v) => ops.push(self.home(v)),
+                Op::Read(v) => ops.push(self.home[v].expect("every variable has a home")),
                 Op::CfRead { var, offset } => {
                     let disp = CALLFRAME_BASE + CALLFRAME_SLOT * var.as_u32() + offset;
                     ops.push(Operand::Mem(Mem { base: None, index: None, disp: disp as i32 }));
