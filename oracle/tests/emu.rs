@@ -970,3 +970,37 @@ fn other_mappings_are_made_as_asked() {
         assert_eq!(libc::munmap(p, len), 0);
     }
 }
+
+/// The CPU's segments are flat (`emu::load_flat_stack_segment`): the stack is 32-bit
+/// (a push below 64 KiB of the stack's top would fault with a 16-bit one), the same
+/// bytes are seen through `ss`, `ds` and `es`, `ss` reads as the flat descriptor's
+/// selector, and the page that held the descriptor table is unmapped again.
+#[test]
+fn segments_are_flat_and_the_descriptor_table_is_gone() {
+    let f = func("function %f() -> i32 {\nb0:\n    ret 0\n}\n");
+    let mut emu = Emulator::new().unwrap();
+    let inp = input(vec![]);
+    let through_segments = asm(|a| {
+        a.push(0x1234_5678)?;
+        a.mov(eax, dword_ptr(esp).ss())?;
+        a.add(eax, dword_ptr(esp).ds())?;
+        a.add(eax, dword_ptr(esp).es())?;
+        a.pop(ecx)?;
+        a.add(eax, ecx)?;
+        a.ret()
+    });
+    let o = run(&mut emu, &through_segments, &f, &inp).unwrap();
+    assert_eq!(o.end, End::Return(Value::I32(0x1234_5678u32.wrapping_mul(4) as i32)));
+    let selector = asm(|a| {
+        a.xor(eax, eax)?;
+        a.mov(ax, ss)?;
+        a.ret()
+    });
+    assert_eq!(run(&mut emu, &selector, &f, &inp).unwrap().end, End::Return(Value::I32(8)));
+    let null_page = asm(|a| {
+        a.mov(eax, dword_ptr(0))?;
+        a.ret()
+    });
+    let (kind, _, address, _) = fault(run(&mut emu, &null_page, &f, &inp));
+    assert_eq!((kind, address), (FaultKind::ReadUnmapped, Some(0)));
+}

@@ -32,6 +32,10 @@
 //!   code ([`mmap_for_unicorn`]), so translated code calls Unicorn's helpers directly
 //!   rather than through each block's constant pool, whose upkeep grows with the square
 //!   of the calls in a block.
+//! * The CPU runs in flat 32-bit protected mode, every segment's base zero, and its state
+//!   says so: the stack segment is loaded from a flat descriptor at creation
+//!   ([`load_flat_stack_segment`]), so Unicorn's translations do not add a segment base
+//!   to every address.
 //! * A helper call runs the one Rust implementation ([`crate::exec::runtime::call_helper`])
 //!   over Unicorn memory, then returns like a cdecl callee that trashes everything it may:
 //!   `eax ecx edx` that carry no result hold [`POISON_EAX`], [`POISON_ECX`],
@@ -378,6 +382,7 @@ impl Emulator {
         set_tcg_buffer_size(&mut uc, bytes)?;
         uc.ctl_set_tlb_type(TlbType::VIRTUAL).map_err(uc_err("choosing the runner's address translation"))?;
         uc.add_tlb_hook(1, 0, tlb_fill).map_err(uc_err("hooking address translation"))?;
+        load_flat_stack_segment(&mut uc)?;
         map_regions(&mut uc, &code, &stack)?;
         let block_hook = install_hooks(&mut uc)?;
         let pristine = uc.context_init().map_err(uc_err("saving the initial CPU state"))?;
@@ -752,6 +757,49 @@ fn map_regions(uc: &mut Uc<'static>, code: &HostMemory, stack: &HostMemory) -> R
         .map_err(uc_err("mapping the stack"))?;
     uc.mem_write(HELPER_BASE as u64, &vec![HLT; PAGE as usize]).map_err(uc_err("filling the helper stubs"))?;
     uc.mem_write(RETURN_SENTINEL as u64, &vec![INT3; PAGE as usize]).map_err(uc_err("filling the sentinel"))
+}
+
+/// Where [`load_flat_stack_segment`] puts its descriptor table for the moment it takes
+/// to load it: a page of the map that is otherwise unmapped (the null page).
+const DESCRIPTOR_TABLE: u64 = 0;
+
+/// The descriptor of a flat 32-bit data segment: base 0, limit 4 GiB (0xfffff pages),
+/// present, privilege level 0, read-write and accessed, 32-bit (`D/B`), page-granular.
+const FLAT_DATA_DESCRIPTOR: u64 = 0x00CF_9300_0000_FFFF;
+
+/// Loads the stack segment from a flat 32-bit data descriptor (base 0, 4 GiB), as a
+/// 32-bit Linux process has it, so that the CPU state says what the runner's map already
+/// is: every data segment's base is zero.
+///
+/// Why: Unicorn starts its 32-bit mode from QEMU's real-mode reset and turns protected
+/// mode on without recomputing QEMU's `ADDSEG` flag, which says a segment base may be
+/// non-zero. With it on, the translator adds the segment's base to every memory
+/// address the code forms (an addition and a load of the base after every helper call
+/// TCG makes, and Unicorn makes one after every memory access): about 8% of the cost
+/// of translating a program's code. QEMU recomputes the flag whenever a segment is
+/// loaded, from the bases of `ds`, `es` and `ss` (all zero here) and the stack
+/// segment's `D/B` bit (the 32-bit stack that Unicorn's flags already claim), so one
+/// load of `ss` with this descriptor clears it and changes nothing else a program can
+/// observe but the selector `ss` reads as (8 instead of 0). The descriptor table is
+/// mapped only while the segment is loaded, and the table register is reset after.
+fn load_flat_stack_segment(uc: &mut Uc<'static>) -> Result<(), EmuError> {
+    let err = uc_err("loading a flat stack segment");
+    // The null descriptor, then the flat one: selector 8 (index 1, table GDT, RPL 0).
+    let mut table = [0u8; 16];
+    table[8..].copy_from_slice(&FLAT_DATA_DESCRIPTOR.to_le_bytes());
+    // Unicorn's `uc_x86_mmr`: selector (u16, padded), base (u64), limit (u32), flags (u32).
+    let table_register = |base: u64, limit: u32| {
+        let mut mmr = [0u8; 24];
+        mmr[8..16].copy_from_slice(&base.to_le_bytes());
+        mmr[16..20].copy_from_slice(&limit.to_le_bytes());
+        mmr
+    };
+    uc.mem_map(DESCRIPTOR_TABLE, PAGE as u64, Prot::READ | Prot::WRITE).map_err(&err)?;
+    uc.mem_write(DESCRIPTOR_TABLE, &table).map_err(&err)?;
+    uc.reg_write_long(RegisterX86::GDTR, &table_register(DESCRIPTOR_TABLE, table.len() as u32 - 1)).map_err(&err)?;
+    uc.reg_write(RegisterX86::SS, 8).map_err(&err)?;
+    uc.reg_write_long(RegisterX86::GDTR, &table_register(0, 0)).map_err(&err)?;
+    uc.mem_unmap(DESCRIPTOR_TABLE, PAGE as u64).map_err(&err)
 }
 
 /// The regions a program reads and writes, always mapped: the heap, the callframe and
