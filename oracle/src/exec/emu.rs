@@ -8,7 +8,7 @@
 //! |---|---|---|---|
 //! | heap | `HEAP_BASE`, one page | rw | the run's initial heap (guard pages on both sides) |
 //! | callframe | `CALLFRAME_BASE`, one page | rw | the slots of the function's callframe variables, the rest [`CALLFRAME_POISON`] |
-//! | helper stubs | `HELPER_BASE`, one page | rx | `hlt`; a code hook intercepts every stub |
+//! | helper stubs | `HELPER_BASE`, one page | rx | `ret`; a code hook intercepts every stub before it returns |
 //! | code | `CODE_BASE` .. `+CODE_SIZE_MAX` | rx | the machine code, then `int3` |
 //! | return sentinel | `RETURN_SENTINEL`, one page | rx | `int3`; reaching it ends the run |
 //! | stack | `STACK_BASE` .. `+STACK_SIZE` | rw | [`STACK_POISON`], the arguments at the very top (guard pages on both sides); see [`STACK_WINDOW`] |
@@ -40,7 +40,9 @@
 //!   over Unicorn memory, then returns like a cdecl callee that trashes everything it may:
 //!   `eax ecx edx` that carry no result hold [`POISON_EAX`], [`POISON_ECX`],
 //!   [`POISON_EDX`], and every arithmetic flag is flipped, so code that relies on a
-//!   value surviving a call is caught.
+//!   value surviving a call is caught. The stub's own `ret` then returns to the caller,
+//!   so the hook writes neither `eip` nor `esp`: a hook that writes `eip` makes Unicorn
+//!   leave its execution loop and enter it again, about 60 times a run.
 //! * The run ends at the first of: reaching `RETURN_SENTINEL` (checked against cdecl),
 //!   #DE or `int 0x41` (the IR's traps), a 64-bit division helper that traps, any other
 //!   fault (a [`Finding::Fault`] with disassembly), the instruction budget
@@ -71,7 +73,7 @@
 use crate::exec::interp::{RunInput, State};
 use crate::exec::machine::{
     check_return, classify_pc, entry_frame, entry_registers, helper_frame_bytes, perform_helper, preflight, read_slot,
-    return_value, trace_beyond_reference, write_callframe_page, HelperReturn, Stop, HELPER_FRAME_MAX, HLT, INT3,
+    return_value, trace_beyond_reference, write_callframe_page, HelperReturn, Stop, HELPER_FRAME_MAX, INT3,
     TRACE_UNBOUNDED,
 };
 pub use crate::exec::machine::{
@@ -253,7 +255,7 @@ struct BlockBudget {
     index: Vec<u32>,
 }
 
-/// What one helper call may count in Unicorn's instruction count (the stub's `hlt`,
+/// What one helper call may count in Unicorn's instruction count (the stub's `ret`,
 /// with room to spare).
 const HELPER_CALL_INSNS: u64 = 2;
 /// Instructions a run may execute outside the code without ending otherwise than by a
@@ -741,6 +743,10 @@ fn set_registers(uc: &mut Uc<'_>, r: &Registers) {
     }
 }
 
+/// The byte filling the helper stub page (`ret`): the return [`helper_hook`] leaves to
+/// the stub.
+const RET: u8 = 0xC3;
+
 /// Maps the regions of the memory map and fills the helper stubs and the sentinel.
 fn map_regions(uc: &mut Uc<'static>, code: &HostMemory, stack: &HostMemory) -> Result<(), EmuError> {
     let rw = Prot::READ | Prot::WRITE;
@@ -755,7 +761,7 @@ fn map_regions(uc: &mut Uc<'static>, code: &HostMemory, stack: &HostMemory) -> R
     // SAFETY: `stack` is STACK_WINDOW bytes and outlives `uc` (see `Emulator`).
     unsafe { uc.mem_map_ptr(STACK_WINDOW_BASE as u64, STACK_WINDOW as u64, rw, stack.ptr.cast()) }
         .map_err(uc_err("mapping the stack"))?;
-    uc.mem_write(HELPER_BASE as u64, &vec![HLT; PAGE as usize]).map_err(uc_err("filling the helper stubs"))?;
+    uc.mem_write(HELPER_BASE as u64, &vec![RET; PAGE as usize]).map_err(uc_err("filling the helper stubs"))?;
     uc.mem_write(RETURN_SENTINEL as u64, &vec![INT3; PAGE as usize]).map_err(uc_err("filling the sentinel"))
 }
 
@@ -1059,7 +1065,10 @@ impl HelperEnv for UcEnv<'_, '_> {
 
 
 /// The code hook on the helper stub page: performs the helper the stub stands for and
-/// returns to the caller like a cdecl callee that clobbers all it may.
+/// leaves the registers as a cdecl callee that clobbers all it may; the stub's `ret`,
+/// which runs next unless the hook stopped the run, returns to the caller (the
+/// `esp` and `eip` of [`perform_helper`]'s result: the return address the hook read at
+/// `esp`, popped).
 fn helper_hook(uc: &mut Uc<'_>, addr: u64, _size: u32) {
     let pc = addr as u32;
     let Some(helper) = uc.get_data().helpers.iter().find(|(a, _)| *a == pc).map(|(_, h)| *h) else {
@@ -1086,8 +1095,7 @@ fn helper_hook(uc: &mut Uc<'_>, addr: u64, _size: u32) {
             set_reg(uc, RegisterX86::ECX, r.ecx);
             set_reg(uc, RegisterX86::EDX, r.edx);
             set_reg(uc, RegisterX86::EFLAGS, r.eflags);
-            set_reg(uc, RegisterX86::ESP, r.esp);
-            set_reg(uc, RegisterX86::EIP, r.eip);
+            debug_assert_eq!((r.esp, r.eip), (esp.wrapping_add(4), u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])));
             let data = uc.get_data();
             if data.trace.len() > data.trace_limit {
                 stop_with(uc, Stop::TraceBeyondReference);
