@@ -1070,3 +1070,25 @@ fn a_callframe_copy_sunk_out_of_a_loop_is_proved_for_every_run() {
     assert!(matches!(a, Answer::Proved), "{a}");
     counterexample(validate(&src, &tgt("add(%c3, 1)"), "memopt", &o));
 }
+
+/// A dead store memopt removed on a path that also calls `heap_rmw` at a constant address
+/// (`heap_rmw(360, d)` writes the word at `HEAP_BASE + 360`, the dead store's byte), the
+/// block after the join storing elsewhere first and then overwriting the byte: the shape
+/// of memory seed 705's memopt (which, in a function of several hundred statements,
+/// still runs out of budget on the heaps). Proved for every run; a store the next block
+/// reads before it overwrites it is no dead store, and removing it is a replayed
+/// counterexample.
+#[test]
+fn a_dead_store_beside_a_helpers_word_is_proved_for_every_run() {
+    let head = "helper @heap_rmw(i32, i32) -> i32 effects(reads_heap, writes_heap)\nfunction %f(i32 %a, i32 %d) -> i32 {\n";
+    let case = |first: &str, dead: &str| {
+        func(&format!(
+            "{head}b0:\n    br slt(%a, 0), b1, b2\nb1:\n    call @heap_rmw(360, %d)\n{dead}    jump b2\nb2:\n    store.8(1048904, {first})\n    store.8(1048936, 7)\n    ret call @heap_rmw(%a, 0)\n}}\n"
+        ))
+    };
+    let o = Options { bound: 2, ..opts() };
+    let dead = "    store.8(1048936, %a)\n";
+    let a = validate(&case("1", dead), &case("1", ""), "memopt", &o);
+    assert!(matches!(a, Answer::Proved), "{a}");
+    counterexample(validate(&case("load.i32.u8(1048936)", dead), &case("load.i32.u8(1048936)", ""), "memopt", &o));
+}
