@@ -26,9 +26,10 @@
 //! per block by two forward data flows of the checker's own ([`current_versions`],
 //! [`available_definitions`]): a version joins its name only where it may hold the
 //! name's current value, a definition its local only where it may be available; every
-//! candidate the first partition drops is one split the solver need not find. When that relation fails, a second try adds candidates read off the
-//! code ([`aligned_reads`]): the statements of each block aligned, a local the target reads
-//! where the source reads a callframe variable or a load ([`Slot::Read`]: a heap cell),
+//! candidate the first partition drops is one split the solver need not find. When that
+//! relation fails, a second try adds candidates read off the code ([`aligned_reads`]):
+//! the statements of each block aligned, a local the target reads where the source reads
+//! a callframe variable or a load ([`Slot::Read`]: a heap cell),
 //! or keeps on the way (`comma((%val = x), %val)`, the value a callframe write stores),
 //! joins that variable or load (memopt's promoted variables, hoisted and forwarded loads,
 //! locals it reuses), and a load or a callframe variable where the target computes the
