@@ -323,14 +323,28 @@ pub fn verify_after(pass: &'static str, f: &mut Function, form: Form) -> Result<
 fn verify_after_with(pass: &'static str, f: &mut Function, form: Form, memo: &mut StrictCfg) -> Result<Verified, PassError> {
     // The SSA rules read the locals of every tree, which the verifier's walk notes: once
     // it accepts the function, they are complete, and the trees are not walked again.
-    let mut seen = TreeLocals::default();
+    // The list is the memo's, kept from check to check (it grew from empty each time).
+    let mut seen = std::mem::take(&mut memo.seen);
+    let result = verify_noting(pass, f, form, memo, &mut seen);
+    memo.seen = seen;
+    result
+}
+
+/// [`verify_after_with`] given the list the verifier notes the locals of the trees in.
+fn verify_noting(
+    pass: &'static str,
+    f: &mut Function,
+    form: Form,
+    memo: &mut StrictCfg,
+    seen: &mut TreeLocals,
+) -> Result<Verified, PassError> {
     let checked = match form {
-        Form::Ssa => Verified::check_noting(f.take(), &mut seen),
+        Form::Ssa => Verified::check_noting(f.take(), seen),
         Form::Hir => Verified::check(f.take()),
     };
     let (g, errors) = match checked {
         Ok(v) => {
-            let errors = check_form_seen(&v, form, &seen, memo).into_iter().map(|e| e.message).collect::<Vec<_>>();
+            let errors = check_form_seen(&v, form, seen, memo).into_iter().map(|e| e.message).collect::<Vec<_>>();
             if errors.is_empty() {
                 return Ok(v);
             }
@@ -555,6 +569,9 @@ fn definition_sites(f: &Function, seen: &TreeLocals, errs: &mut Vec<FormError>) 
 #[derive(Default)]
 struct StrictCfg {
     last: Option<(usize, Vec<Block>, Cfg, DomTree)>,
+    /// The locals of the trees the last check's verifier noted, emptied by the next
+    /// ([`Verified::check_noting`]): its room is kept from check to check.
+    seen: TreeLocals,
 }
 
 impl StrictCfg {

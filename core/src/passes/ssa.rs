@@ -13,7 +13,7 @@
 //! Statistics: `phis` placed, `versions` created, `zero_inits` inserted.
 
 use super::liveness::Liveness;
-use super::util::{remove_unused_locals, Namer};
+use super::util::{remove_unused_locals, renumber_used_locals, LocalSet, Namer};
 use super::{Analyses, Stats};
 use crate::ir::{Block, Expr, ExprData, Function, Local, Phi};
 use cranelift_entity::{EntityRef, SecondaryMap};
@@ -31,9 +31,26 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
         }
     });
     let phi_orig = place_phis(f, an, &live, &def_blocks, &mut stats);
-    let zero = rename(f, an, &phi_orig, &mut stats);
-    define_zero_versions(f, &zero, &mut stats);
-    remove_unused_locals(f);
+    let originals = f.locals.len();
+    let renamed = rename(f, an, &phi_orig, &mut stats);
+    let mut mentions = renamed.mentions;
+    define_zero_versions(f, &renamed.zero, &mut stats, &mut mentions);
+    if renamed.entered == f.layout.len() {
+        // Renaming rewrote every node naming a local, in every block (all of them are
+        // reachable): the locals named now are the versions it made (every one names a
+        // phi's destination, an assignment or a zero version) and the parameters, and it
+        // listed the nodes, so the originals go without a walk of every tree.
+        let mut used = LocalSet::new(f.locals.len());
+        for &p in &f.params {
+            used.insert(p);
+        }
+        for l in originals..f.locals.len() {
+            used.insert(Local::new(l));
+        }
+        renumber_used_locals(f, &used, &mentions);
+    } else {
+        remove_unused_locals(f);
+    }
     stats
 }
 
@@ -65,14 +82,18 @@ fn place_phis(
     phi_orig
 }
 
-/// Renaming: a walk of the dominator tree with a stack of versions per original. Returns
-/// the zero version of each original read before any definition, if one was needed.
-fn rename(
-    f: &mut Function,
-    an: &Analyses,
-    phi_orig: &SecondaryMap<Block, Vec<Local>>,
-    stats: &mut Stats,
-) -> Vec<Option<Local>> {
+/// What renaming did besides renaming ([`rename`]).
+struct Renamed {
+    /// The zero version of each original read before any definition, if one was needed.
+    zero: Vec<Option<Local>>,
+    /// The nodes naming a local that it rewrote, in every block it entered.
+    mentions: Vec<Expr>,
+    /// How many blocks it entered (the reachable ones).
+    entered: usize,
+}
+
+/// Renaming: a walk of the dominator tree with a stack of versions per original.
+fn rename(f: &mut Function, an: &Analyses, phi_orig: &SecondaryMap<Block, Vec<Local>>, stats: &mut Stats) -> Renamed {
     let nlocals = f.locals.len();
     let mut r = Renamer {
         stacks: vec![vec![]; nlocals],
@@ -80,6 +101,8 @@ fn rename(
         namer: Namer::new(f),
         nodes: vec![],
         pushed: vec![],
+        mentions: vec![],
+        entered: 0,
         stats,
     };
     for &p in &f.params {
@@ -87,6 +110,7 @@ fn rename(
     }
     let enter = |(f, r): &mut (&mut Function, Renamer), b: Block| {
         let height = r.pushed.len();
+        r.entered += 1;
         for i in 0..f.blocks[b].phis.len() {
             let x = phi_orig[b][i];
             let v = r.new_version(f, x);
@@ -106,11 +130,13 @@ fn rename(
                     ExprData::Local(x) => {
                         let v = r.current(f, x);
                         f.exprs[n] = ExprData::Local(v);
+                        r.mentions.push(n);
                     }
                     ExprData::Assign { local: x, value } => {
                         let v = r.new_version(f, x);
                         r.pushed.push(x);
                         f.exprs[n] = ExprData::Assign { local: v, value };
+                        r.mentions.push(n);
                     }
                     _ => {}
                 }
@@ -137,17 +163,20 @@ fn rename(
     };
     let mut state = (f, r);
     an.domtree.walk_scoped(&mut state, enter, leave);
-    state.1.zero
+    let r = state.1;
+    Renamed { zero: r.zero, mentions: r.mentions, entered: r.entered }
 }
 
-/// Zero versions are defined at the top of the entry block.
-fn define_zero_versions(f: &mut Function, zero: &[Option<Local>], stats: &mut Stats) {
+/// Zero versions are defined at the top of the entry block (their assignments added to
+/// `mentions`).
+fn define_zero_versions(f: &mut Function, zero: &[Option<Local>], stats: &mut Stats, mentions: &mut Vec<Expr>) {
     let mut inits = vec![];
     for (i, z) in zero.iter().enumerate() {
         if let Some(z) = *z {
             let ty = f.locals[Local::new(i)].ty;
             let c = f.add_expr(ExprData::Const { ty, value: 0 });
             inits.push(f.add_expr(ExprData::Assign { local: z, value: c }));
+            mentions.push(*inits.last().expect("pushed"));
         }
     }
     stats.add("zero_inits", inits.len() as u64);
@@ -166,6 +195,10 @@ struct Renamer<'a> {
     /// walk: a block enters at its height and leaves by popping back to it (a list per
     /// block was an allocation each, and its growth).
     pushed: Vec<Local>,
+    /// The nodes naming a local, rewritten ([`Renamed::mentions`]).
+    mentions: Vec<Expr>,
+    /// How many blocks the walk entered.
+    entered: usize,
     stats: &'a mut Stats,
 }
 

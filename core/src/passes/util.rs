@@ -76,6 +76,16 @@ impl LocalSet {
         }
     }
 
+    /// How many members the set has.
+    pub fn len(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Whether the set has no member.
+    pub fn is_empty(&self) -> bool {
+        self.words.iter().all(|&w| w == 0)
+    }
+
     /// The members in index order.
     pub fn iter(&self) -> impl Iterator<Item = Local> + '_ {
         self.words.iter().enumerate().flat_map(|(wi, &w)| {
@@ -163,9 +173,19 @@ fn remove_unused_locals_with(f: &mut Function, (mut work, mut mentions): (Vec<Ex
             }
         }
     }
-    let removed = f.locals.len() - used.iter().count();
+    let removed = renumber_used_locals(f, &used, &mentions);
+    (removed, (work, mentions))
+}
+
+/// Removes the locals of `f` that are neither in `used` nor parameters, renumbering the
+/// rest in their old order where `f` names them: parameters, phis and the nodes of
+/// `mentions` (every node of every tree that names a local). Returns how many went. The
+/// second half of [`remove_unused_locals`], for a pass that knows both already (SSA
+/// renaming rewrites every such node itself).
+pub(crate) fn renumber_used_locals(f: &mut Function, used: &LocalSet, mentions: &[Expr]) -> usize {
+    let removed = f.locals.len() - used.len();
     if removed == 0 {
-        return (0, (work, mentions));
+        return 0;
     }
     let mut map: SecondaryMap<Local, Option<Local>> = SecondaryMap::new();
     map.resize(f.locals.len());
@@ -194,7 +214,7 @@ fn remove_unused_locals_with(f: &mut Function, (mut work, mut mentions): (Vec<Ex
             _ => {}
         }
     }
-    (removed, (work, mentions))
+    removed
 }
 
 /// Hands out local names the way `Function::new_local` does (`base`, else `base.1`,
