@@ -28,11 +28,54 @@ pub(crate) fn successors(f: &Function, b: Block) -> smallvec::SmallVec<[Block; 4
     s
 }
 
+/// A list of blocks for each block, all in one vector: block `b`'s is `items[span]` of
+/// its span (an empty list for a block it has none for). It reads as the map of `Vec`s it
+/// replaces (`lists[b]` is a slice), without a `Vec` per block: the CFG is computed many
+/// times per function (by the pass manager, `memopt`, `ssapre` and the SSA check), and
+/// its two lists per block were most of its cost, and of its drop.
+#[derive(Clone, Debug, Default)]
+pub struct BlockLists {
+    spans: Vec<(u32, u32)>,
+    items: Vec<Block>,
+}
+
+impl BlockLists {
+    /// The lists of `counts.len()` blocks, block `b`'s `counts[b]` long, holding the
+    /// second block of each pair `(b, x)` of `pairs` in their order.
+    pub(crate) fn from_counts(counts: &[u32], pairs: impl Iterator<Item = (Block, Block)>) -> BlockLists {
+        let mut spans = Vec::with_capacity(counts.len());
+        let mut at = 0u32;
+        for &k in counts {
+            spans.push((at, at));
+            at += k;
+        }
+        let mut items = vec![Block::new(0); at as usize];
+        for (b, x) in pairs {
+            let span = &mut spans[b.index()];
+            items[span.1 as usize] = x;
+            span.1 += 1;
+        }
+        BlockLists { spans, items }
+    }
+}
+
+impl std::ops::Index<Block> for BlockLists {
+    type Output = [Block];
+
+    #[inline]
+    fn index(&self, b: Block) -> &[Block] {
+        match self.spans.get(b.index()) {
+            Some(&(start, end)) => &self.items[start as usize..end as usize],
+            None => &[],
+        }
+    }
+}
+
 /// Successors, predecessors and the reverse post-order of a function's blocks.
 #[derive(Clone, Debug, Default)]
 pub struct Cfg {
-    pub succs: SecondaryMap<Block, Vec<Block>>,
-    pub preds: SecondaryMap<Block, Vec<Block>>,
+    pub succs: BlockLists,
+    pub preds: BlockLists,
     /// Blocks reachable from the entry in reverse post-order; the entry is first.
     pub rpo: Vec<Block>,
     /// Position of each block in `rpo` (`u32::MAX` for unreachable blocks).
@@ -44,24 +87,23 @@ impl Cfg {
     pub fn compute(f: &Function) -> Cfg {
         // Every map sized for every block at the start ([`sized`]).
         let n = f.blocks.len();
-        let mut cfg = Cfg { succs: sized(n), preds: sized(n), rpo: vec![], rpo_index: sized(n) };
-        // Each list is made at its size (the predecessors counted first), not grown.
-        let mut npreds: SecondaryMap<Block, u32> = sized(n);
+        let mut succs = BlockLists { spans: vec![(0, 0); n], items: Vec::with_capacity(2 * f.layout.len()) };
+        // The predecessors counted first, then each list given its place in one vector
+        // (in block order) and filled in layout order of the predecessor.
+        let mut npreds = vec![0u32; n];
         for &b in &f.layout {
-            let s = successors(f, b).into_vec();
-            for &t in &s {
-                npreds[t] += 1;
+            let start = succs.items.len() as u32;
+            for t in f.blocks[b].term.successors() {
+                if !succs.items[start as usize..].contains(&t) {
+                    succs.items.push(t);
+                    npreds[t.index()] += 1;
+                }
             }
-            cfg.succs[b] = s;
+            succs.spans[b.index()] = (start, succs.items.len() as u32);
         }
-        for &b in &f.layout {
-            cfg.preds[b] = Vec::with_capacity(npreds[b] as usize);
-        }
-        for &b in &f.layout {
-            for &t in &cfg.succs[b] {
-                cfg.preds[t].push(b);
-            }
-        }
+        let edges = f.layout.iter().flat_map(|&b| succs[b].iter().map(move |&t| (t, b)));
+        let preds = BlockLists::from_counts(&npreds, edges);
+        let mut cfg = Cfg { succs, preds, rpo: vec![], rpo_index: sized(n) };
         // Iterative depth-first search for the post-order.
         let mut post = Vec::with_capacity(n);
         let mut seen: SecondaryMap<Block, bool> = sized(n);

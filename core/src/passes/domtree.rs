@@ -5,7 +5,8 @@
 //! form) places phis on the iterated dominance frontier of each variable's definitions.
 //! Both are snapshots of one CFG and are recomputed when a pass changes the CFG.
 
-use super::cfg::{sized, Cfg};
+use super::cfg::{sized, BlockLists, Cfg};
+use cranelift_entity::EntityRef;
 use crate::ir::{Block, Function};
 use cranelift_entity::SecondaryMap;
 
@@ -15,7 +16,7 @@ pub struct DomTree {
     /// The immediate dominator; `None` for the entry and for unreachable blocks.
     pub idom: SecondaryMap<Block, Option<Block>>,
     /// Children in the dominator tree, in block order.
-    pub children: SecondaryMap<Block, Vec<Block>>,
+    pub children: BlockLists,
     /// Reverse post-order positions, copied from the CFG for the intersection walk.
     rpo_index: SecondaryMap<Block, u32>,
     entry: Option<Block>,
@@ -68,17 +69,15 @@ impl DomTree {
             }
         }
         idom[entry] = None;
-        let mut children: SecondaryMap<Block, Vec<Block>> = sized(n);
-        for &b in cfg.rpo.iter().skip(1) {
-            if let Some(d) = idom[b] {
-                children[d].push(b);
-            }
-        }
         // Children in block order, so that walks (and the version numbers SSA renaming
-        // hands out) follow the order a reader sees.
-        for &b in &cfg.rpo {
-            children[b].sort();
+        // hands out) follow the order a reader sees: the blocks with an immediate
+        // dominator (the reachable ones but the entry) taken in block order, each list
+        // given its place in one vector once they are counted.
+        let mut counts = vec![0u32; n];
+        for d in idom.values().flatten() {
+            counts[d.index()] += 1;
         }
+        let children = BlockLists::from_counts(&counts, idom.iter().filter_map(|(b, d)| d.map(|d| (d, b))));
         let mut tree = DomTree {
             idom,
             children,
