@@ -958,11 +958,21 @@ const STORE_WALK: usize = 64;
 /// stores and the later one alone: the source of memopt's dead store (`store.32(A, x)`,
 /// then stores elsewhere, then `store.32(A, y)`, bytes interleaved at `A`, `A+1`, ...) and
 /// the target without it compute one heap term, which no query then compares cell by cell
-/// (default seeds 13 and 20's memopt gave the heaps up on such blocks). And the source's heap with the target's bytes put back at a
-/// removed store (a dead store's candidate) is the target's heap. Equal arrays in every
-/// model: only the terms change.
+/// (default seeds 13 and 20's memopt gave the heaps up on such blocks). And the source's
+/// heap with the target's bytes put back at a removed store (a dead store's candidate) is
+/// the target's heap. After a shadowed store is taken out, the new byte is stored anew on
+/// what is left (a store at `i` further down may hold it already). Stores at numerals
+/// commute into one order, the larger numeral on top: a byte at a numeral goes under the
+/// stores on top at larger numerals. So a dead store's source (a store at `1048904`, then
+/// one at `1048936`, a `heap_rmw` word) and its target (`1048936` held the target's byte
+/// below `1048904`, and was replaced) build one term (memory seed 705's memopt ran out of
+/// budget comparing the two heaps). Equal arrays in every model: only the terms change.
 fn store_byte(heap: &Array, i: &BV, v: &BV) -> Array {
     let index = Index::of(i);
+    let at = index.numeral();
+    // Where the new store goes when no store at `i` lies below: under the stores on top at
+    // numerals greater than `i`'s (a numeral too): how many of them, and the heap below.
+    let mut under: Option<(usize, Array)> = None;
     let mut above: Vec<(BV, BV)> = vec![];
     let mut cur = heap.clone();
     for _ in 0..STORE_WALK {
@@ -973,21 +983,29 @@ fn store_byte(heap: &Array, i: &BV, v: &BV) -> Array {
         match same_index(&index, &j) {
             Some(true) if w.ast_eq(v) => return heap.clone(),
             Some(true) => {
-                let back = rereads(v, &below, i);
                 let mut h = below;
                 for (j, w) in above.iter().rev() {
                     h = h.store(j, w);
                 }
-                return if back { h } else { h.store(i, v) };
+                return store_byte(&h, i, v);
             }
             Some(false) => {
+                let larger = at.is_some_and(|n| Index::of(&j).numeral().is_some_and(|m| m > n));
+                if under.is_none() && !larger {
+                    under = Some((above.len(), cur.clone()));
+                }
                 above.push((j, w));
                 cur = below;
             }
             None => break,
         }
     }
-    heap.store(i, v)
+    let (k, base) = under.unwrap_or((above.len(), cur));
+    let mut h = base.store(i, v);
+    for (j, w) in above[..k].iter().rev() {
+        h = h.store(j, w);
+    }
+    h
 }
 
 /// The byte `heap` holds at `i`, in a canonical form: down the heap's stores at indices
@@ -1062,6 +1080,11 @@ impl Index {
 
     fn range(&self) -> Option<(u64, u64)> {
         *self.range.get_or_init(|| index_range(&self.parts))
+    }
+
+    /// The index's value where its parts are a numeral.
+    fn numeral(&self) -> Option<u64> {
+        self.parts.0.is_none().then_some(self.parts.1 & 0xFFFF_FFFF)
     }
 }
 
@@ -1305,5 +1328,21 @@ mod tests {
         let (read, twin) = (Exec::load_bytes(&tgt, &at(1_049_000), 4), Exec::load_bytes(&src, &at(1_049_000), 4));
         assert!(read.ast_eq(&twin), "{read}\n{twin}");
         assert!(read.simplify().ast_eq(&x));
+    }
+
+    /// Stores at numerals are one term whatever order they came in (stores at distinct
+    /// addresses commute), the larger numeral on top; so too where a store replaces a byte
+    /// held below another store: the target of a dead store memopt removed (`1048936` held
+    /// the target's byte) stores at `1048904` and `1048936` as the source does.
+    #[test]
+    fn stores_at_numerals_are_one_term_in_any_order() {
+        let (x, b, c) = (BV::new_const("x", 8), BV::new_const("b", 8), BV::new_const("c", 8));
+        let at = |n: u64| BV::from_u64(n, 32);
+        let h = heap();
+        let src = store_byte(&store_byte(&h, &at(1_048_904), &x), &at(1_048_936), &c);
+        let swapped = store_byte(&store_byte(&h, &at(1_048_936), &c), &at(1_048_904), &x);
+        assert!(src.ast_eq(&swapped), "{src}\n{swapped}");
+        let tgt = store_byte(&store_byte(&store_byte(&h, &at(1_048_936), &b), &at(1_048_904), &x), &at(1_048_936), &c);
+        assert!(src.ast_eq(&tgt), "{src}\n{tgt}");
     }
 }
