@@ -402,7 +402,15 @@ impl Exec<'_> {
         let b = self.value(rhs)?;
         let bits = ty.bits();
         let zero = BV::from_u64(0, bits);
-        let count = || b.bvand(BV::from_u64((bits - 1) as u64, bits));
+        // The count modulo the width; a numeral where the count is one, so that a shift
+        // by a constant of a numeral is a numeral ([`Exec::eval`] folds only operators
+        // whose operands are numerals: `shl(%pre3, 2)` where `%pre3` holds 71 would stay
+        // `bvshl(71, bvand(2, 31))` in the source while cprop's target has 284, memory
+        // seed 614), and a shifted address has the bound [`upper_bound`] reads.
+        let count = || match b.as_u64() {
+            Some(n) => BV::from_u64(n & (bits - 1) as u64, bits),
+            None => b.bvand(BV::from_u64((bits - 1) as u64, bits)),
+        };
         let min = BV::from_u64(1u64 << (bits - 1), bits);
         let minus1 = BV::from_i64(-1, bits);
         if op.can_trap() {
@@ -933,8 +941,12 @@ fn byte_of(v: &BV, i: u32) -> BV {
     v.extract(8 * i + 7, 8 * i)
 }
 
-/// How far [`store_byte`] looks down a heap's stores for one at the same index.
-const STORE_WALK: usize = 16;
+/// How far [`store_byte`] and [`load_byte`] look down a heap's stores for one at the same
+/// index. Where one side has more stores on top than the other (the source of a dead
+/// store: its bytes, later overwritten), a walk that stops at this depth on one side and
+/// not on the other builds two terms for one byte; default seed 646's memopt, whose loads
+/// pass a dead store's 8 bytes and 20 bytes of `heap_rmw` words, was `unknown` at 16.
+const STORE_WALK: usize = 64;
 
 /// `heap` with byte `v` stored at `i`, in a canonical form. Down the heap's stores at
 /// indices distinct from `i` by their terms (at most [`STORE_WALK`]): where `v` is what the
@@ -946,11 +958,21 @@ const STORE_WALK: usize = 16;
 /// stores and the later one alone: the source of memopt's dead store (`store.32(A, x)`,
 /// then stores elsewhere, then `store.32(A, y)`, bytes interleaved at `A`, `A+1`, ...) and
 /// the target without it compute one heap term, which no query then compares cell by cell
-/// (default seeds 13 and 20's memopt gave the heaps up on such blocks). And the source's heap with the target's bytes put back at a
-/// removed store (a dead store's candidate) is the target's heap. Equal arrays in every
-/// model: only the terms change.
+/// (default seeds 13 and 20's memopt gave the heaps up on such blocks). And the source's
+/// heap with the target's bytes put back at a removed store (a dead store's candidate) is
+/// the target's heap. After a shadowed store is taken out, the new byte is stored anew on
+/// what is left (a store at `i` further down may hold it already). Stores at numerals
+/// commute into one order, the larger numeral on top: a byte at a numeral goes under the
+/// stores on top at larger numerals. So a dead store's source (a store at `1048904`, then
+/// one at `1048936`, a `heap_rmw` word) and its target (`1048936` held the target's byte
+/// below `1048904`, and was replaced) build one term (memory seed 705's memopt ran out of
+/// budget comparing the two heaps). Equal arrays in every model: only the terms change.
 fn store_byte(heap: &Array, i: &BV, v: &BV) -> Array {
     let index = Index::of(i);
+    let at = index.numeral();
+    // Where the new store goes when no store at `i` lies below: under the stores on top at
+    // numerals greater than `i`'s (a numeral too): how many of them, and the heap below.
+    let mut under: Option<(usize, Array)> = None;
     let mut above: Vec<(BV, BV)> = vec![];
     let mut cur = heap.clone();
     for _ in 0..STORE_WALK {
@@ -961,21 +983,29 @@ fn store_byte(heap: &Array, i: &BV, v: &BV) -> Array {
         match same_index(&index, &j) {
             Some(true) if w.ast_eq(v) => return heap.clone(),
             Some(true) => {
-                let back = rereads(v, &below, i);
                 let mut h = below;
                 for (j, w) in above.iter().rev() {
                     h = h.store(j, w);
                 }
-                return if back { h } else { h.store(i, v) };
+                return store_byte(&h, i, v);
             }
             Some(false) => {
+                let larger = at.is_some_and(|n| Index::of(&j).numeral().is_some_and(|m| m > n));
+                if under.is_none() && !larger {
+                    under = Some((above.len(), cur.clone()));
+                }
                 above.push((j, w));
                 cur = below;
             }
             None => break,
         }
     }
-    heap.store(i, v)
+    let (k, base) = under.unwrap_or((above.len(), cur));
+    let mut h = base.store(i, v);
+    for (j, w) in above[..k].iter().rev() {
+        h = h.store(j, w);
+    }
+    h
 }
 
 /// The byte `heap` holds at `i`, in a canonical form: down the heap's stores at indices
@@ -1051,6 +1081,11 @@ impl Index {
     fn range(&self) -> Option<(u64, u64)> {
         *self.range.get_or_init(|| index_range(&self.parts))
     }
+
+    /// The index's value where its parts are a numeral.
+    fn numeral(&self) -> Option<u64> {
+        self.parts.0.is_none().then_some(self.parts.1 & 0xFFFF_FFFF)
+    }
 }
 
 /// The unsigned values an index of [`index_parts`] may take, where it cannot wrap: the
@@ -1089,10 +1124,20 @@ fn upper_bound(x: &BV) -> Option<u64> {
 }
 
 /// An index as a base term (none for a numeral) and a constant offset: sums with numerals
-/// are flattened, so `(x + 8) + 1` is `x` and 9.
+/// are flattened, so `(x + 8) + 1` is `x` and 9, and an `and` of numerals is its value, so
+/// that `heap_rmw`'s word at a constant address (`1048576 + and(360, 4092)`, which the
+/// encoder leaves a term: it is the source's where the address is a local) is the numeral
+/// 1048936 that a store there writes, and apart from other numerals (memory seeds 604 and
+/// 646's memopt, whose stores and loads lay beside such words).
 fn index_parts(x: &BV) -> (Option<BV>, u64) {
     if let Some(n) = x.as_u64() {
         return (None, n);
+    }
+    if x.kind() == z3::AstKind::App && x.decl().kind() == z3::DeclKind::Band {
+        let numerals: Option<Vec<u64>> = (0..x.num_children()).map(|k| x.nth_child(k)?.as_bv()?.as_u64()).collect();
+        if let Some(n) = numerals.and_then(|ns| ns.into_iter().reduce(|m, n| m & n)) {
+            return (None, n);
+        }
     }
     if x.kind() == z3::AstKind::App && x.decl().kind() == z3::DeclKind::Badd && x.num_children() == 2 {
         if let (Some(p), Some(q)) = (x.nth_child(0).and_then(|d| d.as_bv()), x.nth_child(1).and_then(|d| d.as_bv())) {
@@ -1157,9 +1202,15 @@ mod tests {
         h
     }
 
+    /// The address of `heap_rmw`'s word at the constant `n`, as the encoder builds it.
+    fn rmw_word(n: u64) -> BV {
+        BV::from_u64(HEAP_BASE as u64, 32).bvadd(BV::from_u64(n, 32).bvand(BV::from_u64((HEAP_SIZE - 4) as u64, 32)))
+    }
+
     /// Sequences of stores of 1, 2, 4 and 8 bytes at `a + k`, `b + k` (two symbols that may
-    /// or may not be equal, or overlap), `1048832 + and(c, 248) + k` (a range) and numerals
-    /// (some in that range, some below it), with values that are symbols or loads
+    /// or may not be equal, or overlap), `1048832 + and(c, 248) + k` (a range), numerals
+    /// (some in that range, some below it) and `heap_rmw`'s words at constants (which
+    /// overlap those numerals), with values that are symbols or loads
     /// of the heap so far: the canonical heap equals the plain one in every model (Z3
     /// proves it). A canonical form that merged stores at indices that may be equal, or
     /// dropped a store that is not a no-op, fails it.
@@ -1179,11 +1230,12 @@ mod tests {
             let (mut canon, mut plain) = (heap(), heap());
             for k in 0..6 {
                 let n = [1, 2, 4, 8][next(4) as usize];
-                let addr = match next(5) {
+                let addr = match next(6) {
                     0 => a.bvadd(BV::from_u64(next(6), 32)),
                     1 => b.bvadd(BV::from_u64(next(6), 32)),
                     2 => BV::from_u64(1_048_576 + next(6), 32),
                     3 => masked.bvadd(BV::from_u64(next(6), 32)),
+                    4 => rmw_word(250 + next(12)).bvadd(BV::from_u64(next(4), 32)),
                     _ => BV::from_u64(1_048_826 + next(12), 32),
                 };
                 let v = match next(2) {
@@ -1233,5 +1285,64 @@ mod tests {
         // A load of what a store just wrote is the stored value's bytes, across a store elsewhere.
         let stored = other(&Exec::store_bytes(&h, &a, &x, 4), &beside);
         assert!(Exec::load_bytes(&stored, &a, 4).simplify().ast_eq(&x), "{}", Exec::load_bytes(&stored, &a, 4));
+    }
+
+    /// A shift by a constant is a shift by a numeral: of a numeral, a numeral (the source's
+    /// `shl(%pre3, 2)` with `%pre3` holding 71 is the 284 cprop's target has, memory seed
+    /// 614), and of a bounded term, a term with a bound (an address `shl(and(%a, 1), 3)`
+    /// is at most 8 above its base, which the walks down a heap's stores compare).
+    #[test]
+    fn a_shift_by_a_constant_folds_and_keeps_its_bound() {
+        let src = "function %f(i32 %a) -> i32 {\nb0:\n    ret add(shl(%a, 2), shl(and(%a, 1), 3))\n}\n";
+        let (m, _) = tandem_core::text::parse_module(src).expect("parses");
+        let f = &m.functions[0];
+        let shifts: Vec<Expr> = f.exprs.keys().filter(|&e| matches!(f.exprs[e], ExprData::Binary { op: BinOp::Shl, .. })).collect();
+        assert_eq!(shifts.len(), 2);
+        let state = |a: BV| State { locals: vec![a], heap: heap(), callframe: vec![], trace: Trace::empty(0) };
+        let numeral = eval_value(f, shifts[0], &state(BV::from_u64(71, 32)), Type::I32, 100).expect("encodes");
+        assert_eq!(numeral.as_u64(), Some(284), "{numeral}");
+        let bounded = eval_value(f, shifts[1], &state(BV::new_const("a", 32)), Type::I32, 100).expect("encodes");
+        assert_eq!(upper_bound(&bounded), Some(8), "{bounded}");
+    }
+
+    /// `heap_rmw`'s word at a constant address (`1048576 + and(360, 4092)`, as the encoder
+    /// builds it, the same term as the source's where the address is a local) is at the
+    /// numeral 1048936: a store there overwrites one at that numeral, and a load at 1048904
+    /// passes it. A load reads what a store wrote below 20 bytes
+    /// of stores elsewhere, and below 8 more (a dead store's, in the source), as one term
+    /// (default seed 646's memopt).
+    #[test]
+    fn a_word_at_a_constant_address_is_at_its_numeral() {
+        let (x, y) = (BV::new_const("x", 32), BV::new_const("y", 32));
+        let at = |n: u64| BV::from_u64(n, 32);
+        let h = heap();
+        let twice = Exec::store_bytes(&Exec::store_bytes(&h, &at(1_048_936), &x, 4), &rmw_word(360), &y, 4);
+        assert!(twice.ast_eq(&Exec::store_bytes(&h, &rmw_word(360), &y, 4)), "{twice}");
+        let beside = Exec::store_bytes(&Exec::store_bytes(&h, &at(1_048_904), &x, 4), &rmw_word(360), &y, 4);
+        assert!(Exec::load_bytes(&beside, &at(1_048_904), 4).simplify().ast_eq(&x));
+        let mut tgt = Exec::store_bytes(&h, &at(1_049_000), &x, 4);
+        for k in 0..5 {
+            tgt = Exec::store_bytes(&tgt, &rmw_word(8 * k), &y, 4);
+        }
+        let src = Exec::store_bytes(&tgt, &at(1_048_800), &BV::new_const("z", 64), 8);
+        let (read, twin) = (Exec::load_bytes(&tgt, &at(1_049_000), 4), Exec::load_bytes(&src, &at(1_049_000), 4));
+        assert!(read.ast_eq(&twin), "{read}\n{twin}");
+        assert!(read.simplify().ast_eq(&x));
+    }
+
+    /// Stores at numerals are one term whatever order they came in (stores at distinct
+    /// addresses commute), the larger numeral on top; so too where a store replaces a byte
+    /// held below another store: the target of a dead store memopt removed (`1048936` held
+    /// the target's byte) stores at `1048904` and `1048936` as the source does.
+    #[test]
+    fn stores_at_numerals_are_one_term_in_any_order() {
+        let (x, b, c) = (BV::new_const("x", 8), BV::new_const("b", 8), BV::new_const("c", 8));
+        let at = |n: u64| BV::from_u64(n, 32);
+        let h = heap();
+        let src = store_byte(&store_byte(&h, &at(1_048_904), &x), &at(1_048_936), &c);
+        let swapped = store_byte(&store_byte(&h, &at(1_048_936), &c), &at(1_048_904), &x);
+        assert!(src.ast_eq(&swapped), "{src}\n{swapped}");
+        let tgt = store_byte(&store_byte(&store_byte(&h, &at(1_048_936), &b), &at(1_048_904), &x), &at(1_048_936), &c);
+        assert!(src.ast_eq(&tgt), "{src}\n{tgt}");
     }
 }
