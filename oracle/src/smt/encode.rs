@@ -193,6 +193,52 @@ fn all_numerals(v: &BV) -> bool {
     v.children().iter().all(numeral)
 }
 
+/// `a op b` where it keeps only the low bits of a value, extended, as the extension of
+/// those bits: `ashr(shl(x, k), k)` is `sext(k, low(x))`, `lshr(shl(x, k), k)` is
+/// `zext(k, low(x))`, and `and(x, 2^n - 1)` for `n` 8, 16 or 32 below the width is
+/// `zext(low(x))`; the low bits of an extension are those of what it extends. These are
+/// the terms a narrow load builds ([`Exec::load`]: the byte a store wrote, extended), so
+/// that memopt's forwarded load (`ashr(shl(%val, 24), 24)` where the source loads
+/// `load.i32.s8(A)` after `store.8(A, %val)`, ssa seed 614) is the source's very term,
+/// not one the solver has to prove equal by bit-blasting what `%val` is. Equal in every
+/// model: only the terms change. `None` for any other operation.
+fn narrowed(op: BinOp, a: &BV, b: &BV, bits: u32) -> Option<BV> {
+    let app = |v: &BV, kind: z3::DeclKind| v.kind() == z3::AstKind::App && v.decl().kind() == kind && v.num_children() == 2;
+    let (x, keep, signed) = match (op, a.as_u64(), b.as_u64()) {
+        (BinOp::Ashr | BinOp::Lshr, None, Some(k)) => {
+            let k = k & (bits - 1) as u64;
+            if k == 0 || !app(a, z3::DeclKind::Bshl) || a.nth_child(1)?.as_bv()?.as_u64()? != k {
+                return None;
+            }
+            (a.nth_child(0)?.as_bv()?, bits - k as u32, op == BinOp::Ashr)
+        }
+        (BinOp::And, None, Some(m)) | (BinOp::And, Some(m), None) => {
+            let x = if b.as_u64().is_some() { a.clone() } else { b.clone() };
+            let n = [8u32, 16, 32].into_iter().find(|&n| n < bits && m == (1u64 << n) - 1)?;
+            (x, n, false)
+        }
+        _ => return None,
+    };
+    let low = low_bits(&x, keep);
+    Some(if signed { low.sign_ext(bits - keep) } else { low.zero_ext(bits - keep) })
+}
+
+/// The low `n` bits of `x`, through the extensions that put them there.
+fn low_bits(x: &BV, n: u32) -> BV {
+    if x.kind() == z3::AstKind::App && matches!(x.decl().kind(), z3::DeclKind::SignExt | z3::DeclKind::ZeroExt) {
+        if let Some(y) = x.nth_child(0).and_then(|c| c.as_bv()) {
+            let w = y.get_size();
+            if n == w {
+                return y;
+            }
+            if n < w {
+                return low_bits(&y, n);
+            }
+        }
+    }
+    x.extract(n - 1, 0)
+}
+
 /// A bit-vector widened to 64 bits by sign extension (the canonical `i64` form).
 pub fn to64(v: &BV) -> BV {
     let w = v.get_size();
@@ -427,6 +473,9 @@ impl Exec<'_> {
         let is_zero = |v: &BV| v.as_u64() == Some(0);
         if (matches!(op, BinOp::Srem | BinOp::Urem | BinOp::Mul) && is_zero(&a)) || (op == BinOp::Mul && is_zero(&b)) {
             return Ok(zero);
+        }
+        if let Some(v) = narrowed(op, &a, &b, bits) {
+            return Ok(v);
         }
         Ok(match op {
             BinOp::Add => a.bvadd(&b),
@@ -1098,7 +1147,7 @@ fn index_range((base, offset): &(Option<BV>, u64)) -> Option<(u64, u64)> {
 
 /// An upper bound of a 32-bit term's unsigned value, by its operators: a numeral; `and`
 /// with a bounded operand; `shl` by a numeral and `add` of bounded terms, without
-/// overflow; `urem` by a numeral other than 0. `None`: unbounded.
+/// overflow; `urem` by a numeral other than 0; a zero extension. `None`: unbounded.
 fn upper_bound(x: &BV) -> Option<u64> {
     if let Some(n) = x.as_u64() {
         return Some(n);
@@ -1119,6 +1168,12 @@ fn upper_bound(x: &BV) -> Option<u64> {
             fits(upper_bound(&arg(0)?)? << k)
         }
         z3::DeclKind::Burem | z3::DeclKind::BuremI if x.num_children() == 2 => arg(1)?.as_u64().filter(|&m| m > 0).map(|m| m - 1),
+        // A zero extension of `w` bits (a narrow load, a masked value: [`narrowed`]).
+        z3::DeclKind::ZeroExt => {
+            let y = arg(0)?;
+            let max = (1u64 << y.get_size().min(32)) - 1;
+            Some(upper_bound(&y).map_or(max, |u| u.min(max)))
+        }
         _ => None,
     }
 }
@@ -1345,4 +1400,48 @@ mod tests {
         let tgt = store_byte(&store_byte(&store_byte(&h, &at(1_048_936), &b), &at(1_048_904), &x), &at(1_048_936), &c);
         assert!(src.ast_eq(&tgt), "{src}\n{tgt}");
     }
+
+    /// The narrowed forms are the operations they replace in every model (Z3 proves it, for
+    /// every count and mask, 32 and 64 bits, of a symbol and of its extensions), and a
+    /// forwarded narrow load is the load's very term: `ashr(shl(v, 24), 24)` is the
+    /// sign-extended byte `store.8` wrote and `load.i32.s8` reads (ssa seed 614's memopt),
+    /// `and(v, 255)` the zero-extended one; a masked address keeps its bound.
+    #[test]
+    fn narrowed_forms_are_the_operations_and_the_loads_terms() {
+        for bits in [32u32, 64] {
+            let y = BV::new_const(format!("y{bits}"), 16);
+            for x in [BV::new_const(format!("x{bits}"), bits), y.sign_ext(bits - 16), y.zero_ext(bits - 16)] {
+                let num = |n: u64| BV::from_u64(n, bits);
+                let mut cases = vec![];
+                for k in 1..bits as u64 {
+                    let shl = x.bvshl(num(k));
+                    cases.push((BinOp::Ashr, shl.clone(), num(k), shl.bvashr(num(k))));
+                    cases.push((BinOp::Lshr, shl.clone(), num(k), shl.bvlshr(num(k))));
+                }
+                for n in [8u32, 16, 32].into_iter().filter(|&n| n < bits) {
+                    let m = num((1u64 << n) - 1);
+                    cases.push((BinOp::And, x.clone(), m.clone(), x.bvand(&m)));
+                    cases.push((BinOp::And, m.clone(), x.clone(), m.bvand(&x)));
+                }
+                for (op, a, b, plain) in cases {
+                    let v = narrowed(op, &a, &b, bits).unwrap_or_else(|| panic!("{op:?} {a} {b}"));
+                    let s = super::super::solver();
+                    s.assert(&v.eq(&plain).not());
+                    assert_eq!(s.check(), SatResult::Unsat, "{op:?} {a} {b}: {v}");
+                }
+            }
+        }
+        let (h, v) = (heap(), BV::new_const("v", 32));
+        let at = BV::from_u64(1_049_000, 32);
+        let stored = Exec::store_bytes(&h, &at, &v, 1);
+        let byte = Exec::load_bytes(&stored, &at, 1);
+        let shl = v.bvshl(BV::from_u64(24, 32));
+        let forwarded = narrowed(BinOp::Ashr, &shl, &BV::from_u64(24, 32), 32).expect("narrowed");
+        assert!(forwarded.ast_eq(&byte.sign_ext(24)), "{forwarded}");
+        let masked = narrowed(BinOp::And, &v, &BV::from_u64(255, 32), 32).expect("narrowed");
+        assert!(masked.ast_eq(&byte.zero_ext(24)), "{masked}");
+        assert_eq!(upper_bound(&masked), Some(255));
+        assert!(narrowed(BinOp::And, &v, &BV::from_u64(127, 32), 32).is_none());
+    }
 }
+
