@@ -155,7 +155,8 @@ enum Slot {
     /// block before the source's store overwrites them). The source's store (one the
     /// target removed: memopt's dead stores, overwritten on every path from there), with
     /// the bytes the target's heap holds there (`false`: the heaps agree except at the
-    /// store's bytes until the source overwrites them). Not part of a state; a heap class
+    /// store's bytes until the source overwrites them), or done (`true`: at the store's
+    /// block, where the heap may hold its bytes already). Not part of a state; a heap class
     /// may take its value ([`pending_stores`]).
     Pending(Side, Expr, bool),
 }
@@ -612,7 +613,22 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, a
         Slot::Read(..) => slots.iter().position(|&y| same_read(src, tgt, x, y)),
         _ => at.get(&x).copied(),
     };
-    let everywhere: Vec<(usize, usize)> = flows.named.iter().chain(aligned).filter_map(|&(a, b)| index(a).zip(index(b))).collect();
+    let pending = |(a, b): &(Slot, Slot)| matches!(a, Slot::Pending(..)) || matches!(b, Slot::Pending(..));
+    let everywhere: Vec<(usize, usize)> = flows.named.iter().chain(aligned.iter().filter(|x| !pending(x))).filter_map(|&(a, b)| index(a).zip(index(b))).collect();
+    // A pending store's candidate only where the two heaps may differ by it
+    // ([`pending_scope`]); with [`Scope::Whole`], everywhere.
+    let scoped: Vec<(usize, usize, Option<Vec<bool>>)> = aligned
+        .iter()
+        .filter(|x| pending(x))
+        .filter_map(|&(a, b)| {
+            let (i, j) = index(a).zip(index(b))?;
+            let (side, e, exact) = [a, b].into_iter().find_map(|x| match x {
+                Slot::Pending(side, e, exact) => Some((side, e, exact)),
+                _ => None,
+            })?;
+            Some((i, j, (scope != Scope::Whole).then(|| pending_scope(src, tgt, side, e, exact))))
+        })
+        .collect();
     let versions: Vec<(Slot, Slot, usize, usize)> = flows.versions.iter().filter_map(|&(a, b)| Some((a, b, index(a)?, index(b)?))).collect();
     let holds = |slot: Slot, b: Block| match slot {
         Slot::Local(Side::Src, l) => flows.cur_src[b.index()][l.index()],
@@ -639,7 +655,8 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, a
             let avail = |i: usize, side: Side| whole || if side == Side::Src { avail_src[b.index()][i] } else { avail_tgt[b.index()][i] };
             let defined = defs.iter().filter(|&&(i, _, side)| avail(i, side)).map(|&(i, l, _)| (i, l));
             let constant = constants.iter().filter(|&&(at, _, _)| at == b).map(|&(_, i, d)| (i, d));
-            let joined = union_classes(slots.len(), everywhere.iter().copied().chain(here).chain(defined).chain(constant));
+            let pending = scoped.iter().filter(|(_, _, at)| at.as_ref().is_none_or(|at| at[b.index()])).map(|&(i, j, _)| (i, j));
+            let joined = union_classes(slots.len(), everywhere.iter().copied().chain(here).chain(defined).chain(constant).chain(pending));
             // A local dead at this block's entry leaves its class there (after the joins:
             // it may have joined two live members, which stay together).
             let mut first: Vec<Option<usize>> = vec![None; slots.len()];
@@ -1159,27 +1176,54 @@ fn named_pairs(src: &Function, tgt: &Function, roots: &Roots) -> (Vec<(Slot, Slo
 /// the inference splits them. A copy the target still does in its block needs no
 /// candidate: a candidate the relation does not need costs the inference its splits.
 fn cf_copies(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
-    let writes = |f: &Function, b: Block| {
-        let mut out = vec![];
-        for &st in &f.blocks[b].stmts {
-            f.visit_postorder(st, &mut |n| {
-                if let ExprData::CfWrite { var, value } = &f.exprs[n] {
-                    out.push((*var, *value));
-                }
-            });
-        }
-        out
-    };
     let mut pairs = vec![];
     for &b in src.layout.iter() {
         // The target has every block of the source ([`corresponds`]).
-        let kept: Vec<CfVar> = writes(tgt, b).into_iter().map(|(v, _)| v).collect();
-        for (var, value) in writes(src, b) {
+        let kept: Vec<CfVar> = cf_writes(tgt, b).into_iter().map(|(v, _)| v).collect();
+        for (var, value) in cf_writes(src, b) {
             if let ExprData::CfRead(from) = src.exprs[value] {
                 let pair = (Slot::Cf(Side::Src, var), Slot::Cf(Side::Src, from));
                 if from != var && src.cfvars[from].ty == src.cfvars[var].ty && !kept.contains(&var) && !pairs.contains(&pair) {
                     pairs.push(pair);
                 }
+            }
+        }
+    }
+    pairs
+}
+
+/// The callframe writes of block `b`'s statements, each its variable and value, in order.
+fn cf_writes(f: &Function, b: Block) -> Vec<(CfVar, Expr)> {
+    let mut out = vec![];
+    for &st in &f.blocks[b].stmts {
+        f.visit_postorder(st, &mut |n| {
+            if let ExprData::CfWrite { var, value } = &f.exprs[n] {
+                out.push((*var, *value));
+            }
+        });
+    }
+    out
+}
+
+/// A source's callframe variable and the constant it writes (`cfwrite(@c2, 409)`) in a
+/// block where the target writes no `@c2` but writes it elsewhere, each pair once: a
+/// candidate. Where memopt sinks a constant's write out of a loop onto its exits, the
+/// relation in the loop after the write must say that the source's `@c2` already holds
+/// 409 while the target's does not yet, and no slot but the constant's own tree holds
+/// 409 there (memory seed 871's memopt: every try failed on `@c2` at a later trap).
+fn sunk_constants(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
+    let written: HashSet<CfVar> = tgt.layout.iter().flat_map(|&b| cf_writes(tgt, b)).map(|(v, _)| v).collect();
+    let mut pairs = vec![];
+    for &b in &src.layout {
+        let kept: Vec<CfVar> = cf_writes(tgt, b).into_iter().map(|(v, _)| v).collect();
+        for (var, value) in cf_writes(src, b) {
+            let Some(ty) = src.expr_type(value) else { continue };
+            if kept.contains(&var) || !written.contains(&var) || !is_constant_tree(src, value) {
+                continue;
+            }
+            let pair = (Slot::Cf(Side::Src, var), Slot::Read(Side::Src, ty, value));
+            if !pairs.iter().any(|&(v, x)| v == pair.0 && same_read(src, tgt, x, pair.1)) {
+                pairs.push(pair);
             }
         }
     }
@@ -1200,7 +1244,8 @@ const ALIGN_AHEAD: usize = 8;
 /// where their expression is available). A source's callframe write aligns with the
 /// target's `comma((%val = x), %val)` where the target no longer writes (memopt's write
 /// sunk out of a loop), its `%val` a candidate for the variable. (Candidates between
-/// locals of other names cost more splits than they prove.) Only candidates: the
+/// locals of other names cost more splits than they prove.) And the constants of
+/// callframe writes the target does later ([`sunk_constants`]). Only candidates: the
 /// inference keeps those that are inductive.
 fn aligned_reads(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
     let mut out = vec![];
@@ -1224,11 +1269,12 @@ fn aligned_reads(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
             walk_aligned(src, x, tgt, y, &mut out);
         }
     }
+    out.extend(sunk_constants(src, tgt));
     out
 }
 
 /// Most target stores [`pending_stores`] proposes.
-const MAX_PENDING: usize = 4;
+const MAX_PENDING: usize = 8;
 
 /// Candidates for stores one side does where the other does not.
 ///
@@ -1257,13 +1303,6 @@ fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
     };
     let plain = |f: &Function, e: Expr| match f.exprs[e] {
         ExprData::Store { addr, .. } => is_value_tree(f, addr) && !reads_state(f, addr),
-        _ => false,
-    };
-    // Two stores that write the same width at the same address (`held`: the second's
-    // address may read a local where the first computes a tree, [`trees_match`]; a store
-    // kept, its value perhaps rewritten too, `cfread(@c0)` now `%c0.1`).
-    let same_place = |f: &Function, s: Expr, g: &Function, t: Expr, held: bool| match (&f.exprs[s], &g.exprs[t]) {
-        (ExprData::Store { width: a, addr: x, .. }, ExprData::Store { width: b, addr: y, .. }) => a == b && trees_match(f, *x, g, *y, held),
         _ => false,
     };
     let in_src: HashSet<Block> = src.layout.iter().copied().collect();
@@ -1296,7 +1335,84 @@ fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
         }
     }
     let sunk = found.into_iter().flat_map(|e| [true, false].map(|exact| (Slot::Heap(Side::Src), Slot::Pending(Side::Tgt, e, exact))));
-    sunk.chain(removed.into_iter().map(|e| (Slot::Heap(Side::Tgt), Slot::Pending(Side::Src, e, false)))).collect()
+    // A removed store whose value the heap already holds at its block's entry (memopt's
+    // store of the bytes a dominating store wrote: ssa seed 880's `store.8(A, @c0)` in
+    // both arms after `store.8(A, @c0)`, removed in one) has a second candidate there:
+    // the source's heap with the store done is both heaps ([`pending_scope`]).
+    let again = removed.iter().filter(|&&e| matches!(src.exprs[e], ExprData::Store { value, .. } if is_value_tree(src, value))).map(|&e| (Slot::Heap(Side::Tgt), Slot::Pending(Side::Src, e, true))).collect::<Vec<_>>();
+    sunk.chain(removed.into_iter().map(|e| (Slot::Heap(Side::Tgt), Slot::Pending(Side::Src, e, false)))).chain(again).collect()
+}
+
+/// The blocks where the two heaps may differ by a pending store ([`pending_stores`]), by
+/// block index: a candidate joined elsewhere only adds goals to every edge, and its
+/// queries took the shares of those that matter (memory seed 801's memopt: at block after
+/// block, the goals of seven removed stores, where one mattered, ran out of their shares
+/// together).
+/// - A source store the target removed, in block `B`: the blocks reachable from `B`'s
+///   successors up to the blocks that store to the same place again (the stores that
+///   overwrite it, which every path meets before a read: those blocks included, not
+///   what follows them).
+/// - A target store the source does not have, in block `B'` (a loop's exit): the blocks
+///   that reach `B'` in the target back to the source's blocks that store to the same
+///   place (the loop's store: those blocks included, not what precedes them).
+/// - A source store the target removed, done on the source's heap (`exact`): its own
+///   block, at whose entry the heap may hold its bytes already.
+fn pending_scope(src: &Function, tgt: &Function, side: Side, e: Expr, exact: bool) -> Vec<bool> {
+    let (f, g) = match side {
+        Side::Src => (src, src),
+        Side::Tgt => (tgt, src),
+    };
+    let Some(home) = f.layout.iter().copied().find(|&b| f.blocks[b].stmts.contains(&e)) else {
+        return vec![true; src.blocks.len().max(tgt.blocks.len())];
+    };
+    if side == Side::Src && exact {
+        return (0..src.blocks.len()).map(|i| i == home.index()).collect();
+    }
+    // The blocks of `g` (the source) with another store to the same place.
+    let mut stops = vec![false; f.blocks.len().max(g.blocks.len())];
+    for &c in &g.layout {
+        stops[c.index()] = g.blocks[c].stmts.iter().any(|&l| l != e && matches!(g.exprs[l], ExprData::Store { .. }) && same_place(g, l, f, e, side == Side::Tgt));
+    }
+    match side {
+        Side::Src => reachable(src, src.blocks[home].term.successors().into_iter(), true, &stops),
+        Side::Tgt => reachable(tgt, std::iter::once(home), false, &stops),
+    }
+}
+
+/// Whether stores `s` of `f` and `t` of `g` write the same width at the same address
+/// (`held`: `t`'s address may read a local where `s`'s computes a tree, [`trees_match`]).
+fn same_place(f: &Function, s: Expr, g: &Function, t: Expr, held: bool) -> bool {
+    match (&f.exprs[s], &g.exprs[t]) {
+        (ExprData::Store { width: a, addr: x, .. }, ExprData::Store { width: b, addr: y, .. }) => a == b && trees_match(f, *x, g, *y, held),
+        _ => false,
+    }
+}
+
+/// The blocks of `f` reachable from `starts` (themselves included), by block index:
+/// along the edges with `forward`, against them without; a block marked in `stops` is
+/// reached but not left.
+fn reachable(f: &Function, starts: impl Iterator<Item = Block>, forward: bool, stops: &[bool]) -> Vec<bool> {
+    let mut preds: Vec<Vec<Block>> = vec![vec![]; f.blocks.len()];
+    if !forward {
+        for &b in &f.layout {
+            for c in f.blocks[b].term.successors() {
+                preds[c.index()].push(b);
+            }
+        }
+    }
+    let mut seen = vec![false; stops.len().max(f.blocks.len())];
+    let mut stack: Vec<Block> = starts.collect();
+    while let Some(b) = stack.pop() {
+        if std::mem::replace(&mut seen[b.index()], true) || stops.get(b.index()) == Some(&true) {
+            continue;
+        }
+        if forward {
+            stack.extend(f.blocks[b].term.successors());
+        } else {
+            stack.extend(preds[b.index()].iter().copied());
+        }
+    }
+    seen
 }
 
 /// Whether two statements may correspond: the same operator, and the same local,
@@ -1345,6 +1461,16 @@ fn walk_aligned(src: &Function, s: Expr, tgt: &Function, t: Expr, out: &mut Vec<
             t = value;
         }
         if let ExprData::Local(m) = tgt.exprs[t] {
+            // A copy of one callframe variable to another that the target does from the
+            // local holding the first: the variable written holds the local's value after
+            // the write too (memory seed 883's memopt: `cfwrite(@c0, %c2)` for
+            // `cfwrite(@c0, cfread(@c2))`, and the promoted `%c0.2 = phi(.., b35: %c2)`
+            // on the loop's back edge, where it is the source's `@c0` and `%c2` that must
+            // be one class after the write).
+            let copied = |v: CfVar| matches!(src.exprs[s], ExprData::CfRead(u) if u != v) && src.cfvars[v].ty == tgt.locals[m].ty;
+            if let Some(v) = written.filter(|&v| copied(v)) {
+                out.push((Slot::Cf(Side::Src, v), Slot::Local(Side::Tgt, m)));
+            }
             out.extend(held(s, m).map(|a| (a, Slot::Local(Side::Tgt, m))));
             continue;
         }

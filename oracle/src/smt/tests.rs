@@ -693,6 +693,77 @@ fn a_callframe_write_sunk_out_of_a_loop_is_proved_for_every_run() {
     assert!(c.diff.iter().any(|d| d.starts_with("callframe slot 0")), "{:?}", c.diff);
 }
 
+/// memopt's write of a constant sunk out of a loop: no local keeps 409 (memopt writes the
+/// constant itself on the exit), so the relation on the way out must say "the source's
+/// `@c` holds 409", which only the constant's own tree can (before that candidate,
+/// `proved (bound 4)`: memory seed 871's memopt failed every try on `@c2` at a later
+/// trap). The twin that writes 408 on the exit gets a replayed counterexample.
+#[test]
+fn a_constant_callframe_write_sunk_out_of_a_loop_is_proved_for_every_run() {
+    let constant = |exit: &str| {
+        func(&format!(
+            "{LOG}function %f(i32 %n) -> i32 {{\n    callframe i32 @c\n    local i32 %i.0\n    local i32 %i.1\n    local i32 %i.2\nb0:\n    %i.0 = 0\n    jump b1\nb1:\n    %i.1 = phi(b0: %i.0, b1: %i.2)\n{exit}    call @log(%i.1, 0)\n    %i.2 = add(%i.1, 1)\n    br slt(%i.2, %n), b1, b2\nb2:\n{}    ret 0\n}}\n",
+            if exit.is_empty() { "    cfwrite(@c, 409)\n" } else { "" }
+        ))
+    };
+    let hir = func(&format!(
+        "{LOG}function %f(i32 %n) -> i32 {{\n    callframe i32 @c\n    local i32 %i\nb0:\n    jump b1\nb1:\n    cfwrite(@c, 409)\n    call @log(%i, 0)\n    %i = add(%i, 1)\n    br slt(%i, %n), b1, b2\nb2:\n    ret 0\n}}\n"
+    ));
+    let forms = forms_after(hir, "ssa,memopt");
+    let (source, after) = (&forms[0], &forms[1]);
+    let text = printed(&after);
+    // memopt did sink the write: the loop writes nothing, the exit writes the constant.
+    assert_eq!(text.matches("cfwrite(@c, 409)").count(), 1, "{text}");
+    assert!(!text.contains("%val"), "{text}");
+    let a = validate(source, after, "memopt", &opts());
+    assert!(matches!(a, Answer::Proved), "{a}\n{text}");
+    // The same by hand (`constant("")` writes on the exit), and the wrong twin.
+    let source = constant("    cfwrite(@c, 409)\n");
+    assert!(matches!(validate(&source, &constant(""), "memopt", &opts()), Answer::Proved));
+    let wrong = func(&format!("{LOG}{}", printed(&constant("")).replace("cfwrite(@c, 409)", "cfwrite(@c, 408)")));
+    let c = counterexample(validate(&source, &wrong, "memopt", &opts()));
+    assert!(c.diff.iter().any(|d| d.starts_with("callframe slot 0")), "{:?}", c.diff);
+}
+
+/// A store of the bytes the heap already holds, removed: `store.8(A, %x)` in one arm after
+/// `store.8(A, %x)` before the branch (ssa seed 880's memopt removed such a store). At the
+/// arm's entry the relation must say "the source's heap with the store done is the same
+/// heap", which a pending store done on the source's heap says (before it, the heaps
+/// parted after the arm: `proved (bound 4)`). The twin that removes a store of another
+/// value gets a replayed counterexample.
+#[test]
+fn a_store_of_the_bytes_already_there_removed_is_proved_for_every_run() {
+    let f = |arm: &str| {
+        func(&format!(
+            "function %f(i32 %a, i32 %x) -> i32 {{\nb0:\n    store.8(1048576, %x)\n    br slt(%a, 0), b1, b2\nb1:\n{arm}    jump b3\nb2:\n    store.8(1048576, 7)\n    jump b3\nb3:\n    trapif(eq(%a, -5), 9)\n    ret load.i32(1048576)\n}}\n"
+        ))
+    };
+    let a = validate(&f("    store.8(1048576, %x)\n"), &f(""), "memopt", &opts());
+    assert!(matches!(a, Answer::Proved), "{a}");
+    let c = counterexample(validate(&f("    store.8(1048576, add(%x, 1))\n"), &f(""), "memopt", &opts()));
+    assert!(c.diff.iter().any(|d| d.starts_with("heap 0x10000") || d.starts_with("value")), "{:?}", c.diff);
+}
+
+/// Generated pairs that each needed one of the simulation check's candidates or slot
+/// rules, proved for every run at bound 2 (each was `proved (bound 2)` without it):
+/// - memory seed 801's memopt: seven stores removed, the fifth of which (its only
+///   overwrites two blocks later) needs its pending store at the blocks between; with
+///   every removed store's candidate joined at every block, their goals took the shares
+///   of the queries (the pending stores' scopes, and up to 8 of them);
+/// - memory seed 883's memopt: `cfwrite(@c0, %c2)` for `cfwrite(@c0, cfread(@c2))` in a
+///   loop whose promoted `%c0.2` takes `%c2` on the back edge (a copy's variable and the
+///   local it copies from).
+#[test]
+fn generated_pairs_that_need_the_candidates_are_proved_for_every_run() {
+    use crate::gen::Profile;
+    let o = Options { bound: 2, ..Options::default() };
+    for (profile, seed, pass) in [(Profile::Memory, 801, "memopt"), (Profile::Memory, 883, "memopt")] {
+        let (_, before, after) = generated_pairs_of(profile, seed).into_iter().find(|(p, ..)| p == pass).expect("the pass runs");
+        let a = validate(&before, &after, pass, &o);
+        assert!(matches!(a, Answer::Proved), "{profile:?} seed {seed} {pass}: {a}");
+    }
+}
+
 /// `f` as text.
 fn printed(f: &Function) -> String {
     let mut text = String::new();
