@@ -227,6 +227,13 @@ const QUERY_SHARE: u64 = 20;
 /// 28's `dce`, with 1,500 live locals, got none of the target's).
 const MAX_SLOTS: usize = 1500;
 
+/// Slots past [`MAX_SLOTS`], or past the states' slots where those are more, that the
+/// definitions of the target's new locals may take:
+/// SSAPRE's temporaries, each what says "`%pre3` holds `zext(%t25)`", where the states'
+/// slots alone passed the limit (loops seed 822's SSAPRE: 1,750 slots of the states, and
+/// no definition kept, so no temporary was related to its expression).
+const MAX_NEW_PAST: usize = 300;
+
 /// Most definitions per local.
 const MAX_DEFS: usize = 4;
 
@@ -1039,7 +1046,7 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
                     continue;
                 }
                 let priority = match () {
-                    _ if phi_arg && is_constant_tree(f, e) => Priority::PhiConstant,
+                    _ if (phi_arg || priority == Priority::New) && is_constant_tree(f, e) => Priority::Constant,
                     _ if theirs_too => Priority::Unchanged,
                     _ => priority,
                 };
@@ -1060,12 +1067,14 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
         }
     }
     // Within [`MAX_SLOTS`], each derived slot with the locals its tree reads that are no
-    // slot yet, in the order of [`Priority`]; the constants phis take are kept past the
+    // slot yet, in the order of [`Priority`]; the constant definitions are kept past the
     // limit: few, and what a promoted variable of a large function needs to say it holds
-    // a constant ([`phi_constants`]). The slots kept stay in their own order, which the
+    // a constant ([`phi_constants`]), or a temporary that it holds a constant address. The
+    // slots kept stay in their own order, which the
     // classes' first members follow.
     let mut order: Vec<usize> = (0..derived.len()).collect();
     order.sort_by_key(|&i| derived[i].0);
+    let states = slots.len();
     let mut present: HashSet<Slot> = slots.iter().copied().collect();
     let (mut carried, mut kept_derived) = (vec![], vec![false; derived.len()]);
     let mut count = 0;
@@ -1085,7 +1094,12 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
                 }
             }
         });
-        if priority != Priority::PhiConstant && slots.len() + carried.len() + count + 1 + reads.len() > MAX_SLOTS {
+        let cap = match priority {
+            Priority::Constant => usize::MAX,
+            Priority::New => MAX_SLOTS.max(states) + MAX_NEW_PAST,
+            _ => MAX_SLOTS,
+        };
+        if slots.len() + carried.len() + count + 1 + reads.len() > cap {
             continue;
         }
         present.extend(reads.iter().copied());
@@ -1102,8 +1116,11 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Priority {
     /// A definition whose tree is a constant, of a local a promoted variable's phi takes
-    /// ([`phi_constants`]).
-    PhiConstant,
+    /// ([`phi_constants`]) or of a target local the source has no local of that name for
+    /// (SSAPRE's temporaries of constant addresses, `%pre19.1 = add(1050896, 0)`: in loops
+    /// seed 822's function of 1,750 slots, where every other derived slot was cut, the
+    /// relation could not say the store's address `%pre19.10` was 1050896).
+    Constant,
     /// A definition of a target local the source has no local of that name for.
     New,
     /// A definition of a source local the target removed.
