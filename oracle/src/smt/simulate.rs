@@ -1537,6 +1537,47 @@ fn converted_cell(src: &Function, s: Expr, tgt: &Function, t: Expr) -> Option<(S
     Some((cell, Slot::Read(Side::Tgt, ty, t)))
 }
 
+/// For each candidate of [`converted_cell`] whose target tree reads a phi's local, the
+/// same source read with the tree read through the phis of that block from each
+/// predecessor (`trunc(%mem)` where `%mem = phi(b2: %val, b5: %val.1)`: `trunc(%val)` and
+/// `trunc(%val.1)`), the trees added to `tgt`'s arena: the relation before the phi's
+/// block must say the cell is the argument's value converted, since the phi's local is
+/// assigned only at its block (default seed 848's memopt: `load.i32(A)` after
+/// `store.64(A, comma((%val = sext(%p1)), %val))`, held as `trunc(%mem)` in a loop and
+/// returned after it, was `proved (bound 2)`). At most [`MAX_BEFORE_PHIS`].
+fn converted_before_phis(tgt: &mut Function, aligned: &[(Slot, Slot)]) -> Vec<(Slot, Slot)> {
+    let mut out: Vec<(Slot, Slot)> = vec![];
+    let joins: Vec<Block> = tgt.layout.iter().copied().filter(|&b| !tgt.blocks[b].phis.is_empty()).collect();
+    for &(a, b) in aligned {
+        let (Slot::Read(Side::Src, ty, _), Slot::Read(Side::Tgt, _, t)) = (a, b) else { continue };
+        let mut reads = vec![];
+        tgt.visit_postorder(t, &mut |n| {
+            if let ExprData::Local(l) = tgt.exprs[n] {
+                reads.push(l);
+            }
+        });
+        for &j in &joins {
+            let phis = tgt.blocks[j].phis.clone();
+            if !phis.iter().any(|q| reads.contains(&q.dest)) {
+                continue;
+            }
+            let preds: Vec<Block> = phis[0].args.iter().map(|&(p, _)| p).collect();
+            for pred in preds {
+                let map: std::collections::HashMap<Local, Local> = phis.iter().filter_map(|q| q.args.iter().find(|&&(p, _)| p == pred).map(|&(_, arg)| (q.dest, arg))).collect();
+                let t2 = translated(tgt, t, &map);
+                let pair = (a, Slot::Read(Side::Tgt, ty, t2));
+                if out.len() < MAX_BEFORE_PHIS && t2 != t && !out.iter().any(|&(x, y)| x == a && matches!(y, Slot::Read(_, _, e) if same_tree(tgt, e, t2))) {
+                    out.push(pair);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Most candidates [`converted_before_phis`] adds.
+const MAX_BEFORE_PHIS: usize = 16;
+
 /// Whether the tree at `e` reads anything but locals and constants: the heap, a callframe
 /// variable, or a helper's result.
 fn reads_state(f: &Function, e: Expr) -> bool {
@@ -1866,8 +1907,10 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
     // Copies, since [`definitions`] adds the trees it translates through phis.
     let (mut src, mut tgt) = (src.clone(), tgt.clone());
     let defs = Defs { src: definitions(&mut src), tgt: definitions(&mut tgt) };
+    let mut aligned = aligned_reads(&src, &tgt);
+    let before_phis = converted_before_phis(&mut tgt, &aligned);
+    aligned.extend(before_phis);
     let (src, tgt) = (&src, &tgt);
-    let aligned = aligned_reads(src, tgt);
     let pending = pending_stores(src, tgt);
     let with_pending: Vec<(Slot, Slot)> = aligned.iter().chain(&pending).copied().collect();
     let mut tried: Vec<(Vec<Slot>, Vec<Vec<usize>>)> = vec![];
