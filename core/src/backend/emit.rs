@@ -15,7 +15,7 @@ use std::fmt;
 use cranelift_entity::SecondaryMap;
 use iced_x86::{Code, Instruction, MemoryOperand, Register};
 
-use super::encode::{Assembler, Cond, Label};
+use super::encode::{Assembler, Cond, Label, Rm};
 
 use super::lir::*;
 use super::regalloc::{Allocation, Base, MInst, Mem, Operand};
@@ -125,6 +125,32 @@ fn mem(m: &Mem) -> MemoryOperand {
     MemoryOperand::new(base, index, scale, m.disp as i64, size, false, Register::None)
 }
 
+/// The number of `r` in ModRM fields and in `opcode + r` forms.
+fn num(r: Reg) -> u8 {
+    (r.r32() as u32 - Register::EAX as u32) as u8
+}
+
+/// `m` as [`Assembler::modrm`] takes it: the displacement sized as [`mem`] sizes it.
+fn rm_mem(m: &Mem) -> Rm {
+    let base = match m.base {
+        Some(Base::Reg(r)) => Some(num(r)),
+        Some(Base::Ebp) => Some(5),
+        Some(Base::Esp) => Some(4),
+        None => None,
+    };
+    let index = m.index.map(|(r, s)| (num(r), s.trailing_zeros() as u8));
+    let disp_size = if base.is_none() {
+        4
+    } else if m.disp == 0 {
+        0
+    } else if i8::try_from(m.disp).is_ok() {
+        1
+    } else {
+        4
+    };
+    Rm::Mem { base, index, disp: m.disp, disp_size }
+}
+
 fn reg(o: &Operand) -> R<Reg> {
     match o {
         Operand::Reg(r) => Ok(*r),
@@ -153,6 +179,22 @@ enum Alu {
 }
 
 impl Alu {
+    /// The opcode of `op r32, r/m32` and the ModRM `reg` field of `op r/m32, imm32`
+    /// (opcode `0x81`).
+    fn opcodes(self) -> (u8, u8) {
+        match self {
+            Alu::Add => (0x03, 0),
+            Alu::Or => (0x0B, 1),
+            Alu::Adc => (0x13, 2),
+            Alu::Sbb => (0x1B, 3),
+            Alu::And => (0x23, 4),
+            Alu::Sub => (0x2B, 5),
+            Alu::Xor => (0x33, 6),
+            Alu::Cmp => (0x3B, 7),
+        }
+    }
+
+    #[cfg(test)]
     fn codes(self) -> (Code, Code) {
         match self {
             Alu::Add => (Code::Add_r32_rm32, Code::Add_rm32_imm32),
@@ -228,12 +270,14 @@ impl Emitter<'_> {
 
     /// `mov dst, src` for a register destination.
     fn mov_to_reg(&mut self, dst: Reg, src: &Operand) -> R<()> {
+        // `Mov_r32_rm32` and `Mov_r32_imm32`, written by the assembler.
         match src {
-            Operand::Reg(s) if *s == dst => Ok(()),
-            Operand::Reg(s) => self.ins(Instruction::with2(Code::Mov_r32_rm32, dst.r32(), s.r32())),
-            Operand::Mem(m) => self.ins(Instruction::with2(Code::Mov_r32_rm32, dst.r32(), mem(m))),
-            Operand::Imm(k) => self.ins(Instruction::with2(Code::Mov_r32_imm32, dst.r32(), *k)),
+            Operand::Reg(s) if *s == dst => {}
+            Operand::Reg(s) => self.a.modrm(0x8B, num(dst), Rm::Reg(num(*s)), None),
+            Operand::Mem(m) => self.a.modrm(0x8B, num(dst), rm_mem(m), None),
+            Operand::Imm(k) => self.a.reg_imm(0xB8, num(dst), *k),
         }
+        Ok(())
     }
 
     /// `mov dst, src` for any destination of `width` (register sources of byte width
@@ -241,15 +285,15 @@ impl Emitter<'_> {
     fn mov_to(&mut self, dst: &Operand, src: &Operand, width: MemWidth) -> R<()> {
         match dst {
             Operand::Reg(d) => self.mov_to_reg(*d, src),
-            Operand::Mem(m) => {
-                let m = mem(m);
+            Operand::Mem(md) => {
                 match (width, src) {
-                    (MemWidth::W8, Operand::Reg(s)) => self.ins(Instruction::with2(Code::Mov_rm8_r8, m, s.r8())),
-                    (MemWidth::W8, Operand::Imm(k)) => self.ins(Instruction::with2(Code::Mov_rm8_imm8, m, *k as u8 as u32)),
-                    (MemWidth::W16, Operand::Reg(s)) => self.ins(Instruction::with2(Code::Mov_rm16_r16, m, s.r16())),
-                    (MemWidth::W16, Operand::Imm(k)) => self.ins(Instruction::with2(Code::Mov_rm16_imm16, m, *k as u16 as u32)),
-                    (_, Operand::Reg(s)) => self.ins(Instruction::with2(Code::Mov_rm32_r32, m, s.r32())),
-                    (_, Operand::Imm(k)) => self.ins(Instruction::with2(Code::Mov_rm32_imm32, m, *k)),
+                    (MemWidth::W8, Operand::Reg(s)) => self.ins(Instruction::with2(Code::Mov_rm8_r8, mem(md), s.r8())),
+                    (MemWidth::W8, Operand::Imm(k)) => self.ins(Instruction::with2(Code::Mov_rm8_imm8, mem(md), *k as u8 as u32)),
+                    (MemWidth::W16, Operand::Reg(s)) => self.ins(Instruction::with2(Code::Mov_rm16_r16, mem(md), s.r16())),
+                    (MemWidth::W16, Operand::Imm(k)) => self.ins(Instruction::with2(Code::Mov_rm16_imm16, mem(md), *k as u16 as u32)),
+                    // `Mov_rm32_r32` and `Mov_rm32_imm32`, written by the assembler.
+                    (_, Operand::Reg(s)) => Ok(self.a.modrm(0x89, num(*s), rm_mem(md), None)),
+                    (_, Operand::Imm(k)) => Ok(self.a.modrm(0xC7, 0, rm_mem(md), Some(*k))),
                     (_, Operand::Mem(_)) => Err(EmitErrorKind::MemoryToMemory),
                 }
             }
@@ -257,13 +301,16 @@ impl Emitter<'_> {
         }
     }
 
+    /// `op dst, src`: the `op r32, r/m32` and `op r/m32, imm32` forms of [`Alu::codes`],
+    /// written by the assembler.
     fn alu(&mut self, op: Alu, dst: Reg, src: &Operand) -> R<()> {
-        let (rm, imm) = op.codes();
+        let (rm, imm) = op.opcodes();
         match src {
-            Operand::Reg(s) => self.ins(Instruction::with2(rm, dst.r32(), s.r32())),
-            Operand::Mem(m) => self.ins(Instruction::with2(rm, dst.r32(), mem(m))),
-            Operand::Imm(k) => self.ins(Instruction::with2(imm, dst.r32(), *k)),
+            Operand::Reg(s) => self.a.modrm(rm, num(dst), Rm::Reg(num(*s)), None),
+            Operand::Mem(m) => self.a.modrm(rm, num(dst), rm_mem(m), None),
+            Operand::Imm(k) => self.a.modrm(0x81, imm, Rm::Reg(num(dst)), Some(*k)),
         }
+        Ok(())
     }
 
     fn unary(&mut self, code: Code, src: &Operand) -> R<()> {
@@ -592,5 +639,82 @@ impl Emitter<'_> {
             })?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Memory operands of every shape the emitter meets: each base (or none), with and
+    /// without an index of each scale, displacements of each size.
+    fn memories() -> Vec<Mem> {
+        let mut bases = vec![None, Some(Base::Ebp), Some(Base::Esp)];
+        bases.extend(Reg::ALL.map(|r| Some(Base::Reg(r))));
+        let mut indexes = vec![None];
+        for r in Reg::ALL {
+            indexes.extend([1, 2, 4, 8].map(|s| Some((r, s))));
+        }
+        let mut out = vec![];
+        for &base in &bases {
+            for &index in &indexes {
+                for disp in [0, 1, -4, 127, -128, 128, -129, 0x1234, -0x400, 0x7000_0010, i32::MIN] {
+                    out.push(Mem { base, index, disp });
+                }
+            }
+        }
+        out
+    }
+
+    /// The bytes of one instruction written by `write`.
+    fn bytes(write: impl FnOnce(&mut Assembler)) -> Vec<u8> {
+        let mut a = Assembler::new().unwrap();
+        write(&mut a);
+        a.finish(0).bytes
+    }
+
+    fn iced(i: Instruction) -> Vec<u8> {
+        bytes(|a| a.add(i).unwrap())
+    }
+
+    /// The forms [`Assembler::modrm`] and [`Assembler::reg_imm`] write for the emitter:
+    /// the bytes of iced's encoder for the same instructions, operand by operand.
+    #[test]
+    fn the_assemblers_forms_are_iceds_bytes() {
+        let mems = memories();
+        let alus = [Alu::Add, Alu::Adc, Alu::Sub, Alu::Sbb, Alu::And, Alu::Or, Alu::Xor, Alu::Cmp];
+        for d in Reg::ALL {
+            for k in [0, 1, -1, 127, 128, i32::MIN, 0x7FFF_FFFF] {
+                assert_eq!(bytes(|a| a.reg_imm(0xB8, num(d), k)), iced(Instruction::with2(Code::Mov_r32_imm32, d.r32(), k).unwrap()));
+                for op in alus {
+                    let want = iced(Instruction::with2(op.codes().1, d.r32(), k).unwrap());
+                    assert_eq!(bytes(|a| a.modrm(0x81, op.opcodes().1, Rm::Reg(num(d)), Some(k))), want);
+                }
+            }
+            for s in Reg::ALL {
+                let want = iced(Instruction::with2(Code::Mov_r32_rm32, d.r32(), s.r32()).unwrap());
+                assert_eq!(bytes(|a| a.modrm(0x8B, num(d), Rm::Reg(num(s)), None)), want);
+                for op in alus {
+                    let want = iced(Instruction::with2(op.codes().0, d.r32(), s.r32()).unwrap());
+                    assert_eq!(bytes(|a| a.modrm(op.opcodes().0, num(d), Rm::Reg(num(s)), None)), want);
+                }
+            }
+            for m in &mems {
+                let want = iced(Instruction::with2(Code::Mov_r32_rm32, d.r32(), mem(m)).unwrap());
+                assert_eq!(bytes(|a| a.modrm(0x8B, num(d), rm_mem(m), None)), want, "{m:?}");
+                let want = iced(Instruction::with2(Code::Mov_rm32_r32, mem(m), d.r32()).unwrap());
+                assert_eq!(bytes(|a| a.modrm(0x89, num(d), rm_mem(m), None)), want, "{m:?}");
+                for op in alus {
+                    let want = iced(Instruction::with2(op.codes().0, d.r32(), mem(m)).unwrap());
+                    assert_eq!(bytes(|a| a.modrm(op.opcodes().0, num(d), rm_mem(m), None)), want, "{m:?}");
+                }
+            }
+        }
+        for m in &mems {
+            for k in [0, -1, 0x1234_5678] {
+                let want = iced(Instruction::with2(Code::Mov_rm32_imm32, mem(m), k).unwrap());
+                assert_eq!(bytes(|a| a.modrm(0xC7, 0, rm_mem(m), Some(k))), want, "{m:?}");
+            }
+        }
     }
 }

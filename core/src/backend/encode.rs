@@ -21,6 +21,13 @@
 //! Each thread keeps its encoder (and the encoder's buffer) from one function to the next
 //! ([`Assembler::new`]): making an `iced-x86` encoder costs more than encoding a small
 //! function's worth of instructions.
+//!
+//! The commonest forms (an opcode and a ModRM operand, register or memory, with an
+//! optional 32-bit immediate: the moves and ALU operations of the emitter) are written
+//! here by [`Assembler::modrm`], with the bytes iced's encoder writes for them in 32-bit
+//! mode (its `add_mem_op` rules for the ModRM, SIB and displacement), because iced's
+//! general encoder spent hundreds of instructions on each. Every other instruction goes
+//! through iced.
 
 use iced_x86::{Encoder, IcedError, Instruction};
 
@@ -83,11 +90,26 @@ thread_local! {
     static ENCODER: std::cell::Cell<Option<Encoder>> = const { std::cell::Cell::new(None) };
 }
 
+/// The r/m operand of a ModRM byte: a register's number, or a memory operand.
+#[derive(Clone, Copy, Debug)]
+pub enum Rm {
+    Reg(u8),
+    /// `[base + index * 2^scale + disp]`; `disp_size` as iced's `MemoryOperand` takes it
+    /// (0, 1 or 4 bytes: 0 only with a zero displacement, 1 only when it fits in `i8`).
+    Mem { base: Option<u8>, index: Option<(u8, u8)>, disp: i32, disp_size: u8 },
+}
+
+/// The number of `esp` and `ebp` in ModRM and SIB fields.
+const ESP: u8 = 4;
+const EBP: u8 = 5;
+
 /// The code of one function being assembled at a fixed base address.
 pub struct Assembler {
-    /// The thread's encoder (its buffer holds the bytes of every [`Piece::Bytes`]); `None`
-    /// only once given back to the thread.
+    /// The thread's encoder (its buffer lent to it for each instruction it encodes);
+    /// `None` only once given back to the thread.
     encoder: Option<Encoder>,
+    /// The bytes of every [`Piece::Bytes`], one after another.
+    bytes: Vec<u8>,
     pieces: Vec<Piece>,
     /// The piece at which each label is bound (`u32::MAX` until bound).
     labels: Vec<u32>,
@@ -111,15 +133,12 @@ impl Assembled {
 impl Assembler {
     /// An assembler with this thread's encoder, or a new one for a thread's first function.
     pub fn new() -> Result<Assembler, IcedError> {
-        let encoder = match ENCODER.with(|e| e.take()) {
+        let mut encoder = match ENCODER.with(|e| e.take()) {
             Some(e) => e,
             None => Encoder::try_new(32)?,
         };
-        Ok(Assembler { encoder: Some(encoder), pieces: Vec::new(), labels: Vec::new(), insns: 0 })
-    }
-
-    fn encoder(&mut self) -> &mut Encoder {
-        self.encoder.as_mut().expect("an assembler holds its encoder until dropped")
+        let bytes = encoder.take_buffer();
+        Ok(Assembler { encoder: Some(encoder), bytes, pieces: Vec::new(), labels: Vec::new(), insns: 0 })
     }
 
     /// Instructions emitted so far (each bound label counts one, as the zero-byte
@@ -143,14 +162,77 @@ impl Assembler {
     /// Encodes an instruction that names no label (nor any address relative to itself).
     pub fn add(&mut self, i: Instruction) -> Result<(), IcedError> {
         // The address does not matter for these instructions; the block encoder's own
-        // is used for the bytes to be the same in every case.
-        let len = self.encoder().encode(&i, 0)? as u32;
+        // is used for the bytes to be the same in every case. The encoder appends to the
+        // assembler's bytes, lent to it.
+        let bytes = std::mem::take(&mut self.bytes);
+        let e = self.encoder.as_mut().expect("an assembler holds its encoder until dropped");
+        e.set_buffer(bytes);
+        let encoded = e.encode(&i, 0);
+        self.bytes = e.take_buffer();
+        self.added(encoded? as u32);
+        Ok(())
+    }
+
+    /// Counts an instruction of `len` bytes just appended to [`Assembler::bytes`].
+    fn added(&mut self, len: u32) {
         match self.pieces.last_mut() {
             Some(Piece::Bytes { len: run }) => *run += len,
             _ => self.pieces.push(Piece::Bytes { len }),
         }
         self.insns += 1;
-        Ok(())
+    }
+
+    /// Encodes `opcode /reg` with the r/m operand `rm` and, when given, a 32-bit
+    /// immediate: the bytes iced's encoder writes for the same instruction in 32-bit mode
+    /// (no prefix; the ModRM, then a SIB when `esp` is the base, there is an index or no
+    /// register at all but an index; then the displacement, then the immediate).
+    pub fn modrm(&mut self, opcode: u8, reg: u8, rm: Rm, imm: Option<i32>) {
+        let start = self.bytes.len();
+        let b = &mut self.bytes;
+        b.push(opcode);
+        match rm {
+            Rm::Reg(r) => b.push(0xC0 | reg << 3 | r),
+            Rm::Mem { base: None, index: None, disp, .. } => {
+                b.push(reg << 3 | EBP);
+                b.extend_from_slice(&disp.to_le_bytes());
+            }
+            Rm::Mem { base, index, disp, disp_size } => {
+                // A zero displacement off `ebp` takes a byte (mod 00 with `ebp` means
+                // no base).
+                let disp_size = if disp_size == 0 && base == Some(EBP) { 1 } else { disp_size };
+                let (mode, disp_bytes) = match (base, disp_size) {
+                    (None, _) => (0x00, 4),
+                    (Some(_), 0) => (0x00, 0),
+                    (Some(_), 1) => (0x40, 1),
+                    (Some(_), _) => (0x80, 4),
+                };
+                match (base, index) {
+                    (Some(r), None) if r != ESP => b.push(mode | reg << 3 | r),
+                    _ => {
+                        b.push(mode | reg << 3 | ESP);
+                        let (index, scale) = index.unwrap_or((ESP, 0));
+                        b.push(scale << 6 | index << 3 | base.unwrap_or(EBP));
+                    }
+                }
+                match disp_bytes {
+                    0 => {}
+                    1 => b.push(disp as i8 as u8),
+                    _ => b.extend_from_slice(&disp.to_le_bytes()),
+                }
+            }
+        }
+        if let Some(k) = imm {
+            b.extend_from_slice(&k.to_le_bytes());
+        }
+        let len = (self.bytes.len() - start) as u32;
+        self.added(len);
+    }
+
+    /// Encodes `opcode + reg` and a 32-bit immediate (`mov r32, imm32`).
+    pub fn reg_imm(&mut self, opcode: u8, reg: u8, imm: i32) {
+        self.bytes.push(opcode + reg);
+        self.bytes.extend_from_slice(&imm.to_le_bytes());
+        self.added(5);
     }
 
     pub fn jcc(&mut self, cond: Cond, target: Label) {
@@ -233,7 +315,7 @@ impl Assembler {
             assert!(*l != u32::MAX, "a label used but never bound");
         }
         let (sizing, at) = self.size_branches();
-        let encoded = self.encoder().take_buffer();
+        let encoded = std::mem::take(&mut self.bytes);
         let mut bytes = Vec::with_capacity(encoded.len() + 6 * self.pieces.len());
         let mut from = 0usize;
         for (k, p) in self.pieces.iter().enumerate() {
@@ -271,7 +353,7 @@ impl Assembler {
         }
         let label_offsets = self.labels.iter().map(|&p| at[p as usize] as u32).collect();
         // The buffer serves the thread's next function.
-        self.encoder().set_buffer(encoded);
+        self.bytes = encoded;
         Assembled { bytes, label_offsets }
     }
 }
@@ -280,7 +362,7 @@ impl Drop for Assembler {
     /// Gives the encoder back to the thread (its buffer emptied).
     fn drop(&mut self) {
         if let Some(mut e) = self.encoder.take() {
-            let mut buffer = e.take_buffer();
+            let mut buffer = std::mem::take(&mut self.bytes);
             buffer.clear();
             // A rare large function's buffer is not kept, so neither is its memory.
             if buffer.capacity() <= SPARE_BUFFER {
