@@ -113,16 +113,18 @@ fn mem(m: &Mem) -> MemoryOperand {
         None => Register::None,
     };
     let (index, scale) = m.index.map_or((Register::None, 1), |(r, s)| (r.r32(), s as u32));
-    let size = if base == Register::None {
-        4
-    } else if m.disp == 0 {
-        0
-    } else if i8::try_from(m.disp).is_ok() {
-        1
-    } else {
-        4
-    };
-    MemoryOperand::new(base, index, scale, m.disp as i64, size, false, Register::None)
+    MemoryOperand::new(base, index, scale, m.disp as i64, disp_size(m), false, Register::None)
+}
+
+/// The bytes `m`'s displacement takes: 4 without a base, else 0 for zero, 1 where it fits
+/// in `i8`, else 4.
+fn disp_size(m: &Mem) -> u32 {
+    match m.base {
+        None => 4,
+        Some(_) if m.disp == 0 => 0,
+        Some(_) if i8::try_from(m.disp).is_ok() => 1,
+        Some(_) => 4,
+    }
 }
 
 /// The number of `r` in ModRM fields and in `opcode + r` forms.
@@ -130,7 +132,7 @@ fn num(r: Reg) -> u8 {
     (r.r32() as u32 - Register::EAX as u32) as u8
 }
 
-/// `m` as [`Assembler::modrm`] takes it: the displacement sized as [`mem`] sizes it.
+/// `m` as [`Assembler::modrm`] takes it, its displacement sized as for [`mem`] ([`disp_size`]).
 fn rm_mem(m: &Mem) -> Rm {
     let base = match m.base {
         Some(Base::Reg(r)) => Some(num(r)),
@@ -139,16 +141,7 @@ fn rm_mem(m: &Mem) -> Rm {
         None => None,
     };
     let index = m.index.map(|(r, s)| (num(r), s.trailing_zeros() as u8));
-    let disp_size = if base.is_none() {
-        4
-    } else if m.disp == 0 {
-        0
-    } else if i8::try_from(m.disp).is_ok() {
-        1
-    } else {
-        4
-    };
-    Rm::Mem { base, index, disp: m.disp, disp_size }
+    Rm::Mem { base, index, disp: m.disp, disp_size: disp_size(m) as u8 }
 }
 
 fn reg(o: &Operand) -> R<Reg> {

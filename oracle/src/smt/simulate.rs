@@ -662,8 +662,8 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, a
             let avail = |i: usize, side: Side| whole || if side == Side::Src { avail_src[b.index()][i] } else { avail_tgt[b.index()][i] };
             let defined = defs.iter().filter(|&&(i, _, side)| avail(i, side)).map(|&(i, l, _)| (i, l));
             let constant = constants.iter().filter(|&&(at, _, _)| at == b).map(|&(_, i, d)| (i, d));
-            let pending = scoped.iter().filter(|(_, _, at)| at.as_ref().is_none_or(|at| at[b.index()])).map(|&(i, j, _)| (i, j));
-            let joined = union_classes(slots.len(), everywhere.iter().copied().chain(here).chain(defined).chain(constant).chain(pending));
+            let pending_here = scoped.iter().filter(|(_, _, at)| at.as_ref().is_none_or(|at| at[b.index()])).map(|&(i, j, _)| (i, j));
+            let joined = union_classes(slots.len(), everywhere.iter().copied().chain(here).chain(defined).chain(constant).chain(pending_here));
             // A local dead at this block's entry leaves its class there (after the joins:
             // it may have joined two live members, which stay together).
             let mut first: Vec<Option<usize>> = vec![None; slots.len()];
@@ -1409,14 +1409,7 @@ fn same_place(f: &Function, s: Expr, g: &Function, t: Expr, held: bool) -> bool 
 /// along the edges with `forward`, against them without; a block marked in `stops` is
 /// reached but not left.
 fn reachable(f: &Function, starts: impl Iterator<Item = Block>, forward: bool, stops: &[bool]) -> Vec<bool> {
-    let mut preds: Vec<Vec<Block>> = vec![vec![]; f.blocks.len()];
-    if !forward {
-        for &b in &f.layout {
-            for c in f.blocks[b].term.successors() {
-                preds[c.index()].push(b);
-            }
-        }
-    }
+    let preds = if forward { Default::default() } else { f.predecessors() };
     let mut seen = vec![false; stops.len().max(f.blocks.len())];
     let mut stack: Vec<Block> = starts.collect();
     while let Some(b) = stack.pop() {
@@ -1426,7 +1419,7 @@ fn reachable(f: &Function, starts: impl Iterator<Item = Block>, forward: bool, s
         if forward {
             stack.extend(f.blocks[b].term.successors());
         } else {
-            stack.extend(preds[b.index()].iter().copied());
+            stack.extend(preds[b].iter().copied());
         }
     }
     seen
@@ -1546,8 +1539,24 @@ fn converted_cell(src: &Function, s: Expr, tgt: &Function, t: Expr) -> Option<(S
 /// `store.64(A, comma((%val = sext(%p1)), %val))`, held as `trunc(%mem)` in a loop and
 /// returned after it, was `proved (bound 2)`). At most [`MAX_BEFORE_PHIS`].
 fn converted_before_phis(tgt: &mut Function, aligned: &[(Slot, Slot)]) -> Vec<(Slot, Slot)> {
+    // Per block with phis: its phis' locals, and per predecessor each local's argument.
+    type Args = Vec<std::collections::HashMap<Local, Local>>;
+    let joins: Vec<(Vec<Local>, Args)> = tgt
+        .layout
+        .iter()
+        .filter(|&&b| !tgt.blocks[b].phis.is_empty())
+        .map(|&b| {
+            let phis = &tgt.blocks[b].phis;
+            let dests = phis.iter().map(|q| q.dest).collect();
+            let args = phis[0]
+                .args
+                .iter()
+                .map(|&(pred, _)| phis.iter().filter_map(|q| q.args.iter().find(|&&(p, _)| p == pred).map(|&(_, arg)| (q.dest, arg))).collect())
+                .collect();
+            (dests, args)
+        })
+        .collect();
     let mut out: Vec<(Slot, Slot)> = vec![];
-    let joins: Vec<Block> = tgt.layout.iter().copied().filter(|&b| !tgt.blocks[b].phis.is_empty()).collect();
     for &(a, b) in aligned {
         let (Slot::Read(Side::Src, ty, _), Slot::Read(Side::Tgt, _, t)) = (a, b) else { continue };
         let mut reads = vec![];
@@ -1556,18 +1565,14 @@ fn converted_before_phis(tgt: &mut Function, aligned: &[(Slot, Slot)]) -> Vec<(S
                 reads.push(l);
             }
         });
-        for &j in &joins {
-            let phis = tgt.blocks[j].phis.clone();
-            if !phis.iter().any(|q| reads.contains(&q.dest)) {
-                continue;
-            }
-            let preds: Vec<Block> = phis[0].args.iter().map(|&(p, _)| p).collect();
-            for pred in preds {
-                let map: std::collections::HashMap<Local, Local> = phis.iter().filter_map(|q| q.args.iter().find(|&&(p, _)| p == pred).map(|&(_, arg)| (q.dest, arg))).collect();
-                let t2 = translated(tgt, t, &map);
-                let pair = (a, Slot::Read(Side::Tgt, ty, t2));
-                if out.len() < MAX_BEFORE_PHIS && t2 != t && !out.iter().any(|&(x, y)| x == a && matches!(y, Slot::Read(_, _, e) if same_tree(tgt, e, t2))) {
-                    out.push(pair);
+        for (_, args) in joins.iter().filter(|(dests, _)| dests.iter().any(|d| reads.contains(d))) {
+            for map in args {
+                if out.len() == MAX_BEFORE_PHIS {
+                    return out;
+                }
+                let t2 = translated(tgt, t, map);
+                if t2 != t && !out.iter().any(|&(x, y)| x == a && matches!(y, Slot::Read(_, _, e) if same_tree(tgt, e, t2))) {
+                    out.push((a, Slot::Read(Side::Tgt, ty, t2)));
                 }
             }
         }
