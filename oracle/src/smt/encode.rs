@@ -36,6 +36,7 @@ use cranelift_entity::EntityRef;
 use tandem_core::ir::*;
 use z3::ast::{Array, Ast, Bool, BV};
 use z3::Sort;
+use super::numeral;
 
 /// How a run (or a block, for the per-block check) ended, as the `kind` bit-vector.
 pub const END_RETURN: u64 = 0;
@@ -85,18 +86,18 @@ impl Trace {
     /// The empty trace with `slots` argument slots.
     pub fn empty(slots: usize) -> Trace {
         let idx = Sort::bitvector(32);
-        let kind = Array::const_array(&idx, &BV::from_u64(0, 8));
-        let args = (0..slots).map(|_| Array::const_array(&idx, &BV::from_u64(0, 64))).collect();
-        Trace { len: BV::from_u64(0, 32), kind, args }
+        let kind = Array::const_array(&idx, &numeral(0, 8));
+        let args = (0..slots).map(|_| Array::const_array(&idx, &numeral(0, 64))).collect();
+        Trace { len: numeral(0, 32), kind, args }
     }
 
     fn push(&mut self, helper: HelperKind, args: &[BV]) {
-        self.kind = self.kind.store(&self.len, &BV::from_u64(helper_number(helper), 8));
+        self.kind = self.kind.store(&self.len, &numeral(helper_number(helper), 8));
         for (i, slot) in self.args.iter_mut().enumerate() {
-            let v = args.get(i).map_or_else(|| BV::from_u64(0, 64), to64);
+            let v = args.get(i).map_or_else(|| numeral(0, 64), to64);
             *slot = slot.store(&self.len, &v);
         }
-        self.len = self.len.bvadd(BV::from_u64(1, 32));
+        self.len = self.len.bvadd(numeral(1, 32));
     }
 
     fn merge(c: &Bool, a: &Trace, b: &Trace) -> Trace {
@@ -278,14 +279,17 @@ fn is_false(b: &Bool) -> bool {
     }
     match b.as_bool() {
         Some(v) => !v,
-        None => ground(&z3::ast::Dynamic::from_ast(b), 4) && b.simplify().as_bool() == Some(false),
+        None => ground(&z3::ast::Dynamic::from_ast(b), 4) && super::simplified(b).as_bool() == Some(false),
     }
 }
 
 /// Symbolic execution of one function's blocks.
 struct Exec<'a> {
     f: &'a Function,
-    st: State,
+    /// Borrowed until written: [`eval_value`] evaluates a tree that writes nothing in a
+    /// state it was lent (a copy of every local per tree was a fifth of the simulation
+    /// check's time).
+    st: std::borrow::Cow<'a, State>,
     /// The path condition of the current point.
     alive: Bool,
     exits: Vec<(Bool, Ending, State)>,
@@ -306,7 +310,7 @@ impl Exec<'_> {
             return;
         }
         let g = Bool::and(&[&self.alive, &cond]);
-        self.exits.push((g, ending, self.st.clone()));
+        self.exits.push((g, ending, self.st.as_ref().clone()));
         self.alive = Bool::and(&[&self.alive, &cond.not()]);
     }
 
@@ -315,8 +319,8 @@ impl Exec<'_> {
     }
 
     fn heap_bounds(addr: &BV, bytes: u32) -> Bool {
-        let lo = BV::from_u64(HEAP_BASE as u64, 32);
-        let hi = BV::from_u64((HEAP_BASE + HEAP_SIZE - bytes) as u64, 32);
+        let lo = numeral(HEAP_BASE as u64, 32);
+        let hi = numeral((HEAP_BASE + HEAP_SIZE - bytes) as u64, 32);
         Bool::and(&[addr.bvuge(&lo), addr.bvule(&hi)])
     }
 
@@ -348,7 +352,7 @@ impl Exec<'_> {
             ExprData::Unary { .. } | ExprData::Binary { .. } | ExprData::Cmp { .. } | ExprData::Convert { .. } | ExprData::Select { .. }
         );
         Ok(match v {
-            Some(v) if foldable && v.as_u64().is_none() && all_numerals(&v) => Some(v.simplify()),
+            Some(v) if foldable && v.as_u64().is_none() && all_numerals(&v) => Some(super::simplified(&v)),
             v => v,
         })
     }
@@ -361,7 +365,7 @@ impl Exec<'_> {
         let f = self.f;
         let ty = f.expr_type(e);
         Ok(match &f.exprs[e] {
-            ExprData::Const { ty, value } => Some(BV::from_i64(*value, ty.bits())),
+            ExprData::Const { ty, value } => Some(numeral(*value as u64, ty.bits())),
             ExprData::Local(l) => Some(self.st.locals[l.index()].clone()),
             ExprData::Unary { op, arg } => {
                 let a = self.value(*arg)?;
@@ -386,7 +390,7 @@ impl Exec<'_> {
                     CmpOp::Ugt => a.bvugt(&b),
                     CmpOp::Uge => a.bvuge(&b),
                 };
-                Some(c.ite(&BV::from_u64(1, 32), &BV::from_u64(0, 32)))
+                Some(c.ite(&numeral(1, 32), &numeral(0, 32)))
             }
             ExprData::Convert { op, arg } => {
                 let a = self.value(*arg)?;
@@ -401,7 +405,7 @@ impl Exec<'_> {
                 let a = self.value(*if_true)?;
                 let b = self.value(*if_false)?;
                 let w = c.get_size();
-                Some(c.eq(BV::from_u64(0, w)).ite(&b, &a))
+                Some(c.eq(numeral(0, w)).ite(&b, &a))
             }
             ExprData::Load { ty, width, signed, addr } => Some(self.load(*ty, *width, *signed, *addr)?),
             ExprData::Store { width, addr, value } => {
@@ -411,12 +415,12 @@ impl Exec<'_> {
             ExprData::CfRead(v) => Some(self.st.callframe[v.index()].clone()),
             ExprData::CfWrite { var, value } => {
                 let v = self.value(*value)?;
-                self.st.callframe[var.index()] = to_type(&v, f.cfvars[*var].ty);
+                self.st.to_mut().callframe[var.index()] = to_type(&v, f.cfvars[*var].ty);
                 None
             }
             ExprData::Assign { local, value } => {
                 let v = self.value(*value)?;
-                self.st.locals[local.index()] = to_type(&v, f.locals[*local].ty);
+                self.st.to_mut().locals[local.index()] = to_type(&v, f.locals[*local].ty);
                 None
             }
             ExprData::Call { helper, args } => {
@@ -431,7 +435,7 @@ impl Exec<'_> {
             ExprData::TrapIf { cond, code } => {
                 let c = self.value(*cond)?;
                 let w = c.get_size();
-                self.stop_if(c.eq(BV::from_u64(0, w)).not(), Ending::Check(*code));
+                self.stop_if(c.eq(numeral(0, w)).not(), Ending::Check(*code));
                 None
             }
             ExprData::Comma { first, second } => {
@@ -447,18 +451,18 @@ impl Exec<'_> {
         let a = self.value(lhs)?;
         let b = self.value(rhs)?;
         let bits = ty.bits();
-        let zero = BV::from_u64(0, bits);
+        let zero = numeral(0, bits);
         // The count modulo the width; a numeral where the count is one, so that a shift
         // by a constant of a numeral is a numeral ([`Exec::eval`] folds only operators
         // whose operands are numerals: `shl(%pre3, 2)` where `%pre3` holds 71 would stay
         // `bvshl(71, bvand(2, 31))` in the source while cprop's target has 284, memory
         // seed 614), and a shifted address has the bound [`upper_bound`] reads.
         let count = || match b.as_u64() {
-            Some(n) => BV::from_u64(n & (bits - 1) as u64, bits),
-            None => b.bvand(BV::from_u64((bits - 1) as u64, bits)),
+            Some(n) => numeral(n & (bits - 1) as u64, bits),
+            None => b.bvand(numeral((bits - 1) as u64, bits)),
         };
-        let min = BV::from_u64(1u64 << (bits - 1), bits);
-        let minus1 = BV::from_i64(-1, bits);
+        let min = numeral(1u64 << (bits - 1), bits);
+        let minus1 = numeral(u64::MAX, bits);
         if op.can_trap() {
             let mut cond = b.eq(&zero);
             if matches!(op, BinOp::Sdiv | BinOp::Srem) {
@@ -520,7 +524,8 @@ impl Exec<'_> {
         let a = self.value(addr)?;
         let v = self.value(value)?;
         self.stop_if(Self::heap_bounds(&a, width.bytes()).not(), Ending::Invalid);
-        self.st.heap = stored_heap(&self.st.heap, &a, &v, width);
+        let heap = stored_heap(&self.st.heap, &a, &v, width);
+        self.st.to_mut().heap = heap;
         Ok(())
     }
 
@@ -528,40 +533,42 @@ impl Exec<'_> {
     fn call(&mut self, helper: HelperKind, a: &[BV]) -> Option<BV> {
         match helper {
             HelperKind::Log | HelperKind::Log64 => {
-                self.st.trace.push(helper, a);
+                self.st.to_mut().trace.push(helper, a);
                 None
             }
             HelperKind::CfTrace => {
-                let vals = self.st.callframe.clone();
-                self.st.trace.push(helper, &vals);
+                let st = self.st.to_mut();
+                st.trace.push(helper, &st.callframe.clone());
                 None
             }
             HelperKind::CfSet => {
                 let n = self.st.callframe.len() as u64;
                 if n > 0 {
-                    let idx = a[0].bvurem(BV::from_u64(n, 32));
+                    let idx = a[0].bvurem(numeral(n, 32));
                     for (i, d) in self.f.cfvars.values().enumerate() {
                         let new = to_type(&a[1], d.ty);
-                        let hit = idx.eq(BV::from_u64(i as u64, 32));
-                        self.st.callframe[i] = hit.ite(&new, &self.st.callframe[i]);
+                        let hit = idx.eq(numeral(i as u64, 32));
+                        let v = hit.ite(&new, &self.st.callframe[i]);
+                        self.st.to_mut().callframe[i] = v;
                     }
                 }
                 None
             }
             HelperKind::HeapRmw => {
-                let off = a[0].bvand(BV::from_u64((HEAP_SIZE - 4) as u64, 32));
-                let addr = BV::from_u64(HEAP_BASE as u64, 32).bvadd(&off);
+                let off = a[0].bvand(numeral((HEAP_SIZE - 4) as u64, 32));
+                let addr = numeral(HEAP_BASE as u64, 32).bvadd(&off);
                 let old = Self::load_bytes(&self.st.heap, &addr, 4);
-                self.st.heap = Self::store_bytes(&self.st.heap, &addr, &old.bvadd(&a[1]), 4);
+                let heap = Self::store_bytes(&self.st.heap, &addr, &old.bvadd(&a[1]), 4);
+                self.st.to_mut().heap = heap;
                 Some(old)
             }
             HelperKind::Mix => {
-                let m = a[0].bvmul(BV::from_u64(0x9E37_79B1, 32));
-                Some(m.bvrotl(BV::from_u64(5, 32)).bvxor(&a[1]))
+                let m = a[0].bvmul(numeral(0x9E37_79B1, 32));
+                Some(m.bvrotl(numeral(5, 32)).bvxor(&a[1]))
             }
             HelperKind::Mix64 => {
-                let m = a[0].bvmul(BV::from_u64(0x9E37_79B9_7F4A_7C15, 64));
-                Some(m.bvrotl(BV::from_u64(17, 64)).bvxor(&a[1]))
+                let m = a[0].bvmul(numeral(0x9E37_79B9_7F4A_7C15, 64));
+                Some(m.bvrotl(numeral(17, 64)).bvxor(&a[1]))
             }
         }
     }
@@ -579,7 +586,7 @@ impl Exec<'_> {
             Terminator::Branch { cond, then_dest, else_dest } => {
                 let c = self.value(*cond)?;
                 let w = c.get_size();
-                let zero = c.eq(BV::from_u64(0, w));
+                let zero = c.eq(numeral(0, w));
                 edges.push((zero.not(), *then_dest));
                 edges.push((zero, *else_dest));
             }
@@ -606,7 +613,7 @@ impl Exec<'_> {
                     if !seen.insert(*k) {
                         continue;
                     }
-                    let hit = v.eq(BV::from_i64(*k, w));
+                    let hit = v.eq(numeral(*k as u64, w));
                     misses.push(hit.not());
                     match by_target.iter_mut().find(|(b, _)| b == t) {
                         Some((_, hits)) => hits.push(hit),
@@ -628,7 +635,7 @@ impl Exec<'_> {
             .filter(|(c, _)| !is_false(c))
             .map(|(c, t)| {
                 let g = if c.as_bool() == Some(true) { self.alive.clone() } else { Bool::and(&[&self.alive, &c]) };
-                (g, t, self.st.clone())
+                (g, t, self.st.as_ref().clone())
             })
             .collect())
     }
@@ -646,7 +653,7 @@ fn enter(f: &Function, pred: Block, target: Block, mut st: State) -> State {
         .map(|phi| {
             let w = f.locals[phi.dest].ty.bits();
             let src = phi.args.iter().find(|(pb, _)| *pb == pred).map(|(_, l)| *l);
-            (phi.dest.index(), src.map_or_else(|| BV::from_u64(0, w), |l| st.locals[l.index()].clone()))
+            (phi.dest.index(), src.map_or_else(|| numeral(0, w), |l| st.locals[l.index()].clone()))
         })
         .collect();
     for (d, v) in vals {
@@ -657,20 +664,20 @@ fn enter(f: &Function, pred: Block, target: Block, mut st: State) -> State {
 
 /// Builds the outcome from the exits (their guards are mutually exclusive).
 fn outcome_of(exits: Vec<(Bool, Ending, State)>, fallback: State, in_bound: Bool) -> SymOutcome {
-    let mut kind = BV::from_u64(END_RETURN, KIND_BITS);
-    let mut value = BV::from_u64(0, 64);
-    let mut code = BV::from_u64(0, 32);
+    let mut kind = numeral(END_RETURN, KIND_BITS);
+    let mut value = numeral(0, 64);
+    let mut code = numeral(0, 32);
     let mut state = fallback;
     // The first exit ends the ite chain, so that the common one-exit case has no ite.
     for (i, (g, ending, st)) in exits.into_iter().rev().enumerate() {
         let (k, v, c) = match ending {
-            Ending::Return(v) => (END_RETURN, v, BV::from_u64(0, 32)),
-            Ending::Divide => (END_DIVIDE, BV::from_u64(0, 64), BV::from_u64(0, 32)),
-            Ending::Check(c) => (END_CHECK, BV::from_u64(0, 64), BV::from_u64(c as u64, 32)),
-            Ending::Invalid => (END_INVALID, BV::from_u64(0, 64), BV::from_u64(0, 32)),
-            Ending::Continue(b) => (END_CONTINUE, BV::from_u64(b.index() as u64, 64), BV::from_u64(0, 32)),
+            Ending::Return(v) => (END_RETURN, v, numeral(0, 32)),
+            Ending::Divide => (END_DIVIDE, numeral(0, 64), numeral(0, 32)),
+            Ending::Check(c) => (END_CHECK, numeral(0, 64), numeral(c as u64, 32)),
+            Ending::Invalid => (END_INVALID, numeral(0, 64), numeral(0, 32)),
+            Ending::Continue(b) => (END_CONTINUE, numeral(b.index() as u64, 64), numeral(0, 32)),
         };
-        let k = BV::from_u64(k, KIND_BITS);
+        let k = numeral(k, KIND_BITS);
         if i == 0 {
             kind = k;
             value = v;
@@ -694,7 +701,7 @@ pub fn trace_slots(f: &Function) -> usize {
 
 /// The state a run of `f` starts in.
 pub fn initial_state(f: &Function, inputs: &Inputs, slots: usize) -> State {
-    let mut locals: Vec<BV> = f.locals.values().map(|d| BV::from_u64(0, d.ty.bits())).collect();
+    let mut locals: Vec<BV> = f.locals.values().map(|d| numeral(0, d.ty.bits())).collect();
     for (&p, a) in f.params.iter().zip(&inputs.args) {
         locals[p.index()] = a.clone();
     }
@@ -893,7 +900,7 @@ pub fn encode_function(f: &Function, inputs: &Inputs, slots: usize, bound: u32, 
         for (g, s) in &ins[1..] {
             st = State::merge(g, s, &st);
         }
-        let mut ex = Exec { f, st, alive: guard, exits: vec![], work, limit };
+        let mut ex = Exec { f, st: std::borrow::Cow::Owned(st), alive: guard, exits: vec![], work, limit };
         let edges = ex.block(*b)?;
         work = ex.work;
         exits.extend(ex.exits);
@@ -922,7 +929,7 @@ pub fn encode_step(f: &Function, b: Block, st: State, through: &dyn Fn(Block) ->
     let mut work = 0;
     let mut pending = vec![(b, Bool::from_bool(true), st.clone(), 0u32)];
     while let Some((blk, alive, s, depth)) = pending.pop() {
-        let mut ex = Exec { f, st: s, alive, exits: vec![], work, limit };
+        let mut ex = Exec { f, st: std::borrow::Cow::Owned(s), alive, exits: vec![], work, limit };
         let edges = ex.block(blk)?;
         work = ex.work;
         exits.extend(ex.exits);
@@ -967,8 +974,8 @@ pub fn heap_bytes(heap: &Array, addr: &BV, n: u32) -> BV {
 /// compare at once), else `addr + i`.
 fn byte_index(addr: &BV, i: u32) -> BV {
     match addr.as_u64() {
-        Some(n) => BV::from_u64(n.wrapping_add(i as u64) & 0xFFFF_FFFF, 32),
-        None => addr.bvadd(BV::from_u64(i as u64, 32)),
+        Some(n) => numeral(n.wrapping_add(i as u64) & 0xFFFF_FFFF, 32),
+        None => addr.bvadd(numeral(i as u64, 32)),
     }
 }
 
@@ -1234,7 +1241,7 @@ pub fn is_value_tree(f: &Function, e: Expr) -> bool {
 /// The value of the tree at `e` (a value tree: [`is_value_tree`]) in state `st`, as the
 /// target of an assignment would hold it: of type `ty`.
 pub fn eval_value(f: &Function, e: Expr, st: &State, ty: Type, limit: usize) -> Result<BV, EncodeError> {
-    let mut ex = Exec { f, st: st.clone(), alive: Bool::from_bool(true), exits: vec![], work: 0, limit };
+    let mut ex = Exec { f, st: std::borrow::Cow::Borrowed(st), alive: Bool::from_bool(true), exits: vec![], work: 0, limit };
     Ok(to_type(&ex.value(e)?, ty))
 }
 

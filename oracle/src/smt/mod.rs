@@ -127,7 +127,9 @@ pub struct Budget {
 
 impl Budget {
     pub fn new(opts: &Options) -> Budget {
-        let seen = Self::count(&Solver::new());
+        // Any solver of the context reads its counter; Z3's default solver builds its SMT
+        // core to give its statistics (a sixth of a small validation's time).
+        let seen = Self::count(&z3::Tactic::new("skip").solver());
         Budget { left: opts.rlimit as u64, seen: std::rc::Rc::new(std::cell::Cell::new(seen)) }
     }
 
@@ -404,11 +406,76 @@ pub fn in_fresh_context<T: Send + Sync>(work: impl Fn() -> T + Send + Sync) -> T
 /// Runs `work` in a new Z3 context, dropped at the end; the thread's context before it is
 /// restored, also when `work` panics (the panic is resumed after).
 pub fn in_context<T: Send + Sync>(work: impl Fn() -> T + Send + Sync) -> T {
-    let run = || std::panic::catch_unwind(std::panic::AssertUnwindSafe(&work)).map_err(std::sync::Mutex::new);
+    let run = || {
+        // The context's own kept terms, dropped before it is (its fresh symbols numbered
+        // from 0, as Z3 numbers its own per context).
+        let outer = KEPT.with(|k| k.take());
+        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&work)).map_err(std::sync::Mutex::new);
+        drop(KEPT.with(|k| k.replace(outer)));
+        answer
+    };
     match z3::with_z3_config(&z3::Config::new(), run) {
         Ok(answer) => answer,
         Err(panic) => std::panic::resume_unwind(panic.into_inner().unwrap_or_else(|e| e.into_inner())),
     }
+}
+
+/// What the thread's current Z3 context keeps for reuse: the number of its next fresh
+/// symbol, its numerals, and the simplified form of each term simplified. Terms belong to
+/// one context, so [`in_context`] gives each context its own, and drops it with it.
+#[derive(Default)]
+struct Kept {
+    fresh: u32,
+    numerals: std::collections::HashMap<(u64, u32), BV>,
+    simplified: std::collections::HashMap<z3::ast::Dynamic, z3::ast::Dynamic>,
+}
+
+thread_local! {
+    static KEPT: std::cell::RefCell<Kept> = std::cell::RefCell::new(Kept::default());
+}
+
+/// A symbol no other term of the current context has, named by a number. Not Z3's
+/// `Z3_mk_fresh_const`: that one names each symbol by a new string (`v!123`) that Z3 interns
+/// in a table shared by every context of the process and never frees. A number needs no
+/// string, and no name a string symbol has is a number.
+fn fresh_symbol() -> z3::Symbol {
+    z3::Symbol::Int(KEPT.with(|k| {
+        let mut k = k.borrow_mut();
+        k.fresh += 1;
+        k.fresh - 1
+    }))
+}
+
+/// A fresh bit-vector symbol of `width` bits (see [`fresh_symbol`]).
+pub(super) fn fresh_bv(width: u32) -> BV {
+    BV::new_const(fresh_symbol(), width)
+}
+
+/// A fresh heap: an array from 32-bit addresses to bytes (see [`fresh_symbol`]).
+pub(super) fn fresh_heap() -> Array {
+    Array::new_const(fresh_symbol(), &Sort::bitvector(32), &Sort::bitvector(8))
+}
+
+/// The numeral `value` (its low `width` bits) of `width` bits, made once per context: the
+/// encoder asks for the same few numerals at every node (a binary operator's zero and
+/// `MIN`, each byte's offset), and Z3 takes thousands of instructions to make one.
+pub(super) fn numeral(value: u64, width: u32) -> BV {
+    let value = if width >= 64 { value } else { value & ((1u64 << width) - 1) };
+    KEPT.with(|k| k.borrow_mut().numerals.entry((value, width)).or_insert_with(|| BV::from_u64(value, width)).clone())
+}
+
+/// `t` simplified by Z3, once per term and context: each call of Z3's simplifier sets up
+/// its rewriter anew (tens of thousands of instructions), and the simulation check
+/// simplifies the same terms at each encoding and on each edge.
+pub(super) fn simplified<T: z3::ast::Ast + TryFrom<z3::ast::Dynamic>>(t: &T) -> T {
+    let d = z3::ast::Dynamic::from_ast(t);
+    let kept = KEPT.with(|k| k.borrow().simplified.get(&d).cloned());
+    let s = kept.unwrap_or_else(|| {
+        let s = z3::ast::Ast::simplify(&d);
+        KEPT.with(|k| k.borrow_mut().simplified.insert(d, s.clone()));
+        s
+    });
+    T::try_from(s).unwrap_or_else(|_| unreachable!("simplifying keeps the sort"))
 }
 
 /// [`validate_passes`] in the current Z3 context.
@@ -477,7 +544,7 @@ pub(super) fn outcomes_differ(a: &SymOutcome, b: &SymOutcome, step: bool) -> Boo
 /// The ways [`outcomes_differ`] counts, one condition each (its disjuncts).
 pub(super) fn outcome_differences(a: &SymOutcome, b: &SymOutcome, step: bool) -> Vec<Bool> {
     let kind = |k: u64| BV::from_u64(k, 8);
-    let addr = BV::fresh_const("addr", 32);
+    let addr = fresh_bv(32);
     let in_heap = Bool::and(&[
         addr.bvuge(BV::from_u64(HEAP_BASE as u64, 32)),
         addr.bvult(BV::from_u64((HEAP_BASE + HEAP_SIZE) as u64, 32)),
@@ -505,7 +572,7 @@ pub(super) fn outcome_differences(a: &SymOutcome, b: &SymOutcome, step: bool) ->
 }
 
 fn trace_differs(a: &Trace, b: &Trace) -> Bool {
-    let i = BV::fresh_const("event", 32);
+    let i = fresh_bv(32);
     let at = |arr: &Array| arr.select(&i).as_bv().expect("trace entries are bit-vectors");
     let mut entry = vec![at(&a.kind).eq(at(&b.kind)).not()];
     for (x, y) in a.args.iter().zip(&b.args) {

@@ -144,7 +144,7 @@ fn heap_error(out: &Outcome, o: &SymOutcome) -> Option<String> {
             want = want.store(&BV::from_u64(HEAP_BASE as u64 + i as u64, 32), &BV::from_u64(byte as u64, 8));
         }
     }
-    let j = BV::fresh_const("j", 32);
+    let j = super::fresh_bv(32);
     let s = super::solver();
     s.assert(j.bvuge(BV::from_u64(HEAP_BASE as u64, 32)));
     s.assert(j.bvult(BV::from_u64((HEAP_BASE + HEAP_SIZE) as u64, 32)));

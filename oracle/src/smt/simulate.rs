@@ -118,7 +118,7 @@
 //! what the ones before it left.
 
 use super::encode::{self, encode_step, eval_value, is_value_tree, State, SymOutcome, Trace};
-use super::{Budget, Options, Unknown};
+use super::{fresh_bv, fresh_heap, simplified, Budget, Options, Unknown};
 use cranelift_entity::EntityRef;
 use std::collections::{BTreeSet, HashSet};
 use tandem_core::ir::{Block, CfVar, Expr, ExprData, Function, Local, Phi, Type};
@@ -186,8 +186,8 @@ impl Val {
 
     fn simplify(&self) -> Val {
         match self {
-            Val::Bv(a) => Val::Bv(a.simplify()),
-            Val::Heap(a) => Val::Heap(a.simplify()),
+            Val::Bv(a) => Val::Bv(simplified(a)),
+            Val::Heap(a) => Val::Heap(simplified(a)),
         }
     }
 
@@ -414,11 +414,54 @@ struct Pair<'a> {
     slots: Vec<Slot>,
     /// Each slot's index in `slots`.
     index: std::collections::HashMap<Slot, usize>,
+    /// The symbols of the entry states, made once per role ([`Pair::symbol`]).
+    symbols: std::cell::RefCell<Vec<Option<Val>>>,
 }
 
-impl Pair<'_> {
+/// What a symbol of an entry state stands for ([`Pair::symbol`]).
+#[derive(Clone, Copy)]
+enum Role {
+    /// The value of the class whose first slot is this one.
+    Class(usize),
+    /// A local of a side's state that no class gives a value.
+    Local(Side, Local),
+    /// A callframe variable of a side's state that no class gives a value.
+    Cf(Side, CfVar),
+    /// A side's heap that no class gives a value.
+    Heap(Side),
+}
+
+impl<'a> Pair<'a> {
+    fn new(src: &'a Function, tgt: &'a Function, slots: Vec<Slot>) -> Pair<'a> {
+        let index = slots.iter().enumerate().map(|(i, &s)| (s, i)).collect();
+        let roles = slots.len() + 2 * (src.locals.len() + tgt.locals.len() + src.cfvars.len() + tgt.cfvars.len() + 1);
+        Pair { src, tgt, slots, index, symbols: std::cell::RefCell::new(vec![None; roles]) }
+    }
+
     fn side(&self, s: Side) -> &Function {
         side_of(self.src, self.tgt, s)
+    }
+
+    /// The symbol of `role` in every entry state: made the first time it is asked for, the
+    /// same after. Each query is about one step, whose entry state has one symbol per
+    /// role, so that a role's symbol need not differ between steps; one fresh symbol per
+    /// local, callframe variable and class at every encoding of a block was up to 250,000
+    /// new Z3 terms per validation, a third of a small validation's time.
+    fn symbol(&self, role: Role) -> Val {
+        let (n, locals, cfs) = (self.slots.len(), self.src.locals.len() + self.tgt.locals.len(), self.src.cfvars.len() + self.tgt.cfvars.len());
+        let base = |side: Side, own: usize| if side == Side::Src { 0 } else { own };
+        let (i, kind) = match role {
+            Role::Class(r) => (r, self.kind(self.slots[r])),
+            Role::Local(side, l) => (n + base(side, self.src.locals.len()) + l.index(), Kind::Bits(self.side(side).locals[l].ty.bits())),
+            Role::Cf(side, v) => (n + locals + base(side, self.src.cfvars.len()) + v.index(), Kind::Bits(self.side(side).cfvars[v].ty.bits())),
+            Role::Heap(side) => (n + locals + cfs + base(side, 1), Kind::Heap),
+        };
+        self.symbols.borrow_mut()[i]
+            .get_or_insert_with(|| match kind {
+                Kind::Bits(w) => Val::Bv(fresh_bv(w)),
+                Kind::Heap => Val::Heap(fresh_heap()),
+            })
+            .clone()
     }
 
     fn kind(&self, slot: Slot) -> Kind {
@@ -476,7 +519,7 @@ impl Pair<'_> {
         match slot {
             Slot::Pending(side, e, false) => {
                 let ExprData::Store { width, .. } = self.side(side).exprs[e] else { return None };
-                self.pending_heap(side, e, false, s, t, Some(BV::fresh_const("bytes", 8 * width.bytes())), limit)
+                self.pending_heap(side, e, false, s, t, Some(fresh_bv(8 * width.bytes())), limit)
             }
             _ => self.value(slot, s, t, limit),
         }
@@ -517,16 +560,16 @@ impl Pair<'_> {
     /// value yet, or that is no slot, gets a fresh symbol).
     fn state(&self, side: Side, class: &[usize], val: &[Option<Val>], trace: usize) -> State {
         let f = self.side(side);
-        let get = |slot: Slot| self.index.get(&slot).and_then(|&i| val[class[i]].clone());
-        let bv = |v: Option<Val>, w: u32| match v {
-            Some(Val::Bv(b)) => b,
-            _ => BV::fresh_const("v", w),
+        let get = |slot: Slot, role: Role| self.index.get(&slot).and_then(|&i| val[class[i]].clone()).unwrap_or_else(|| self.symbol(role));
+        let bv = |v: Val| match v {
+            Val::Bv(b) => b,
+            Val::Heap(_) => unreachable!("a local or callframe variable's class holds bits"),
         };
-        let locals = f.locals.iter().map(|(l, d)| bv(get(Slot::Local(side, l)), d.ty.bits())).collect();
-        let callframe = f.cfvars.iter().map(|(v, d)| bv(get(Slot::Cf(side, v)), d.ty.bits())).collect();
-        let heap = match get(Slot::Heap(side)) {
-            Some(Val::Heap(h)) => h,
-            _ => Array::fresh_const("heap", &Sort::bitvector(32), &Sort::bitvector(8)),
+        let locals = f.locals.keys().map(|l| bv(get(Slot::Local(side, l), Role::Local(side, l)))).collect();
+        let callframe = f.cfvars.keys().map(|v| bv(get(Slot::Cf(side, v), Role::Cf(side, v)))).collect();
+        let heap = match get(Slot::Heap(side), Role::Heap(side)) {
+            Val::Heap(h) => h,
+            Val::Bv(_) => unreachable!("a heap's class holds a heap"),
         };
         State { locals, heap, callframe, trace: Trace::empty(trace) }
     }
@@ -1661,9 +1704,9 @@ fn entry_states(p: &Pair, class: Option<&[usize]>, trace: usize, limit: usize) -
 /// The initial states of a run: arguments, heap and callframe shared, locals 0.
 fn initial_states(p: &Pair, trace: usize) -> (State, State, Vec<Bool>) {
     let src = p.src;
-    let args: Vec<BV> = src.params.iter().map(|&q| BV::fresh_const("arg", src.locals[q].ty.bits())).collect();
-    let heap = Array::fresh_const("heap", &Sort::bitvector(32), &Sort::bitvector(8));
-    let cf: Vec<BV> = src.cfvars.values().map(|d| BV::fresh_const("cf", d.ty.bits())).collect();
+    let args: Vec<BV> = src.params.iter().map(|&q| fresh_bv(src.locals[q].ty.bits())).collect();
+    let heap = fresh_heap();
+    let cf: Vec<BV> = src.cfvars.values().map(|d| fresh_bv(d.ty.bits())).collect();
     let init = |f: &Function| {
         let locals = f
             .locals
@@ -1719,10 +1762,7 @@ fn choose_definitions(p: &Pair, class: &[usize]) -> Vec<Option<(usize, Vec<usize
 /// definition too large to evaluate is dropped from `chosen` and its class gets a symbol).
 fn class_values(p: &Pair, class: &[usize], chosen: &mut [Option<(usize, Vec<usize>)>], trace: usize, limit: usize) -> (State, State, Vec<Option<Val>>) {
     let n = p.slots.len();
-    let fresh = |r: usize| match p.kind(p.slots[r]) {
-        Kind::Bits(w) => Val::Bv(BV::fresh_const("v", w)),
-        Kind::Heap => Val::Heap(Array::fresh_const("heap", &Sort::bitvector(32), &Sort::bitvector(8))),
-    };
+    let fresh = |r: usize| p.symbol(Role::Class(r));
     let mut val: Vec<Option<Val>> = vec![None; n];
     for r in 0..n {
         if class[r] == r && chosen[r].is_none() {
@@ -1793,7 +1833,7 @@ fn encode_block(p: &Pair, b: Block, class: Option<&[usize]>, trace: usize, limit
         }
         // An edge whose condition is false in every state the relation allows (a branch on
         // a constant) is never taken.
-        let at = |o: &SymOutcome| o.continues.iter().find(|(u, g, _)| *u == t && g.simplify().as_bool() != Some(false)).map(|(_, _, s)| s.clone());
+        let at = |o: &SymOutcome| o.continues.iter().find(|(u, g, _)| *u == t && simplified(g).as_bool() != Some(false)).map(|(_, _, s)| s.clone());
         succs.push((t, at(&x).zip(at(&y))));
     }
     let assumed_symbols = assumed.iter().map(|a| symbols(&[Dynamic::from_ast(a)])).collect();
@@ -2055,8 +2095,7 @@ impl Meter {
 #[allow(clippy::too_many_arguments)]
 fn prove_from(src: &Function, tgt: &Function, (slots, first): (Vec<Slot>, Vec<Vec<usize>>), opts: &Options, last: bool, budget: &mut Budget, notes: &mut Notes) -> Result<Tried, Unknown> {
     let trace = encode::trace_slots(src).max(encode::trace_slots(tgt));
-    let index = slots.iter().enumerate().map(|(i, &s)| (s, i)).collect();
-    let p = Pair { src, tgt, slots, index };
+    let p = Pair::new(src, tgt, slots);
     let limit = opts.max_nodes;
     // Past the encoding cap the check is too large, and the bounded check answers.
     if src.layout.len().saturating_mul(p.slots.len().max(1)) > limit {
@@ -2272,7 +2311,7 @@ impl Edge<'_> {
         if x.ast_eq(&y) {
             return true;
         }
-        let rewritten_simplified = |n: usize, r: &Dynamic| self.form(n, |x| &mut x.rewritten_simplified, || r.simplify());
+        let rewritten_simplified = |n: usize, r: &Dynamic| self.form(n, |x| &mut x.rewritten_simplified, || super::simplified(r));
         rewritten_simplified(f, &x).ast_eq(&rewritten_simplified(m, &y))
     }
 }
@@ -3159,10 +3198,17 @@ fn sample_group(assumed: &[&Bool], classes: &[&[(usize, BV)]], rng: &mut u64, wo
             }
         }
         let pairs: Vec<(&Dynamic, &Dynamic)> = syms.iter().zip(&values).collect();
-        if !assumed.iter().all(|a| a.substitute(&pairs).simplify().as_bool() == Some(true)) {
+        if !evaluated(&assumed_terms, &pairs).iter().all(|a| a.as_bool().and_then(|b| b.as_bool()) == Some(true)) {
             continue;
         }
-        let moved: Vec<Vec<usize>> = classes.iter().flat_map(|ms| groups_under(ms, &pairs)).collect();
+        let members: Vec<Dynamic> = classes.iter().flat_map(|ms| ms.iter().map(|(_, b)| Dynamic::from_ast(b))).collect();
+        let values = evaluated(&members, &pairs);
+        let mut at = 0;
+        let mut moved: Vec<Vec<usize>> = vec![];
+        for ms in classes {
+            moved.extend(grouped_values(ms, &values[at..at + ms.len()]));
+            at += ms.len();
+        }
         if !moved.is_empty() {
             return moved;
         }
@@ -3309,13 +3355,30 @@ fn sample_value(d: &Dynamic, round: usize, rng: &mut u64) -> Dynamic {
     }
 }
 
-/// The members of one class grouped by their values under the substitution `pairs`,
-/// without the first group (the members that stay); nothing when some value is not a
-/// numeral.
-fn groups_under(ms: &[(usize, BV)], pairs: &[(&Dynamic, &Dynamic)]) -> Vec<Vec<usize>> {
+/// `terms` with `pairs` substituted and simplified, as one term: the terms of a sample
+/// share most of their subterms (the same state), which one substitution and one
+/// simplification rewrite once, where a substitution per term rewrote them again for each
+/// (and set up Z3's rewriter each time): per member, they were a quarter of the
+/// simulation check's time.
+fn evaluated(terms: &[Dynamic], pairs: &[(&Dynamic, &Dynamic)]) -> Vec<Dynamic> {
+    if terms.len() < 2 {
+        return terms.iter().map(|t| t.substitute(pairs).simplify()).collect();
+    }
+    // The terms as the arguments of an uninterpreted function, which the simplifier
+    // leaves as it is.
+    let sorts: Vec<Sort> = terms.iter().map(|t| t.get_sort()).collect();
+    let domain: Vec<&Sort> = sorts.iter().collect();
+    let args: Vec<&dyn Ast> = terms.iter().map(|t| t as &dyn Ast).collect();
+    let all = z3::FuncDecl::new("terms", &domain, &Sort::bool()).apply(&args);
+    all.substitute(pairs).simplify().children()
+}
+
+/// The members `ms` grouped by their `values` (numerals), without the first group;
+/// nothing when some value is not a numeral.
+fn grouped_values(ms: &[(usize, BV)], values: &[Dynamic]) -> Vec<Vec<usize>> {
     let mut groups: Vec<(u64, Vec<usize>)> = vec![];
-    for (n, b) in ms {
-        let Some(v) = b.substitute(pairs).simplify().as_u64() else {
+    for ((n, _), v) in ms.iter().zip(values) {
+        let Some(v) = v.as_bv().and_then(|b| b.as_u64()) else {
             return vec![];
         };
         match groups.iter_mut().find(|(w, _)| *w == v) {
@@ -3386,7 +3449,8 @@ mod tests {
             assert_eq!(syms.len(), 2, "the heap and the address");
             let values: Vec<Dynamic> = syms.iter().map(|d| sample_value(d, round, &mut rng)).collect();
             let pairs: Vec<(&Dynamic, &Dynamic)> = syms.iter().zip(&values).collect();
-            let moved = groups_under(&prints, &pairs);
+            let terms: Vec<Dynamic> = prints.iter().map(|(_, p)| Dynamic::from_ast(p)).collect();
+            let moved = grouped_values(&prints, &evaluated(&terms, &pairs));
             assert!(moved.iter().all(|g| g == &vec![2]), "only the third heap differs: {moved:?}");
             if moved.is_empty() {
                 tied += 1;

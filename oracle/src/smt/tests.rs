@@ -1170,3 +1170,36 @@ fn a_dead_store_beside_a_helpers_word_is_proved_for_every_run() {
     assert!(matches!(a, Answer::Proved), "{a}");
     counterexample(validate(&case("load.i32.u8(1048936)", dead), &case("load.i32.u8(1048936)", ""), "memopt", &o));
 }
+
+/// Each Z3 context keeps its own numerals, simplified forms and fresh symbols
+/// ([`in_context`]): an inner context gets terms of its own (a term of the outer context
+/// in its solver would mix two contexts), numbers its fresh symbols from 0 again, and the
+/// outer context finds its kept terms as they were when the inner one ends.
+#[test]
+fn each_context_keeps_its_own_terms() {
+    in_context(|| {
+        let five = numeral(5, 32);
+        let x = fresh_bv(32);
+        let folded = simplified(&five.bvadd(numeral(u64::MAX, 32)));
+        assert_eq!(folded.as_u64(), Some(4), "5 + -1");
+        let inner = in_context(|| {
+            // Its own symbol 0 and its own numeral 5: only terms of this context in its
+            // solver, and the equation is satisfiable.
+            let y = fresh_bv(32);
+            let s = Solver::new();
+            s.assert(&y.eq(numeral(5, 32)));
+            s.assert(&simplified(&y.bvadd(numeral(0, 32))).eq(numeral(5, 32)));
+            (s.check(), y.to_string())
+        });
+        assert_eq!(inner.0, SatResult::Sat);
+        assert_eq!(inner.1, x.to_string(), "each context numbers its fresh symbols from 0");
+        // Back in the outer context: the same kept numeral, and the next fresh symbol is a
+        // new one (were it `x` again, `x != y` would be unsatisfiable).
+        assert!(numeral(5, 32).ast_eq(&five));
+        let y = fresh_bv(32);
+        let s = Solver::new();
+        s.assert(&x.eq(&y).not());
+        s.assert(&x.eq(&five));
+        assert_eq!(s.check(), SatResult::Sat);
+    });
+}
