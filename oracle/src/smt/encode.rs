@@ -119,6 +119,14 @@ pub struct State {
 }
 
 impl State {
+    /// The state of a run that stops here, as its outcome holds it: no locals, which no
+    /// one reads after a run ([`SymOutcome`] compares the heap, the trace and the
+    /// callframe). A copy of every local at each possible trap, and an `ite` per local
+    /// per exit in the outcome, were a sixth of the simulation check's encoding.
+    fn stopped(&self) -> State {
+        State { locals: vec![], heap: self.heap.clone(), callframe: self.callframe.clone(), trace: self.trace.clone() }
+    }
+
     fn merge(c: &Bool, a: &State, b: &State) -> State {
         State {
             locals: a.locals.iter().zip(&b.locals).map(|(x, y)| ite_bv(c, x, y)).collect(),
@@ -148,6 +156,7 @@ pub struct SymOutcome {
     pub value: BV,
     /// The code of a `Check` trap.
     pub code: BV,
+    /// The heap, trace and callframe where the run stops (no locals: [`State::stopped`]).
     pub state: State,
     /// The run finished within the bound (always true for a block).
     pub in_bound: Bool,
@@ -310,7 +319,7 @@ impl Exec<'_> {
             return;
         }
         let g = Bool::and(&[&self.alive, &cond]);
-        self.exits.push((g, ending, self.st.as_ref().clone()));
+        self.exits.push((g, ending, self.st.stopped()));
         self.alive = Bool::and(&[&self.alive, &cond.not()]);
     }
 
@@ -667,9 +676,10 @@ fn outcome_of(exits: Vec<(Bool, Ending, State)>, fallback: State, in_bound: Bool
     let mut kind = numeral(END_RETURN, KIND_BITS);
     let mut value = numeral(0, 64);
     let mut code = numeral(0, 32);
-    let mut state = fallback;
+    let mut state = fallback.stopped();
     // The first exit ends the ite chain, so that the common one-exit case has no ite.
-    for (i, (g, ending, st)) in exits.into_iter().rev().enumerate() {
+    for (i, (g, ending, mut st)) in exits.into_iter().rev().enumerate() {
+        st.locals.clear();
         let (k, v, c) = match ending {
             Ending::Return(v) => (END_RETURN, v, numeral(0, 32)),
             Ending::Divide => (END_DIVIDE, numeral(0, 64), numeral(0, 32)),
