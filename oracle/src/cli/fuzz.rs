@@ -41,7 +41,8 @@ pub struct Args {
     #[arg(long, conflicts_with = "resume")]
     pub no_reduce: bool,
     /// The share of seeds, per mille, whose passes the Z3 validator also checks
-    /// (bound 2, 2,000,000 Z3 resource units per function and pass); 0 turns it off.
+    /// (bound 2, 20,000,000 Z3 resource units per function and pass, as `tandem verify`);
+    /// 0 turns it off.
     #[arg(long, conflicts_with = "resume", default_value_t = tandem_oracle::campaign::VERIFY_PERMILLE, value_parser = clap::value_parser!(u32).range(0..=1000))]
     pub verify_permille: u32,
     /// The most memory one validator child may hold, in MB (10^6 bytes): past it the
