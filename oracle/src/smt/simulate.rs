@@ -1507,6 +1507,15 @@ fn walk_aligned(src: &Function, s: Expr, tgt: &Function, t: Expr, out: &mut Vec<
         }
         // `comma((%m = x), %m)`: the target keeps the value in `%m` on the way.
         while let Some((m, value)) = kept_on_the_way(tgt, t) {
+            // The source keeps it in its local of the same name too (the same statement on
+            // both sides): both sides go on to the value. Before, the walk stopped there,
+            // at a source comma against a target load (ssa seed 986's SSAPRE: `%mem.2 =
+            // load.i64(add(1049248, and(%c1.4, 8)))` in both, the target's address a
+            // temporary, `load.i64(%pre9.2)`, which the source's tree never met).
+            if let Some((_, inner)) = kept_on_the_way(src, s).filter(|&(k, _)| src.locals[k].name == tgt.locals[m].name) {
+                (s, t) = (inner, value);
+                continue;
+            }
             if let Some(v) = written.filter(|&v| src.cfvars[v].ty == tgt.locals[m].ty) {
                 out.push((Slot::Cf(Side::Src, v), Slot::Local(Side::Tgt, m)));
             }
