@@ -630,6 +630,10 @@ impl Module {
 thread_local! {
     /// The work stack of [`Function::visit_postorder`], kept between walks.
     static POSTORDER_STACK: std::cell::Cell<Vec<(Expr, bool)>> = const { std::cell::Cell::new(Vec::new()) };
+    /// The stack of the last walk started by another walk's visitor (a nested walk, which
+    /// finds [`POSTORDER_STACK`] taken), kept so that the next nested walk does not grow
+    /// a new one.
+    static NESTED_POSTORDER_STACK: std::cell::Cell<Vec<(Expr, bool)>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// The most entries a kept [`Function::visit_postorder`] stack may have room for (8 bytes
@@ -724,9 +728,12 @@ impl Function {
     /// Iterative: it is the walk the verifier's depth check and the passes rely on.
     pub fn visit_postorder(&self, e: Expr, f: &mut impl FnMut(Expr)) {
         // Each entry is a node and whether its operands were pushed already. The stack is
-        // this thread's, reused from walk to walk (a walk started by `f` gets a new one),
-        // since the passes and the verifier walk every statement many times.
+        // this thread's, reused from walk to walk (a walk started by `f` takes the nested
+        // walks' one), since the passes and the verifier walk every statement many times.
         let mut work = POSTORDER_STACK.with(|s| s.take());
+        if work.capacity() == 0 {
+            work = NESTED_POSTORDER_STACK.with(|s| s.take());
+        }
         work.clear();
         work.push((e, false));
         // A leaf operand has nothing to expand: it goes on the stack ready to visit. The
@@ -784,8 +791,13 @@ impl Function {
             }
         }
         // A rare deep tree's stack is not kept (see [`SPARE_POSTORDER`]).
+        // The outermost walk ends last: the stack a nested walk left in its place is the
+        // nested walks' again.
         if work.capacity() <= SPARE_POSTORDER {
-            POSTORDER_STACK.with(|s| s.set(work));
+            let nested = POSTORDER_STACK.with(|s| s.replace(work));
+            if nested.capacity() != 0 {
+                NESTED_POSTORDER_STACK.with(|s| s.set(nested));
+            }
         }
     }
 

@@ -23,6 +23,7 @@ use super::util::{postorder_into, remove_unused_locals};
 use super::Stats;
 use crate::ir::{Block, ExprData, Function, Local, Type};
 use cranelift_entity::EntityRef;
+use smallvec::SmallVec;
 
 /// An ACP entry.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -38,11 +39,13 @@ pub fn run(f: &mut Function) -> Stats {
     // The nodes of the tree being propagated, in order: one list for every tree.
     let mut order = vec![];
     let mut acp = Acp::default();
-    for b in f.layout.clone() {
+    // Neither step changes the layout: it is indexed, not copied.
+    for i in 0..f.layout.len() {
+        let b = f.layout[i];
         cprop_block(f, b, &mut tm, &mut stats, &mut order, &mut acp);
     }
     let deleted = tm.resolve(f, &mut stats);
-    for b in f.layout.clone() {
+    for &b in &f.layout {
         f.blocks[b].stmts.retain(|s| !deleted.contains(s));
     }
     remove_unused_locals(f);
@@ -58,7 +61,7 @@ struct Acp {
     avail: Vec<Option<Avail>>,
     /// For each `y`, the locals that were made copies of `y` (some may be stale: an entry
     /// counts only while `avail` still says so).
-    copies_of: Vec<Vec<Local>>,
+    copies_of: Vec<SmallVec<[Local; 2]>>,
     /// The locals whose entries the block set, to clear (some more than once).
     touched: Vec<Local>,
 }
@@ -72,7 +75,7 @@ impl Acp {
     fn room(&mut self, l: Local) {
         if self.avail.len() <= l.index() {
             self.avail.resize(l.index() + 1, None);
-            self.copies_of.resize_with(l.index() + 1, Vec::new);
+            self.copies_of.resize_with(l.index() + 1, SmallVec::new);
         }
     }
 
@@ -121,22 +124,23 @@ fn cprop_block(
     acp: &mut Acp,
 ) {
     acp.clear();
-    let stmts = f.blocks[b].stmts.clone();
-    let mut kept = vec![];
-    for s in stmts {
+    // The statements are filtered in place, in order (nothing below reads the block's
+    // list), rather than copied and collected into a new list.
+    let mut stmts = std::mem::take(&mut f.blocks[b].stmts);
+    stmts.retain(|&s| {
         // A copy that propagation turns into `x = x` does nothing: drop it unseen.
         if let ExprData::Assign { local, value } = f.exprs[s] {
             if let ExprData::Local(y) = f.exprs[value] {
                 if y == local || acp.get(&y) == Some(&Avail::Copy(local)) {
                     stats.bump("self_copies");
-                    continue;
+                    return false;
                 }
             }
         }
         cprop_tree(f, b, s, acp, tm, stats, true, order);
-        kept.push(s);
-    }
-    f.blocks[b].stmts = kept;
+        true
+    });
+    f.blocks[b].stmts = stmts;
     if let Some(t) = f.blocks[b].term.expr() {
         cprop_tree(f, b, t, acp, tm, stats, false, order);
     }

@@ -55,6 +55,7 @@ use super::Stats;
 use crate::ir::{Block, Expr, ExprData, Function, Local, MAX_EXPR_DEPTH};
 use cranelift_entity::{entity_impl, EntityRef, PrimaryMap, SecondaryMap};
 use crate::hash::HashSet;
+use smallvec::SmallVec;
 
 /// A pending tree move.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -129,9 +130,9 @@ pub struct TreeMove {
     /// The link groups this move belongs to: at most one move of each happens.
     pub links: Vec<GroupId>,
     /// The locals this tree reads directly.
-    pub reads: Vec<Local>,
+    pub reads: SmallVec<[Local; 4]>,
     /// The moves scheduled to move into this tree (each has `carried_by` this move).
-    pub carries: Vec<MoveId>,
+    pub carries: SmallVec<[MoveId; 2]>,
     /// The tree reads memory, directly or through the moves it carries.
     pub reads_memory: bool,
     /// "Must be dead" slots that reached the end of the block: they must not be [X].
@@ -249,7 +250,7 @@ impl TreeMover {
         // later definition of `x` must then link that tree too).
         let mut readers = std::mem::take(&mut self.affected[x.index()]);
         readers.retain_mut(|(t, linked_top)| {
-            let mut chain = vec![*t];
+            let mut chain: SmallVec<[MoveId; 4]> = smallvec::smallvec![*t];
             let mut cur = *t;
             loop {
                 if self.is_defined(cur) {
@@ -299,16 +300,16 @@ impl TreeMover {
             safe: false,
             status: MoveStatus::Pending,
             links: vec![],
-            reads: vec![],
-            carries: vec![],
+            reads: SmallVec::new(),
+            carries: SmallVec::new(),
             reads_memory: false,
             must_be_dead: vec![],
             forward_copies: vec![],
             aborted: false,
             carried_by: None,
         });
-        let mut reads = vec![];
-        let mut carries = vec![];
+        let mut reads: SmallVec<[Local; 4]> = SmallVec::new();
+        let mut carries: SmallVec<[MoveId; 2]> = SmallVec::new();
         let mut reads_memory = false;
         f.visit_postorder(tree, &mut |n| match &f.exprs[n] {
             ExprData::Local(u) => {
@@ -370,7 +371,7 @@ impl TreeMover {
 
     /// Whether the tree of `m` reads `l`, directly or through the moves it carries.
     fn tree_reads(&self, m: MoveId, l: Local) -> bool {
-        let mut work = vec![m];
+        let mut work: SmallVec<[MoveId; 4]> = smallvec::smallvec![m];
         while let Some(m) = work.pop() {
             if self.moves[m].reads.contains(&l) {
                 return true;
@@ -383,7 +384,9 @@ impl TreeMover {
     /// The end of a block: slots in [U] become unsafe moves; every slot that occurred in
     /// the block is reset (the others are untouched since the last end).
     pub fn end_block(&mut self) {
-        for l in std::mem::take(&mut self.touched) {
+        // The list is emptied, not dropped: its room serves the next block.
+        let mut touched = std::mem::take(&mut self.touched);
+        for l in touched.drain(..) {
             let i = l.index();
             let slot = &mut self.act[i];
             match slot.state {
@@ -402,6 +405,7 @@ impl TreeMover {
             slot.scheduled = false;
             self.affected[i].clear();
         }
+        self.touched = touched;
         self.memory_trees.clear();
     }
 
