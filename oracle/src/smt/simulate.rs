@@ -1830,9 +1830,12 @@ fn encode_block(p: &Pair, b: Block, class: Option<&[usize]>, trace: usize, limit
     let src_blocks: HashSet<Block> = p.src.layout.iter().copied().collect();
     let fresh = |x: Block| !src_blocks.contains(&x);
     let (s_in, t_in, assumed) = entry_states(p, class, trace, limit);
-    let left = limit.saturating_sub(*work);
-    let x = encode_step(p.src, b, s_in, &|_| false, left).map_err(|_| Unknown::TooLarge)?;
-    let y = encode_step(p.tgt, b, t_in, &fresh, left).map_err(|_| Unknown::TooLarge)?;
+    // The encoding cap bounds each step's encoding; the work of the whole inference is the
+    // budget's to bound (charged at `NODE_COST`). Before, the cap also bounded the sum of
+    // every encoding and round of the inference, which ended tries as "too large" at a
+    // fifth of their budget (loops seed 964's SSAPRE, default seed 929's memopt).
+    let x = encode_step(p.src, b, s_in, &|_| false, limit).map_err(|_| Unknown::TooLarge)?;
+    let y = encode_step(p.tgt, b, t_in, &fresh, limit).map_err(|_| Unknown::TooLarge)?;
     *work += p.src.blocks[b].stmts.len() + p.tgt.blocks[b].stmts.len() + 1 + assumed.len() + p.slots.len() / 4;
     // Per successor, the two states entering it (on the edges to it alone).
     let mut succs: Vec<(Block, Option<(State, State)>)> = vec![];
