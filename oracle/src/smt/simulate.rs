@@ -208,9 +208,14 @@ impl Val {
 }
 
 /// Resource units charged per unit of encoding work (a statement of either side, an
-/// assumption, four slots of the relation: measured at about what Z3 spends in the same
-/// time), so that encoding counts against the budget.
-pub const NODE_COST: u64 = 20;
+/// assumption, four slots of the relation: about what Z3 spends in the same time), so that
+/// encoding counts against the budget. It was 20 until the encoding's own work got cheaper
+/// (`26b509c`: default seed 902's memopt, the same units of work, 10.2G -> 3.1G
+/// instructions, about a third), and at 20 a large function's inference spent most of its
+/// budget on its own work (memory seed 951's memopt: 8.2M of its first try's 10M units,
+/// its queries 1.8M). At 5, seeds 900-999 and 800-899 of four profiles, every pass: 2,079 ->
+/// 2,084 and 2,093 -> 2,097 pairs proved for every run (one lost, default 835's SSAPRE).
+pub const NODE_COST: u64 = 5;
 
 /// Work charged for simplifying or evaluating a term under concrete values.
 const SIMPLIFY_WORK: usize = 1;
