@@ -439,7 +439,9 @@ enum Role {
 impl<'a> Pair<'a> {
     fn new(src: &'a Function, tgt: &'a Function, slots: Vec<Slot>) -> Pair<'a> {
         let index = slots.iter().enumerate().map(|(i, &s)| (s, i)).collect();
-        let roles = slots.len() + 2 * (src.locals.len() + tgt.locals.len() + src.cfvars.len() + tgt.cfvars.len() + 1);
+        // One per class (by its first slot), per local and callframe variable of each side,
+        // and the two heaps: the order [`Pair::symbol`] numbers them in.
+        let roles = slots.len() + src.locals.len() + tgt.locals.len() + src.cfvars.len() + tgt.cfvars.len() + 2;
         Pair { src, tgt, slots, index, symbols: std::cell::RefCell::new(vec![None; roles]) }
     }
 
