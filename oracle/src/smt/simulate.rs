@@ -616,8 +616,9 @@ enum Scope {
 
 /// What the first partition of every try reads and no try changes, computed once per
 /// pair: the base names of its locals ([`Roots`]), the checker's own data flows over the
-/// two functions (live locals, current versions), the [`named_pairs`] and the target's
-/// phis of promoted variables.
+/// two functions (live locals, current versions, the locals the source's promoted
+/// callframe variables hold), the [`named_pairs`] and the target's phis of promoted
+/// variables.
 struct Flows {
     roots: Roots,
     live_src: Vec<Vec<bool>>,
@@ -629,13 +630,19 @@ struct Flows {
     versions: Vec<(Slot, Slot)>,
     /// The target's phis of promoted variables ([`promoted_phis`]).
     promoted: Vec<Phi>,
+    /// Per block of the source, the locals its promoted callframe variables may hold at
+    /// the entry ([`written_locals`]).
+    written: Vec<Vec<(CfVar, Local)>>,
 }
 
 impl Flows {
     fn of(src: &Function, tgt: &Function) -> Flows {
         let roots = Roots::of(src);
         let (named, versions) = named_pairs(src, tgt, &roots);
+        // The callframe variables the target keeps versions of (memopt's promoted ones).
+        let kept: Vec<CfVar> = versions.iter().filter_map(|&(a, _)| if let Slot::Cf(Side::Src, v) = a { Some(v) } else { None }).collect();
         Flows {
+            written: written_locals(src, &kept),
             live_src: live_locals(src),
             live_tgt: live_locals(tgt),
             cur_src: current_versions(src, &roots),
@@ -652,9 +659,11 @@ impl Flows {
 /// layout: the class of each slot, as the index of the first slot of its class. Joined
 /// are the [`named_pairs`] (a pair of versions only at the blocks where both hold their
 /// name's current value: [`current_versions`]), each definition with its local where it
-/// may be available ([`available_definitions`]), and the candidates `aligned` read off
-/// the code ([`aligned_reads`]). With [`Scope::Whole`], every pair of versions and every
-/// definition is joined at every block (a superset: more candidates, more splits).
+/// may be available ([`available_definitions`]), the candidates `aligned` read off the
+/// code ([`aligned_reads`]), and each promoted callframe variable of the source with the
+/// local it was last written from ([`written_locals`]). With [`Scope::Whole`], every
+/// pair of versions and every definition is joined at every block (a superset: more
+/// candidates, more splits).
 fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, aligned: &[(Slot, Slot)], scope: Scope) -> (Vec<Slot>, Vec<Vec<usize>>) {
     // Only the try over the states' slots leaves dead locals out: with definitions, a
     // definition's class can need a dead local of the other side too (the ssa form of
@@ -713,7 +722,8 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, a
             let defined = defs.iter().filter(|&&(i, _, side)| avail(i, side)).map(|&(i, l, _)| (i, l));
             let constant = constants.iter().filter(|&&(at, _, _)| at == b).map(|&(_, i, d)| (i, d));
             let pending_here = scoped.iter().filter(|(_, _, at)| at.as_ref().is_none_or(|at| at[b.index()])).map(|&(i, j, _)| (i, j));
-            let joined = union_classes(slots.len(), everywhere.iter().copied().chain(here).chain(defined).chain(constant).chain(pending_here));
+            let written = flows.written[b.index()].iter().filter_map(|&(v, l)| index(Slot::Cf(Side::Src, v)).zip(index(Slot::Local(Side::Src, l))));
+            let joined = union_classes(slots.len(), everywhere.iter().copied().chain(here).chain(defined).chain(constant).chain(pending_here).chain(written));
             // A local dead at this block's entry leaves its class there (after the joins:
             // it may have joined two live members, which stay together).
             let mut first: Vec<Option<usize>> = vec![None; slots.len()];
@@ -943,6 +953,71 @@ fn current_versions(f: &Function, roots: &Roots) -> Vec<Vec<bool>> {
                     }
                 });
             }
+            if exit[b.index()].as_ref() != Some(&set) {
+                exit[b.index()] = Some(set);
+                changed = true;
+            }
+        }
+    }
+    entry
+}
+
+/// Per block of `f` (by index), the pairs (a callframe variable of `vars`, a local) such
+/// that on some path to the block's entry (its phis applied) the variable's last write
+/// was `cfwrite(@v, %x)` and `%x` was not assigned since. A forward data flow computed
+/// here; it only chooses candidates, which the inference keeps only where inductive.
+///
+/// The first partition joins each pair: where memopt promotes a variable written in a
+/// loop, the target keeps the value in the local the source wrote (the argument of the
+/// promoted variable's phi on the back edge), and the relation between the source's
+/// write and the latch must say that the source's `@c0` holds `%t18.1` while the
+/// target's version `%c0.3` still holds the value from before (memory seed 1168's
+/// memopt: `cfwrite(@c0, %t18.1)` in a loop body, every try failed on the trap after the
+/// loop, the source's `@c0` in a class of its own from the body on).
+fn written_locals(f: &Function, vars: &[CfVar]) -> Vec<Vec<(CfVar, Local)>> {
+    if vars.is_empty() {
+        return vec![vec![]; f.blocks.len()];
+    }
+    let kill_local = |set: &mut Vec<(CfVar, Local)>, l: Local| set.retain(|&(_, x)| x != l);
+    let kill_var = |set: &mut Vec<(CfVar, Local)>, v: CfVar| set.retain(|&(w, _)| w != v);
+    let blocks = f.blocks.len();
+    let mut entry: Vec<Vec<(CfVar, Local)>> = vec![vec![]; blocks];
+    let mut exit: Vec<Option<Vec<(CfVar, Local)>>> = vec![None; blocks];
+    let preds = f.predecessors();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for &b in &f.layout {
+            let mut set: Vec<(CfVar, Local)> = vec![];
+            for p in &preds[b] {
+                for &x in exit[p.index()].iter().flatten() {
+                    if !set.contains(&x) {
+                        set.push(x);
+                    }
+                }
+            }
+            for phi in &f.blocks[b].phis {
+                kill_local(&mut set, phi.dest);
+            }
+            set.sort();
+            entry[b.index()] = set.clone();
+            let data = &f.blocks[b];
+            for r in data.stmts.iter().copied().chain(data.term.expr()) {
+                f.visit_postorder(r, &mut |e| match &f.exprs[e] {
+                    ExprData::Assign { local, .. } => kill_local(&mut set, *local),
+                    &ExprData::CfWrite { var, value } => {
+                        kill_var(&mut set, var);
+                        if let ExprData::Local(x) = f.exprs[value] {
+                            if vars.contains(&var) {
+                                set.push((var, x));
+                            }
+                        }
+                    }
+                    ExprData::Call { helper, .. } if helper.effects().writes_callframe => set.clear(),
+                    _ => {}
+                });
+            }
+            set.sort();
             if exit[b.index()].as_ref() != Some(&set) {
                 exit[b.index()] = Some(set);
                 changed = true;
@@ -1932,7 +2007,7 @@ pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: 
 pub fn explain(src: &Function, tgt: &Function, opts: &Options) -> Vec<String> {
     super::in_context(|| {
         let mut half = Budget::new(opts).simulation_share();
-        let mut notes = Notes { on: true, ..Notes::default() };
+        let mut notes = Notes::default();
         match check_noting(src, tgt, opts, &mut half, &mut notes) {
             Ok(true) => vec![],
             Ok(false) if notes.lines.is_empty() => vec!["the blocks do not correspond".to_string()],
@@ -1945,10 +2020,14 @@ pub fn explain(src: &Function, tgt: &Function, opts: &Options) -> Vec<String> {
     })
 }
 
-/// What ended each try, when asked ([`explain`]).
+/// What ended each try ([`explain`]). Always kept, though only `--why` prints them: a
+/// note on a block that differs evaluates the model, which builds terms, and Z3's answers
+/// depend on the terms a context holds, so a check that noted only when asked answered
+/// otherwise than the one `--why` ran again (memory seed 1051's memopt: `proved (bound
+/// 2)`, its budget used up, in the validation; proved with 1.5M units to spare in
+/// `--why`, which then said nothing).
 #[derive(Default)]
 struct Notes {
-    on: bool,
     lines: Vec<String>,
     /// The try under way.
     label: String,
@@ -1956,10 +2035,8 @@ struct Notes {
 
 impl Notes {
     fn note(&mut self, what: impl FnOnce() -> String) {
-        if self.on {
-            let line = format!("{}: {}", self.label, what());
-            self.lines.push(line);
-        }
+        let line = format!("{}: {}", self.label, what());
+        self.lines.push(line);
     }
 }
 
@@ -2019,15 +2096,13 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
         // The last try may spend what is left on its observables (the try over the
         // states' slots has a share of its own, and is never the last).
         let last = scope != Scope::StateOnly && distinct.peek().is_none();
-        if notes.on {
-            let kind = match scope {
-                Scope::StateOnly => "states' slots",
-                Scope::PerBlock => "per block",
-                Scope::PhiConstants => "per block, phis' constants",
-                Scope::Whole => "whole function",
-            };
-            notes.label = format!("try {number} ({kind}, {} candidates, {} slots)", candidates.len(), first.0.len());
-        }
+        let kind = match scope {
+            Scope::StateOnly => "states' slots",
+            Scope::PerBlock => "per block",
+            Scope::PhiConstants => "per block, phis' constants",
+            Scope::Whole => "whole function",
+        };
+        notes.label = format!("try {number} ({kind}, {} candidates, {} slots)", candidates.len(), first.0.len());
         if scope != Scope::StateOnly {
             // A first partition that refines one whose relation made a block differ (the
             // same slots, fewer joined) would infer a relation no stronger: skipped, so

@@ -762,12 +762,16 @@ fn a_store_of_the_bytes_already_there_removed_is_proved_for_every_run() {
 ///   cells read through the phis);
 /// - ssa seed 986's SSAPRE: `%mem.2 = load.i64(A)` kept in a comma on both sides, the
 ///   target's address a temporary (`load.i64(%pre9.2)`), which the walk of the aligned
-///   trees stopped before (the source's comma against the target's load).
+///   trees stopped before (the source's comma against the target's load);
+/// - memory seed 1168's memopt: `cfwrite(@c0, %t18.1)` in a loop body, promoted to the
+///   phi `%c0.3 = phi(b24: %val.1, b29: %t18.1)` and written after the loop; from the
+///   body's write to the latch the relation must say the source's `@c0` holds `%t18.1`
+///   (the locals the source's callframe writes leave in their variables).
 #[test]
 fn generated_pairs_that_need_the_candidates_are_proved_for_every_run() {
     use crate::gen::Profile;
     let o = Options { bound: 2, ..Options::default() };
-    for (profile, seed, pass) in [(Profile::Memory, 801, "memopt"), (Profile::Memory, 883, "memopt"), (Profile::Loops, 822, "ssapre"), (Profile::Default, 848, "memopt"), (Profile::Ssa, 986, "ssapre")] {
+    for (profile, seed, pass) in [(Profile::Memory, 801, "memopt"), (Profile::Memory, 883, "memopt"), (Profile::Loops, 822, "ssapre"), (Profile::Default, 848, "memopt"), (Profile::Ssa, 986, "ssapre"), (Profile::Memory, 1168, "memopt")] {
         let (_, before, after) = generated_pairs_of(profile, seed).into_iter().find(|(p, ..)| p == pass).expect("the pass runs");
         let a = validate(&before, &after, pass, &o);
         assert!(matches!(a, Answer::Proved), "{profile:?} seed {seed} {pass}: {a}");
