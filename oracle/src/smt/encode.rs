@@ -1107,11 +1107,31 @@ pub(super) fn top_store(h: &Array) -> Option<(Array, BV, BV)> {
 /// nothing. The heap a dead store's candidate builds, the source's with the target's bytes
 /// put back, is then the target's heap as a term.
 fn rereads(v: &BV, heap: &Array, i: &BV) -> bool {
+    let v = &extended_byte(v);
     v.kind() == z3::AstKind::App
         && v.decl().kind() == z3::DeclKind::Select
         && v.num_children() == 2
         && v.nth_child(0).is_some_and(|h| h.ast_eq(heap))
         && v.nth_child(1).is_some_and(|j| j.ast_eq(i))
+}
+
+/// The byte `v` is, where it is the low byte of an extended byte (`extract(7, 0,
+/// zero_extend(b))`: a narrow load's value stored back at its width), else `v`: the
+/// store of `load.i32.u8(A)` at `A` then rereads the byte the load read (memory seed
+/// 1039's memopt: `%t6.1 = load.i32.u8(A)`, `call @log(..)`, `store.8(A, %t6.1)`, which
+/// memopt removes, left the source's heap a store apart from the target's).
+fn extended_byte(v: &BV) -> BV {
+    let extended = |c: &BV| c.kind() == z3::AstKind::App && matches!(c.decl().kind(), z3::DeclKind::ZeroExt | z3::DeclKind::SignExt);
+    if v.kind() != z3::AstKind::App || v.decl().kind() != z3::DeclKind::Extract || v.get_size() != 8 {
+        return v.clone();
+    }
+    match v.nth_child(0).and_then(|c| c.as_bv()) {
+        Some(c) if extended(&c) => match c.nth_child(0).and_then(|b| b.as_bv()) {
+            Some(b) if b.get_size() == 8 && v.ast_eq(&c.extract(7, 0)) => b,
+            _ => v.clone(),
+        },
+        _ => v.clone(),
+    }
 }
 
 /// Whether two byte indices are equal (`Some(true)`), distinct (`Some(false)`) or either
@@ -1159,12 +1179,50 @@ impl Index {
 fn index_range((base, offset): &(Option<BV>, u64)) -> Option<(u64, u64)> {
     let lo = offset & 0xFFFF_FFFF;
     let hi = lo + base.as_ref().map_or(Some(0), upper_bound)?;
+    let lo = lo + base.as_ref().map_or(0, lower_bound);
     (hi <= 0xFFFF_FFFF).then_some((lo, hi))
+}
+
+/// A lower bound of a term's unsigned value, by its operators: a numeral; a
+/// concatenation (its parts' bounds, each at its place); `add` of terms whose upper
+/// bounds do not overflow; an `ite`'s smaller branch. Else 0.
+fn lower_bound(x: &BV) -> u64 {
+    if let Some(n) = x.as_u64() {
+        return n;
+    }
+    if x.kind() != z3::AstKind::App {
+        return 0;
+    }
+    let arg = |k: usize| x.nth_child(k).and_then(|c| c.as_bv());
+    match x.decl().kind() {
+        z3::DeclKind::Concat if x.get_size() <= 32 => concat_bound(x, lower_bound).unwrap_or(0),
+        // Without overflow at the term's own width (a part of a concatenation may be
+        // narrower than 32 bits), the sum is at least the sum of the lower bounds.
+        z3::DeclKind::Badd if upper_bound(x).is_some_and(|u| u >> x.get_size().min(63) == 0) => (0..x.num_children()).filter_map(arg).map(|a| lower_bound(&a)).sum(),
+        z3::DeclKind::Ite => match (arg(1), arg(2)) {
+            (Some(t), Some(e)) => lower_bound(&t).min(lower_bound(&e)),
+            _ => 0,
+        },
+        _ => 0,
+    }
+}
+
+/// A bound of a concatenation of at most 32 bits: each part's `bound`, shifted to its
+/// place (the first part is the most significant).
+fn concat_bound(x: &BV, bound: impl Fn(&BV) -> u64) -> Option<u64> {
+    let mut total = 0u64;
+    for k in 0..x.num_children() {
+        let part = x.nth_child(k)?.as_bv()?;
+        let width = part.get_size();
+        total = (total << width) | bound(&part).min((1u64 << width) - 1);
+    }
+    Some(total)
 }
 
 /// An upper bound of a 32-bit term's unsigned value, by its operators: a numeral; `and`
 /// with a bounded operand; `shl` by a numeral and `add` of bounded terms, without
-/// overflow; `urem` by a numeral other than 0; a zero extension. `None`: unbounded.
+/// overflow; `urem` by a numeral other than 0; a zero extension; a concatenation; an
+/// `ite`'s larger branch; an extraction's width. `None`: unbounded.
 fn upper_bound(x: &BV) -> Option<u64> {
     if let Some(n) = x.as_u64() {
         return Some(n);
@@ -1185,6 +1243,11 @@ fn upper_bound(x: &BV) -> Option<u64> {
             fits(upper_bound(&arg(0)?)? << k)
         }
         z3::DeclKind::Burem | z3::DeclKind::BuremI if x.num_children() == 2 => arg(1)?.as_u64().filter(|&m| m > 0).map(|m| m - 1),
+        // Z3's simplifier writes `base + and(x, 7)` with an aligned base as a
+        // concatenation (`concat(#x00100be, extract(2, 0, x))`).
+        z3::DeclKind::Concat if x.get_size() <= 32 => concat_bound(x, |p| upper_bound(p).unwrap_or((1u64 << p.get_size()) - 1)),
+        z3::DeclKind::Ite => Some(upper_bound(&arg(1)?)?.max(upper_bound(&arg(2)?)?)),
+        z3::DeclKind::Extract if x.get_size() <= 32 => Some((1u64 << x.get_size()) - 1),
         // A zero extension of `w` bits (a narrow load, a masked value: [`narrowed`]).
         z3::DeclKind::ZeroExt => {
             let y = arg(0)?;
@@ -1400,6 +1463,28 @@ mod tests {
         let (read, twin) = (Exec::load_bytes(&tgt, &at(1_049_000), 4), Exec::load_bytes(&src, &at(1_049_000), 4));
         assert!(read.ast_eq(&twin), "{read}\n{twin}");
         assert!(read.simplify().ast_eq(&x));
+    }
+
+    /// A narrow load stored back where it was read is no store, across a store whose
+    /// address lies apart by its bounds: a sum of a base, a masked offset and a constant
+    /// (whose lower bound is the base's), or a concatenation under a numeral, as Z3's
+    /// simplifier writes `base + and(x, 7)`. Memory seed 1039's memopt removed such a
+    /// `store.8(A, %t6.1)` of `%t6.1 = load.i32.u8(A)`, and the source's heap stayed a
+    /// store apart from the target's.
+    #[test]
+    fn a_narrow_load_stored_back_is_no_store() {
+        let (x, y) = (BV::new_const("x", 32), BV::new_const("y", 32));
+        let h = heap();
+        let a = BV::from_u64(0x0010_053c, 32);
+        let beside = BV::from_u64(0x0010_0be0, 32).bvadd(x.bvand(BV::from_u64(7, 32))).bvadd(BV::from_u64(3, 32));
+        let stored = Exec::store_bytes(&h, &beside, &y, 1);
+        let byte = Exec::load_bytes(&stored, &a, 1);
+        assert!(byte.ast_eq(&h.select(&a).as_bv().expect("a byte")), "{byte}");
+        let back = Exec::store_bytes(&stored, &a, &byte.zero_ext(24), 1);
+        assert!(back.ast_eq(&stored), "{back}");
+        let high = BV::from_u64(0x0010_0be0 >> 3, 29);
+        let joined = high.concat(&x.extract(2, 0));
+        assert_eq!(index_range(&index_parts(&joined)), Some((0x0010_0be0, 0x0010_0be7)));
     }
 
     /// Stores at numerals are one term whatever order they came in (stores at distinct
