@@ -633,16 +633,22 @@ struct Flows {
     /// Per block of the source, the locals its promoted callframe variables may hold at
     /// the entry ([`written_locals`]).
     written: Vec<Vec<(CfVar, Local)>>,
+    /// The block each sunk store translated through phis stands for ([`sunk_before_phis`]).
+    homes: std::collections::HashMap<Expr, Block>,
+    /// Each side's locals of trivial phis with the local each copies ([`phi_copies`]).
+    copies: Vec<(Slot, Slot)>,
 }
 
 impl Flows {
-    fn of(src: &Function, tgt: &Function) -> Flows {
+    fn of(src: &Function, tgt: &Function, homes: std::collections::HashMap<Expr, Block>) -> Flows {
         let roots = Roots::of(src);
         let (named, versions) = named_pairs(src, tgt, &roots);
         // The callframe variables the target keeps versions of (memopt's promoted ones).
         let kept: Vec<CfVar> = versions.iter().filter_map(|&(a, _)| if let Slot::Cf(Side::Src, v) = a { Some(v) } else { None }).collect();
         Flows {
             written: written_locals(src, &kept),
+            homes,
+            copies: phi_copies(src, Side::Src).into_iter().chain(phi_copies(tgt, Side::Tgt)).collect(),
             live_src: live_locals(src),
             live_tgt: live_locals(tgt),
             cur_src: current_versions(src, &roots),
@@ -680,7 +686,7 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, a
         _ => at.get(&x).copied(),
     };
     let pending = |(a, b): &(Slot, Slot)| matches!(a, Slot::Pending(..)) || matches!(b, Slot::Pending(..));
-    let everywhere: Vec<(usize, usize)> = flows.named.iter().chain(aligned.iter().filter(|x| !pending(x))).filter_map(|&(a, b)| index(a).zip(index(b))).collect();
+    let everywhere: Vec<(usize, usize)> = flows.named.iter().chain(&flows.copies).chain(aligned.iter().filter(|x| !pending(x))).filter_map(|&(a, b)| index(a).zip(index(b))).collect();
     // A pending store's candidate only where the two heaps may differ by it
     // ([`pending_scope`]); with [`Scope::Whole`], everywhere.
     let scoped: Vec<(usize, usize, Option<Vec<bool>>)> = aligned
@@ -692,7 +698,7 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, a
                 Slot::Pending(side, e, exact) => Some((side, e, exact)),
                 _ => None,
             })?;
-            Some((i, j, (scope != Scope::Whole).then(|| pending_scope(src, tgt, side, e, exact))))
+            Some((i, j, (scope != Scope::Whole).then(|| pending_scope(src, tgt, side, e, exact, flows.homes.get(&e).copied()))))
         })
         .collect();
     let versions: Vec<(Slot, Slot, usize, usize)> = flows.versions.iter().filter_map(|&(a, b)| Some((a, b, index(a)?, index(b)?))).collect();
@@ -960,6 +966,43 @@ fn current_versions(f: &Function, roots: &Roots) -> Vec<Vec<bool>> {
         }
     }
     entry
+}
+
+/// The locals of `f`'s trivial phis, each with the local it copies: a phi whose
+/// arguments, other than its own local and the locals of phis found to copy the same
+/// local, are one local (`%c1.9 = phi(b25: %c1.10, b28: %c1.9)` and `%c1.10 = phi(b23:
+/// %c1.5, b26: %c1.9)` both copy `%c1.5`: a variable a loop does not change). Wherever
+/// the phi's local is assigned, it holds that local's value; SSAPRE computes a loop's
+/// `xor(%c1.10, k)` before the loop as `xor(%c1.5, k)` (loops seed 1131's SSAPRE: every
+/// try failed on the check of that value in the loop). Only candidates, joined at every
+/// block: before the phi's first assignment the two differ, and the inference splits them.
+fn phi_copies(f: &Function, side: Side) -> Vec<(Slot, Slot)> {
+    let phis: Vec<&Phi> = f.layout.iter().flat_map(|&b| f.blocks[b].phis.iter()).collect();
+    let mut copy: std::collections::HashMap<Local, Local> = std::collections::HashMap::new();
+    let root = |copy: &std::collections::HashMap<Local, Local>, mut l: Local| {
+        while let Some(&m) = copy.get(&l) {
+            l = m;
+        }
+        l
+    };
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for q in &phis {
+            if copy.contains_key(&q.dest) {
+                continue;
+            }
+            let me = root(&copy, q.dest);
+            let mut others = q.args.iter().map(|&(_, a)| root(&copy, a)).filter(|&a| a != me);
+            if let Some(v) = others.next() {
+                if others.all(|a| a == v) {
+                    copy.insert(q.dest, v);
+                    changed = true;
+                }
+            }
+        }
+    }
+    copy.keys().map(|&d| (Slot::Local(side, d), Slot::Local(side, root(&copy, d)))).collect()
 }
 
 /// Per block of `f` (by index), the pairs (a callframe variable of `vars`, a local) such
@@ -1499,12 +1542,12 @@ fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
 ///   place (the loop's store: those blocks included, not what precedes them).
 /// - A source store the target removed, done on the source's heap (`exact`): its own
 ///   block, at whose entry the heap may hold its bytes already.
-fn pending_scope(src: &Function, tgt: &Function, side: Side, e: Expr, exact: bool) -> Vec<bool> {
+fn pending_scope(src: &Function, tgt: &Function, side: Side, e: Expr, exact: bool, home: Option<Block>) -> Vec<bool> {
     let (f, g) = match side {
         Side::Src => (src, src),
         Side::Tgt => (tgt, src),
     };
-    let Some(home) = f.layout.iter().copied().find(|&b| f.blocks[b].stmts.contains(&e)) else {
+    let Some(home) = home.or_else(|| f.layout.iter().copied().find(|&b| f.blocks[b].stmts.contains(&e))) else {
         return vec![true; src.blocks.len().max(tgt.blocks.len())];
     };
     if side == Side::Src && exact {
@@ -1519,6 +1562,49 @@ fn pending_scope(src: &Function, tgt: &Function, side: Side, e: Expr, exact: boo
         Side::Src => reachable(src, src.blocks[home].term.successors().into_iter(), true, &stops),
         Side::Tgt => reachable(tgt, std::iter::once(home), false, &stops),
     }
+}
+
+/// The target's sunk stores ([`pending_stores`]) whose value reads a phi's local,
+/// translated through the phis into each predecessor's arguments, as candidates of their
+/// own (the source's heap is the target's with the translated store done), each with the
+/// predecessor it stands for, whence [`pending_scope`] reaches back. memopt sinks a loop's
+/// `store.64(A, v)` to the exit as `store.64(A, %mem)`, `%mem = phi(b5: %val, b9:
+/// %val.1)`: between the body's store and the latch the source's heap holds `%val.1` at
+/// `A` while `%mem` still holds the value from before (ssa seed 1093's memopt: every try
+/// parted the heaps from the body on), and before the loop it holds `%val`.
+fn sunk_before_phis(src: &Function, tgt: &mut Function) -> (Vec<(Slot, Slot)>, std::collections::HashMap<Expr, Block>) {
+    let sunk: Vec<Expr> = pending_stores(src, tgt)
+        .into_iter()
+        .filter_map(|(_, p)| match p {
+            Slot::Pending(Side::Tgt, e, true) => Some(e),
+            _ => None,
+        })
+        .collect();
+    let (mut out, mut homes) = (vec![], std::collections::HashMap::new());
+    for e in sunk {
+        let ExprData::Store { value, .. } = tgt.exprs[e] else { continue };
+        let mut reads = vec![];
+        tgt.visit_postorder(value, &mut |n| {
+            if let ExprData::Local(l) = tgt.exprs[n] {
+                reads.push(l);
+            }
+        });
+        let joins: Vec<Vec<Phi>> = tgt.layout.iter().map(|&b| tgt.blocks[b].phis.clone()).filter(|phis| phis.iter().any(|q| reads.contains(&q.dest))).collect();
+        for phis in joins {
+            for &(pred, _) in &phis[0].args {
+                if out.len() == MAX_PENDING {
+                    return (out, homes);
+                }
+                let map = phis.iter().filter_map(|q| q.args.iter().find(|&&(p, _)| p == pred).map(|&(_, a)| (q.dest, a))).collect();
+                let translated = translated(tgt, e, &map);
+                if translated != e {
+                    out.push((Slot::Heap(Side::Src), Slot::Pending(Side::Tgt, translated, true)));
+                    homes.insert(translated, pred);
+                }
+            }
+        }
+    }
+    (out, homes)
 }
 
 /// Whether stores `s` of `f` and `t` of `g` write the same width at the same address
@@ -2051,8 +2137,10 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
     let mut aligned = aligned_reads(&src, &tgt);
     let before_phis = converted_before_phis(&mut tgt, &aligned);
     aligned.extend(before_phis);
+    let (sunk_before_phis, homes) = sunk_before_phis(&src, &mut tgt);
     let (src, tgt) = (&src, &tgt);
-    let pending = pending_stores(src, tgt);
+    let mut pending = pending_stores(src, tgt);
+    pending.extend(sunk_before_phis);
     let with_pending: Vec<(Slot, Slot)> = aligned.iter().chain(&pending).copied().collect();
     let mut tried: Vec<(Vec<Slot>, Vec<Vec<usize>>)> = vec![];
     let mut tries = vec![(&[][..], Scope::PerBlock), (&aligned[..], Scope::PerBlock), (&aligned[..], Scope::Whole), (&with_pending[..], Scope::PerBlock), (&with_pending[..], Scope::Whole)];
@@ -2068,7 +2156,7 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
     } else if !pending.is_empty() {
         tries.swap(1, 3);
     }
-    let flows = Flows::of(src, tgt);
+    let flows = Flows::of(src, tgt, homes);
     // Right before the try without candidates (the same partition, and so skipped, where
     // no phi takes a constant).
     let plain = tries.iter().position(|&(c, scope)| c.is_empty() && scope == Scope::PerBlock).unwrap_or(0);
