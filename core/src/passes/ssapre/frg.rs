@@ -180,6 +180,36 @@ pub struct Buffers {
     numbers: CompoundBitSet,
 }
 
+impl Buffers {
+    /// Whether every list has room for at most `super::SPARE_ENTRIES` entries (the
+    /// buffers are kept from one function to the next only then).
+    pub fn bounded(&self) -> bool {
+        let n = super::SPARE_ENTRIES;
+        self.phis.capacity() <= n
+            && self.operands.capacity() <= n
+            && self.operands.iter().all(|o| o.capacity() <= n)
+            && self.phi_index.capacity() <= n
+            && self.occ_runs.capacity() <= n
+            && self.sites.capacity() <= n
+            && self.real.capacity() <= n
+            && self.users.capacity() <= n
+            && self.users.iter().all(|u| u.capacity() <= n)
+            && self.insertions.capacity() <= n
+            && self.needed.capacity() <= n
+            && self.used_insertion.capacity() <= n
+            && self.avail_def.capacity() <= n
+            && self.stack.capacity() <= n
+            && self.scopes.capacity() <= n
+            && self.events.capacity() <= n
+            && self.work.capacity() <= n
+            && self.inert.capacity() <= n
+            && self.phi_at.capacity() <= n
+            && self.preorder.capacity() <= n
+            && self.union.capacity() <= n
+            && self.numbers.capacity() <= n
+    }
+}
+
 /// The temporaries of CodeMotion: named `pre1`, `pre2`, ... per expression that changed
 /// code, and the temporary holding each definition of the FRG.
 struct Temps<'a> {
