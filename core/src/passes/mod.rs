@@ -188,7 +188,7 @@ pub static PASSES: &[PassInfo] = &[
         needs: Some(Form::Hir),
         produces: Some(Form::Ssa),
         changes_cfg: false,
-        run: PassFn::WithAnalyses(ssa::run),
+        run: PassFn::Alone(ssa::run_alone),
     },
     PassInfo { name: "memopt", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: PassFn::Alone(memopt::run) },
     PassInfo { name: "ssapre", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: PassFn::Alone(ssapre::run) },
@@ -198,7 +198,7 @@ pub static PASSES: &[PassInfo] = &[
         needs: Some(Form::Ssa),
         produces: Some(Form::Hir),
         changes_cfg: true,
-        run: PassFn::WithAnalyses(ssa_destroy::run),
+        run: PassFn::Alone(ssa_destroy::run_alone),
     },
     PassInfo { name: "cprop", needs: Some(Form::Hir), produces: None, changes_cfg: false, run: PassFn::Alone(cprop::run) },
 ];
