@@ -391,7 +391,8 @@ pub(crate) fn push_decimal(s: &mut String, mut n: u64) {
             break;
         }
     }
-    s.extend(digits[at..].iter().map(|&d| d as char));
+    // ASCII digits: one copy of the bytes, not a push per char.
+    s.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
 }
 
 /// Makes an empty block on the edge `from -> to` and returns it: every successor of
