@@ -405,7 +405,7 @@ impl Initialization {
         // block, and `emptied` sizes them for this round's originals).
         let Lists { phi_blocks, def_blocks, current } = std::mem::take(&mut kept.lists);
         let mut init = Initialization {
-            worklist: vec![],
+            worklist: std::mem::take(&mut kept.worklist),
             orig,
             kills: SecondaryMap::new(),
             exits: super::cfg::sized(f.blocks.len()),
@@ -466,7 +466,7 @@ impl Initialization {
             return None;
         }
         let an = &*analyses.get_or_insert_with(|| Analyses::compute(f));
-        init.collect(f, &read, &is_temp, round, &mut scratch.candidates);
+        init.collect(f, &read, &is_temp, round, &mut scratch.candidates, &mut kept.index);
         // Rename merges the blocks with an effect into a trapping expression's sites in
         // dominator-tree pre-order; a block outside the tree is never walked.
         let dt = &an.domtree;
@@ -609,9 +609,12 @@ impl Initialization {
         is_temp: &[Option<usize>],
         round: usize,
         candidates: &mut Vec<Candidate>,
+        index: &mut HashMap<Key, usize>,
     ) {
         let init = self;
-        let mut index: HashMap<Key, usize> = HashMap::with_capacity_and_hasher(candidates.len(), Default::default());
+        index.clear();
+        index.reserve(candidates.len());
+        init.worklist.reserve(candidates.len());
         for Candidate { node: n, block: b, pos, op, versions } in candidates.drain(..) {
             if dead(f, &init.parent, n, read) {
                 continue;
@@ -807,6 +810,9 @@ pub struct Kept {
     /// the next scan to fill ([`Initialization::phi_blocks`], [`Initialization::def_blocks`],
     /// [`Initialization::current`]).
     lists: Lists,
+    /// The last scan's worklist and its index by lexical form, emptied, for their room.
+    worklist: Vec<Expression>,
+    index: HashMap<Key, usize>,
 }
 
 impl Kept {
@@ -822,11 +828,15 @@ impl Kept {
         self
     }
 
-    /// Keeps the parents, kills and lists of the scan `init` for the next round's scan.
+    /// Keeps the parents, kills and lists of the scan `init` for the next round's scan, and
+    /// its worklist and index, emptied, for their room.
     fn keep(&mut self, init: Initialization) {
         self.parent = init.parent;
         self.kills = init.kills;
         self.lists = Lists { phi_blocks: init.phi_blocks, def_blocks: init.def_blocks, current: init.current };
+        self.worklist = init.worklist;
+        self.worklist.clear();
+        self.index.clear();
     }
 
     /// Whether every list has room for at most [`SPARE_ENTRIES`] (see [`SPARE_BUFFERS`]).
@@ -842,6 +852,8 @@ impl Kept {
             && lists(&self.lists.def_blocks)
             && self.lists.current.capacity() <= n
             && self.lists.current.values().all(|c| c.capacity() <= n)
+            && self.worklist.capacity() <= n
+            && self.index.capacity() <= n
     }
 }
 
