@@ -191,14 +191,16 @@ fn remove_unused_locals_with(f: &mut Function, (mut work, mut mentions): (Vec<Ex
             used.insert(l);
             mentions.push(n);
         }
-        for_each_operand(d, |c| match f.exprs[c] {
-            ExprData::Local(l) => {
-                used.insert(l);
-                mentions.push(c);
+        for &c in d.operands().iter() {
+            match f.exprs[c] {
+                ExprData::Local(l) => {
+                    used.insert(l);
+                    mentions.push(c);
+                }
+                ExprData::Const { .. } | ExprData::CfRead(_) => {}
+                _ => work.push(c),
             }
-            ExprData::Const { .. } | ExprData::CfRead(_) => {}
-            _ => work.push(c),
-        });
+        }
     }
     let removed = renumber_used_locals(f, &used, &mentions);
     (removed, (work, mentions))
