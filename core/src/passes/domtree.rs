@@ -161,7 +161,10 @@ impl DomTree {
             Enter(Block),
             Leave(T),
         }
-        let mut work: Vec<Work<T>> = self.entry.into_iter().map(Work::Enter).collect();
+        // Room for an entry and an exit of every block of the tree, the most the walk can
+        // hold, rather than grown push by push.
+        let mut work: Vec<Work<T>> = Vec::with_capacity(2 * self.preorder.len());
+        work.extend(self.entry.into_iter().map(Work::Enter));
         while let Some(w) = work.pop() {
             match w {
                 Work::Leave(t) => leave(state, t),
@@ -215,12 +218,13 @@ impl DominanceFrontiers {
 
     /// The iterated dominance frontier of a set of blocks, sorted by block number.
     pub fn iterated(&self, blocks: &[Block]) -> Vec<Block> {
-        let mut out: Vec<Block> = vec![];
+        let mut out: Vec<Block> = Vec::with_capacity(SHORT_FRONTIER);
         // Membership by a look through `out` while it is short (most iterated frontiers
         // are a few blocks, and a hash set was an allocation and a probe each), then by
         // hash: a chain of blocks has a frontier as long as the chain.
         let mut seen: Option<crate::hash::HashSet<Block>> = None;
-        let mut work: Vec<Block> = blocks.to_vec();
+        let mut work: Vec<Block> = Vec::with_capacity(blocks.len() + SHORT_FRONTIER);
+        work.extend_from_slice(blocks);
         while let Some(b) = work.pop() {
             for &d in &self.frontier[b] {
                 let new = match &mut seen {

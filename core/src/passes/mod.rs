@@ -188,7 +188,7 @@ pub static PASSES: &[PassInfo] = &[
         needs: Some(Form::Hir),
         produces: Some(Form::Ssa),
         changes_cfg: false,
-        run: PassFn::WithAnalyses(ssa::run),
+        run: PassFn::Alone(ssa::run_alone),
     },
     PassInfo { name: "memopt", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: PassFn::Alone(memopt::run) },
     PassInfo { name: "ssapre", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: PassFn::Alone(ssapre::run) },
@@ -198,7 +198,7 @@ pub static PASSES: &[PassInfo] = &[
         needs: Some(Form::Ssa),
         produces: Some(Form::Hir),
         changes_cfg: true,
-        run: PassFn::WithAnalyses(ssa_destroy::run),
+        run: PassFn::Alone(ssa_destroy::run_alone),
     },
     PassInfo { name: "cprop", needs: Some(Form::Hir), produces: None, changes_cfg: false, run: PassFn::Alone(cprop::run) },
 ];
@@ -404,7 +404,9 @@ impl PassManager {
         let mut analyses: Option<Analyses> = None;
         let mut form = pipeline.start;
         // The SSA check's CFG and dominator tree, kept from one check to the next.
-        let mut strict = StrictCfg::default();
+        // Its list of the locals of the trees is the one the last run on this thread left
+        // ([`SPARE_TREE_LOCALS`]), for its room.
+        let mut strict = StrictCfg { last: None, seen: SPARE_TREE_LOCALS.with(|s| s.take()) };
         for (i, p) in pipeline.passes.iter().enumerate() {
             let stats = match p.run {
                 PassFn::WithAnalyses(run) => run(f, analyses.get_or_insert_with(|| Analyses::compute(f))),
@@ -427,6 +429,9 @@ impl PassManager {
             }
             hook(p.name, f, &stats);
             out.push((p.name, stats));
+        }
+        if strict.seen.mentions.capacity() <= SPARE_MENTIONS && strict.seen.at.capacity() <= SPARE_MENTIONS {
+            SPARE_TREE_LOCALS.with(|s| s.set(strict.seen));
         }
         Ok(out)
     }
@@ -560,6 +565,19 @@ fn definition_sites(f: &Function, seen: &TreeLocals, errs: &mut Vec<FormError>) 
     }
     site
 }
+
+thread_local! {
+    /// The list of the locals of the trees ([`StrictCfg::seen`]) of the last pipeline run
+    /// on this thread, emptied by the next check that fills it ([`Verified::check_noting`]):
+    /// each run grew it from empty, by doubling, for every function.
+    static SPARE_TREE_LOCALS: std::cell::Cell<TreeLocals> = const {
+        std::cell::Cell::new(TreeLocals { mentions: Vec::new(), at: Vec::new() })
+    };
+}
+
+/// The most entries a kept [`SPARE_TREE_LOCALS`] list may have room for (32 bytes each:
+/// 1 MiB), so that what a thread keeps stays bounded.
+const SPARE_MENTIONS: usize = 1 << 15;
 
 /// The CFG and dominator tree the strict SSA check computed last, with what they were
 /// computed from: the number of blocks and the layout (the successors of each block are

@@ -14,12 +14,33 @@
 
 use super::liveness::Liveness;
 use super::util::{remove_unused_locals, renumber_used_locals, LocalSet, Namer};
-use super::{Analyses, Stats};
+use super::{Analyses, Cfg, DomTree, DominanceFrontiers, Stats};
 use crate::ir::{Block, Expr, ExprData, Function, Local, Phi};
 use cranelift_entity::{EntityRef, SecondaryMap};
 
 /// Puts `f` (HIR without phis) into SSA form.
 pub fn run(f: &mut Function, an: &Analyses) -> Stats {
+    run_on(f, &Cfgs { cfg: &an.cfg, domtree: &an.domtree, frontiers: &an.frontiers })
+}
+
+/// [`run`], computing the three analyses it reads: the pass manager's entry, since the
+/// fourth of [`Analyses`], the loop nest, is not one of them.
+pub fn run_alone(f: &mut Function) -> Stats {
+    let cfg = Cfg::compute(f);
+    let domtree = DomTree::compute(f, &cfg);
+    let frontiers = DominanceFrontiers::compute(&cfg, &domtree);
+    run_on(f, &Cfgs { cfg: &cfg, domtree: &domtree, frontiers: &frontiers })
+}
+
+/// The analyses SSA construction reads, of `f` as it is.
+struct Cfgs<'a> {
+    cfg: &'a Cfg,
+    domtree: &'a DomTree,
+    frontiers: &'a DominanceFrontiers,
+}
+
+/// [`run`] given the analyses it reads.
+fn run_on(f: &mut Function, an: &Cfgs) -> Stats {
     let mut stats = Stats::default();
     // The blocks assigning each local, noted by liveness's walk. Each block is visited
     // once, so a block already recorded for a local is its last entry (a `contains`
@@ -59,7 +80,7 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
 /// block.
 fn place_phis(
     f: &mut Function,
-    an: &Analyses,
+    an: &Cfgs,
     live: &Liveness,
     def_blocks: &[Vec<Block>],
     stats: &mut Stats,
@@ -93,7 +114,7 @@ struct Renamed {
 }
 
 /// Renaming: a walk of the dominator tree with a stack of versions per original.
-fn rename(f: &mut Function, an: &Analyses, phi_orig: &SecondaryMap<Block, Vec<Local>>, stats: &mut Stats) -> Renamed {
+fn rename(f: &mut Function, an: &Cfgs, phi_orig: &SecondaryMap<Block, Vec<Local>>, stats: &mut Stats) -> Renamed {
     let nlocals = f.locals.len();
     let mut r = Renamer {
         stacks: vec![vec![]; nlocals],

@@ -14,11 +14,23 @@
 //!
 //! Statistics: `phis` removed, `copies` emitted, `edges_split`, `cycle_temps`.
 
-use super::{Analyses, Stats};
+use super::{Analyses, Cfg, Stats};
 use crate::ir::{Block, ExprData, Function, Local, Terminator};
 
 /// Takes `f` out of SSA form.
 pub fn run(f: &mut Function, an: &Analyses) -> Stats {
+    run_on(f, &an.cfg)
+}
+
+/// [`run`], computing the one analysis it reads, the CFG: the pass manager's entry (the
+/// rest of [`Analyses`] after the passes that change the CFG was most of this pass).
+pub fn run_alone(f: &mut Function) -> Stats {
+    let cfg = Cfg::compute(f);
+    run_on(f, &cfg)
+}
+
+/// [`run`] given the CFG of `f`.
+fn run_on(f: &mut Function, cfg: &Cfg) -> Stats {
     let mut stats = Stats::default();
     // Blocks made by splitting edges, each with the block it follows in the layout.
     let mut splits: Vec<(Block, Block)> = vec![];
@@ -28,7 +40,7 @@ pub fn run(f: &mut Function, an: &Analyses) -> Stats {
     for b in targets {
         let phis = std::mem::take(&mut f.blocks[b].phis);
         stats.add("phis", phis.len() as u64);
-        for &p in &an.cfg.preds[b] {
+        for &p in &cfg.preds[b] {
             let copies: Vec<(Local, Local)> = phis
                 .iter()
                 .map(|phi| {

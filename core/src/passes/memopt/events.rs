@@ -159,7 +159,8 @@ pub fn canon_addr(f: &Function, e: Expr, width: MemWidth) -> Option<Loc> {
     }
     let (base, offset) = split(f, e)?;
     let base = base.map(|b| {
-        let (mut key_text, mut locals) = (String::new(), vec![]);
+        // Room for a short key at once (`(add %l12 8:i32)`), not grown by doubling.
+        let (mut key_text, mut locals) = (String::with_capacity(32), vec![]);
         key(f, b, &mut key_text, &mut locals);
         Rc::new(Base { key: key_text, locals })
     });

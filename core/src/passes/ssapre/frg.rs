@@ -171,13 +171,45 @@ pub struct Buffers {
     scopes: Vec<(Block, usize)>,
     events: Vec<(u32, Option<usize>)>,
     work: Vec<usize>,
-    /// The worklist of [`inert`].
+    /// The worklist of [`inert`], and what it found of whether each block is a Φ block.
     inert: Vec<Block>,
+    phi_block_memo: Vec<std::cell::Cell<u8>>,
     /// Φ-Insertion's own lists: the Φ blocks, the sites in pre-order, and the two bit sets.
     phi_at: Vec<Block>,
     preorder: Vec<Block>,
     union: CompoundBitSet,
     numbers: CompoundBitSet,
+}
+
+impl Buffers {
+    /// Whether every list has room for at most `super::SPARE_ENTRIES` entries (the
+    /// buffers are kept from one function to the next only then).
+    pub fn bounded(&self) -> bool {
+        let n = super::SPARE_ENTRIES;
+        self.phis.capacity() <= n
+            && self.operands.capacity() <= n
+            && self.operands.iter().all(|o| o.capacity() <= n)
+            && self.phi_index.capacity() <= n
+            && self.occ_runs.capacity() <= n
+            && self.sites.capacity() <= n
+            && self.real.capacity() <= n
+            && self.users.capacity() <= n
+            && self.users.iter().all(|u| u.capacity() <= n)
+            && self.insertions.capacity() <= n
+            && self.needed.capacity() <= n
+            && self.used_insertion.capacity() <= n
+            && self.avail_def.capacity() <= n
+            && self.stack.capacity() <= n
+            && self.scopes.capacity() <= n
+            && self.events.capacity() <= n
+            && self.work.capacity() <= n
+            && self.inert.capacity() <= n
+            && self.phi_block_memo.capacity() <= n
+            && self.phi_at.capacity() <= n
+            && self.preorder.capacity() <= n
+            && self.union.capacity() <= n
+            && self.numbers.capacity() <= n
+    }
 }
 
 /// The temporaries of CodeMotion: named `pre1`, `pre2`, ... per expression that changed
@@ -217,7 +249,7 @@ pub fn run_expression(
     bufs: &mut Buffers,
 ) -> bool {
     stats.bump("exprs");
-    if inert(f, an, init, &init.worklist[k], &mut bufs.inert) {
+    if inert(f, an, init, &init.worklist[k], &mut bufs.inert, &mut bufs.phi_block_memo) {
         // What the steps below would count for it: nothing moved, no Φ unneeded.
         if has_phi(an, init, &init.worklist[k]) {
             stats.add("phis_unneeded", 0);
@@ -262,7 +294,14 @@ const USELESS_WALK: usize = 64;
 /// nothing (or a Φ of nothing) from the other, and no occurrence follows (of 5,697
 /// expressions that reached the steps on `bench --seeds 60`, 3,883 were, each for
 /// nothing).
-fn inert(f: &Function, an: &Analyses, init: &Initialization, e: &Expression, work: &mut Vec<Block>) -> bool {
+fn inert(
+    f: &Function,
+    an: &Analyses,
+    init: &Initialization,
+    e: &Expression,
+    work: &mut Vec<Block>,
+    memo: &mut Vec<std::cell::Cell<u8>>,
+) -> bool {
     let [occ] = &e.occs[..] else { return false };
     let dt = &an.domtree;
     if dt.preorder_number(occ.block) == 0 {
@@ -272,7 +311,7 @@ fn inert(f: &Function, an: &Analyses, init: &Initialization, e: &Expression, wor
     // Φ-Insertion's blocks (see there): a merge in the occurrence's iterated frontier, with
     // a phi of an operand's original (then the version current there is that phi's), or in
     // the iterated frontier of its definitions.
-    let is_phi_block = |b: Block| {
+    let phi_block = |b: Block| {
         an.cfg.preds[b].len() >= 2
             && (frontier.binary_search(&b).is_ok()
                 || e.key.operands.iter().any(|op| match *op {
@@ -282,6 +321,22 @@ fn inert(f: &Function, an: &Analyses, init: &Initialization, e: &Expression, wor
                     }
                     super::KeyOperand::Const(..) => false,
                 }))
+    };
+    // The walks below ask about the same blocks again and again (the dominator-tree chain
+    // up from each predecessor, the successors of each block of a region): each block's
+    // answer is worked out once per expression (`UNKNOWN`, else one plus the answer).
+    memo.clear();
+    memo.resize(f.blocks.len(), std::cell::Cell::new(UNKNOWN));
+    let memo = &*memo;
+    let is_phi_block = |b: Block| match memo.get(b.index()).map(std::cell::Cell::get) {
+        Some(known) if known != UNKNOWN => known == 2,
+        _ => {
+            let answer = phi_block(b);
+            if let Some(m) = memo.get(b.index()) {
+                m.set(1 + u8::from(answer));
+            }
+            answer
+        }
     };
     let is_phi_block = &is_phi_block;
     let mut useless = Useless {
@@ -317,6 +372,9 @@ fn inert(f: &Function, an: &Analyses, init: &Initialization, e: &Expression, wor
     }
     true
 }
+
+/// A block [`inert`] has not asked about yet, in its list of what each block's Φ is.
+const UNKNOWN: u8 = 0;
 
 /// The top of Rename's stack at the end of a block, for an expression of one occurrence
 /// ([`Useless::top_at_end`]).

@@ -63,6 +63,7 @@
 mod frg;
 mod split;
 
+use super::util::for_each_operand;
 use super::{Analyses, Stats};
 use crate::helpers::HelperKind;
 use crate::ir::{BinOp, Block, CmpOp, ConvOp, Expr, ExprData, Function, Local, Type, UnOp};
@@ -86,11 +87,13 @@ pub fn run(f: &mut Function) -> Stats {
     // block (the edges that need it were split above), so the CFG analyses of the first
     // round hold for every round.
     let mut analyses = None;
-    let mut kept = Kept::default();
-    let mut bufs = frg::Buffers::default();
+    // The scan's lists and the steps' buffers of the function before, on this thread
+    // ([`SPARE_BUFFERS`]): both are emptied where they are filled.
+    let (kept, mut bufs) = SPARE_BUFFERS.with(|c| c.take()).unwrap_or_default();
+    let mut kept = kept.emptied();
     for round in 0..MAX_ROUNDS {
         // A round without a candidate changes nothing (the last round, usually).
-        let Some(mut init) = Initialization::scan(f, &mut analyses, &mut originals, &temps.made, round, &mut kept)
+        let Some(init) = Initialization::scan(f, &mut analyses, &mut originals, &temps.made, round, &mut kept)
         else {
             break;
         };
@@ -105,18 +108,33 @@ pub fn run(f: &mut Function) -> Stats {
             }
             changed |= frg::run_expression(f, an, &init, k, round, &mut temps, &mut stats, &mut blocks_changed, &mut bufs);
         }
+        kept.keep(init);
         if !changed {
+            // Nothing for a next round: what the round kept is only room now.
             break;
         }
-        kept.parent = std::mem::take(&mut init.parent);
-        kept.kills = std::mem::take(&mut init.kills);
         kept.changed = Some(blocks_changed);
-        kept.lists = Lists { phi_blocks: init.phi_blocks, def_blocks: init.def_blocks, current: init.current };
+    }
+    if kept.bounded() && bufs.bounded() {
+        SPARE_BUFFERS.with(|c| c.set(Some((kept, bufs))));
     }
     let kept = split::unsplit_unused(f, &made);
     stats.add("edges_split", kept as u64);
     stats
 }
+
+thread_local! {
+    /// What the rounds kept ([`Kept`]: the scan's lists and maps) and the steps' buffers
+    /// ([`frg::Buffers`]) of the last function this thread ran the pass on, for the next
+    /// function ([`Kept::emptied`]): its first scan and first expressions otherwise grew
+    /// every list from empty, a tenth of the pass. Kept only while every list has room
+    /// for [`SPARE_ENTRIES`] or fewer.
+    static SPARE_BUFFERS: std::cell::Cell<Option<(Kept, frg::Buffers)>> = const { std::cell::Cell::new(None) };
+}
+
+/// The most entries each list kept in [`SPARE_BUFFERS`] may have room for, so that what a
+/// thread keeps stays bounded by the common functions, not by the largest one it met.
+const SPARE_ENTRIES: usize = 1 << 14;
 
 /// The prefix of the temporaries' names: `pre1`, `pre2`, ..., one per expression that
 /// changed code, and `preN.k` when `preN` is taken.
@@ -387,7 +405,7 @@ impl Initialization {
         // block, and `emptied` sizes them for this round's originals).
         let Lists { phi_blocks, def_blocks, current } = std::mem::take(&mut kept.lists);
         let mut init = Initialization {
-            worklist: vec![],
+            worklist: std::mem::take(&mut kept.worklist),
             orig,
             kills: SecondaryMap::new(),
             exits: super::cfg::sized(f.blocks.len()),
@@ -412,6 +430,13 @@ impl Initialization {
         // The buffers of the scan before the last one, emptied (every block's ranges are
         // written again below).
         let mut scratch = std::mem::take(&mut kept.spare);
+        if last.is_none() {
+            // The first scan: the maps and the other lists of the function before, emptied
+            // ([`Kept::emptied`]), for their room.
+            init.parent = std::mem::take(&mut kept.parent);
+            init.kills = std::mem::take(&mut kept.kills);
+            kept.spare = std::mem::take(&mut kept.scratch);
+        }
         scratch.candidates.clear();
         scratch.assigns.clear();
         scratch.reads.clear();
@@ -435,10 +460,13 @@ impl Initialization {
             kept.spare = was;
         }
         if scratch.candidates.is_empty() {
+            // No round follows: the lists and maps go back for their room.
+            kept.scratch = scratch;
+            kept.keep(init);
             return None;
         }
         let an = &*analyses.get_or_insert_with(|| Analyses::compute(f));
-        init.collect(f, &read, &is_temp, round, &mut scratch.candidates);
+        init.collect(f, &read, &is_temp, round, &mut scratch.candidates, &mut kept.index);
         // Rename merges the blocks with an effect into a trapping expression's sites in
         // dominator-tree pre-order; a block outside the tree is never walked.
         let dt = &an.domtree;
@@ -491,11 +519,15 @@ impl Initialization {
             f.visit_postorder(root, &mut |n| {
                 pos += 1;
                 let d = &f.exprs[n];
-                let operands = d.operands();
-                for &c in operands.iter() {
-                    init.parent[c] = Some(Parent::Node(n));
-                }
+                // A leaf (about half the nodes) has no operand, is no effect and no
+                // candidate: only a local's read is recorded.
                 match d {
+                    ExprData::Const { .. } | ExprData::CfRead(_) => return,
+                    ExprData::Local(l) => {
+                        read.insert(*l);
+                        scratch.reads.push(*l);
+                        return;
+                    }
                     ExprData::Assign { local, .. } => {
                         let o = init.orig[*local] as usize;
                         if init.def_blocks[o].last() != Some(&b) {
@@ -503,18 +535,15 @@ impl Initialization {
                         }
                         scratch.assigns.push(*local);
                     }
-                    ExprData::Local(l) => {
-                        read.insert(*l);
-                        scratch.reads.push(*l);
-                    }
                     _ => {}
                 }
+                for_each_operand(d, |c| init.parent[c] = Some(Parent::Node(n)));
                 if is_kill(d) {
                     init.kills[b].push((pos, n));
                 }
                 let Some(op) = op_kind(d) else { return };
                 let mut versions = Versions::new();
-                for &o in operands.iter() {
+                for &o in d.operands().iter() {
                     let Some(v) = leaf(f, o) else { return };
                     versions.push(v);
                 }
@@ -580,9 +609,12 @@ impl Initialization {
         is_temp: &[Option<usize>],
         round: usize,
         candidates: &mut Vec<Candidate>,
+        index: &mut HashMap<Key, usize>,
     ) {
         let init = self;
-        let mut index: HashMap<Key, usize> = HashMap::with_capacity_and_hasher(candidates.len(), Default::default());
+        index.clear();
+        index.reserve(candidates.len());
+        init.worklist.reserve(candidates.len());
         for Candidate { node: n, block: b, pos, op, versions } in candidates.drain(..) {
             if dead(f, &init.parent, n, read) {
                 continue;
@@ -744,6 +776,17 @@ struct Scratch {
     read_at: SecondaryMap<Block, (u32, u32)>,
 }
 
+impl Scratch {
+    /// Whether every list has room for at most [`SPARE_ENTRIES`] (see [`SPARE_BUFFERS`]).
+    fn bounded(&self) -> bool {
+        self.candidates.capacity() <= SPARE_ENTRIES
+            && self.assigns.capacity() <= SPARE_ENTRIES
+            && self.reads.capacity() <= SPARE_ENTRIES
+            && self.assigned.capacity() <= SPARE_ENTRIES
+            && self.read_at.capacity() <= SPARE_ENTRIES
+    }
+}
+
 /// What a round leaves to the next round's scan, so that it walks again only the trees
 /// of the blocks CodeMotion changed (the scans of the rounds after the first, which walked
 /// every tree, were a third of `ssapre`). A block no expression of the round changed
@@ -767,6 +810,51 @@ pub struct Kept {
     /// the next scan to fill ([`Initialization::phi_blocks`], [`Initialization::def_blocks`],
     /// [`Initialization::current`]).
     lists: Lists,
+    /// The last scan's worklist and its index by lexical form, emptied, for their room.
+    worklist: Vec<Expression>,
+    index: HashMap<Key, usize>,
+}
+
+impl Kept {
+    /// What the rounds of another function kept, for a function's first scan: no block
+    /// changed, and the parents, the kills of every block and the versions of every merge
+    /// block empty (as new ones are), each list keeping its room. The scan lists and the
+    /// lists per original are emptied where they are filled.
+    fn emptied(mut self) -> Kept {
+        self.changed = None;
+        self.parent.clear();
+        self.kills.values_mut().for_each(Vec::clear);
+        self.lists.current.values_mut().for_each(Vec::clear);
+        self
+    }
+
+    /// Keeps the parents, kills and lists of the scan `init` for the next round's scan, and
+    /// its worklist and index, emptied, for their room.
+    fn keep(&mut self, init: Initialization) {
+        self.parent = init.parent;
+        self.kills = init.kills;
+        self.lists = Lists { phi_blocks: init.phi_blocks, def_blocks: init.def_blocks, current: init.current };
+        self.worklist = init.worklist;
+        self.worklist.clear();
+        self.index.clear();
+    }
+
+    /// Whether every list has room for at most [`SPARE_ENTRIES`] (see [`SPARE_BUFFERS`]).
+    fn bounded(&self) -> bool {
+        let n = SPARE_ENTRIES;
+        let lists = |l: &Vec<Vec<Block>>| l.capacity() <= n && l.iter().all(|b| b.capacity() <= n);
+        self.scratch.bounded()
+            && self.spare.bounded()
+            && self.parent.capacity() <= n
+            && self.kills.capacity() <= n
+            && self.kills.values().all(|k| k.capacity() <= n)
+            && lists(&self.lists.phi_blocks)
+            && lists(&self.lists.def_blocks)
+            && self.lists.current.capacity() <= n
+            && self.lists.current.values().all(|c| c.capacity() <= n)
+            && self.worklist.capacity() <= n
+            && self.index.capacity() <= n
+    }
 }
 
 /// The lists of a round kept for the next one to fill (see [`Kept::lists`]).
