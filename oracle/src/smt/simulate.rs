@@ -291,6 +291,8 @@ impl Roots {
 /// temporary holds, and a divisor or a branch condition was free).
 fn definitions(f: &mut Function) -> Vec<Vec<Expr>> {
     let mut defs: Vec<Vec<Expr>> = vec![vec![]; f.locals.len()];
+    // Values that keep a local on the way (`zext(comma((%t8.16 = trunc(6)), %t8.16))`).
+    let mut keeping: Vec<(Local, Expr)> = vec![];
     for &b in &f.layout {
         let data = &f.blocks[b];
         for r in data.stmts.iter().copied().chain(data.term.expr()) {
@@ -300,9 +302,23 @@ fn definitions(f: &mut Function) -> Vec<Vec<Expr>> {
                     let d = &mut defs[local.index()];
                     if d.len() < MAX_DEFS && is_value_tree(f, *value) && !d.iter().any(|&x| same_tree(f, x, *value)) {
                         d.push(*value);
+                    } else if !is_value_tree(f, *value) {
+                        keeping.push((*local, *value));
                     }
                 }
             });
+        }
+    }
+    // Such a value is, once assigned, the tree that reads the kept locals instead
+    // ([`read_kept`]), while they hold what they were given: SSAPRE's `%pre9 =
+    // zext(comma((%t8.16 = trunc(6)), %t8.16))`, whose phi `%pre9.2` the source reads as
+    // `zext(%t8.1)` after the loop (ssa seed 1147's SSAPRE: the relation could not say what
+    // `%pre9` held, and the return differed).
+    for (local, value) in keeping {
+        let read = read_kept(f, value);
+        let d = &mut defs[local.index()];
+        if read != value && d.len() < MAX_DEFS && is_value_tree(f, read) && !d.iter().any(|&x| same_tree(f, x, read)) {
+            d.push(read);
         }
     }
     // A phi of a phi in a later block (or an earlier one, around a loop) needs the other's
@@ -348,6 +364,46 @@ fn definitions(f: &mut Function) -> Vec<Vec<Expr>> {
         }
     }
     defs
+}
+
+/// The tree `e` of `f` with each `comma((%m = x), %m)` in it read as `%m`: `e` itself
+/// where it has none, else a copy added to `f`'s arena.
+fn read_kept(f: &mut Function, e: Expr) -> Expr {
+    if let Some((m, _)) = kept_on_the_way(f, e) {
+        return f.exprs.push(ExprData::Local(m));
+    }
+    let mut data = f.exprs[e].clone();
+    let ops: Vec<Expr> = data.operands().iter().copied().collect();
+    let new: Vec<Expr> = ops.iter().map(|&o| read_kept(f, o)).collect();
+    if new == ops {
+        return e;
+    }
+    for (o, n) in data.operands_mut().into_iter().zip(new) {
+        *o = n;
+    }
+    f.exprs.push(data)
+}
+
+/// Whether `d`, a definition's tree, is `v` with each `comma((%m = x), %m)` of `v` read as
+/// `%m` ([`read_kept`]): the value an assignment of `v` gives its local.
+fn reads_kept_of(f: &Function, d: Expr, v: Expr) -> bool {
+    if let Some((m, _)) = kept_on_the_way(f, v) {
+        return matches!(f.exprs[d], ExprData::Local(l) if l == m);
+    }
+    let (a, b) = (&f.exprs[d], &f.exprs[v]);
+    if std::mem::discriminant(a) != std::mem::discriminant(b) {
+        return false;
+    }
+    let (xs, ys) = (a.operands(), b.operands());
+    if xs.len() != ys.len() {
+        return false;
+    }
+    // The same node but for its operands: `v`'s node with `d`'s operands.
+    let mut same = b.clone();
+    for (o, &x) in same.operands_mut().into_iter().zip(xs.iter()) {
+        *o = x;
+    }
+    same == *a && xs.iter().zip(ys.iter()).all(|(&x, &y)| reads_kept_of(f, x, y))
 }
 
 /// The tree `e` of `f` with each local that `map` names read as its image: `e` itself
@@ -860,7 +916,7 @@ fn available_definitions(slots: &[Slot], side: Side, f: &Function) -> Vec<Vec<bo
         }
         if let Some(v) = value {
             // A tree that reads its own local is not its value after the assignment.
-            for d in defs.iter().filter(|d| d.local == l && !d.reads.contains(&l) && same_tree(f, d.tree, v)) {
+            for d in defs.iter().filter(|d| d.local == l && !d.reads.contains(&l) && (same_tree(f, d.tree, v) || reads_kept_of(f, d.tree, v))) {
                 set[d.slot] = true;
             }
         }
