@@ -300,10 +300,10 @@ fn definitions(f: &mut Function) -> Vec<Vec<Expr>> {
             f.visit_postorder(r, &mut |s| {
                 if let ExprData::Assign { local, value } = &f.exprs[s] {
                     let d = &mut defs[local.index()];
-                    if d.len() < MAX_DEFS && is_value_tree(f, *value) && !d.iter().any(|&x| same_tree(f, x, *value)) {
-                        d.push(*value);
-                    } else if !is_value_tree(f, *value) {
+                    if !is_value_tree(f, *value) {
                         keeping.push((*local, *value));
+                    } else if d.len() < MAX_DEFS && !d.iter().any(|&x| same_tree(f, x, *value)) {
+                        d.push(*value);
                     }
                 }
             });
@@ -366,22 +366,9 @@ fn definitions(f: &mut Function) -> Vec<Vec<Expr>> {
     defs
 }
 
-/// The tree `e` of `f` with each `comma((%m = x), %m)` in it read as `%m`: `e` itself
-/// where it has none, else a copy added to `f`'s arena.
+/// The tree `e` of `f` with each `comma((%m = x), %m)` in it read as `%m` ([`rewritten`]).
 fn read_kept(f: &mut Function, e: Expr) -> Expr {
-    if let Some((m, _)) = kept_on_the_way(f, e) {
-        return f.exprs.push(ExprData::Local(m));
-    }
-    let mut data = f.exprs[e].clone();
-    let ops: Vec<Expr> = data.operands().iter().copied().collect();
-    let new: Vec<Expr> = ops.iter().map(|&o| read_kept(f, o)).collect();
-    if new == ops {
-        return e;
-    }
-    for (o, n) in data.operands_mut().into_iter().zip(new) {
-        *o = n;
-    }
-    f.exprs.push(data)
+    rewritten(f, e, &|f, n| kept_on_the_way(f, n).map(|(m, _)| ExprData::Local(m)))
 }
 
 /// Whether `d`, a definition's tree, is `v` with each `comma((%m = x), %m)` of `v` read as
@@ -406,18 +393,16 @@ fn reads_kept_of(f: &Function, d: Expr, v: Expr) -> bool {
     same == *a && xs.iter().zip(ys.iter()).all(|(&x, &y)| reads_kept_of(f, x, y))
 }
 
-/// The tree `e` of `f` with each local that `map` names read as its image: `e` itself
-/// where it reads none of them, else a copy added to `f`'s arena (its unchanged subtrees
-/// shared with `e`'s).
-fn translated(f: &mut Function, e: Expr, map: &std::collections::HashMap<Local, Local>) -> Expr {
-    let mut data = f.exprs[e].clone();
-    if let ExprData::Local(l) = &mut data {
-        let Some(&d) = map.get(l) else { return e };
-        *l = d;
+/// The tree `e` of `f` with each node that `replace` gives a node for replaced by that
+/// node: `e` itself where there is none, else a copy added to `f`'s arena (its unchanged
+/// subtrees shared with `e`'s).
+fn rewritten(f: &mut Function, e: Expr, replace: &impl Fn(&Function, Expr) -> Option<ExprData>) -> Expr {
+    if let Some(data) = replace(f, e) {
         return f.exprs.push(data);
     }
+    let mut data = f.exprs[e].clone();
     let ops: Vec<Expr> = data.operands().iter().copied().collect();
-    let new: Vec<Expr> = ops.iter().map(|&o| translated(f, o, map)).collect();
+    let new: Vec<Expr> = ops.iter().map(|&o| rewritten(f, o, replace)).collect();
     if new == ops {
         return e;
     }
@@ -425,6 +410,14 @@ fn translated(f: &mut Function, e: Expr, map: &std::collections::HashMap<Local, 
         *o = n;
     }
     f.exprs.push(data)
+}
+
+/// The tree `e` of `f` with each local that `map` names read as its image ([`rewritten`]).
+fn translated(f: &mut Function, e: Expr, map: &std::collections::HashMap<Local, Local>) -> Expr {
+    rewritten(f, e, &|f, n| match f.exprs[n] {
+        ExprData::Local(l) => map.get(&l).map(|&d| ExprData::Local(d)),
+        _ => None,
+    })
 }
 
 /// Structural equality of a tree of `f` and one of `g`, locals compared by name.
@@ -688,7 +681,7 @@ struct Flows {
     promoted: Vec<Phi>,
     /// Per block of the source, the locals its promoted callframe variables may hold at
     /// the entry ([`written_locals`]).
-    written: Vec<Vec<(CfVar, Local)>>,
+    written: Vec<BTreeSet<(CfVar, Local)>>,
     /// The block each sunk store translated through phis stands for ([`sunk_before_phis`]).
     homes: std::collections::HashMap<Expr, Block>,
     /// Each side's locals of trivial phis with the local each copies ([`phi_copies`]).
@@ -921,41 +914,55 @@ fn available_definitions(slots: &[Slot], side: Side, f: &Function) -> Vec<Vec<bo
             }
         }
     };
-    let blocks = f.blocks.len();
-    let mut entry: Vec<Vec<bool>> = vec![vec![false; n]; blocks];
-    let mut exit: Vec<Option<Vec<bool>>> = vec![None; blocks];
+    forward_flow(
+        f,
+        |_| vec![false; n],
+        |set, other| union_flags(set, other),
+        |phi, set| {
+            assign(set, phi.dest, None);
+            for d in defs.iter().filter(|d| d.local == phi.dest && !d.reads.contains(&phi.dest)) {
+                set[d.slot] = true;
+            }
+        },
+        |e, set| match &f.exprs[e] {
+            ExprData::Assign { local, value } => assign(set, *local, Some(*value)),
+            ExprData::CfWrite { .. } => defs.iter().filter(|d| d.cf).for_each(|d| set[d.slot] = false),
+            ExprData::Store { .. } => defs.iter().filter(|d| d.heap).for_each(|d| set[d.slot] = false),
+            ExprData::Call { helper, .. } => {
+                let fx = helper.effects();
+                defs.iter().filter(|d| (d.cf && fx.writes_callframe) || (d.heap && fx.writes_heap)).for_each(|d| set[d.slot] = false);
+            }
+            _ => {}
+        },
+    )
+}
+
+/// A forward "may" data flow over `f`, computed here to a fixpoint (trusting no analysis
+/// of `core`): a block's state at its entry is `start(b)` joined (`join`) with the exit
+/// state of each predecessor so far, then each phi's `enter`; its exit state is that
+/// after `node` on every node of its statements and terminator, in post-order. Returns
+/// the entry states by block index (`start(b)` for a block outside the layout).
+fn forward_flow<S: Clone + PartialEq>(f: &Function, start: impl Fn(Block) -> S, join: impl Fn(&mut S, &S), enter: impl Fn(&Phi, &mut S), node: impl Fn(Expr, &mut S)) -> Vec<S> {
+    let mut entry: Vec<S> = f.blocks.keys().map(&start).collect();
+    let mut exit: Vec<Option<S>> = vec![None; f.blocks.len()];
     let preds = f.predecessors();
     let mut changed = true;
     while changed {
         changed = false;
         for &b in &f.layout {
-            let mut set = vec![false; n];
+            let mut set = start(b);
             for p in &preds[b] {
                 if let Some(o) = &exit[p.index()] {
-                    for (x, &y) in set.iter_mut().zip(o) {
-                        *x |= y;
-                    }
+                    join(&mut set, o);
                 }
             }
             for phi in &f.blocks[b].phis {
-                assign(&mut set, phi.dest, None);
-                for d in defs.iter().filter(|d| d.local == phi.dest && !d.reads.contains(&phi.dest)) {
-                    set[d.slot] = true;
-                }
+                enter(phi, &mut set);
             }
             entry[b.index()] = set.clone();
             let data = &f.blocks[b];
             for r in data.stmts.iter().copied().chain(data.term.expr()) {
-                f.visit_postorder(r, &mut |e| match &f.exprs[e] {
-                    ExprData::Assign { local, value } => assign(&mut set, *local, Some(*value)),
-                    ExprData::CfWrite { .. } => defs.iter().filter(|d| d.cf).for_each(|d| set[d.slot] = false),
-                    ExprData::Store { .. } => defs.iter().filter(|d| d.heap).for_each(|d| set[d.slot] = false),
-                    ExprData::Call { helper, .. } => {
-                        let fx = helper.effects();
-                        defs.iter().filter(|d| (d.cf && fx.writes_callframe) || (d.heap && fx.writes_heap)).for_each(|d| set[d.slot] = false);
-                    }
-                    _ => {}
-                });
+                f.visit_postorder(r, &mut |e| node(e, &mut set));
             }
             if exit[b.index()].as_ref() != Some(&set) {
                 exit[b.index()] = Some(set);
@@ -964,6 +971,13 @@ fn available_definitions(slots: &[Slot], side: Side, f: &Function) -> Vec<Vec<bo
         }
     }
     entry
+}
+
+/// The union of two sets of flags, into `set`.
+fn union_flags(set: &mut [bool], other: &[bool]) {
+    for (x, &y) in set.iter_mut().zip(other) {
+        *x |= y;
+    }
 }
 
 /// Per block of `f` (by index) and local, whether the local may hold the current value of
@@ -985,43 +999,17 @@ fn current_versions(f: &Function, roots: &Roots) -> Vec<Vec<bool>> {
         }
         set[l] = true;
     };
-    let blocks = f.blocks.len();
-    let mut entry: Vec<Vec<bool>> = vec![vec![false; n]; blocks];
-    let mut exit: Vec<Option<Vec<bool>>> = vec![None; blocks];
-    entry[f.entry().index()] = vec![true; n];
-    let preds = f.predecessors();
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for &b in &f.layout {
-            let mut set = if b == f.entry() { vec![true; n] } else { vec![false; n] };
-            for p in &preds[b] {
-                if let Some(o) = &exit[p.index()] {
-                    for (x, &y) in set.iter_mut().zip(o) {
-                        *x |= y;
-                    }
-                }
+    forward_flow(
+        f,
+        |b| vec![b == f.entry(); n],
+        |set, other| union_flags(set, other),
+        |phi, set| assign(set, phi.dest.index()),
+        |e, set| {
+            if let ExprData::Assign { local, .. } = f.exprs[e] {
+                assign(set, local.index());
             }
-            for phi in &f.blocks[b].phis {
-                assign(&mut set, phi.dest.index());
-            }
-            entry[b.index()] = set.clone();
-            let data = &f.blocks[b];
-            let roots = data.stmts.iter().copied().chain(data.term.expr());
-            for r in roots {
-                f.visit_postorder(r, &mut |e| {
-                    if let ExprData::Assign { local, .. } = f.exprs[e] {
-                        assign(&mut set, local.index());
-                    }
-                });
-            }
-            if exit[b.index()].as_ref() != Some(&set) {
-                exit[b.index()] = Some(set);
-                changed = true;
-            }
-        }
-    }
-    entry
+        },
+    )
 }
 
 /// The locals of `f`'s trivial phis, each with the local it copies: a phi whose
@@ -1073,57 +1061,30 @@ fn phi_copies(f: &Function, side: Side) -> Vec<(Slot, Slot)> {
 /// target's version `%c0.3` still holds the value from before (memory seed 1168's
 /// memopt: `cfwrite(@c0, %t18.1)` in a loop body, every try failed on the trap after the
 /// loop, the source's `@c0` in a class of its own from the body on).
-fn written_locals(f: &Function, vars: &[CfVar]) -> Vec<Vec<(CfVar, Local)>> {
+fn written_locals(f: &Function, vars: &[CfVar]) -> Vec<BTreeSet<(CfVar, Local)>> {
     if vars.is_empty() {
-        return vec![vec![]; f.blocks.len()];
+        return vec![BTreeSet::new(); f.blocks.len()];
     }
-    let kill_local = |set: &mut Vec<(CfVar, Local)>, l: Local| set.retain(|&(_, x)| x != l);
-    let kill_var = |set: &mut Vec<(CfVar, Local)>, v: CfVar| set.retain(|&(w, _)| w != v);
-    let blocks = f.blocks.len();
-    let mut entry: Vec<Vec<(CfVar, Local)>> = vec![vec![]; blocks];
-    let mut exit: Vec<Option<Vec<(CfVar, Local)>>> = vec![None; blocks];
-    let preds = f.predecessors();
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for &b in &f.layout {
-            let mut set: Vec<(CfVar, Local)> = vec![];
-            for p in &preds[b] {
-                for &x in exit[p.index()].iter().flatten() {
-                    if !set.contains(&x) {
-                        set.push(x);
+    let kill_local = |set: &mut BTreeSet<(CfVar, Local)>, l: Local| set.retain(|&(_, x)| x != l);
+    forward_flow(
+        f,
+        |_| BTreeSet::new(),
+        |set, other| set.extend(other.iter().copied()),
+        |phi, set| kill_local(set, phi.dest),
+        |e, set| match f.exprs[e] {
+            ExprData::Assign { local, .. } => kill_local(set, local),
+            ExprData::CfWrite { var, value } => {
+                set.retain(|&(w, _)| w != var);
+                if let ExprData::Local(x) = f.exprs[value] {
+                    if vars.contains(&var) {
+                        set.insert((var, x));
                     }
                 }
             }
-            for phi in &f.blocks[b].phis {
-                kill_local(&mut set, phi.dest);
-            }
-            set.sort();
-            entry[b.index()] = set.clone();
-            let data = &f.blocks[b];
-            for r in data.stmts.iter().copied().chain(data.term.expr()) {
-                f.visit_postorder(r, &mut |e| match &f.exprs[e] {
-                    ExprData::Assign { local, .. } => kill_local(&mut set, *local),
-                    &ExprData::CfWrite { var, value } => {
-                        kill_var(&mut set, var);
-                        if let ExprData::Local(x) = f.exprs[value] {
-                            if vars.contains(&var) {
-                                set.push((var, x));
-                            }
-                        }
-                    }
-                    ExprData::Call { helper, .. } if helper.effects().writes_callframe => set.clear(),
-                    _ => {}
-                });
-            }
-            set.sort();
-            if exit[b.index()].as_ref() != Some(&set) {
-                exit[b.index()] = Some(set);
-                changed = true;
-            }
-        }
-    }
-    entry
+            ExprData::Call { helper, .. } if helper.effects().writes_callframe => set.clear(),
+            _ => {}
+        },
+    )
 }
 
 /// Which locals of the two functions are live at each block's entry ([`live_locals`]).
@@ -1620,7 +1581,7 @@ fn pending_scope(src: &Function, tgt: &Function, side: Side, e: Expr, exact: boo
     }
 }
 
-/// The target's sunk stores ([`pending_stores`]) whose value reads a phi's local,
+/// The target's sunk stores among `pending` ([`pending_stores`]) whose value reads a phi's local,
 /// translated through the phis into each predecessor's arguments, as candidates of their
 /// own (the source's heap is the target's with the translated store done), each with the
 /// predecessor it stands for, whence [`pending_scope`] reaches back. memopt sinks a loop's
@@ -1628,10 +1589,10 @@ fn pending_scope(src: &Function, tgt: &Function, side: Side, e: Expr, exact: boo
 /// %val.1)`: between the body's store and the latch the source's heap holds `%val.1` at
 /// `A` while `%mem` still holds the value from before (ssa seed 1093's memopt: every try
 /// parted the heaps from the body on), and before the loop it holds `%val`.
-fn sunk_before_phis(src: &Function, tgt: &mut Function) -> (Vec<(Slot, Slot)>, std::collections::HashMap<Expr, Block>) {
-    let sunk: Vec<Expr> = pending_stores(src, tgt)
-        .into_iter()
-        .filter_map(|(_, p)| match p {
+fn sunk_before_phis(pending: &[(Slot, Slot)], tgt: &mut Function) -> (Vec<(Slot, Slot)>, std::collections::HashMap<Expr, Block>) {
+    let sunk: Vec<Expr> = pending
+        .iter()
+        .filter_map(|&(_, p)| match p {
             Slot::Pending(Side::Tgt, e, true) => Some(e),
             _ => None,
         })
@@ -1647,11 +1608,10 @@ fn sunk_before_phis(src: &Function, tgt: &mut Function) -> (Vec<(Slot, Slot)>, s
         });
         let joins: Vec<Vec<Phi>> = tgt.layout.iter().map(|&b| tgt.blocks[b].phis.clone()).filter(|phis| phis.iter().any(|q| reads.contains(&q.dest))).collect();
         for phis in joins {
-            for &(pred, _) in &phis[0].args {
+            for (pred, map) in edge_arguments(&phis) {
                 if out.len() == MAX_PENDING {
                     return (out, homes);
                 }
-                let map = phis.iter().filter_map(|q| q.args.iter().find(|&&(p, _)| p == pred).map(|&(_, a)| (q.dest, a))).collect();
                 let translated = translated(tgt, e, &map);
                 if translated != e {
                     out.push((Slot::Heap(Side::Src), Slot::Pending(Side::Tgt, translated, true)));
@@ -1661,6 +1621,16 @@ fn sunk_before_phis(src: &Function, tgt: &mut Function) -> (Vec<(Slot, Slot)>, s
         }
     }
     (out, homes)
+}
+
+/// Per incoming edge of a block with `phis` (in the first phi's order), its predecessor
+/// and each phi's local with its argument on that edge.
+fn edge_arguments(phis: &[Phi]) -> Vec<(Block, std::collections::HashMap<Local, Local>)> {
+    phis[0]
+        .args
+        .iter()
+        .map(|&(pred, _)| (pred, phis.iter().filter_map(|q| q.args.iter().find(|&&(p, _)| p == pred).map(|&(_, arg)| (q.dest, arg))).collect()))
+        .collect()
 }
 
 /// Whether stores `s` of `f` and `t` of `g` write the same width at the same address
@@ -1824,11 +1794,7 @@ fn converted_before_phis(tgt: &mut Function, aligned: &[(Slot, Slot)]) -> Vec<(S
         .map(|&b| {
             let phis = &tgt.blocks[b].phis;
             let dests = phis.iter().map(|q| q.dest).collect();
-            let args = phis[0]
-                .args
-                .iter()
-                .map(|&(pred, _)| phis.iter().filter_map(|q| q.args.iter().find(|&&(p, _)| p == pred).map(|&(_, arg)| (q.dest, arg))).collect())
-                .collect();
+            let args = edge_arguments(phis).into_iter().map(|(_, map)| map).collect();
             (dests, args)
         })
         .collect();
@@ -2193,10 +2159,10 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
     let mut aligned = aligned_reads(&src, &tgt);
     let before_phis = converted_before_phis(&mut tgt, &aligned);
     aligned.extend(before_phis);
-    let (sunk_before_phis, homes) = sunk_before_phis(&src, &mut tgt);
+    let mut pending = pending_stores(&src, &tgt);
+    let (sunk, homes) = sunk_before_phis(&pending, &mut tgt);
+    pending.extend(sunk);
     let (src, tgt) = (&src, &tgt);
-    let mut pending = pending_stores(src, tgt);
-    pending.extend(sunk_before_phis);
     let with_pending: Vec<(Slot, Slot)> = aligned.iter().chain(&pending).copied().collect();
     let mut tried: Vec<(Vec<Slot>, Vec<Vec<usize>>)> = vec![];
     let mut tries = vec![(&[][..], Scope::PerBlock), (&aligned[..], Scope::PerBlock), (&aligned[..], Scope::Whole), (&with_pending[..], Scope::PerBlock), (&with_pending[..], Scope::Whole)];
