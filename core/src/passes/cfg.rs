@@ -1,8 +1,8 @@
 //! The control-flow graph analysis: successors and predecessors of every block in the
 //! layout (duplicates removed: a branch whose two targets agree is one edge), and the
-//! reverse post-order from the entry. It is a snapshot: a pass that adds, removes or
-//! redirects blocks says so (`PassInfo::changes_cfg`) and the pass manager recomputes it
-//! for the next pass that reads it.
+//! reverse post-order from the entry. It is a snapshot of the function it was computed
+//! from: each pass computes it afresh, and one that adds, removes or redirects blocks
+//! computes it again where it reads it after.
 
 use crate::ir::{Block, Function};
 use cranelift_entity::{EntityRef, SecondaryMap};

@@ -1,10 +1,9 @@
 //! The pass manager and the IR-level passes of `DESIGN.md` ("The pipeline").
 //!
-//! A pass is a function over `&mut Function`, plus the CFG analyses ([`Analyses`]) when
-//! it reads them ([`PassFn`]), returning [`Stats`]: named counters of what it did. Each
-//! pass is described by a [`PassInfo`]: its name, the IR form it needs and the form it
-//! leaves ([`Form`]: HIR without phis, or SSA), and whether it changes the CFG, in which
-//! case the manager recomputes the analyses before the next pass that reads them. A
+//! A pass is a function over `&mut Function` that computes the CFG analyses it reads
+//! itself ([`Analyses`], or the ones it needs of them), returning [`Stats`]: named counters
+//! of what it did. Each pass is described by a [`PassInfo`]: its name, and the IR form it
+//! needs and the form it leaves ([`Form`]: HIR without phis, or SSA). A
 //! [`Pipeline`] is a validated list of passes (`ssa,dce,ssa-destroy,cprop`): validation
 //! follows the form through the list, so `ssa-destroy` needs SSA and `cprop` needs HIR.
 //! [`PassManager::run`] verifies the IR after every pass when asked (always in tests and
@@ -160,15 +159,6 @@ impl fmt::Display for PassError {
 
 impl std::error::Error for PassError {}
 
-/// A pass: one that reads the CFG analyses of the function as it is, or one that reads
-/// none (the manager computes the analyses only for a pass that reads them, once the
-/// CFG changed since they were last computed).
-#[derive(Clone, Copy)]
-pub enum PassFn {
-    WithAnalyses(fn(&mut Function, &Analyses) -> Stats),
-    Alone(fn(&mut Function) -> Stats),
-}
-
 /// A pass and what the manager must know about it.
 pub struct PassInfo {
     pub name: &'static str,
@@ -176,9 +166,8 @@ pub struct PassInfo {
     pub needs: Option<Form>,
     /// The form the pass leaves; `None`: unchanged.
     pub produces: Option<Form>,
-    /// Whether the pass adds, removes or redirects blocks.
-    pub changes_cfg: bool,
-    pub run: PassFn,
+    /// The pass; it computes whatever analyses of `f` it reads itself.
+    pub run: fn(&mut Function) -> Stats,
 }
 
 /// Every IR-level pass.
@@ -187,20 +176,18 @@ pub static PASSES: &[PassInfo] = &[
         name: "ssa",
         needs: Some(Form::Hir),
         produces: Some(Form::Ssa),
-        changes_cfg: false,
-        run: PassFn::Alone(ssa::run_alone),
+        run: ssa::run,
     },
-    PassInfo { name: "memopt", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: PassFn::Alone(memopt::run) },
-    PassInfo { name: "ssapre", needs: Some(Form::Ssa), produces: None, changes_cfg: true, run: PassFn::Alone(ssapre::run) },
-    PassInfo { name: "dce", needs: None, produces: None, changes_cfg: false, run: PassFn::Alone(dce::run) },
+    PassInfo { name: "memopt", needs: Some(Form::Ssa), produces: None, run: memopt::run },
+    PassInfo { name: "ssapre", needs: Some(Form::Ssa), produces: None, run: ssapre::run },
+    PassInfo { name: "dce", needs: None, produces: None, run: dce::run },
     PassInfo {
         name: "ssa-destroy",
         needs: Some(Form::Ssa),
         produces: Some(Form::Hir),
-        changes_cfg: true,
-        run: PassFn::Alone(ssa_destroy::run_alone),
+        run: ssa_destroy::run,
     },
-    PassInfo { name: "cprop", needs: Some(Form::Hir), produces: None, changes_cfg: false, run: PassFn::Alone(cprop::run) },
+    PassInfo { name: "cprop", needs: Some(Form::Hir), produces: None, run: cprop::run },
 ];
 
 /// Finds a pass by name.
@@ -400,18 +387,13 @@ impl PassManager {
             return Err(PassError::InputForm { function: f.name.clone(), expected: pipeline.start });
         }
         let mut out = vec![];
-        // Computed when a pass that reads them comes after the CFG changed (or first).
-        let mut analyses: Option<Analyses> = None;
         let mut form = pipeline.start;
         // The SSA check's CFG and dominator tree, kept from one check to the next.
         // Its list of the locals of the trees is the one the last run on this thread left
         // ([`SPARE_TREE_LOCALS`]), for its room.
         let mut strict = StrictCfg { last: None, seen: SPARE_TREE_LOCALS.with(|s| s.take()) };
         for (i, p) in pipeline.passes.iter().enumerate() {
-            let stats = match p.run {
-                PassFn::WithAnalyses(run) => run(f, analyses.get_or_insert_with(|| Analyses::compute(f))),
-                PassFn::Alone(run) => run(f),
-            };
+            let stats = (p.run)(f);
             form = p.produces.unwrap_or(form);
             let keep = if i + 1 == pipeline.passes.len() { last.take() } else { None };
             if keep.is_some() || self.verify {
@@ -423,9 +405,6 @@ impl PassManager {
                     break;
                 }
                 *f = verified.into_function();
-            }
-            if p.changes_cfg {
-                analyses = None;
             }
             hook(p.name, f, &stats);
             out.push((p.name, stats));

@@ -14,18 +14,13 @@
 
 use super::liveness::Liveness;
 use super::util::{remove_unused_locals, renumber_used_locals, LocalSet, Namer};
-use super::{Analyses, Cfg, DomTree, DominanceFrontiers, Stats};
+use super::{Cfg, DomTree, DominanceFrontiers, Stats};
 use crate::ir::{Block, Expr, ExprData, Function, Local, Phi};
 use cranelift_entity::{EntityRef, SecondaryMap};
 
-/// Puts `f` (HIR without phis) into SSA form.
-pub fn run(f: &mut Function, an: &Analyses) -> Stats {
-    run_on(f, &Cfgs { cfg: &an.cfg, domtree: &an.domtree, frontiers: &an.frontiers })
-}
-
-/// [`run`], computing the three analyses it reads: the pass manager's entry, since the
-/// fourth of [`Analyses`], the loop nest, is not one of them.
-pub fn run_alone(f: &mut Function) -> Stats {
+/// Puts `f` (HIR without phis) into SSA form, computing the three analyses it reads (not
+/// the loop nest of [`super::Analyses`]).
+pub fn run(f: &mut Function) -> Stats {
     let cfg = Cfg::compute(f);
     let domtree = DomTree::compute(f, &cfg);
     let frontiers = DominanceFrontiers::compute(&cfg, &domtree);

@@ -14,23 +14,13 @@
 //!
 //! Statistics: `phis` removed, `copies` emitted, `edges_split`, `cycle_temps`.
 
-use super::{Analyses, Cfg, Stats};
+use super::{Cfg, Stats};
 use crate::ir::{Block, ExprData, Function, Local, Terminator};
 
-/// Takes `f` out of SSA form.
-pub fn run(f: &mut Function, an: &Analyses) -> Stats {
-    run_on(f, &an.cfg)
-}
-
-/// [`run`], computing the one analysis it reads, the CFG: the pass manager's entry (the
-/// rest of [`Analyses`] after the passes that change the CFG was most of this pass).
-pub fn run_alone(f: &mut Function) -> Stats {
+/// Takes `f` out of SSA form, computing the one analysis it reads, the CFG (the rest of
+/// [`super::Analyses`] after the passes that change the CFG was most of this pass).
+pub fn run(f: &mut Function) -> Stats {
     let cfg = Cfg::compute(f);
-    run_on(f, &cfg)
-}
-
-/// [`run`] given the CFG of `f`.
-fn run_on(f: &mut Function, cfg: &Cfg) -> Stats {
     let mut stats = Stats::default();
     // Blocks made by splitting edges, each with the block it follows in the layout.
     let mut splits: Vec<(Block, Block)> = vec![];

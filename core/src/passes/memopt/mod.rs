@@ -450,8 +450,7 @@ b3:
 }
 ";
         let mut f = crate::text::parse_module(src).expect("parses").0.functions.remove(0);
-        let an = Analyses::compute(&f);
-        crate::passes::ssa::run(&mut f, &an);
+        crate::passes::ssa::run(&mut f);
         let s = Snapshot::take(&mut None, &f);
         let av = Availability::compute(&f, &s.an.cfg, &s.events).expect("availability converges");
         // The word is known in every block: from the load in b0, then the phis of the
