@@ -40,19 +40,30 @@ pub fn parse_status(text: &str) -> Option<Resident> {
 /// (`smt::isolate`), which hold a query's memory and give it all back when they exit.
 /// This is the figure `/usr/bin/time -v` reports for the tree when a child outgrows the
 /// process itself. `None` before any child has ended, or where the system does not count it.
+/// A child still running (a validator child kept warm between requests) counts by the
+/// largest resident set the parent sampled of it ([`note_child_resident`]).
 pub fn children_peak() -> Option<u64> {
+    let sampled = Some(SAMPLED_CHILD_PEAK.load(std::sync::atomic::Ordering::Relaxed)).filter(|&b| b > 0);
     #[cfg(target_os = "linux")]
     {
         // SAFETY: `getrusage` only writes the struct it is given.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
         if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 || usage.ru_maxrss <= 0 {
-            return None;
+            return sampled;
         }
         // Linux counts `ru_maxrss` in kilobytes.
-        Some(usage.ru_maxrss as u64 * 1024)
+        Some((usage.ru_maxrss as u64 * 1024).max(sampled.unwrap_or(0)))
     }
     #[cfg(not(target_os = "linux"))]
-    None
+    sampled
+}
+
+/// The largest resident set sampled of a running child (see [`children_peak`]).
+static SAMPLED_CHILD_PEAK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Counts `bytes`, a resident set sampled of a running child, in [`children_peak`].
+pub fn note_child_resident(bytes: u64) {
+    SAMPLED_CHILD_PEAK.fetch_max(bytes, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Hands the allocator's free memory back to the system (glibc's `malloc_trim`), so that
