@@ -297,8 +297,8 @@ fn summary_of_json(v: &Json) -> Option<super::selfcheck::Summary> {
 const KEEP_RESIDENT: u64 = 64_000_000;
 
 /// The child side: serves each request of `requests` (one JSON line each) as [`serve`]
-/// does, then writes [`DONE`] and gives the request's freed memory back, until the
-/// parent closes the pipe.
+/// does, gives the request's freed memory back where it holds more than
+/// [`KEEP_RESIDENT`], then writes [`DONE`], until the parent closes the pipe.
 pub fn serve_each(requests: impl BufRead, out: &mut impl Write) -> Result<(), String> {
     for request in requests.lines() {
         let request = request.map_err(|e| format!("cannot read a request: {e}"))?;
@@ -306,10 +306,11 @@ pub fn serve_each(requests: impl BufRead, out: &mut impl Write) -> Result<(), St
             continue;
         }
         serve(&request, out)?;
-        writeln!(out, "{DONE}").and_then(|_| out.flush()).map_err(|e| format!("cannot write an answer: {e}"))?;
+        // Before the done line: the parent reads the resident set then, to keep or retire.
         if crate::measure::memory::resident().is_some_and(|r| r.current > KEEP_RESIDENT) {
             crate::measure::memory::release_free();
         }
+        writeln!(out, "{DONE}").and_then(|_| out.flush()).map_err(|e| format!("cannot write an answer: {e}"))?;
     }
     Ok(())
 }
