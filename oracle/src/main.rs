@@ -101,7 +101,7 @@ fn main() -> ExitCode {
         tandem_oracle::measure::memory::return_large_blocks();
     }
     if matches!(command, Command::ValidateChild) {
-        tandem_oracle::measure::memory::reuse_large_blocks();
+        tandem_oracle::measure::memory::reuse_large_blocks(tandem_oracle::smt::isolate::KEEP_RESIDENT);
     }
     match command {
         Command::Run(a) => cli::run::main(a),

@@ -96,17 +96,26 @@ pub fn return_large_blocks() {
 }
 
 /// Serves every allocation under 32 MB from the arenas, reusing the pages of what was
-/// freed (glibc's `M_MMAP_THRESHOLD` fixed at its largest dynamic value), for the
-/// validator's child (`smt::isolate`), which lives for one function: each pass's Z3
-/// context allocates and frees the same large blocks again, and by default the first
-/// ones of a process are mappings of their own, unmapped when freed and faulted in
-/// anew by the next context. The child's memory all goes back when it exits, and its
-/// cap watches what it holds either way. Measured with `farm-bench` on `tandem verify
-/// --generated --profile small --count 15 --bound 2` (with the same setting as a glibc
-/// tunable): CPU time 0.87 of the default's, system time 0.58. Elsewhere (not glibc) it
-/// does nothing.
-pub fn reuse_large_blocks() {
+/// freed (glibc's `M_MMAP_THRESHOLD` fixed at its largest dynamic value), and keeps up to
+/// `keep` bytes free at the top of the heap (`M_TRIM_THRESHOLD`), for the validator's
+/// child (`smt::isolate`): each pass's Z3 context allocates and frees the same large
+/// blocks again, and by default the first ones of a process are mappings of their own,
+/// unmapped when freed and faulted in anew by the next context; and fixing the mapping
+/// threshold leaves the trim threshold at 128 kB, so that freeing a context gave its
+/// heap's top back and the next one faulted it in again. The child gives its free memory
+/// back between functions itself, past `keep`, and its cap watches what it holds either
+/// way. Measured with `farm-bench` on `tandem verify --generated --profile small --count
+/// 15 --bound 2` (the mapping threshold alone, set as a glibc tunable): CPU time 0.87 of
+/// the default's, system time 0.58. Elsewhere (not glibc) it does nothing.
+pub fn reuse_large_blocks(keep: u64) {
     fix_mmap_threshold(32 * 1024 * 1024);
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` only sets the allocator's parameter; called before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_TRIM_THRESHOLD, keep.min(i32::MAX as u64) as i32);
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = keep;
 }
 
 /// Fixes glibc's `M_MMAP_THRESHOLD` at `bytes` (which also stops its dynamic

@@ -294,7 +294,7 @@ fn summary_of_json(v: &Json) -> Option<super::selfcheck::Summary> {
 /// Trimmed after every request, the median `cprop` answer of default seeds 1300–1329
 /// took 14 ms instead of 7 ms (a third of the child's time in `Z3_mk_context_rc`, most of
 /// it page faults).
-const KEEP_RESIDENT: u64 = 64_000_000;
+pub const KEEP_RESIDENT: u64 = 64_000_000;
 
 /// The child side: serves each request of `requests` (one JSON line each) as [`serve`]
 /// does, gives the request's freed memory back where it holds more than
