@@ -1783,7 +1783,8 @@ fn converted_cell(src: &Function, s: Expr, tgt: &Function, t: Expr) -> Option<(S
 /// block must say the cell is the argument's value converted, since the phi's local is
 /// assigned only at its block (default seed 848's memopt: `load.i32(A)` after
 /// `store.64(A, comma((%val = sext(%p1)), %val))`, held as `trunc(%mem)` in a loop and
-/// returned after it, was `proved (bound 2)`). At most [`MAX_BEFORE_PHIS`].
+/// returned after it, was `proved (bound 2)`); then, for a load aligned with a phi's
+/// local itself, the arguments' locals. At most [`MAX_BEFORE_PHIS`].
 fn converted_before_phis(tgt: &mut Function, aligned: &[(Slot, Slot)]) -> Vec<(Slot, Slot)> {
     // Per block with phis: its phis' locals, and per predecessor each local's argument.
     type Args = Vec<std::collections::HashMap<Local, Local>>;
@@ -1815,6 +1816,25 @@ fn converted_before_phis(tgt: &mut Function, aligned: &[(Slot, Slot)]) -> Vec<(S
                 let t2 = translated(tgt, t, map);
                 if t2 != t && !out.iter().any(|&(x, y)| x == a && matches!(y, Slot::Read(_, _, e) if same_tree(tgt, e, t2))) {
                     out.push((a, Slot::Read(Side::Tgt, ty, t2)));
+                }
+            }
+        }
+    }
+    // A load the target holds in a phi's local itself (`load.i64(A)` and `%mem`): the
+    // argument's local from each predecessor (`%val.1`, the value a loop's body stored).
+    // Loops seed 1324's memopt: the 64-bit cell held in `%mem = phi(b0: %val, b3:
+    // %val.1)` had no candidate at the latch, where its narrower reads had theirs through
+    // the phis, and the pair was vacuous.
+    for &(a, b) in aligned {
+        let (Slot::Read(Side::Src, ..), Slot::Local(Side::Tgt, l)) = (a, b) else { continue };
+        for (_, args) in joins.iter().filter(|(dests, _)| dests.contains(&l)) {
+            for &m in args.iter().filter_map(|map| map.get(&l)) {
+                if out.len() == MAX_BEFORE_PHIS {
+                    return out;
+                }
+                let c = (a, Slot::Local(Side::Tgt, m));
+                if m != l && !aligned.contains(&c) && !out.contains(&c) {
+                    out.push(c);
                 }
             }
         }

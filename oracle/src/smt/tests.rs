@@ -779,12 +779,14 @@ fn a_store_of_the_bytes_already_there_removed_is_proved_for_every_run() {
 ///   phi(b25: %c1.10, b28: %c1.9)` only copy `%c1.5` (the trivial phis' copies);
 /// - ssa seed 1147's SSAPRE: `%pre9 = zext(comma((%t8.16 = trunc(6)), %t8.16))`, whose
 ///   phi `%pre9.2` the source computes as `zext(%t8.1)` after the loop (a definition that
-///   keeps a local on the way reads it).
+///   keeps a local on the way reads it);
+/// - loops seed 1324's memopt: `load.i64(A)` held in `%mem = phi(b0: %val, b3: %val.1)`
+///   across a loop that stores `%val.1` at `A` (the phi's arguments' locals before it).
 #[test]
 fn generated_pairs_that_need_the_candidates_are_proved_for_every_run() {
     use crate::gen::Profile;
     let o = Options { bound: 2, ..Options::default() };
-    for (profile, seed, pass) in [(Profile::Memory, 801, "memopt"), (Profile::Memory, 883, "memopt"), (Profile::Loops, 822, "ssapre"), (Profile::Default, 848, "memopt"), (Profile::Ssa, 986, "ssapre"), (Profile::Memory, 1168, "memopt"), (Profile::Ssa, 1093, "memopt"), (Profile::Memory, 1039, "memopt"), (Profile::Loops, 1131, "ssapre"), (Profile::Ssa, 1147, "ssapre")] {
+    for (profile, seed, pass) in [(Profile::Memory, 801, "memopt"), (Profile::Memory, 883, "memopt"), (Profile::Loops, 822, "ssapre"), (Profile::Default, 848, "memopt"), (Profile::Ssa, 986, "ssapre"), (Profile::Memory, 1168, "memopt"), (Profile::Ssa, 1093, "memopt"), (Profile::Memory, 1039, "memopt"), (Profile::Loops, 1131, "ssapre"), (Profile::Ssa, 1147, "ssapre"), (Profile::Loops, 1324, "memopt")] {
         let (_, before, after) = generated_pairs_of(profile, seed).into_iter().find(|(p, ..)| p == pass).expect("the pass runs");
         let a = validate(&before, &after, pass, &o);
         assert!(matches!(a, Answer::Proved), "{profile:?} seed {seed} {pass}: {a}");
