@@ -255,13 +255,15 @@ fn cprop_tree(
                         }
                     }
                     _ => {
-                        // One walk for both questions (the tree's nodes were all
-                        // propagated above: they are what a second walk would see).
+                        // One look at the tree's nodes for both questions: they are the
+                        // statement's nodes before its root, all propagated above (and
+                        // the operands of a node folded since, now out of the tree, are
+                        // constants, which neither read `x` nor have an effect).
                         let (mut reads_x, mut effect) = (false, false);
-                        f.visit_postorder(value, &mut |e| {
+                        for &e in &order[..order.len() - 1] {
                             reads_x |= f.exprs[e] == ExprData::Local(x);
                             effect |= f.exprs[e].has_side_effect();
-                        });
+                        }
                         if !reads_x && !effect {
                             tm.tree_def(f, b, x, n, value);
                         }
