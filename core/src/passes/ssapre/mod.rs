@@ -11,8 +11,8 @@
 //!   expression of the round reads. A
 //!   computation assigned to a local nothing reads is not an occurrence (it is dead: `dce`
 //!   removes it, and PRE would otherwise move the expression to where it serves nothing).
-//!   The scan of a later round walks only the trees of the blocks the round before
-//!   changed, and takes the others' facts from its own last scan ([`Kept`]).
+//!   The scan of a later round walks only the trees the round before rewrote or added,
+//!   and takes the others' facts from its own last scan ([`Kept`]).
 //! * Per expression ([`frg`]): **Φ-Insertion**, **Rename**, **DownSafety**,
 //!   **WillBeAvail** (CanBeAvail and Later), **Finalize** (the two steps, the second with
 //!   unneeded-Φ elimination: Φs of the FRG that end up unused produce no phi) and
@@ -892,12 +892,13 @@ impl Scratch {
 }
 
 /// What a round leaves to the next round's scan, so that it walks again only the trees
-/// of the blocks CodeMotion changed (the scans of the rounds after the first, which walked
+/// CodeMotion rewrote or added (the scans of the rounds after the first, which walked
 /// every tree, were a third of `ssapre`). A block no expression of the round changed
 /// holds the trees the last scan walked: the same kills at the same positions, the same
 /// parents, assignments and reads, and no candidate (a candidate of the next round reads
-/// a temporary of this one, which only the changed blocks read). Its phis are read again,
-/// as the phis of every block are.
+/// a temporary of this one, which only the changed trees read). Its phis are read again,
+/// as the phis of every block are. In a changed block, so does every tree CodeMotion did
+/// not rewrite ([`Changed`]), its kills moved with its place in the block.
 #[derive(Default)]
 pub struct Kept {
     /// The blocks (by index) the round changed; `None` before the first scan, and after a
