@@ -137,7 +137,7 @@ fn rename(
 ) -> Renamed {
     let nlocals = f.locals.len();
     let mut r = Renamer {
-        stacks: vec![vec![]; nlocals],
+        top: vec![None; nlocals],
         zero: vec![None; nlocals],
         namer: Namer::new(f),
         pushed: vec![],
@@ -146,7 +146,7 @@ fn rename(
         stats,
     };
     for &p in &f.params {
-        r.stacks[p.index()].push(p);
+        r.top[p.index()] = Some(p);
     }
     let enter = |(f, r): &mut (&mut Function, Renamer), b: Block| {
         let height = r.pushed.len();
@@ -155,7 +155,6 @@ fn rename(
             let x = phi_orig[b][i];
             let v = r.new_version(f, x);
             f.blocks[b].phis[i].dest = v;
-            r.pushed.push(x);
         }
         // The nodes of the statements (then the terminator's tree) that name a local, in
         // evaluation order, as liveness listed them: renaming rewrites nodes, not lists.
@@ -170,7 +169,6 @@ fn rename(
                 }
                 ExprData::Assign { local: x, value } => {
                     let v = r.new_version(f, x);
-                    r.pushed.push(x);
                     f.exprs[n] = ExprData::Assign { local: v, value };
                     r.mentions.push(n);
                 }
@@ -191,8 +189,10 @@ fn rename(
         height
     };
     let leave = |(_, r): &mut (&mut Function, Renamer), height: usize| {
-        for x in r.pushed.drain(height..) {
-            r.stacks[x.index()].pop();
+        // Undone in reverse, so that a block's second version of an original gives
+        // back its first, and the first the one before the block.
+        for (x, before) in r.pushed.drain(height..).rev() {
+            r.top[x.index()] = before;
         }
     };
     let mut state = (f, r);
@@ -219,14 +219,18 @@ fn define_zero_versions(f: &mut Function, zero: &[Option<Local>], stats: &mut St
 }
 
 struct Renamer<'a> {
-    stacks: Vec<Vec<Local>>,
+    /// The version on top of each original's stack of versions: the stacks themselves
+    /// are one undo log, [`Renamer::pushed`] (a list per original was an allocation each,
+    /// and its growth).
+    top: Vec<Option<Local>>,
     /// The zero version of each original, created on first need.
     zero: Vec<Option<Local>>,
     namer: Namer,
-    /// The originals each block of the walk pushed a version of, one log for the whole
-    /// walk: a block enters at its height and leaves by popping back to it (a list per
-    /// block was an allocation each, and its growth).
-    pushed: Vec<Local>,
+    /// The originals each block of the walk pushed a version of, each with the version
+    /// on top before, one log for the whole walk: a block enters at its height and
+    /// leaves by undoing back to it (a list per block was an allocation each, and its
+    /// growth).
+    pushed: Vec<(Local, Option<Local>)>,
     /// The nodes naming a local, rewritten ([`Renamed::mentions`]).
     mentions: Vec<Expr>,
     /// How many blocks the walk entered.
@@ -237,13 +241,14 @@ struct Renamer<'a> {
 impl Renamer<'_> {
     fn new_version(&mut self, f: &mut Function, x: Local) -> Local {
         let v = self.namer.new_local_after(f, x);
-        self.stacks[x.index()].push(v);
+        let before = std::mem::replace(&mut self.top[x.index()], Some(v));
+        self.pushed.push((x, before));
         self.stats.bump("versions");
         v
     }
 
     fn current(&mut self, f: &mut Function, x: Local) -> Local {
-        if let Some(&v) = self.stacks[x.index()].last() {
+        if let Some(v) = self.top[x.index()] {
             return v;
         }
         if let Some(z) = self.zero[x.index()] {
