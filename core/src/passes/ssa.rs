@@ -42,11 +42,12 @@ fn run_on(f: &mut Function, an: &Cfgs) -> Stats {
     // would make a long chain quadratic). The same walk lists the nodes naming a local,
     // block by block in evaluation order, which renaming rewrites (see [`Named`]).
     let mut def_blocks: Vec<Vec<Block>> = vec![vec![]; f.locals.len()];
-    let mut named = Named { nodes: vec![], at: super::cfg::sized(f.blocks.len()) };
+    let mut named = Named { nodes: vec![], at: super::cfg::sized(f.blocks.len()), defs: 0 };
     let live = Liveness::compute_noting(f, &an.cfg, |b, n, local, def| {
         if def && def_blocks[local.index()].last() != Some(&b) {
             def_blocks[local.index()].push(b);
         }
+        named.defs += usize::from(def);
         let len = named.nodes.len() as u32;
         let at = &mut named.at[b];
         if at.1 == 0 {
@@ -115,6 +116,8 @@ fn place_phis(
 struct Named {
     nodes: Vec<Expr>,
     at: SecondaryMap<Block, (u32, u32)>,
+    /// How many of them are assignments.
+    defs: usize,
 }
 
 /// What renaming did besides renaming ([`rename`]).
@@ -136,12 +139,17 @@ fn rename(
     stats: &mut Stats,
 ) -> Renamed {
     let nlocals = f.locals.len();
+    // A version per phi and per assignment (and the zero versions, a few), made room for
+    // at once.
+    let versions = named.defs + phi_orig.values().map(Vec::len).sum::<usize>();
+    let mut namer = Namer::new(f);
+    namer.reserve(f, versions);
     let mut r = Renamer {
         top: vec![None; nlocals],
         zero: vec![None; nlocals],
-        namer: Namer::new(f),
-        pushed: vec![],
-        mentions: vec![],
+        namer,
+        pushed: Vec::with_capacity(versions),
+        mentions: Vec::with_capacity(named.nodes.len()),
         entered: 0,
         stats,
     };
