@@ -18,10 +18,11 @@
 //! and the tree mover's counters (see [`super::tree_mover`]).
 
 use super::fold::fold_node;
-use super::tree_mover::TreeMover;
-use super::util::{postorder_into, remove_unused_locals};
+use super::tree_mover::{MoveStatus, TreeMover};
+use super::util::{postorder_into, renumber_used_locals, LocalSet};
 use super::Stats;
-use crate::ir::{Block, ExprData, Function, Local, Type};
+use crate::hash::HashSet;
+use crate::ir::{Block, Expr, ExprData, Function, Local, Type};
 use cranelift_entity::EntityRef;
 use smallvec::SmallVec;
 
@@ -39,17 +40,73 @@ pub fn run(f: &mut Function) -> Stats {
     // The nodes of the tree being propagated, in order: one list for every tree.
     let mut order = vec![];
     let mut acp = Acp::default();
+    let mut mentions = Mentions::default();
     // Neither step changes the layout: it is indexed, not copied.
     for i in 0..f.layout.len() {
         let b = f.layout[i];
-        cprop_block(f, b, &mut tm, &mut stats, &mut order, &mut acp);
+        cprop_block(f, b, &mut tm, &mut stats, &mut order, &mut acp, &mut mentions);
     }
     let deleted = tm.resolve(f, &mut stats);
     for &b in &f.layout {
         f.blocks[b].stmts.retain(|s| !deleted.contains(s));
     }
-    remove_unused_locals(f);
+    remove_unused(f, &tm, &deleted, &mentions);
     stats
+}
+
+/// The nodes naming a local (reads and assignments) of every tree as propagation left
+/// them, tree by tree: `nodes[ends[i - 1]..ends[i]]` for the tree at `roots[i]`.
+#[derive(Default)]
+struct Mentions {
+    nodes: Vec<Expr>,
+    roots: Vec<Expr>,
+    ends: Vec<usize>,
+}
+
+/// Removes the locals nothing mentions after the moves, as `remove_unused_locals` does,
+/// from the nodes propagation noted (a walk of every tree again was a sixth of the pass).
+/// A tree left in place keeps the nodes that still name a local (a use a tree moved to
+/// names none now); the statement a move deleted keeps those of its moved tree (all but
+/// its root assignment), which now hang under the use, so long as the use is in a tree
+/// that stays (up the parents the mover kept); a deleted forwarding copy keeps none.
+fn remove_unused(f: &mut Function, tm: &TreeMover, deleted: &HashSet<Expr>, m: &Mentions) {
+    let moved: HashSet<Expr> = tm
+        .moves
+        .values()
+        .filter(|mv| mv.status == MoveStatus::Done)
+        .filter(|mv| mv.use_node.is_some_and(|u| !deleted.contains(&tm.root_of(u))))
+        .map(|mv| mv.def_stmt)
+        .collect();
+    let mut used = LocalSet::new(f.locals.len());
+    for &p in &f.params {
+        used.insert(p);
+    }
+    for &b in &f.layout {
+        for phi in &f.blocks[b].phis {
+            used.insert(phi.dest);
+            for (_, a) in &phi.args {
+                used.insert(*a);
+            }
+        }
+    }
+    let mut kept = Vec::with_capacity(m.nodes.len());
+    let mut start = 0;
+    for (&root, &end) in m.roots.iter().zip(&m.ends) {
+        let (stays, moved_here) = (!deleted.contains(&root), moved.contains(&root));
+        if stays || moved_here {
+            for &n in &m.nodes[start..end] {
+                if n == root && !stays {
+                    continue;
+                }
+                if let ExprData::Local(l) | ExprData::Assign { local: l, .. } = f.exprs[n] {
+                    used.insert(l);
+                    kept.push(n);
+                }
+            }
+        }
+        start = end;
+    }
+    renumber_used_locals(f, &used, &kept);
 }
 
 /// The ACP of one block, with the reverse index of copies so that a definition kills in
@@ -122,6 +179,7 @@ fn cprop_block(
     stats: &mut Stats,
     order: &mut Vec<crate::ir::Expr>,
     acp: &mut Acp,
+    mentions: &mut Mentions,
 ) {
     acp.clear();
     // The statements are filtered in place, in order (nothing below reads the block's
@@ -137,12 +195,12 @@ fn cprop_block(
                 }
             }
         }
-        cprop_tree(f, b, s, acp, tm, stats, true, order);
+        cprop_tree(f, b, s, acp, tm, stats, true, order, mentions);
         true
     });
     f.blocks[b].stmts = stmts;
     if let Some(t) = f.blocks[b].term.expr() {
-        cprop_tree(f, b, t, acp, tm, stats, false, order);
+        cprop_tree(f, b, t, acp, tm, stats, false, order, mentions);
     }
     tm.end_block();
 }
@@ -156,6 +214,7 @@ fn cprop_tree(
     stats: &mut Stats,
     is_stmt: bool,
     order: &mut Vec<crate::ir::Expr>,
+    mentions: &mut Mentions,
 ) {
     postorder_into(f, root, order);
     for &n in order.iter() {
@@ -170,10 +229,15 @@ fn cprop_tree(
                     f.exprs[n] = ExprData::Local(m);
                     stats.bump("copies");
                     tm.use_(m, n, stats);
+                    mentions.nodes.push(n);
                 }
-                None => tm.use_(l, n, stats),
+                None => {
+                    tm.use_(l, n, stats);
+                    mentions.nodes.push(n);
+                }
             },
             ExprData::Assign { local: x, value } => {
+                mentions.nodes.push(n);
                 tm.node_done(f, n);
                 tm.def(x, stats);
                 acp.kill(x);
@@ -191,13 +255,15 @@ fn cprop_tree(
                         }
                     }
                     _ => {
-                        // One walk for both questions (the tree's nodes were all
-                        // propagated above: they are what a second walk would see).
+                        // One look at the tree's nodes for both questions: they are the
+                        // statement's nodes before its root, all propagated above (and
+                        // the operands of a node folded since, now out of the tree, are
+                        // constants, which neither read `x` nor have an effect).
                         let (mut reads_x, mut effect) = (false, false);
-                        f.visit_postorder(value, &mut |e| {
+                        for &e in &order[..order.len() - 1] {
                             reads_x |= f.exprs[e] == ExprData::Local(x);
                             effect |= f.exprs[e].has_side_effect();
-                        });
+                        }
                         if !reads_x && !effect {
                             tm.tree_def(f, b, x, n, value);
                         }
@@ -224,4 +290,6 @@ fn cprop_tree(
             }
         }
     }
+    mentions.roots.push(root);
+    mentions.ends.push(mentions.nodes.len());
 }

@@ -7,7 +7,7 @@
 
 use super::cfg::Cfg;
 use super::util::LocalSet;
-use crate::ir::{Block, ExprData, Function, Local};
+use crate::ir::{Block, Expr, ExprData, Function, Local};
 use cranelift_entity::SecondaryMap;
 
 /// Live-in and live-out sets of every block.
@@ -20,14 +20,16 @@ pub struct Liveness {
 impl Liveness {
     /// Computes liveness for the blocks of `cfg`.
     pub fn compute(f: &Function, cfg: &Cfg) -> Liveness {
-        Liveness::compute_noting(f, cfg, |_, _| {})
+        Liveness::compute_noting(f, cfg, |_, _, _, _| {})
     }
 
-    /// [`Liveness::compute`], calling `def(x, b)` at every assignment of a local `x` in a
-    /// block `b`, blocks in `cfg`'s reverse post-order and each block's assignments in
-    /// evaluation order: SSA construction's definition blocks, from the walk that finds
-    /// the kills (a walk of every tree of its own otherwise).
-    pub fn compute_noting(f: &Function, cfg: &Cfg, mut def: impl FnMut(Local, Block)) -> Liveness {
+    /// [`Liveness::compute`], calling `note(b, n, x, def)` at every node `n` of a block
+    /// `b` that names a local `x` (an assignment: `def`; else a read), blocks in `cfg`'s
+    /// reverse post-order and each block's trees (statements, then the terminator's) in
+    /// evaluation order: SSA construction's definition blocks and the nodes its renaming
+    /// rewrites, from the walk that finds the uses and kills (a walk of every tree of its
+    /// own otherwise).
+    pub fn compute_noting(f: &Function, cfg: &Cfg, mut note: impl FnMut(Block, Expr, Local, bool)) -> Liveness {
         let n = f.locals.len();
         // Upward-exposed uses and definitions of each block's statements and terminator.
         let nb = f.blocks.len();
@@ -48,10 +50,11 @@ impl Liveness {
                         if !k.contains(l) {
                             g.insert(l);
                         }
+                        note(b, e, l, false);
                     }
                     ExprData::Assign { local, .. } => {
                         k.insert(local);
-                        def(local, b);
+                        note(b, e, local, true);
                     }
                     _ => {}
                 });

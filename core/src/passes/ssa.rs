@@ -39,16 +39,27 @@ fn run_on(f: &mut Function, an: &Cfgs) -> Stats {
     let mut stats = Stats::default();
     // The blocks assigning each local, noted by liveness's walk. Each block is visited
     // once, so a block already recorded for a local is its last entry (a `contains`
-    // would make a long chain quadratic).
+    // would make a long chain quadratic). The same walk lists the nodes naming a local,
+    // block by block in evaluation order, which renaming rewrites (see [`Named`]).
     let mut def_blocks: Vec<Vec<Block>> = vec![vec![]; f.locals.len()];
-    let live = Liveness::compute_noting(f, &an.cfg, |local, b| {
-        if def_blocks[local.index()].last() != Some(&b) {
+    let mut named = Named { nodes: vec![], at: super::cfg::sized(f.blocks.len()), defs: 0 };
+    let live = Liveness::compute_noting(f, &an.cfg, |b, n, local, def| {
+        if def && def_blocks[local.index()].last() != Some(&b) {
             def_blocks[local.index()].push(b);
         }
+        named.defs += usize::from(def);
+        let len = named.nodes.len() as u32;
+        let at = &mut named.at[b];
+        if at.1 == 0 {
+            // The block's first node: its range starts here (blocks come once each).
+            at.0 = len;
+        }
+        named.nodes.push(n);
+        at.1 = len + 1;
     });
     let phi_orig = place_phis(f, an, &live, &def_blocks, &mut stats);
     let originals = f.locals.len();
-    let renamed = rename(f, an, &phi_orig, &mut stats);
+    let renamed = rename(f, an, &phi_orig, &named, &mut stats);
     let mut mentions = renamed.mentions;
     define_zero_versions(f, &renamed.zero, &mut stats, &mut mentions);
     if renamed.entered == f.layout.len() {
@@ -98,6 +109,17 @@ fn place_phis(
     phi_orig
 }
 
+/// The nodes naming a local (reads and assignments) of every reachable block, in
+/// evaluation order: `nodes[at[b].0..at[b].1]` for block `b` (empty for a block without
+/// one). Phi placement changes no tree, so they are the nodes renaming rewrites, listed
+/// by liveness's walk rather than by a walk of every tree again.
+struct Named {
+    nodes: Vec<Expr>,
+    at: SecondaryMap<Block, (u32, u32)>,
+    /// How many of them are assignments.
+    defs: usize,
+}
+
 /// What renaming did besides renaming ([`rename`]).
 struct Renamed {
     /// The zero version of each original read before any definition, if one was needed.
@@ -109,20 +131,30 @@ struct Renamed {
 }
 
 /// Renaming: a walk of the dominator tree with a stack of versions per original.
-fn rename(f: &mut Function, an: &Cfgs, phi_orig: &SecondaryMap<Block, Vec<Local>>, stats: &mut Stats) -> Renamed {
+fn rename(
+    f: &mut Function,
+    an: &Cfgs,
+    phi_orig: &SecondaryMap<Block, Vec<Local>>,
+    named: &Named,
+    stats: &mut Stats,
+) -> Renamed {
     let nlocals = f.locals.len();
+    // A version per phi and per assignment (and the zero versions, a few), made room for
+    // at once.
+    let versions = named.defs + phi_orig.values().map(Vec::len).sum::<usize>();
+    let mut namer = Namer::new(f);
+    namer.reserve(f, versions);
     let mut r = Renamer {
-        stacks: vec![vec![]; nlocals],
+        top: vec![None; nlocals],
         zero: vec![None; nlocals],
-        namer: Namer::new(f),
-        nodes: vec![],
-        pushed: vec![],
-        mentions: vec![],
+        namer,
+        pushed: Vec::with_capacity(versions),
+        mentions: Vec::with_capacity(named.nodes.len()),
         entered: 0,
         stats,
     };
     for &p in &f.params {
-        r.stacks[p.index()].push(p);
+        r.top[p.index()] = Some(p);
     }
     let enter = |(f, r): &mut (&mut Function, Renamer), b: Block| {
         let height = r.pushed.len();
@@ -131,34 +163,26 @@ fn rename(f: &mut Function, an: &Cfgs, phi_orig: &SecondaryMap<Block, Vec<Local>
             let x = phi_orig[b][i];
             let v = r.new_version(f, x);
             f.blocks[b].phis[i].dest = v;
-            r.pushed.push(x);
         }
-        // The statements (then the terminator's tree) by position, and each tree's nodes
-        // in one buffer reused from tree to tree: renaming rewrites nodes, not lists.
-        let mut nodes = std::mem::take(&mut r.nodes);
-        let count = f.blocks[b].stmts.len() + usize::from(f.blocks[b].term.expr().is_some());
-        for i in 0..count {
-            let root = f.blocks[b].stmts.get(i).copied().or_else(|| f.blocks[b].term.expr()).expect("a tree");
-            nodes.clear();
-            f.visit_postorder(root, &mut |n| nodes.push(n));
-            for &n in &nodes {
-                match f.exprs[n] {
-                    ExprData::Local(x) => {
-                        let v = r.current(f, x);
-                        f.exprs[n] = ExprData::Local(v);
-                        r.mentions.push(n);
-                    }
-                    ExprData::Assign { local: x, value } => {
-                        let v = r.new_version(f, x);
-                        r.pushed.push(x);
-                        f.exprs[n] = ExprData::Assign { local: v, value };
-                        r.mentions.push(n);
-                    }
-                    _ => {}
+        // The nodes of the statements (then the terminator's tree) that name a local, in
+        // evaluation order, as liveness listed them: renaming rewrites nodes, not lists.
+        debug_assert!(an.cfg.rpo_index[b] != u32::MAX, "a block of the dominator tree is reachable");
+        let (start, end) = named.at[b];
+        for &n in &named.nodes[start as usize..end as usize] {
+            match f.exprs[n] {
+                ExprData::Local(x) => {
+                    let v = r.current(f, x);
+                    f.exprs[n] = ExprData::Local(v);
+                    r.mentions.push(n);
                 }
+                ExprData::Assign { local: x, value } => {
+                    let v = r.new_version(f, x);
+                    f.exprs[n] = ExprData::Assign { local: v, value };
+                    r.mentions.push(n);
+                }
+                _ => unreachable!("liveness lists the nodes naming a local"),
             }
         }
-        r.nodes = nodes;
         for &s in &an.cfg.succs[b] {
             for i in 0..f.blocks[s].phis.len() {
                 let x = phi_orig[s][i];
@@ -173,8 +197,10 @@ fn rename(f: &mut Function, an: &Cfgs, phi_orig: &SecondaryMap<Block, Vec<Local>
         height
     };
     let leave = |(_, r): &mut (&mut Function, Renamer), height: usize| {
-        for x in r.pushed.drain(height..) {
-            r.stacks[x.index()].pop();
+        // Undone in reverse, so that a block's second version of an original gives
+        // back its first, and the first the one before the block.
+        for (x, before) in r.pushed.drain(height..).rev() {
+            r.top[x.index()] = before;
         }
     };
     let mut state = (f, r);
@@ -201,16 +227,18 @@ fn define_zero_versions(f: &mut Function, zero: &[Option<Local>], stats: &mut St
 }
 
 struct Renamer<'a> {
-    stacks: Vec<Vec<Local>>,
+    /// The version on top of each original's stack of versions: the stacks themselves
+    /// are one undo log, [`Renamer::pushed`] (a list per original was an allocation each,
+    /// and its growth).
+    top: Vec<Option<Local>>,
     /// The zero version of each original, created on first need.
     zero: Vec<Option<Local>>,
     namer: Namer,
-    /// The nodes of the tree being renamed.
-    nodes: Vec<Expr>,
-    /// The originals each block of the walk pushed a version of, one log for the whole
-    /// walk: a block enters at its height and leaves by popping back to it (a list per
-    /// block was an allocation each, and its growth).
-    pushed: Vec<Local>,
+    /// The originals each block of the walk pushed a version of, each with the version
+    /// on top before, one log for the whole walk: a block enters at its height and
+    /// leaves by undoing back to it (a list per block was an allocation each, and its
+    /// growth).
+    pushed: Vec<(Local, Option<Local>)>,
     /// The nodes naming a local, rewritten ([`Renamed::mentions`]).
     mentions: Vec<Expr>,
     /// How many blocks the walk entered.
@@ -221,13 +249,14 @@ struct Renamer<'a> {
 impl Renamer<'_> {
     fn new_version(&mut self, f: &mut Function, x: Local) -> Local {
         let v = self.namer.new_local_after(f, x);
-        self.stacks[x.index()].push(v);
+        let before = std::mem::replace(&mut self.top[x.index()], Some(v));
+        self.pushed.push((x, before));
         self.stats.bump("versions");
         v
     }
 
     fn current(&mut self, f: &mut Function, x: Local) -> Local {
-        if let Some(&v) = self.stacks[x.index()].last() {
+        if let Some(v) = self.top[x.index()] {
             return v;
         }
         if let Some(z) = self.zero[x.index()] {

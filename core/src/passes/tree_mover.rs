@@ -467,6 +467,18 @@ impl TreeMover {
     }
 }
 
+impl TreeMover {
+    /// The root of the tree that holds node `n` once [`TreeMover::resolve`] has moved the
+    /// trees, up the parents.
+    pub fn root_of(&self, n: Expr) -> Expr {
+        let mut cur = n;
+        while let Some(p) = self.parent[cur] {
+            cur = p;
+        }
+        cur
+    }
+}
+
 /// The depth of `n` in its tree (a root is 1 deep), up the parents.
 fn depth_of(parent: &SecondaryMap<Expr, Option<Expr>>, n: Expr) -> usize {
     let mut d = 1;

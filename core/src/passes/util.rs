@@ -294,6 +294,16 @@ impl Namer {
         Namer { taken: Taken::Names(taken), next: Default::default(), only: Some(base.to_string()) }
     }
 
+    /// Makes room for `n` more names (and `f`'s list for `n` more locals), so that a pass
+    /// that knows how many it adds does not grow either step by step.
+    pub fn reserve(&mut self, f: &mut Function, n: usize) {
+        f.locals.reserve(n);
+        match &mut self.taken {
+            Taken::Locals(taken) => taken.reserve(n),
+            Taken::Names(taken) => taken.reserve(n),
+        }
+    }
+
     /// Adds a local named after `base` to `f`.
     pub fn new_local(&mut self, f: &mut Function, base: &str, ty: crate::ir::Type) -> Local {
         let (name, hash) = self.fresh_name(f, base);

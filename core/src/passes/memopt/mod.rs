@@ -41,7 +41,7 @@ pub mod events;
 pub mod live;
 pub mod motion;
 
-use super::util::{remove_unused_locals, LocalSet, Namer};
+use super::util::{renumber_used_locals, LocalSet, Namer};
 use super::{Analyses, Stats};
 use crate::ir::{Block, ConvOp, Expr, ExprData, Function, Local, Type};
 use avail::{Action, Availability, Materializer, Origin, Slot, Val};
@@ -115,7 +115,6 @@ pub fn run(f: &mut Function) -> Stats {
     backward(f, &mut cx, &mut stats, &mut snap);
     forward(f, &mut cx, &mut stats, &[], &mut snap);
     dead_loads(f, &cx, &mut stats);
-    remove_unused_locals(f);
     stats
 }
 
@@ -367,7 +366,10 @@ fn backward(f: &mut Function, cx: &mut Ctx, stats: &mut Stats, snap: &mut Option
 }
 
 /// Dead LOAD: a read whose value nobody uses (the pass's own hoisted reads and copies
-/// that ended up unused go too, uncounted).
+/// that ended up unused go too, uncounted). Then the locals nothing mentions any more
+/// go, as `remove_unused_locals` removes them, from the nodes naming a local that the
+/// walk for the reads found in the statements kept (a walk of every tree again was a
+/// tenth of the pass).
 fn dead_loads(f: &mut Function, cx: &Ctx, stats: &mut Stats) {
     // The locals something reads: a bit each (a hash map probe per read was most of the
     // walk).
@@ -379,17 +381,42 @@ fn dead_loads(f: &mut Function, cx: &Ctx, stats: &mut Stats) {
             }
         }
     }
-    for r in f.roots() {
-        f.visit_postorder(r, &mut |n| {
-            if let ExprData::Local(l) = f.exprs[n] {
-                used.insert(l);
-            }
-        });
+    // The nodes that name a local (reads and assignments), statement by statement in
+    // layout order (`mentions[ends[i - 1]..ends[i]]` for the `i`th), then the
+    // terminators'.
+    let (mut mentions, mut ends, mut term_mentions) = (vec![], vec![], vec![]);
+    for &b in &f.layout {
+        let data = &f.blocks[b];
+        for &s in &data.stmts {
+            f.visit_postorder(s, &mut |n| match f.exprs[n] {
+                ExprData::Local(l) => {
+                    used.insert(l);
+                    mentions.push(n);
+                }
+                ExprData::Assign { .. } => mentions.push(n),
+                _ => {}
+            });
+            ends.push(mentions.len());
+        }
+        if let Some(t) = data.term.expr() {
+            f.visit_postorder(t, &mut |n| match f.exprs[n] {
+                ExprData::Local(l) => {
+                    used.insert(l);
+                    term_mentions.push(n);
+                }
+                ExprData::Assign { .. } => term_mentions.push(n),
+                _ => {}
+            });
+        }
     }
-    for b in f.layout.clone() {
+    let mut ends = ends.into_iter();
+    let (mut from, mut to) = (0, 0);
+    for i in 0..f.layout.len() {
+        let b = f.layout[i];
         let stmts = std::mem::take(&mut f.blocks[b].stmts);
         let mut kept = vec![];
         for s in stmts {
+            let end = ends.next().expect("one per statement");
             let (read, unused) = match f.exprs[s] {
                 ExprData::Assign { local, value } => (value, !used.contains(local)),
                 _ => (s, true),
@@ -406,10 +433,33 @@ fn dead_loads(f: &mut Function, cx: &Ctx, stats: &mut Stats) {
                 // A hoisted read that became a copy nobody uses.
             } else {
                 kept.push(s);
+                mentions.copy_within(from..end, to);
+                to += end - from;
             }
+            from = end;
         }
         f.blocks[b].stmts = kept;
     }
+    mentions.truncate(to);
+    mentions.extend_from_slice(&term_mentions);
+    let mut left = LocalSet::new(f.locals.len());
+    for &p in &f.params {
+        left.insert(p);
+    }
+    for &b in &f.layout {
+        for phi in &f.blocks[b].phis {
+            left.insert(phi.dest);
+            for (_, a) in &phi.args {
+                left.insert(*a);
+            }
+        }
+    }
+    for &m in &mentions {
+        if let ExprData::Local(l) | ExprData::Assign { local: l, .. } = f.exprs[m] {
+            left.insert(l);
+        }
+    }
+    renumber_used_locals(f, &left, &mentions);
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! classes" of Rename; a class is defined by a Φ or by the first real occurrence that
 //! starts it.
 
-use super::{Expression, Initialization, Parent, Temporaries, Val, Versions, TEMP_PREFIX};
+use super::{Changed, Expression, Initialization, Parent, Temporaries, Val, Versions, TEMP_PREFIX};
 use crate::ir::{Block, Expr, ExprData, Function, Local, Type};
 use crate::passes::util::Namer;
 use cranelift_bitset::CompoundBitSet;
@@ -245,7 +245,7 @@ pub fn run_expression(
     round: usize,
     temps: &mut Temporaries,
     stats: &mut Stats,
-    changed: &mut [bool],
+    changed: &mut Changed,
     bufs: &mut Buffers,
 ) -> bool {
     stats.bump("exprs");
@@ -662,7 +662,7 @@ impl<'a> Frg<'a> {
         round: usize,
         temps: &mut Temporaries,
         stats: &mut Stats,
-        changed: &mut [bool],
+        changed: &mut Changed,
     ) -> bool {
         self.rename(f);
         self.down_safety();
@@ -1116,7 +1116,7 @@ impl<'a> Frg<'a> {
         round: usize,
         temps: &mut Temporaries,
         stats: &mut Stats,
-        changed: &mut [bool],
+        changed: &mut Changed,
     ) {
         let partial = self.partial();
         let base = format!("{TEMP_PREFIX}{}", temps.made.len() + 1);
@@ -1138,7 +1138,7 @@ impl<'a> Frg<'a> {
             let value = build(f, self.init, self.k, &ins.versions);
             let stmt = f.add_expr(ExprData::Assign { local: h, value });
             f.blocks[ins.block].stmts.push(stmt);
-            changed[ins.block.index()] = true;
+            changed.blocks[ins.block.index()] = true;
             t.of.insert(Def::Inserted(n), h);
             stats.bump("insertions");
         }
@@ -1156,7 +1156,7 @@ impl<'a> Frg<'a> {
     /// before the occurrence's statement when that cannot change anything: a pure
     /// computation that cannot trap, reading nothing its statement assigns first.
     /// Otherwise it stays in place as `comma(%h = e, %h)`.
-    fn save(&self, f: &mut Function, i: usize, t: &mut Temps<'_>, changed: &mut [bool]) -> Local {
+    fn save(&self, f: &mut Function, i: usize, t: &mut Temps<'_>, changed: &mut Changed) -> Local {
         let occ = &self.e.occs[i];
         if let Parent::Node(p) = occ.parent {
             if let ExprData::Assign { local, .. } = f.exprs[p] {
@@ -1168,7 +1168,8 @@ impl<'a> Frg<'a> {
         let def = f.add_expr(ExprData::Assign { local: h, value: inner });
         let read = f.add_expr(ExprData::Local(h));
         let (b, root) = root_of(f, self.init, inner);
-        changed[b.index()] = true;
+        changed.blocks[b.index()] = true;
+        changed.roots.push(root);
         let hoist = !self.trapping && hoistable(f, root, inner);
         let in_term = f.blocks[b].term.expr() == Some(root);
         let with = if hoist { read } else { f.add_expr(ExprData::Comma { first: def, second: read }) };
@@ -1275,19 +1276,19 @@ impl<'a> Frg<'a> {
     }
 
     /// CodeMotion's phis: one for each needed Φ that is not trivial.
-    fn place_phis(&self, f: &mut Function, t: &Temps<'_>, trivial: &[bool], changed: &mut [bool]) {
+    fn place_phis(&self, f: &mut Function, t: &Temps<'_>, trivial: &[bool], changed: &mut Changed) {
         for (j, p) in self.phis.iter().enumerate() {
             if !self.needed[j] || trivial[j] {
                 continue;
             }
             let args = p.operands.iter().map(|o| (o.pred, t.of[&o.def])).collect();
             f.blocks[p.block].phis.push(crate::ir::Phi { dest: t.of[&Def::Phi(j)], args });
-            changed[p.block.index()] = true;
+            changed.blocks[p.block.index()] = true;
         }
     }
 
     /// CodeMotion's reloads: each reloaded occurrence reads its definition's temporary.
-    fn reload(&self, f: &mut Function, t: &Temps<'_>, partial: &[bool], stats: &mut Stats, changed: &mut [bool]) {
+    fn reload(&self, f: &mut Function, t: &Temps<'_>, partial: &[bool], stats: &mut Stats, changed: &mut Changed) {
         for (i, occ) in self.e.occs.iter().enumerate() {
             if !self.real[i].reload {
                 continue;
@@ -1308,7 +1309,8 @@ impl<'a> Frg<'a> {
                 data = ExprData::Comma { first, second };
             }
             f.exprs[node] = data;
-            changed[occ.block.index()] = true;
+            changed.blocks[occ.block.index()] = true;
+            changed.roots.push(scanned_root(self.init, node));
             match d {
                 Def::Phi(j) if partial[j] => stats.bump("reloads_partial"),
                 _ => stats.bump("reloads_full"),
@@ -1548,6 +1550,18 @@ fn root_of(f: &Function, init: &Initialization, n: Expr) -> (Block, Expr) {
     }
     let r = roots.into_iter().find(|&r| holds(r)).expect("the node is in a statement of its block");
     (b, r)
+}
+
+/// The root of the tree that held node `n` when the round's scan walked it, up the
+/// scan's parents: a reload rewrites its occurrence in place, in that tree still (the
+/// occurrences of a round are apart, none inside another's tree, so no save of the round
+/// moved it).
+fn scanned_root(init: &Initialization, n: Expr) -> Expr {
+    let mut m = n;
+    while let Some(Parent::Node(p)) = init.parent[m] {
+        m = p;
+    }
+    m
 }
 
 /// Whether the computation at `x` may be evaluated just before its statement `root`: its

@@ -11,8 +11,8 @@
 //!   expression of the round reads. A
 //!   computation assigned to a local nothing reads is not an occurrence (it is dead: `dce`
 //!   removes it, and PRE would otherwise move the expression to where it serves nothing).
-//!   The scan of a later round walks only the trees of the blocks the round before
-//!   changed, and takes the others' facts from its own last scan ([`Kept`]).
+//!   The scan of a later round walks only the trees the round before rewrote or added,
+//!   and takes the others' facts from its own last scan ([`Kept`]).
 //! * Per expression ([`frg`]): **Φ-Insertion**, **Rename**, **DownSafety**,
 //!   **WillBeAvail** (CanBeAvail and Later), **Finalize** (the two steps, the second with
 //!   unneeded-Φ elimination: Φs of the FRG that end up unused produce no phi) and
@@ -99,7 +99,7 @@ pub fn run(f: &mut Function) -> Stats {
         };
         let an = analyses.as_ref().expect("computed by the scan");
         let mut changed = false;
-        let mut blocks_changed = vec![false; f.blocks.len()];
+        let mut blocks_changed = Changed { blocks: vec![false; f.blocks.len()], roots: vec![] };
         for k in 0..init.worklist.len() {
             // After the first round only expressions over the last round's temporaries
             // are new; the others were done.
@@ -113,6 +113,8 @@ pub fn run(f: &mut Function) -> Stats {
             // Nothing for a next round: what the round kept is only room now.
             break;
         }
+        blocks_changed.roots.sort_unstable();
+        blocks_changed.roots.dedup();
         kept.changed = Some(blocks_changed);
     }
     if kept.bounded() && bufs.bounded() {
@@ -151,6 +153,16 @@ pub struct Temporaries {
     /// can collide with: the namer of each expression knows them without a scan of every
     /// local.
     pub input_names: Vec<String>,
+}
+
+/// What CodeMotion changed in a round: the blocks whose trees or phis changed (by index),
+/// and, in those blocks, the roots of the trees it rewrote in place (a save's statement,
+/// a reload's), sorted once the round is over. A tree it added is a root the last scan
+/// did not see, so the next scan walks it too; the other trees of a changed block are as
+/// the last scan found them.
+pub struct Changed {
+    pub blocks: Vec<bool>,
+    pub roots: Vec<Expr>,
 }
 
 /// The original of every local, kept from round to round: the rounds only add locals
@@ -440,8 +452,11 @@ impl Initialization {
         scratch.candidates.clear();
         scratch.assigns.clear();
         scratch.reads.clear();
+        scratch.trees.clear();
         scratch.assigned.resize(f.blocks.len());
         scratch.read_at.resize(f.blocks.len());
+        scratch.trees_at.resize(f.blocks.len());
+        scratch.tree_of.resize(f.exprs.len());
         // Sized once, rather than grown at each node of a higher index than any before.
         init.parent.resize(f.exprs.len());
         init.kills.resize(f.blocks.len());
@@ -452,8 +467,9 @@ impl Initialization {
         let mut read = super::util::LocalSet::new(f.locals.len());
         for &b in &f.layout {
             match &last {
-                Some((changed, was)) if !changed[b.index()] => init.replay_block(f, b, &mut read, was, &mut scratch),
-                _ => init.scan_block(f, b, &mut read, &is_temp, round, &mut scratch),
+                Some((changed, was)) if !changed.blocks[b.index()] => init.replay_block(f, b, &mut read, was, &mut scratch),
+                Some((changed, was)) => init.scan_block(f, b, &mut read, &is_temp, round, &mut scratch, Some((was, &changed.roots))),
+                None => init.scan_block(f, b, &mut read, &is_temp, round, &mut scratch, None),
             }
         }
         if let Some((_, was)) = last {
@@ -495,6 +511,15 @@ impl Initialization {
     /// exits. Each block is scanned once, so a block already recorded for an original is
     /// its last entry. After the first round only the expressions over the last round's
     /// temporaries are run (the others were done), so only their occurrences are kept.
+    /// With `last` (the last scan's buffers and the roots of the trees the round rewrote,
+    /// sorted), a tree the last scan walked and the round did not rewrite is taken from
+    /// the last scan, as [`Initialization::replay_block`] takes a whole block: its nodes,
+    /// their parents and what they assign and read are as they were, its kills move with
+    /// the tree's place in the block, and it holds no candidate of this round (a
+    /// candidate reads a temporary of the last round, which only the trees the round
+    /// rewrote or added read). Walking every tree of each changed block was most of the
+    /// later rounds' scans.
+    #[allow(clippy::too_many_arguments)]
     fn scan_block(
         &mut self,
         f: &Function,
@@ -503,16 +528,45 @@ impl Initialization {
         is_temp: &[Option<usize>],
         round: usize,
         scratch: &mut Scratch,
+        last: Option<(&Scratch, &[Expr])>,
     ) {
         self.scan_phis(f, b, read);
         let init = self;
-        init.kills[b].clear();
+        // The kills the last scan found in the block, for the trees taken from it.
+        let was_kills = match last {
+            Some(_) => std::mem::take(&mut init.kills[b]),
+            None => {
+                init.kills[b].clear();
+                vec![]
+            }
+        };
         let mut pos = 0u32;
         let data = &f.blocks[b];
         let roots = data.stmts.iter().map(|&s| (s, Parent::Stmt(b))).chain(data.term.expr().map(|e| (e, Parent::Term(b))));
         let start = scratch.assigns.len() as u32;
         let reads_start = scratch.reads.len() as u32;
+        let trees_start = scratch.trees.len() as u32;
         for (root, p) in roots {
+            let (at, assigns_at, reads_at) = (pos, scratch.assigns.len() as u32, scratch.reads.len() as u32);
+            if let Some(t) = last.and_then(|(was, rewritten)| was.tree(b, root).filter(|_| rewritten.binary_search(&root).is_err())) {
+                let (was, _) = last.expect("a tree of the last scan");
+                let kills = &was_kills[was_kills.partition_point(|k| k.0 <= t.at)..was_kills.partition_point(|k| k.0 <= t.at + t.nodes)];
+                init.kills[b].extend(kills.iter().map(|&(q, n)| (q - t.at + at, n)));
+                for &local in &was.assigns[t.assigns.0 as usize..t.assigns.1 as usize] {
+                    let o = init.orig[local] as usize;
+                    if init.def_blocks[o].last() != Some(&b) {
+                        init.def_blocks[o].push(b);
+                    }
+                    scratch.assigns.push(local);
+                }
+                for &l in &was.reads[t.reads.0 as usize..t.reads.1 as usize] {
+                    read.insert(l);
+                    scratch.reads.push(l);
+                }
+                pos += t.nodes;
+                scratch.push_tree(root, at, pos - at, assigns_at, reads_at);
+                continue;
+            }
             init.parent[root] = Some(p);
             // One walk: a node's operands are visited before it, and nothing reads a
             // parent until the whole function is scanned.
@@ -556,9 +610,11 @@ impl Initialization {
                 }
                 scratch.candidates.push(Candidate { node: n, block: b, pos, op, versions });
             });
+            scratch.push_tree(root, at, pos - at, assigns_at, reads_at);
         }
         scratch.assigned[b] = (start, scratch.assigns.len() as u32);
         scratch.read_at[b] = (reads_start, scratch.reads.len() as u32);
+        scratch.trees_at[b] = (trees_start, scratch.trees.len() as u32);
         init.exits_and_kills(f, b);
     }
 
@@ -586,6 +642,18 @@ impl Initialization {
             scratch.reads.push(l);
         }
         scratch.read_at[b] = (at, scratch.reads.len() as u32);
+        // Its trees' records, moved with the block's lists.
+        let (assigns_by, reads_by) = (scratch.assigned[b].0.wrapping_sub(was.assigned[b].0), at.wrapping_sub(start));
+        let (first, last) = was.trees_at[b];
+        let trees_start = scratch.trees.len() as u32;
+        for t in &was.trees[first as usize..last as usize] {
+            let (a, r) = (t.assigns.0.wrapping_add(assigns_by), t.reads.0.wrapping_add(reads_by));
+            scratch.push_tree(t.root, t.at, t.nodes, a, r);
+            let pushed = scratch.trees.last_mut().expect("pushed");
+            pushed.assigns.1 = t.assigns.1.wrapping_add(assigns_by);
+            pushed.reads.1 = t.reads.1.wrapping_add(reads_by);
+        }
+        scratch.trees_at[b] = (trees_start, scratch.trees.len() as u32);
         self.exits_and_kills(f, b);
     }
 
@@ -774,9 +842,42 @@ struct Scratch {
     assigned: SecondaryMap<Block, (u32, u32)>,
     reads: Vec<Local>,
     read_at: SecondaryMap<Block, (u32, u32)>,
+    /// Each tree of each block, in layout and block order (`trees[trees_at[b].0..
+    /// trees_at[b].1]` for block `b`), and the place of each root's tree in the list
+    /// (stale where that root is no longer one: [`Scratch::tree`] checks).
+    trees: Vec<Tree>,
+    trees_at: SecondaryMap<Block, (u32, u32)>,
+    tree_of: SecondaryMap<Expr, u32>,
+}
+
+/// What a scan found of one tree: its root, the place in its block's evaluation order
+/// before its first node and how many nodes it has, and the ranges of the scan's lists
+/// of assignments and reads it wrote.
+#[derive(Copy, Clone)]
+struct Tree {
+    root: Expr,
+    at: u32,
+    nodes: u32,
+    assigns: (u32, u32),
+    reads: (u32, u32),
 }
 
 impl Scratch {
+    /// Records the tree at `root`, `nodes` nodes from place `at` on, whose assignments
+    /// and reads start at `assigns` and `reads` in the lists and end at their ends now.
+    fn push_tree(&mut self, root: Expr, at: u32, nodes: u32, assigns: u32, reads: u32) {
+        self.tree_of[root] = self.trees.len() as u32;
+        let (a, r) = (self.assigns.len() as u32, self.reads.len() as u32);
+        self.trees.push(Tree { root, at, nodes, assigns: (assigns, a), reads: (reads, r) });
+    }
+
+    /// The tree this scan found at `root` in block `b`, if it found one there.
+    fn tree(&self, b: Block, root: Expr) -> Option<&Tree> {
+        let i = *self.tree_of.get(root)?;
+        let (first, last) = *self.trees_at.get(b)?;
+        (first <= i && i < last && self.trees[i as usize].root == root).then(|| &self.trees[i as usize])
+    }
+
     /// Whether every list has room for at most [`SPARE_ENTRIES`] (see [`SPARE_BUFFERS`]).
     fn bounded(&self) -> bool {
         self.candidates.capacity() <= SPARE_ENTRIES
@@ -784,21 +885,25 @@ impl Scratch {
             && self.reads.capacity() <= SPARE_ENTRIES
             && self.assigned.capacity() <= SPARE_ENTRIES
             && self.read_at.capacity() <= SPARE_ENTRIES
+            && self.trees.capacity() <= SPARE_ENTRIES
+            && self.trees_at.capacity() <= SPARE_ENTRIES
+            && self.tree_of.capacity() <= SPARE_ENTRIES
     }
 }
 
 /// What a round leaves to the next round's scan, so that it walks again only the trees
-/// of the blocks CodeMotion changed (the scans of the rounds after the first, which walked
+/// CodeMotion rewrote or added (the scans of the rounds after the first, which walked
 /// every tree, were a third of `ssapre`). A block no expression of the round changed
 /// holds the trees the last scan walked: the same kills at the same positions, the same
 /// parents, assignments and reads, and no candidate (a candidate of the next round reads
-/// a temporary of this one, which only the changed blocks read). Its phis are read again,
-/// as the phis of every block are.
+/// a temporary of this one, which only the changed trees read). Its phis are read again,
+/// as the phis of every block are. In a changed block, so does every tree CodeMotion did
+/// not rewrite ([`Changed`]), its kills moved with its place in the block.
 #[derive(Default)]
 pub struct Kept {
     /// The blocks (by index) the round changed; `None` before the first scan, and after a
     /// scan until its round is over.
-    changed: Option<Vec<bool>>,
+    changed: Option<Changed>,
     /// The last scan's parents and kills ([`Initialization::parent`], [`Initialization::kills`]).
     parent: SecondaryMap<Expr, Option<Parent>>,
     kills: SecondaryMap<Block, Vec<(u32, Expr)>>,
