@@ -19,7 +19,7 @@
 
 use super::fold::fold_node;
 use super::tree_mover::{MoveStatus, TreeMover};
-use super::util::{postorder_into, renumber_used_locals, LocalSet};
+use super::util::{params_and_phi_locals, postorder_into, renumber_used_locals};
 use super::Stats;
 use crate::hash::HashSet;
 use crate::ir::{Block, Expr, ExprData, Function, Local, Type};
@@ -77,18 +77,7 @@ fn remove_unused(f: &mut Function, tm: &TreeMover, deleted: &HashSet<Expr>, m: &
         .filter(|mv| mv.use_node.is_some_and(|u| !deleted.contains(&tm.root_of(u))))
         .map(|mv| mv.def_stmt)
         .collect();
-    let mut used = LocalSet::new(f.locals.len());
-    for &p in &f.params {
-        used.insert(p);
-    }
-    for &b in &f.layout {
-        for phi in &f.blocks[b].phis {
-            used.insert(phi.dest);
-            for (_, a) in &phi.args {
-                used.insert(*a);
-            }
-        }
-    }
+    let mut used = params_and_phi_locals(f);
     let mut kept = Vec::with_capacity(m.nodes.len());
     let mut start = 0;
     for (&root, &end) in m.roots.iter().zip(&m.ends) {

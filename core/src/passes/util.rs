@@ -159,9 +159,10 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
     removed
 }
 
-/// [`remove_unused_locals`] with its two lists, given and handed back (by value, so
-/// that they stay in registers while the walk pushes).
-fn remove_unused_locals_with(f: &mut Function, (mut work, mut mentions): (Vec<Expr>, Vec<Expr>)) -> (usize, (Vec<Expr>, Vec<Expr>)) {
+/// The locals a function uses whatever its trees say: its parameters, and its phis'
+/// locals and arguments (the start of the set of used locals of [`remove_unused_locals`]
+/// and of the passes that find the rest from their own walks).
+pub fn params_and_phi_locals(f: &Function) -> LocalSet {
     let mut used = LocalSet::new(f.locals.len());
     for &p in &f.params {
         used.insert(p);
@@ -174,6 +175,13 @@ fn remove_unused_locals_with(f: &mut Function, (mut work, mut mentions): (Vec<Ex
             }
         }
     }
+    used
+}
+
+/// [`remove_unused_locals`] with its two lists, given and handed back (by value, so
+/// that they stay in registers while the walk pushes).
+fn remove_unused_locals_with(f: &mut Function, (mut work, mut mentions): (Vec<Expr>, Vec<Expr>)) -> (usize, (Vec<Expr>, Vec<Expr>)) {
+    let mut used = params_and_phi_locals(f);
     // The nodes that name a local, kept for the renumbering below (a second walk of
     // every tree otherwise). Neither the set nor the renumbering depends on the order of
     // the walk, so it is one stack of nodes over every tree, not a post-order walk per

@@ -41,7 +41,7 @@ pub mod events;
 pub mod live;
 pub mod motion;
 
-use super::util::{renumber_used_locals, LocalSet, Namer};
+use super::util::{params_and_phi_locals, renumber_used_locals, LocalSet, Namer};
 use super::{Analyses, Stats};
 use crate::ir::{Block, ConvOp, Expr, ExprData, Function, Local, Type};
 use avail::{Action, Availability, Materializer, Origin, Slot, Val};
@@ -442,18 +442,7 @@ fn dead_loads(f: &mut Function, cx: &Ctx, stats: &mut Stats) {
     }
     mentions.truncate(to);
     mentions.extend_from_slice(&term_mentions);
-    let mut left = LocalSet::new(f.locals.len());
-    for &p in &f.params {
-        left.insert(p);
-    }
-    for &b in &f.layout {
-        for phi in &f.blocks[b].phis {
-            left.insert(phi.dest);
-            for (_, a) in &phi.args {
-                left.insert(*a);
-            }
-        }
-    }
+    let mut left = params_and_phi_locals(f);
     for &m in &mentions {
         if let ExprData::Local(l) | ExprData::Assign { local: l, .. } = f.exprs[m] {
             left.insert(l);
