@@ -19,7 +19,7 @@
 
 use super::fold::fold_node;
 use super::tree_mover::{MoveStatus, TreeMover};
-use super::util::{params_and_phi_locals, postorder_into, renumber_used_locals};
+use super::util::{postorder_into, remove_unmentioned_locals};
 use super::Stats;
 use crate::hash::HashSet;
 use crate::ir::{Block, Expr, ExprData, Function, Local, Type};
@@ -77,7 +77,6 @@ fn remove_unused(f: &mut Function, tm: &TreeMover, deleted: &HashSet<Expr>, m: &
         .filter(|mv| mv.use_node.is_some_and(|u| !deleted.contains(&tm.root_of(u))))
         .map(|mv| mv.def_stmt)
         .collect();
-    let mut used = params_and_phi_locals(f);
     let mut kept = Vec::with_capacity(m.nodes.len());
     let mut start = 0;
     for (&root, &end) in m.roots.iter().zip(&m.ends) {
@@ -87,15 +86,12 @@ fn remove_unused(f: &mut Function, tm: &TreeMover, deleted: &HashSet<Expr>, m: &
                 if n == root && !stays {
                     continue;
                 }
-                if let ExprData::Local(l) | ExprData::Assign { local: l, .. } = f.exprs[n] {
-                    used.insert(l);
-                    kept.push(n);
-                }
+                kept.push(n);
             }
         }
         start = end;
     }
-    renumber_used_locals(f, &used, &kept);
+    remove_unmentioned_locals(f, &kept);
 }
 
 /// The ACP of one block, with the reverse index of copies so that a definition kills in

@@ -10,7 +10,7 @@
 //!
 //! Statistics: `stmts` removed, `phis` removed.
 
-use super::util::{renumber_used_locals, LocalSet};
+use super::util::{remove_unmentioned_locals, LocalSet};
 use super::Stats;
 use crate::ir::{Expr, ExprData, Function, Local};
 use cranelift_entity::EntityRef;
@@ -100,24 +100,13 @@ pub fn run(f: &mut Function) -> Stats {
         }
     }
     let mut effects = effects.into_iter().zip(ends);
-    // The locals something kept mentions (as `remove_unused_locals` finds them), and the
-    // kept statements' nodes that name one, compacted to the front of `mentions`.
-    let mut used = LocalSet::new(n);
-    for &p in &f.params {
-        used.insert(p);
-    }
+    // The kept statements' nodes that name a local, compacted to the front of `mentions`.
     let (mut from, mut to) = (0, 0);
     for i in 0..f.layout.len() {
         let b = f.layout[i];
         let before = f.blocks[b].phis.len();
         f.blocks[b].phis.retain(|p| needed.contains(p.dest));
         stats.add("phis", (before - f.blocks[b].phis.len()) as u64);
-        for phi in &f.blocks[b].phis {
-            used.insert(phi.dest);
-            for (_, a) in &phi.args {
-                used.insert(*a);
-            }
-        }
         let stmts = std::mem::take(&mut f.blocks[b].stmts);
         let mut kept = Vec::with_capacity(stmts.len());
         for s in stmts {
@@ -139,12 +128,7 @@ pub fn run(f: &mut Function) -> Stats {
     }
     mentions.truncate(to);
     mentions.extend_from_slice(&term_mentions);
-    for &m in &mentions {
-        if let ExprData::Local(l) | ExprData::Assign { local: l, .. } = f.exprs[m] {
-            used.insert(l);
-        }
-    }
-    renumber_used_locals(f, &used, &mentions);
+    remove_unmentioned_locals(f, &mentions);
     stats
 }
 

@@ -160,9 +160,8 @@ pub fn remove_unused_locals(f: &mut Function) -> usize {
 }
 
 /// The locals a function uses whatever its trees say: its parameters, and its phis'
-/// locals and arguments (the start of the set of used locals of [`remove_unused_locals`]
-/// and of the passes that find the rest from their own walks).
-pub fn params_and_phi_locals(f: &Function) -> LocalSet {
+/// locals and arguments (the start of the set of used locals).
+fn params_and_phi_locals(f: &Function) -> LocalSet {
     let mut used = LocalSet::new(f.locals.len());
     for &p in &f.params {
         used.insert(p);
@@ -212,6 +211,20 @@ fn remove_unused_locals_with(f: &mut Function, (mut work, mut mentions): (Vec<Ex
     }
     let removed = renumber_used_locals(f, &used, &mentions);
     (removed, (work, mentions))
+}
+
+/// [`remove_unused_locals`] for a pass whose own walk listed `mentions`, every node of
+/// every tree that names a local (a read or an assignment; a node listed that no longer
+/// names one is skipped): the locals neither parameters, nor a phi's, nor named there go,
+/// without a walk of every tree again. Returns how many went.
+pub(crate) fn remove_unmentioned_locals(f: &mut Function, mentions: &[Expr]) -> usize {
+    let mut used = params_and_phi_locals(f);
+    for &m in mentions {
+        if let ExprData::Local(l) | ExprData::Assign { local: l, .. } = f.exprs[m] {
+            used.insert(l);
+        }
+    }
+    renumber_used_locals(f, &used, mentions)
 }
 
 /// Removes the locals of `f` that are neither in `used` nor parameters, renumbering the

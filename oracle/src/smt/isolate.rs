@@ -555,18 +555,22 @@ impl Warm {
         (Warm::start(program), false)
     }
 
-    /// Kills the child's whole process group (anything it started holds its pipes too),
-    /// waits for it and its readers: how it exited and what it said on stderr.
+    /// Kills the child's whole process group: anything it started holds its pipes too.
+    fn kill(&mut self) {
+        #[cfg(unix)]
+        // SAFETY: `kill` on the child's own process group, which it leads.
+        unsafe {
+            libc::kill(-(self.child.id() as i32), libc::SIGKILL);
+        }
+        let _ = self.child.kill();
+    }
+
+    /// Ends the child (killed first with `kill`), waits for it and its readers: how it
+    /// exited and what it said on stderr.
     fn end(mut self, kill: bool) -> (std::process::ExitStatus, String) {
         drop(self.stdin.take());
-        let pid = self.child.id();
         if kill {
-            #[cfg(unix)]
-            // SAFETY: `kill` on the child's own process group, which it leads.
-            unsafe {
-                libc::kill(-(pid as i32), libc::SIGKILL);
-            }
-            let _ = self.child.kill();
+            self.kill();
         }
         let status = self.child.wait().expect("waiting for the validator child");
         if let Some(reader) = self.reader.take() {
@@ -581,11 +585,7 @@ impl Drop for Warm {
     /// once, not left for its thread's death.
     fn drop(&mut self) {
         if self.stdin.take().is_some() {
-            #[cfg(unix)]
-            // SAFETY: as in [`Warm::end`].
-            unsafe {
-                libc::kill(-(self.child.id() as i32), libc::SIGKILL);
-            }
+            self.kill();
             let _ = self.child.wait();
         }
     }

@@ -41,7 +41,7 @@ pub mod events;
 pub mod live;
 pub mod motion;
 
-use super::util::{params_and_phi_locals, renumber_used_locals, LocalSet, Namer};
+use super::util::{remove_unmentioned_locals, LocalSet, Namer};
 use super::{Analyses, Stats};
 use crate::ir::{Block, ConvOp, Expr, ExprData, Function, Local, Type};
 use avail::{Action, Availability, Materializer, Origin, Slot, Val};
@@ -385,28 +385,25 @@ fn dead_loads(f: &mut Function, cx: &Ctx, stats: &mut Stats) {
     // layout order (`mentions[ends[i - 1]..ends[i]]` for the `i`th), then the
     // terminators'.
     let (mut mentions, mut ends, mut term_mentions) = (vec![], vec![], vec![]);
+    // The tree at `root`'s reads into `used`, and its nodes naming a local into `out`.
+    let walk = |root: Expr, used: &mut LocalSet, out: &mut Vec<Expr>| {
+        f.visit_postorder(root, &mut |n| match f.exprs[n] {
+            ExprData::Local(l) => {
+                used.insert(l);
+                out.push(n);
+            }
+            ExprData::Assign { .. } => out.push(n),
+            _ => {}
+        })
+    };
     for &b in &f.layout {
         let data = &f.blocks[b];
         for &s in &data.stmts {
-            f.visit_postorder(s, &mut |n| match f.exprs[n] {
-                ExprData::Local(l) => {
-                    used.insert(l);
-                    mentions.push(n);
-                }
-                ExprData::Assign { .. } => mentions.push(n),
-                _ => {}
-            });
+            walk(s, &mut used, &mut mentions);
             ends.push(mentions.len());
         }
         if let Some(t) = data.term.expr() {
-            f.visit_postorder(t, &mut |n| match f.exprs[n] {
-                ExprData::Local(l) => {
-                    used.insert(l);
-                    term_mentions.push(n);
-                }
-                ExprData::Assign { .. } => term_mentions.push(n),
-                _ => {}
-            });
+            walk(t, &mut used, &mut term_mentions);
         }
     }
     let mut ends = ends.into_iter();
@@ -442,13 +439,7 @@ fn dead_loads(f: &mut Function, cx: &Ctx, stats: &mut Stats) {
     }
     mentions.truncate(to);
     mentions.extend_from_slice(&term_mentions);
-    let mut left = params_and_phi_locals(f);
-    for &m in &mentions {
-        if let ExprData::Local(l) | ExprData::Assign { local: l, .. } = f.exprs[m] {
-            left.insert(l);
-        }
-    }
-    renumber_used_locals(f, &left, &mentions);
+    remove_unmentioned_locals(f, &mentions);
 }
 
 #[cfg(test)]
