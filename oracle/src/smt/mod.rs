@@ -426,8 +426,8 @@ pub fn in_context<T: Send + Sync>(work: impl Fn() -> T + Send + Sync) -> T {
 #[derive(Default)]
 struct Kept {
     fresh: u32,
-    numerals: std::collections::HashMap<(u64, u32), BV>,
-    simplified: std::collections::HashMap<z3::ast::Dynamic, z3::ast::Dynamic>,
+    numerals: tandem_core::hash::HashMap<(u64, u32), BV>,
+    simplified: tandem_core::hash::HashMap<z3::ast::Dynamic, z3::ast::Dynamic>,
 }
 
 thread_local! {

@@ -120,7 +120,8 @@
 use super::encode::{self, encode_step, eval_value, is_value_tree, State, SymOutcome, Trace};
 use super::{fresh_bv, fresh_heap, simplified, Budget, Options, Unknown};
 use cranelift_entity::EntityRef;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
+use tandem_core::hash::{HashMap, HashSet};
 use tandem_core::ir::{Block, CfVar, Expr, ExprData, Function, Local, Phi, Type};
 use z3::ast::{Array, Ast, Bool, Dynamic, BV};
 use z3::{SatResult, Sort};
@@ -324,14 +325,14 @@ fn definitions(f: &mut Function) -> Vec<Vec<Expr>> {
     // A phi of a phi in a later block (or an earlier one, around a loop) needs the other's
     // trees first: a few rounds, in layout order.
     // Per block with phis, its phis and, per incoming edge, each argument's destination.
-    type Renames = std::collections::HashMap<Block, std::collections::HashMap<Local, Local>>;
+    type Renames = HashMap<Block, HashMap<Local, Local>>;
     let joins: Vec<(Vec<Phi>, Renames)> = f
         .layout
         .iter()
         .filter(|&&b| !f.blocks[b].phis.is_empty())
         .map(|&b| {
             let phis = f.blocks[b].phis.clone();
-            let mut renames = Renames::new();
+            let mut renames = Renames::default();
             for q in &phis {
                 for &(pred, a) in &q.args {
                     renames.entry(pred).or_default().insert(a, q.dest);
@@ -413,7 +414,7 @@ fn rewritten(f: &mut Function, e: Expr, replace: &impl Fn(&Function, Expr) -> Op
 }
 
 /// The tree `e` of `f` with each local that `map` names read as its image ([`rewritten`]).
-fn translated(f: &mut Function, e: Expr, map: &std::collections::HashMap<Local, Local>) -> Expr {
+fn translated(f: &mut Function, e: Expr, map: &HashMap<Local, Local>) -> Expr {
     rewritten(f, e, &|f, n| match f.exprs[n] {
         ExprData::Local(l) => map.get(&l).map(|&d| ExprData::Local(d)),
         _ => None,
@@ -467,9 +468,30 @@ struct Pair<'a> {
     tgt: &'a Function,
     slots: Vec<Slot>,
     /// Each slot's index in `slots`.
-    index: std::collections::HashMap<Slot, usize>,
+    index: HashMap<Slot, usize>,
     /// The symbols of the entry states, made once per role ([`Pair::symbol`]).
     symbols: std::cell::RefCell<Vec<Option<Val>>>,
+    /// Per side (source first), where each part of its state is in `slots`.
+    places: [Places; 2],
+}
+
+/// Where the slot of each part of one side's state is in [`Pair::slots`], if it has one:
+/// [`Pair::state`] asks for every local at every encoding of a block, and looking each
+/// up in [`Pair::index`] was a tenth of a small function's validation.
+struct Places {
+    locals: Vec<Option<usize>>,
+    cfs: Vec<Option<usize>>,
+    heap: Option<usize>,
+}
+
+impl Places {
+    fn of(f: &Function, side: Side, index: &HashMap<Slot, usize>) -> Places {
+        Places {
+            locals: f.locals.keys().map(|l| index.get(&Slot::Local(side, l)).copied()).collect(),
+            cfs: f.cfvars.keys().map(|v| index.get(&Slot::Cf(side, v)).copied()).collect(),
+            heap: index.get(&Slot::Heap(side)).copied(),
+        }
+    }
 }
 
 /// What a symbol of an entry state stands for ([`Pair::symbol`]).
@@ -491,7 +513,8 @@ impl<'a> Pair<'a> {
         // One per class (by its first slot), per local and callframe variable of each side,
         // and the two heaps: the order [`Pair::symbol`] numbers them in.
         let roles = slots.len() + src.locals.len() + tgt.locals.len() + src.cfvars.len() + tgt.cfvars.len() + 2;
-        Pair { src, tgt, slots, index, symbols: std::cell::RefCell::new(vec![None; roles]) }
+        let places = [Places::of(src, Side::Src, &index), Places::of(tgt, Side::Tgt, &index)];
+        Pair { src, tgt, slots, index, symbols: std::cell::RefCell::new(vec![None; roles]), places }
     }
 
     fn side(&self, s: Side) -> &Function {
@@ -616,14 +639,15 @@ impl<'a> Pair<'a> {
     /// value yet, or that is no slot, gets a fresh symbol).
     fn state(&self, side: Side, class: &[usize], val: &[Option<Val>], trace: usize) -> State {
         let f = self.side(side);
-        let get = |slot: Slot, role: Role| self.index.get(&slot).and_then(|&i| val[class[i]].clone()).unwrap_or_else(|| self.symbol(role));
+        let places = &self.places[side as usize];
+        let get = |slot: Option<usize>, role: Role| slot.and_then(|i| val[class[i]].clone()).unwrap_or_else(|| self.symbol(role));
         let bv = |v: Val| match v {
             Val::Bv(b) => b,
             Val::Heap(_) => unreachable!("a local or callframe variable's class holds bits"),
         };
-        let locals = f.locals.keys().map(|l| bv(get(Slot::Local(side, l), Role::Local(side, l)))).collect();
-        let callframe = f.cfvars.keys().map(|v| bv(get(Slot::Cf(side, v), Role::Cf(side, v)))).collect();
-        let heap = match get(Slot::Heap(side), Role::Heap(side)) {
+        let locals = f.locals.keys().map(|l| bv(get(places.locals[l.index()], Role::Local(side, l)))).collect();
+        let callframe = f.cfvars.keys().map(|v| bv(get(places.cfs[v.index()], Role::Cf(side, v)))).collect();
+        let heap = match get(places.heap, Role::Heap(side)) {
             Val::Heap(h) => h,
             Val::Bv(_) => unreachable!("a heap's class holds a heap"),
         };
@@ -683,13 +707,13 @@ struct Flows {
     /// the entry ([`written_locals`]).
     written: Vec<BTreeSet<(CfVar, Local)>>,
     /// The block each sunk store translated through phis stands for ([`sunk_before_phis`]).
-    homes: std::collections::HashMap<Expr, Block>,
+    homes: HashMap<Expr, Block>,
     /// Each side's locals of trivial phis with the local each copies ([`phi_copies`]).
     copies: Vec<(Slot, Slot)>,
 }
 
 impl Flows {
-    fn of(src: &Function, tgt: &Function, homes: std::collections::HashMap<Expr, Block>) -> Flows {
+    fn of(src: &Function, tgt: &Function, homes: HashMap<Expr, Block>) -> Flows {
         let roots = Roots::of(src);
         let (named, versions) = named_pairs(src, tgt, &roots);
         // The callframe variables the target keeps versions of (memopt's promoted ones).
@@ -725,7 +749,7 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, a
     // FullRedundancy2 and default seed 36's memopt went from proved to bounded so).
     let live = Live { src: &flows.live_src, tgt: &flows.live_tgt, all: scope != Scope::StateOnly };
     let slots = partition_slots(src, tgt, defs, aligned, scope != Scope::StateOnly, &live, &flows.promoted);
-    let mut at: std::collections::HashMap<Slot, usize> = std::collections::HashMap::new();
+    let mut at: HashMap<Slot, usize> = HashMap::default();
     for (i, &y) in slots.iter().enumerate() {
         at.entry(y).or_insert(i);
     }
@@ -801,8 +825,8 @@ fn first_partition(src: &Function, tgt: &Function, defs: &Defs, flows: &Flows, a
 /// available at its entry, and nothing else joins it with the variable. The phi's local is
 /// (the promoted variable's version, joined with it); where it no longer holds the variable
 /// there, a model parts them and the constant stays with the variable. Only a candidate.
-fn phi_constants(tgt: &Function, slots: &[Slot], at: &std::collections::HashMap<Slot, usize>, promoted: &[Phi]) -> Vec<(Block, usize, usize)> {
-    let mut constants: std::collections::HashMap<Local, Vec<usize>> = std::collections::HashMap::new();
+fn phi_constants(tgt: &Function, slots: &[Slot], at: &HashMap<Slot, usize>, promoted: &[Phi]) -> Vec<(Block, usize, usize)> {
+    let mut constants: HashMap<Local, Vec<usize>> = HashMap::default();
     for (i, &slot) in slots.iter().enumerate() {
         if let Slot::Def(Side::Tgt, l, e) = slot {
             if is_constant_tree(tgt, e) {
@@ -901,15 +925,26 @@ fn available_definitions(slots: &[Slot], side: Side, f: &Function) -> Vec<Vec<bo
             defs.push(d);
         }
     }
-    let assign = |set: &mut Vec<bool>, l: Local, value: Option<Expr>| {
-        for d in &defs {
-            if d.local == l || d.reads.contains(&l) {
-                set[d.slot] = false;
+    // Per local, the definitions an assignment to it ends (those of the local and those
+    // that read it), and those it may start: indexed once, since every assignment of the
+    // flow asks (a walk over every definition per assignment was a twentieth of a small
+    // function's validation).
+    let mut ended: Vec<Vec<usize>> = vec![vec![]; f.locals.len()];
+    for (k, d) in defs.iter().enumerate() {
+        ended[d.local.index()].push(k);
+        for l in &d.reads {
+            if ended[l.index()].last() != Some(&k) {
+                ended[l.index()].push(k);
             }
+        }
+    }
+    let assign = |set: &mut Vec<bool>, l: Local, value: Option<Expr>| {
+        for &k in &ended[l.index()] {
+            set[defs[k].slot] = false;
         }
         if let Some(v) = value {
             // A tree that reads its own local is not its value after the assignment.
-            for d in defs.iter().filter(|d| d.local == l && !d.reads.contains(&l) && (same_tree(f, d.tree, v) || reads_kept_of(f, d.tree, v))) {
+            for d in ended[l.index()].iter().map(|&k| &defs[k]).filter(|d| d.local == l && !d.reads.contains(&l) && (same_tree(f, d.tree, v) || reads_kept_of(f, d.tree, v))) {
                 set[d.slot] = true;
             }
         }
@@ -920,7 +955,7 @@ fn available_definitions(slots: &[Slot], side: Side, f: &Function) -> Vec<Vec<bo
         |set, other| union_flags(set, other),
         |phi, set| {
             assign(set, phi.dest, None);
-            for d in defs.iter().filter(|d| d.local == phi.dest && !d.reads.contains(&phi.dest)) {
+            for d in ended[phi.dest.index()].iter().map(|&k| &defs[k]).filter(|d| d.local == phi.dest && !d.reads.contains(&phi.dest)) {
                 set[d.slot] = true;
             }
         },
@@ -987,7 +1022,7 @@ fn union_flags(set: &mut [bool], other: &[bool]) {
 /// it only chooses candidates, which the inference keeps only where inductive.
 fn current_versions(f: &Function, roots: &Roots) -> Vec<Vec<bool>> {
     let n = f.locals.len();
-    let mut names: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut names: HashMap<&str, usize> = HashMap::default();
     let group: Vec<usize> = f.locals.values().map(|d| { let k = names.len(); *names.entry(roots.base(&d.name)).or_insert(k) }).collect();
     let mut members: Vec<Vec<usize>> = vec![vec![]; names.len()];
     for (l, &g) in group.iter().enumerate() {
@@ -1022,8 +1057,8 @@ fn current_versions(f: &Function, roots: &Roots) -> Vec<Vec<bool>> {
 /// block: before the phi's first assignment the two differ, and the inference splits them.
 fn phi_copies(f: &Function, side: Side) -> Vec<(Slot, Slot)> {
     let phis: Vec<&Phi> = f.layout.iter().flat_map(|&b| f.blocks[b].phis.iter()).collect();
-    let mut copy: std::collections::HashMap<Local, Local> = std::collections::HashMap::new();
-    let root = |copy: &std::collections::HashMap<Local, Local>, mut l: Local| {
+    let mut copy: HashMap<Local, Local> = HashMap::default();
+    let root = |copy: &HashMap<Local, Local>, mut l: Local| {
         while let Some(&m) = copy.get(&l) {
             l = m;
         }
@@ -1203,7 +1238,7 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
         ExprData::Assign { value, .. } => Some(value),
         _ => None,
     }).collect();
-    let src_local: std::collections::HashMap<&str, Local> = src.locals.iter().map(|(l, d)| (d.name.as_str(), l)).collect();
+    let src_local: HashMap<&str, Local> = src.locals.iter().map(|(l, d)| (d.name.as_str(), l)).collect();
     let mut derived: Vec<(Priority, Slot)> = vec![];
     let phi_args: HashSet<Local> = promoted.iter().flat_map(|q| q.args.iter().map(|&(_, a)| a)).collect();
     for (side, f, own, other) in [(Side::Src, src, &defs.src, Some(&tgt_names)), (Side::Tgt, tgt, &defs.tgt, None)].into_iter().filter(|_| with_defs) {
@@ -1589,7 +1624,7 @@ fn pending_scope(src: &Function, tgt: &Function, side: Side, e: Expr, exact: boo
 /// %val.1)`: between the body's store and the latch the source's heap holds `%val.1` at
 /// `A` while `%mem` still holds the value from before (ssa seed 1093's memopt: every try
 /// parted the heaps from the body on), and before the loop it holds `%val`.
-fn sunk_before_phis(pending: &[(Slot, Slot)], tgt: &mut Function) -> (Vec<(Slot, Slot)>, std::collections::HashMap<Expr, Block>) {
+fn sunk_before_phis(pending: &[(Slot, Slot)], tgt: &mut Function) -> (Vec<(Slot, Slot)>, HashMap<Expr, Block>) {
     let sunk: Vec<Expr> = pending
         .iter()
         .filter_map(|&(_, p)| match p {
@@ -1597,7 +1632,7 @@ fn sunk_before_phis(pending: &[(Slot, Slot)], tgt: &mut Function) -> (Vec<(Slot,
             _ => None,
         })
         .collect();
-    let (mut out, mut homes) = (vec![], std::collections::HashMap::new());
+    let (mut out, mut homes) = (vec![], HashMap::default());
     for e in sunk {
         let ExprData::Store { value, .. } = tgt.exprs[e] else { continue };
         let mut reads = vec![];
@@ -1625,7 +1660,7 @@ fn sunk_before_phis(pending: &[(Slot, Slot)], tgt: &mut Function) -> (Vec<(Slot,
 
 /// Per incoming edge of a block with `phis` (in the first phi's order), its predecessor
 /// and each phi's local with its argument on that edge.
-fn edge_arguments(phis: &[Phi]) -> Vec<(Block, std::collections::HashMap<Local, Local>)> {
+fn edge_arguments(phis: &[Phi]) -> Vec<(Block, HashMap<Local, Local>)> {
     phis[0]
         .args
         .iter()
@@ -1787,7 +1822,7 @@ fn converted_cell(src: &Function, s: Expr, tgt: &Function, t: Expr) -> Option<(S
 /// local itself, the arguments' locals. At most [`MAX_BEFORE_PHIS`].
 fn converted_before_phis(tgt: &mut Function, aligned: &[(Slot, Slot)]) -> Vec<(Slot, Slot)> {
     // Per block with phis: its phis' locals, and per predecessor each local's argument.
-    type Args = Vec<std::collections::HashMap<Local, Local>>;
+    type Args = Vec<HashMap<Local, Local>>;
     let joins: Vec<(Vec<Local>, Args)> = tgt
         .layout
         .iter()
@@ -1958,7 +1993,7 @@ fn choose_definitions(p: &Pair, class: &[usize]) -> Vec<Option<(usize, Vec<usize
         let reads: Vec<usize> = reads.into_iter().map(|k| class[k]).collect();
         // A path from a read class back to `r` through the chosen definitions is a cycle.
         let mut stack = reads.clone();
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         let mut cycle = false;
         while let Some(c) = stack.pop() {
             if c == r {
@@ -2044,8 +2079,8 @@ fn encode_block(p: &Pair, b: Block, class: Option<&[usize]>, trace: usize, limit
     // budget's to bound (charged at `NODE_COST`). Before, the cap also bounded the sum of
     // every encoding and round of the inference, which ended tries as "too large" at a
     // fifth of their budget (loops seed 964's SSAPRE, default seed 929's memopt).
-    let x = encode_step(p.src, b, s_in, &|_| false, limit).map_err(|_| Unknown::TooLarge)?;
-    let y = encode_step(p.tgt, b, t_in, &fresh, limit).map_err(|_| Unknown::TooLarge)?;
+    let mut x = encode_step(p.src, b, s_in, &|_| false, limit).map_err(|_| Unknown::TooLarge)?;
+    let mut y = encode_step(p.tgt, b, t_in, &fresh, limit).map_err(|_| Unknown::TooLarge)?;
     *work += p.src.blocks[b].stmts.len() + p.tgt.blocks[b].stmts.len() + 1 + assumed.len() + p.slots.len() / 4;
     // Per successor, the two states entering it (on the edges to it alone).
     let mut succs: Vec<(Block, Option<(State, State)>)> = vec![];
@@ -2055,12 +2090,24 @@ fn encode_block(p: &Pair, b: Block, class: Option<&[usize]>, trace: usize, limit
         }
         // An edge whose condition is false in every state the relation allows (a branch on
         // a constant) is never taken.
-        let at = |o: &SymOutcome| o.continues.iter().find(|(u, g, _)| *u == t && simplified(g).as_bool() != Some(false)).map(|(_, _, s)| s.clone());
-        succs.push((t, at(&x).zip(at(&y))));
+        let at = |o: &SymOutcome| o.continues.iter().position(|(u, g, _)| *u == t && simplified(g).as_bool() != Some(false));
+        let states = match (at(&x), at(&y)) {
+            (Some(i), Some(j)) => Some((moved_out(&mut x.continues[i].2), moved_out(&mut y.continues[j].2))),
+            _ => None,
+        };
+        succs.push((t, states));
     }
     let assumed_symbols = assumed.iter().map(|a| symbols(&[Dynamic::from_ast(a)])).collect();
     let rewrites = assumed.iter().map(|a| Dynamic::from_ast(a)).filter_map(|a| Some((a.nth_child(0)?, a.nth_child(1)?))).collect();
     Ok(Step { block: b, entry: class.is_none(), assumed, assumed_symbols, rewrites, model: Default::default(), x, y, succs })
+}
+
+/// The state of a step's exit to a next block, for [`Step::succs`], its locals moved out
+/// (no one reads them from the outcome after; a copy of every local per edge was a
+/// twelfth of a small function's validation). The step keeps the rest, so that every term
+/// lives as long as before: Z3 gives a freed term's id to the next one built.
+fn moved_out(st: &mut State) -> State {
+    State { locals: std::mem::take(&mut st.locals), heap: st.heap.clone(), callframe: st.callframe.clone(), trace: st.trace.clone() }
 }
 
 /// Whether the blocks of the two functions correspond (see the module docs): the same
@@ -2363,8 +2410,8 @@ fn infer(p: &Pair, steps: &mut [Step], class: &mut [Vec<usize>], trace: usize, l
     // given up rather than the whole check.
     let query_cap = (budget.left() / QUERY_SHARE).max(1);
     let mut work_list: BTreeSet<usize> = (0..steps.len()).collect();
-    let given_up = std::cell::RefCell::new(HashSet::new());
-    let undecided_models = std::cell::RefCell::new(HashSet::new());
+    let given_up = std::cell::RefCell::new(HashSet::default());
+    let undecided_models = std::cell::RefCell::new(HashSet::default());
     // A block whose classes split is encoded again when it next comes off the work list
     // (it goes back on it), not at once: only its own edges read its step, and a block
     // that several predecessors split before it comes up is encoded once, not once per
@@ -2836,7 +2883,7 @@ fn congruent(edge: &Edge, goals: &[Goal], budget: &mut Budget) -> Vec<usize> {
 /// heap goal of its block to the full query). Where the heaps differ only in bit-vectors
 /// (a stored value, an address), those are the pairs, as before.
 fn differing_subterms(a: &Dynamic, b: &Dynamic, out: &mut Vec<(Dynamic, Dynamic)>) -> bool {
-    differing_below(a, b, out, &mut std::collections::HashMap::new(), 0)
+    differing_below(a, b, out, &mut HashMap::default(), 0)
 }
 
 /// Most loads within loads [`differing_below`] looks into (beyond, a load's pair is the
@@ -2846,13 +2893,13 @@ const MAX_LOAD_DEPTH: usize = 32;
 /// The pairs of bit-vector subterms where two heaps differ, or `None` where they differ
 /// as heaps or in more than [`MAX_CONGRUENT_PAIRS`] places, by pair of heaps: each pair
 /// of heaps is looked into once, however many loads read it.
-type HeapPairs = std::collections::HashMap<(Dynamic, Dynamic), Option<Vec<(Dynamic, Dynamic)>>>;
+type HeapPairs = HashMap<(Dynamic, Dynamic), Option<Vec<(Dynamic, Dynamic)>>>;
 
 /// [`differing_subterms`] at `depth` loads within loads, with the heaps looked into so far.
 fn differing_below(a: &Dynamic, b: &Dynamic, out: &mut Vec<(Dynamic, Dynamic)>, heaps: &mut HeapPairs, depth: usize) -> bool {
     let mut stack = vec![(a.clone(), b.clone())];
     // A pair of subterms shared by several parents is looked at once.
-    let mut seen: HashSet<(Dynamic, Dynamic)> = HashSet::new();
+    let mut seen: HashSet<(Dynamic, Dynamic)> = HashSet::default();
     while let Some((x, y)) = stack.pop() {
         if x.ast_eq(&y) || !seen.insert((x.clone(), y.clone())) {
             continue;
@@ -3234,7 +3281,7 @@ fn step_difference(p: &Pair, st: &Step, m: &z3::Model) -> String {
 /// hash set's (whose seed differs per process), so that the samples drawn for them and every
 /// answer that follows are the same on every run.
 fn symbols(terms: &[Dynamic]) -> Vec<Dynamic> {
-    let mut seen: HashSet<Dynamic> = HashSet::new();
+    let mut seen: HashSet<Dynamic> = HashSet::default();
     let mut out = vec![];
     let mut stack: Vec<Dynamic> = terms.to_vec();
     while let Some(d) = stack.pop() {
@@ -3933,3 +3980,4 @@ mod tests {
         assert!(!contradictory(&[], &mut budget, 100_000));
     }
 }
+
