@@ -1365,14 +1365,16 @@ fn seen_as(f: &Function, init: &Initialization, at: Block, own: &[Val], p: Block
 /// operand's current version there (a constant is itself); `None` when an operand has
 /// none.
 fn versions_at(init: &Initialization, e: &Expression, b: Block) -> Option<Versions> {
-    e.key
-        .operands
-        .iter()
-        .map(|op| match *op {
-            super::KeyOperand::Const(t, c) => Some(Val::Const(t, c)),
-            super::KeyOperand::Orig(o) => init.current_at(b, o).map(Val::Var),
-        })
-        .collect()
+    // A plain loop: collecting `Option`s into the list went through an adapter per
+    // operand, and `inert` asks this of every Φ block its walks meet.
+    let mut versions = Versions::new();
+    for op in &e.key.operands {
+        versions.push(match *op {
+            super::KeyOperand::Const(t, c) => Val::Const(t, c),
+            super::KeyOperand::Orig(o) => Val::Var(init.current_at(b, o)?),
+        });
+    }
+    Some(versions)
 }
 
 /// One version of a Φ at block `at` as seen at the end of its predecessor `p`.
