@@ -249,12 +249,19 @@ pub fn run_expression(
     bufs: &mut Buffers,
 ) -> bool {
     stats.bump("exprs");
-    if inert(f, an, init, &init.worklist[k], &mut bufs.inert, &mut bufs.phi_block_memo) {
-        // What the steps below would count for it: nothing moved, no Φ unneeded.
-        if has_phi(an, init, &init.worklist[k]) {
-            stats.add("phis_unneeded", 0);
+    let e = &init.worklist[k];
+    if let [_] = &e.occs[..] {
+        // Φ-Insertion places no Φ for it: the steps would not start, and there is no
+        // Φ for `inert`'s walks to find (most expressions of one occurrence, asked
+        // first since it costs a look at a few lists).
+        if !has_phi(an, init, e) {
+            return false;
         }
-        return false;
+        if inert(f, an, init, e, &mut bufs.inert, &mut bufs.phi_block_memo) {
+            // What the steps below would count for it: nothing moved, no Φ unneeded.
+            stats.add("phis_unneeded", 0);
+            return false;
+        }
     }
     let Some(mut frg) = Frg::phi_insertion(an, init, k, bufs) else { return false };
     let moved = frg.steps(f, round, temps, stats, changed);
