@@ -1548,16 +1548,16 @@ fn root_of(f: &Function, init: &Initialization, n: Expr) -> (Block, Expr) {
             Parent::Stmt(b) | Parent::Term(b) => break b,
         }
     };
-    let roots: Vec<Expr> = f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()).collect();
+    let mut roots = f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr());
     let holds = |r: Expr| {
         let mut found = false;
         f.visit_postorder(r, &mut |m| found |= m == n);
         found
     };
-    if roots.contains(&m) && holds(m) {
+    if roots.clone().any(|r| r == m) && holds(m) {
         return (b, m);
     }
-    let r = roots.into_iter().find(|&r| holds(r)).expect("the node is in a statement of its block");
+    let r = roots.find(|&r| holds(r)).expect("the node is in a statement of its block");
     (b, r)
 }
 
@@ -1580,15 +1580,31 @@ fn hoistable(f: &Function, root: Expr, x: Expr) -> bool {
     // Only computations, locals, constants and the saves of earlier rounds may move: an
     // operand `comma(%t = e, %t)` may hold a load, a callframe read or a call, which are
     // ordered against the effects the statement evaluates first.
-    let inner = crate::passes::util::postorder(f, x);
     let movable = |d: &ExprData| match d {
         ExprData::Local(_) | ExprData::Const { .. } | ExprData::Comma { .. } | ExprData::Assign { .. } => true,
         d => super::op_kind(d).is_some() && !super::is_kill(d),
     };
-    if !inner.iter().all(|&n| movable(&f.exprs[n])) {
+    let (mut inner, mut all_movable) = (0, true);
+    f.visit_postorder(x, &mut |n| {
+        inner += 1;
+        all_movable &= movable(&f.exprs[n]);
+    });
+    if !all_movable {
         return false;
     }
-    let all = crate::passes::util::postorder(f, root);
-    let at = all.iter().position(|&n| n == x).expect("x is in its statement");
-    !all[..at + 1 - inner.len()].iter().any(|&n| matches!(f.exprs[n], ExprData::Assign { .. }))
+    // In evaluation order `x`'s tree is the `inner` nodes ending at `x`: an assignment
+    // comes before it when the statement's first assignment does (counted by the walk,
+    // not listed: two lists per save were most of it).
+    let (mut k, mut at, mut first_assign) = (0, None, None);
+    f.visit_postorder(root, &mut |n| {
+        if n == x && at.is_none() {
+            at = Some(k);
+        }
+        if first_assign.is_none() && matches!(f.exprs[n], ExprData::Assign { .. }) {
+            first_assign = Some(k);
+        }
+        k += 1;
+    });
+    let at = at.expect("x is in its statement");
+    first_assign.is_none_or(|a| a >= at + 1 - inner)
 }
