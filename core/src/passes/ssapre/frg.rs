@@ -370,7 +370,7 @@ fn inert(
             if !is_phi_block(s) {
                 continue;
             }
-            let real_use = versions_at(init, e, s).is_some_and(|own| seen_as(f, init, s, &own, p, &occ.versions));
+            let real_use = versions_seen_as(f, init, e, s, p, &occ.versions);
             if real_use && !(useless.not_down_safe(s) && useless.cannot_be_avail(s)) {
                 return false;
             }
@@ -513,10 +513,7 @@ impl<P: Fn(Block) -> bool> Useless<'_, P> {
                 if !(self.is_phi_block)(d) {
                     continue;
                 }
-                let feeds = match self.versions(d) {
-                    None => false,
-                    Some(v) => self.seen_as(d, &v, x, &own),
-                };
+                let feeds = versions_seen_as(self.f, self.init, self.e, d, x, &own);
                 if !feeds || (d != c && self.not_down_safe(d)) {
                     proven = true;
                     break 'walk;
@@ -1366,6 +1363,24 @@ fn translates_to(f: &Function, init: &Initialization, phi: &PhiOcc, p: Block, ve
 /// `p`, has `versions`.
 fn seen_as(f: &Function, init: &Initialization, at: Block, own: &[Val], p: Block, versions: &[Val]) -> bool {
     own.len() == versions.len() && own.iter().zip(versions).all(|(&v, &w)| translate_one(f, init, at, p, v) == w)
+}
+
+/// Whether the versions of expression `e`'s Φ at block `at` ([`versions_at`]), as seen
+/// at the end of its predecessor `p`, are `versions` ([`seen_as`]): `false` when an
+/// operand has no version there. Compared operand by operand, without building the
+/// list: `inert`'s walks ask it of every Φ block they meet.
+fn versions_seen_as(f: &Function, init: &Initialization, e: &Expression, at: Block, p: Block, versions: &[Val]) -> bool {
+    e.key.operands.len() == versions.len()
+        && e.key.operands.iter().zip(versions).all(|(op, &w)| {
+            let v = match *op {
+                super::KeyOperand::Const(t, c) => Val::Const(t, c),
+                super::KeyOperand::Orig(o) => match init.current_at(at, o) {
+                    Some(l) => Val::Var(l),
+                    None => return false,
+                },
+            };
+            translate_one(f, init, at, p, v) == w
+        })
 }
 
 /// The versions of expression `e`'s Φ at block `b`, as Φ-Insertion forms them: each
