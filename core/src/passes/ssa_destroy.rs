@@ -63,7 +63,7 @@ pub fn run(f: &mut Function) -> Stats {
     }
     // Each new block goes right after the block it was split from, in order of creation.
     if !splits.is_empty() {
-        let mut after: std::collections::HashMap<Block, Vec<Block>> = std::collections::HashMap::default();
+        let mut after: crate::hash::HashMap<Block, Vec<Block>> = crate::hash::HashMap::default();
         for (from, n) in splits {
             after.entry(from).or_default().push(n);
         }

@@ -411,24 +411,27 @@ fn dead_loads(f: &mut Function, cx: &Ctx, stats: &mut Stats) {
     for i in 0..f.layout.len() {
         let b = f.layout[i];
         let stmts = std::mem::take(&mut f.blocks[b].stmts);
-        let mut kept = vec![];
+        let mut kept = Vec::with_capacity(stmts.len());
         for s in stmts {
             let end = ends.next().expect("one per statement");
             let (read, unused) = match f.exprs[s] {
                 ExprData::Assign { local, value } => (value, !used.contains(local)),
                 _ => (s, true),
             };
-            let is_read = matches!(f.exprs[read], ExprData::CfRead(_) | ExprData::Load { .. })
-                && !f.tree_has_side_effect(read);
-            let ours = cx.inserted.contains(&s) || cx.inserted.contains(&read);
-            if unused && is_read {
-                if !ours {
+            // A statement whose value something uses stays: the questions below (a walk
+            // of its tree, two probes) are asked only of the others.
+            let removed = unused && {
+                let is_read = matches!(f.exprs[read], ExprData::CfRead(_) | ExprData::Load { .. })
+                    && !f.tree_has_side_effect(read);
+                let ours = || cx.inserted.contains(&s) || cx.inserted.contains(&read);
+                if is_read && !ours() {
                     let cf = matches!(f.exprs[read], ExprData::CfRead(_));
                     stats.bump(counter(cf, "dead_load"));
                 }
-            } else if unused && ours && !f.tree_has_side_effect(read) && s != read {
-                // A hoisted read that became a copy nobody uses.
-            } else {
+                // A read nobody uses, or a hoisted read that became a copy nobody uses.
+                is_read || (s != read && ours() && !f.tree_has_side_effect(read))
+            };
+            if !removed {
                 kept.push(s);
                 mentions.copy_within(from..end, to);
                 to += end - from;

@@ -249,12 +249,19 @@ pub fn run_expression(
     bufs: &mut Buffers,
 ) -> bool {
     stats.bump("exprs");
-    if inert(f, an, init, &init.worklist[k], &mut bufs.inert, &mut bufs.phi_block_memo) {
-        // What the steps below would count for it: nothing moved, no Φ unneeded.
-        if has_phi(an, init, &init.worklist[k]) {
-            stats.add("phis_unneeded", 0);
+    let e = &init.worklist[k];
+    if let [_] = &e.occs[..] {
+        // Φ-Insertion places no Φ for it: the steps would not start, and there is no
+        // Φ for `inert`'s walks to find (most expressions of one occurrence, asked
+        // first since it costs a look at a few lists).
+        if !has_phi(an, init, e) {
+            return false;
         }
-        return false;
+        if inert(f, an, init, e, &mut bufs.inert, &mut bufs.phi_block_memo) {
+            // What the steps below would count for it: nothing moved, no Φ unneeded.
+            stats.add("phis_unneeded", 0);
+            return false;
+        }
     }
     let Some(mut frg) = Frg::phi_insertion(an, init, k, bufs) else { return false };
     let moved = frg.steps(f, round, temps, stats, changed);
@@ -363,7 +370,7 @@ fn inert(
             if !is_phi_block(s) {
                 continue;
             }
-            let real_use = versions_at(init, e, s).is_some_and(|own| seen_as(f, init, s, &own, p, &occ.versions));
+            let real_use = versions_seen_as(f, init, e, s, p, &occ.versions);
             if real_use && !(useless.not_down_safe(s) && useless.cannot_be_avail(s)) {
                 return false;
             }
@@ -506,10 +513,7 @@ impl<P: Fn(Block) -> bool> Useless<'_, P> {
                 if !(self.is_phi_block)(d) {
                     continue;
                 }
-                let feeds = match self.versions(d) {
-                    None => false,
-                    Some(v) => self.seen_as(d, &v, x, &own),
-                };
+                let feeds = versions_seen_as(self.f, self.init, self.e, d, x, &own);
                 if !feeds || (d != c && self.not_down_safe(d)) {
                     proven = true;
                     break 'walk;
@@ -1361,18 +1365,38 @@ fn seen_as(f: &Function, init: &Initialization, at: Block, own: &[Val], p: Block
     own.len() == versions.len() && own.iter().zip(versions).all(|(&v, &w)| translate_one(f, init, at, p, v) == w)
 }
 
+/// Whether the versions of expression `e`'s Φ at block `at` ([`versions_at`]), as seen
+/// at the end of its predecessor `p`, are `versions` ([`seen_as`]): `false` when an
+/// operand has no version there. Compared operand by operand, without building the
+/// list: `inert`'s walks ask it of every Φ block they meet.
+fn versions_seen_as(f: &Function, init: &Initialization, e: &Expression, at: Block, p: Block, versions: &[Val]) -> bool {
+    e.key.operands.len() == versions.len()
+        && e.key.operands.iter().zip(versions).all(|(op, &w)| {
+            let v = match *op {
+                super::KeyOperand::Const(t, c) => Val::Const(t, c),
+                super::KeyOperand::Orig(o) => match init.current_at(at, o) {
+                    Some(l) => Val::Var(l),
+                    None => return false,
+                },
+            };
+            translate_one(f, init, at, p, v) == w
+        })
+}
+
 /// The versions of expression `e`'s Φ at block `b`, as Φ-Insertion forms them: each
 /// operand's current version there (a constant is itself); `None` when an operand has
 /// none.
 fn versions_at(init: &Initialization, e: &Expression, b: Block) -> Option<Versions> {
-    e.key
-        .operands
-        .iter()
-        .map(|op| match *op {
-            super::KeyOperand::Const(t, c) => Some(Val::Const(t, c)),
-            super::KeyOperand::Orig(o) => init.current_at(b, o).map(Val::Var),
-        })
-        .collect()
+    // A plain loop: collecting `Option`s into the list went through an adapter per
+    // operand, and `inert` asks this of every Φ block its walks meet.
+    let mut versions = Versions::new();
+    for op in &e.key.operands {
+        versions.push(match *op {
+            super::KeyOperand::Const(t, c) => Val::Const(t, c),
+            super::KeyOperand::Orig(o) => Val::Var(init.current_at(b, o)?),
+        });
+    }
+    Some(versions)
 }
 
 /// One version of a Φ at block `at` as seen at the end of its predecessor `p`.
@@ -1539,16 +1563,16 @@ fn root_of(f: &Function, init: &Initialization, n: Expr) -> (Block, Expr) {
             Parent::Stmt(b) | Parent::Term(b) => break b,
         }
     };
-    let roots: Vec<Expr> = f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr()).collect();
+    let mut roots = f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr());
     let holds = |r: Expr| {
         let mut found = false;
         f.visit_postorder(r, &mut |m| found |= m == n);
         found
     };
-    if roots.contains(&m) && holds(m) {
+    if roots.clone().any(|r| r == m) && holds(m) {
         return (b, m);
     }
-    let r = roots.into_iter().find(|&r| holds(r)).expect("the node is in a statement of its block");
+    let r = roots.find(|&r| holds(r)).expect("the node is in a statement of its block");
     (b, r)
 }
 
@@ -1571,15 +1595,31 @@ fn hoistable(f: &Function, root: Expr, x: Expr) -> bool {
     // Only computations, locals, constants and the saves of earlier rounds may move: an
     // operand `comma(%t = e, %t)` may hold a load, a callframe read or a call, which are
     // ordered against the effects the statement evaluates first.
-    let inner = crate::passes::util::postorder(f, x);
     let movable = |d: &ExprData| match d {
         ExprData::Local(_) | ExprData::Const { .. } | ExprData::Comma { .. } | ExprData::Assign { .. } => true,
         d => super::op_kind(d).is_some() && !super::is_kill(d),
     };
-    if !inner.iter().all(|&n| movable(&f.exprs[n])) {
+    let (mut inner, mut all_movable) = (0, true);
+    f.visit_postorder(x, &mut |n| {
+        inner += 1;
+        all_movable &= movable(&f.exprs[n]);
+    });
+    if !all_movable {
         return false;
     }
-    let all = crate::passes::util::postorder(f, root);
-    let at = all.iter().position(|&n| n == x).expect("x is in its statement");
-    !all[..at + 1 - inner.len()].iter().any(|&n| matches!(f.exprs[n], ExprData::Assign { .. }))
+    // In evaluation order `x`'s tree is the `inner` nodes ending at `x`: an assignment
+    // comes before it when the statement's first assignment does (counted by the walk,
+    // not listed: two lists per save were most of it).
+    let (mut k, mut at, mut first_assign) = (0, None, None);
+    f.visit_postorder(root, &mut |n| {
+        if n == x && at.is_none() {
+            at = Some(k);
+        }
+        if first_assign.is_none() && matches!(f.exprs[n], ExprData::Assign { .. }) {
+            first_assign = Some(k);
+        }
+        k += 1;
+    });
+    let at = at.expect("x is in its statement");
+    first_assign.is_none_or(|a| a >= at + 1 - inner)
 }
