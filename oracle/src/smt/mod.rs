@@ -428,6 +428,7 @@ struct Kept {
     fresh: u32,
     numerals: tandem_core::hash::HashMap<(u64, u32), BV>,
     simplified: tandem_core::hash::HashMap<z3::ast::Dynamic, z3::ast::Dynamic>,
+    uninterpreted: tandem_core::hash::HashMap<(&'static str, u32), z3::FuncDecl>,
 }
 
 thread_local! {
@@ -462,6 +463,21 @@ pub(super) fn fresh_heap() -> Array {
 pub(super) fn numeral(value: u64, width: u32) -> BV {
     let value = if width >= 64 { value } else { value & ((1u64 << width) - 1) };
     KEPT.with(|k| k.borrow_mut().numerals.entry((value, width)).or_insert_with(|| BV::from_u64(value, width)).clone())
+}
+
+/// The uninterpreted function `name` from two bit-vectors of `a`'s width to one, applied
+/// to `a` and `b`; the function made once per context (`simulate`'s abstracted products
+/// and quotients).
+pub(super) fn uninterpreted(name: &'static str, a: &BV, b: &BV) -> BV {
+    let bits = a.get_size();
+    KEPT.with(|k| {
+        let mut k = k.borrow_mut();
+        let f = k.uninterpreted.entry((name, bits)).or_insert_with(|| {
+            let s = Sort::bitvector(bits);
+            z3::FuncDecl::new(name, &[&s, &s], &s)
+        });
+        f.apply(&[a, b]).as_bv().expect("a bit-vector function")
+    })
 }
 
 /// `t` simplified by Z3, once per term and context: each call of Z3's simplifier sets up
