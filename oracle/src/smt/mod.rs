@@ -542,6 +542,19 @@ pub(super) fn bitblast_solver() -> Solver {
     T::new("simplify").and_then(&T::new("solve-eqs")).and_then(&T::new("qfbv").or_else(&T::new("smt"))).solver()
 }
 
+/// A [`bitblast_solver`] with `assertions` asserted, in order (the simulation check's
+/// queries). A term a query builds for itself is built after the solver and asserted
+/// then: making the solver may build terms too, and Z3's ids, by which it orders its terms'
+/// arguments, follow the order terms are built in (a disjunction built before the solver
+/// made ssa seed 1305's memopt answer `unknown` instead of `proved (bound 2)`).
+pub(super) fn bitblast_solver_with<'a>(assertions: impl IntoIterator<Item = &'a Bool>) -> Solver {
+    let s = bitblast_solver();
+    for a in assertions {
+        s.assert(a);
+    }
+    s
+}
+
 /// `a` and `b` (source and target) differ observably, for a source that is valid. Uses
 /// fresh symbols for the heap address and trace index compared.
 fn differ(a: &SymOutcome, b: &SymOutcome) -> Bool {

@@ -2975,19 +2975,25 @@ fn differing_below(a: &Dynamic, b: &Dynamic, out: &mut Vec<(Dynamic, Dynamic)>, 
 /// real operations: a sample's numerals must give them their values.
 fn abstracted(t: &Dynamic, memo: &mut HashMap<Dynamic, Dynamic>) -> Dynamic {
     use z3::DeclKind as K;
-    let mut stack = vec![(t.clone(), false)];
+    // Each node twice: first to push its operands (kept with it), then, once they are
+    // rewritten, to rewrite it.
+    let mut stack: Vec<(Dynamic, Option<Vec<Dynamic>>)> = vec![(t.clone(), None)];
     while let Some((d, expanded)) = stack.pop() {
+        let Some(children) = expanded else {
+            if memo.contains_key(&d) {
+                continue;
+            }
+            if d.kind() != z3::AstKind::App || d.num_children() == 0 {
+                memo.insert(d.clone(), d);
+                continue;
+            }
+            let children = d.children();
+            let operands: Vec<(Dynamic, Option<Vec<Dynamic>>)> = children.iter().filter(|c| !memo.contains_key(c)).map(|c| (c.clone(), None)).collect();
+            stack.push((d, Some(children)));
+            stack.extend(operands);
+            continue;
+        };
         if memo.contains_key(&d) {
-            continue;
-        }
-        if d.kind() != z3::AstKind::App || d.num_children() == 0 {
-            memo.insert(d.clone(), d);
-            continue;
-        }
-        let children = d.children();
-        if !expanded {
-            stack.push((d, true));
-            stack.extend(children.into_iter().filter(|c| !memo.contains_key(c)).map(|c| (c, false)));
             continue;
         }
         let new: Vec<Dynamic> = children.iter().map(|c| memo[c].clone()).collect();
@@ -3035,10 +3041,7 @@ fn query_goals(p: &Pair, class: &mut [usize], goals: &[Goal], edge: &Edge, limit
     let mut memo = HashMap::default();
     let opaque: Vec<Bool> = query.iter().map(|b| abstracted(&Dynamic::from_ast(b), &mut memo).as_bool().expect("abstracting keeps the sort")).collect();
     let ask = |assertions: &[Bool], budget: &mut Budget, cap: u64| {
-        let s = super::bitblast_solver();
-        for a in assertions {
-            s.assert(a);
-        }
+        let s = super::bitblast_solver_with(assertions);
         let r = budget.check_within(&s, cap);
         (r, if r == SatResult::Sat { s.get_model() } else { None })
     };
@@ -3101,10 +3104,7 @@ fn relation_model<'a>(edge: &Edge<'a>, budget: &mut Budget) -> Option<&'a z3::Mo
             if edge.step.assumed.is_empty() || edge.undecided_models.borrow().contains(&block) {
                 return None;
             }
-            let s = super::bitblast_solver();
-            for a in &edge.step.assumed {
-                s.assert(a);
-            }
+            let s = super::bitblast_solver_with(&edge.step.assumed);
             match budget.check_within(&s, (edge.query_cap / MODEL_SHARE).max(1)) {
                 SatResult::Sat => s.get_model(),
                 SatResult::Unsat => None,
@@ -3175,11 +3175,7 @@ fn observables_agree(p: &Pair, steps: &[Step], last: bool, budget: &mut Budget, 
         let mut queries: Vec<(Vec<&Bool>, Vec<Bool>)> = vec![(asked, differences.clone())];
         let mut k = 0;
         while let Some((assumed, ds)) = queries.get(k) {
-            let s = super::bitblast_solver();
-            for a in assumed {
-                s.assert(*a);
-            }
-            s.assert(&valid);
+            let s = super::bitblast_solver_with(assumed.iter().copied().chain([&valid]));
             s.assert(&Bool::or(ds));
             let left = (2 * cap).saturating_sub(start - budget.left());
             let within = if k == 0 { left.min(cap) } else { left };
@@ -3230,10 +3226,7 @@ fn contradictory(assumed: &[Bool], budget: &mut Budget, cap: u64) -> bool {
     if assumed.is_empty() {
         return false;
     }
-    let s = super::bitblast_solver();
-    for a in assumed {
-        s.assert(a);
-    }
+    let s = super::bitblast_solver_with(assumed);
     budget.check_within(&s, cap.max(1)) == SatResult::Unsat
 }
 
@@ -3304,10 +3297,7 @@ fn pairs_equal(st: &Step, pairs: &[(Dynamic, Dynamic)], budget: &mut Budget, cap
         if left == 0 {
             return false;
         }
-        let s = super::bitblast_solver();
-        for &k in on {
-            s.assert(&st.assumed[k]);
-        }
+        let s = super::bitblast_solver_with(on.iter().map(|&k| &st.assumed[k]));
         s.assert(Bool::or(refs));
         budget.check_within(&s, left) == SatResult::Unsat
     })
