@@ -1371,16 +1371,7 @@ fn seen_as(f: &Function, init: &Initialization, at: Block, own: &[Val], p: Block
 /// list: `inert`'s walks ask it of every Φ block they meet.
 fn versions_seen_as(f: &Function, init: &Initialization, e: &Expression, at: Block, p: Block, versions: &[Val]) -> bool {
     e.key.operands.len() == versions.len()
-        && e.key.operands.iter().zip(versions).all(|(op, &w)| {
-            let v = match *op {
-                super::KeyOperand::Const(t, c) => Val::Const(t, c),
-                super::KeyOperand::Orig(o) => match init.current_at(at, o) {
-                    Some(l) => Val::Var(l),
-                    None => return false,
-                },
-            };
-            translate_one(f, init, at, p, v) == w
-        })
+        && e.key.operands.iter().zip(versions).all(|(op, &w)| operand_version(init, op, at).is_some_and(|v| translate_one(f, init, at, p, v) == w))
 }
 
 /// The versions of expression `e`'s Φ at block `b`, as Φ-Insertion forms them: each
@@ -1391,12 +1382,18 @@ fn versions_at(init: &Initialization, e: &Expression, b: Block) -> Option<Versio
     // operand, and `inert` asks this of every Φ block its walks meet.
     let mut versions = Versions::new();
     for op in &e.key.operands {
-        versions.push(match *op {
-            super::KeyOperand::Const(t, c) => Val::Const(t, c),
-            super::KeyOperand::Orig(o) => Val::Var(init.current_at(b, o)?),
-        });
+        versions.push(operand_version(init, op, b)?);
     }
     Some(versions)
+}
+
+/// The current version of one operand of an expression at block `b` (a constant is
+/// itself); `None` when it has none there.
+fn operand_version(init: &Initialization, op: &super::KeyOperand, b: Block) -> Option<Val> {
+    match *op {
+        super::KeyOperand::Const(t, c) => Some(Val::Const(t, c)),
+        super::KeyOperand::Orig(o) => init.current_at(b, o).map(Val::Var),
+    }
 }
 
 /// One version of a Φ at block `at` as seen at the end of its predecessor `p`.

@@ -647,11 +647,8 @@ impl Initialization {
         let (first, last) = was.trees_at[b];
         let trees_start = scratch.trees.len() as u32;
         for t in &was.trees[first as usize..last as usize] {
-            let (a, r) = (t.assigns.0.wrapping_add(assigns_by), t.reads.0.wrapping_add(reads_by));
-            scratch.push_tree(t.root, t.at, t.nodes, a, r);
-            let pushed = scratch.trees.last_mut().expect("pushed");
-            pushed.assigns.1 = t.assigns.1.wrapping_add(assigns_by);
-            pushed.reads.1 = t.reads.1.wrapping_add(reads_by);
+            let shifted = |(from, to): (u32, u32), by: u32| (from.wrapping_add(by), to.wrapping_add(by));
+            scratch.record(Tree { assigns: shifted(t.assigns, assigns_by), reads: shifted(t.reads, reads_by), ..*t });
         }
         scratch.trees_at[b] = (trees_start, scratch.trees.len() as u32);
         self.exits_and_kills(f, b);
@@ -866,9 +863,14 @@ impl Scratch {
     /// Records the tree at `root`, `nodes` nodes from place `at` on, whose assignments
     /// and reads start at `assigns` and `reads` in the lists and end at their ends now.
     fn push_tree(&mut self, root: Expr, at: u32, nodes: u32, assigns: u32, reads: u32) {
-        self.tree_of[root] = self.trees.len() as u32;
         let (a, r) = (self.assigns.len() as u32, self.reads.len() as u32);
-        self.trees.push(Tree { root, at, nodes, assigns: (assigns, a), reads: (reads, r) });
+        self.record(Tree { root, at, nodes, assigns: (assigns, a), reads: (reads, r) });
+    }
+
+    /// Records `t`, the next tree of the list.
+    fn record(&mut self, t: Tree) {
+        self.tree_of[t.root] = self.trees.len() as u32;
+        self.trees.push(t);
     }
 
     /// The tree this scan found at `root` in block `b`, if it found one there.
