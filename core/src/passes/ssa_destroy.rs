@@ -106,28 +106,41 @@ pub fn sequentialize(
 }
 
 /// [`sequentialize`]'s order for copies that are not self-copies, by counting readers.
+/// What it keeps per local that is a destination is kept per copy (the destinations are
+/// distinct), in lists by the copy's index: one map finds the copy a source is the
+/// destination of (maps by local and ordered sets were most of the pass).
 fn order_counted(
     f: &mut Function,
     copies: Vec<(Local, Local)>,
     namer: &mut Option<super::util::Namer>,
     stats: &mut Stats,
 ) -> Vec<(Local, Local)> {
-    use crate::hash::HashMap;
-    use std::collections::BTreeSet;
-    let index_of: HashMap<Local, usize> = copies.iter().enumerate().map(|(i, &(d, _))| (d, i)).collect();
-    // How many pending copies read each local where it lives (a saved local is read from
-    // its temporary and no longer counted).
-    let mut readers: HashMap<Local, usize> = HashMap::default();
-    for &(_, s) in &copies {
-        *readers.entry(s).or_default() += 1;
+    use std::cmp::Reverse;
+    let n = copies.len();
+    let index_of: crate::hash::HashMap<Local, usize> = copies.iter().enumerate().map(|(i, &(d, _))| (d, i)).collect();
+    // How many pending copies read each copy's destination where it lives (a saved
+    // destination is read from its temporary and no longer counted).
+    let mut readers = vec![0u32; n];
+    for (_, s) in &copies {
+        if let Some(&j) = index_of.get(s) {
+            readers[j] += 1;
+        }
     }
-    let mut saved: HashMap<Local, Local> = HashMap::default();
-    let mut pending: BTreeSet<usize> = (0..copies.len()).collect();
-    let mut ready: BTreeSet<usize> =
-        (0..copies.len()).filter(|&i| readers.get(&copies[i].0).copied().unwrap_or(0) == 0).collect();
-    let mut out = vec![];
-    while let Some(&first) = pending.first() {
-        let Some(i) = ready.pop_first() else {
+    let mut saved: Vec<Option<Local>> = vec![None; n];
+    let mut done = vec![false; n];
+    // The first copy not done: every copy before it is.
+    let mut first = 0;
+    // The ready copies, the first in the parallel copy on top.
+    let mut ready: std::collections::BinaryHeap<Reverse<usize>> = (0..n).filter(|&i| readers[i] == 0).map(Reverse).collect();
+    let mut out = Vec::with_capacity(n);
+    loop {
+        while first < n && done[first] {
+            first += 1;
+        }
+        if first == n {
+            break;
+        }
+        let Some(Reverse(i)) = ready.pop() else {
             // Only cycles remain: save the first pending destination in a temporary.
             let d = copies[first].0;
             let name = format!("{}.tmp", f.locals[d].name);
@@ -135,24 +148,22 @@ fn order_counted(
             let t = namer.get_or_insert_with(|| super::util::Namer::new(f)).new_local(f, &name, ty);
             stats.bump("cycle_temps");
             out.push((t, d));
-            saved.insert(d, t);
-            readers.insert(d, 0);
-            ready.insert(first);
+            saved[first] = Some(t);
+            readers[first] = 0;
+            ready.push(Reverse(first));
             continue;
         };
-        pending.remove(&i);
+        done[i] = true;
         let (d, s) = copies[i];
-        match saved.get(&s) {
-            Some(&t) => out.push((d, t)),
+        let j = index_of.get(&s).copied();
+        match j.and_then(|j| saved[j]) {
+            Some(t) => out.push((d, t)),
             None => {
                 out.push((d, s));
-                let n = readers.get_mut(&s).expect("counted");
-                *n -= 1;
-                if *n == 0 {
-                    if let Some(&j) = index_of.get(&s) {
-                        if pending.contains(&j) {
-                            ready.insert(j);
-                        }
+                if let Some(j) = j {
+                    readers[j] -= 1;
+                    if readers[j] == 0 && !done[j] {
+                        ready.push(Reverse(j));
                     }
                 }
             }
