@@ -991,17 +991,37 @@ fn byte_index(addr: &BV, i: u32) -> BV {
 
 /// Byte `i` of `v`: the operand itself where `v` concatenates bytes (as a load's value
 /// does: [`Exec::load_bytes`]), so that storing back the bytes a load read is a store of
-/// `select(heap, i)` that [`store_byte`] sees; else an extract.
+/// `select(heap, i)` that [`store_byte`] sees; through an extension or a truncation to a
+/// byte of the operand the byte lies in (`store.32(A, load.i64.u32(A))`: byte 0 of
+/// `zero_extend(concat(..))`, not an extract of it: ssa seed 1776's memopt, which removes
+/// that store, gave up the heaps after it); else an extract.
 fn byte_of(v: &BV, i: u32) -> BV {
     if v.get_size() == 8 && i == 0 {
         return v.clone();
     }
-    if v.kind() == z3::AstKind::App && v.decl().kind() == z3::DeclKind::Concat && v.num_children() == 2 {
-        if let (Some(hi), Some(lo)) = (v.nth_child(0).and_then(|x| x.as_bv()), v.nth_child(1).and_then(|x| x.as_bv())) {
-            let low = lo.get_size();
-            if low % 8 == 0 {
-                return if 8 * i < low { byte_of(&lo, i) } else { byte_of(&hi, i - low / 8) };
+    if v.kind() == z3::AstKind::App {
+        let child = |k: usize| v.nth_child(k).and_then(|x| x.as_bv());
+        match v.decl().kind() {
+            z3::DeclKind::Concat if v.num_children() == 2 => {
+                if let (Some(hi), Some(lo)) = (child(0), child(1)) {
+                    let low = lo.get_size();
+                    if low % 8 == 0 {
+                        return if 8 * i < low { byte_of(&lo, i) } else { byte_of(&hi, i - low / 8) };
+                    }
+                }
             }
+            z3::DeclKind::ZeroExt | z3::DeclKind::SignExt => {
+                if let Some(x) = child(0).filter(|x| 8 * i + 8 <= x.get_size()) {
+                    return byte_of(&x, i);
+                }
+            }
+            // The low bits of `x` (a truncation): the same term as `x`'s extract from 0.
+            z3::DeclKind::Extract => {
+                if let Some(x) = child(0).filter(|x| v.ast_eq(&x.extract(v.get_size() - 1, 0))) {
+                    return byte_of(&x, i);
+                }
+            }
+            _ => {}
         }
     }
     v.extract(8 * i + 7, 8 * i)
@@ -1485,6 +1505,28 @@ mod tests {
         let high = BV::from_u64(0x0010_0be0 >> 3, 29);
         let joined = high.concat(&x.extract(2, 0));
         assert_eq!(index_range(&index_parts(&joined)), Some((0x0010_0be0, 0x0010_0be7)));
+    }
+
+    /// A word's bytes stored back through a widening and a truncation are no store: ssa
+    /// seed 1776's memopt removed `store.32(A, %t)` of `%t = load.i64.u32(A)` (the stored
+    /// value `trunc(zext(concat(..)))`), and the heaps after it were given up. Storing
+    /// the word's low half back changes nothing either, and a byte the extension only
+    /// fills is still a store.
+    #[test]
+    fn a_word_stored_back_through_an_extension_is_no_store() {
+        let h = heap();
+        let a = BV::from_u64(0x0010_0a08, 32);
+        let above = Exec::store_bytes(&h, &BV::from_u64(0x0010_0b2c, 32), &BV::new_const("y", 64), 8);
+        let word = Exec::load_bytes(&above, &a, 4);
+        let widened = word.zero_ext(32);
+        for (v, n) in [(widened.extract(31, 0), 4), (widened.clone(), 4), (word.sign_ext(32), 4), (widened.extract(31, 0), 2)] {
+            let back = Exec::store_bytes(&above, &a, &v, n);
+            assert!(back.ast_eq(&above), "{v}: {back}");
+        }
+        let filled = Exec::store_bytes(&above, &a, &word.zero_ext(32).bvlshr(BV::from_u64(8, 64)), 4);
+        assert!(!filled.ast_eq(&above));
+        let past = Exec::store_bytes(&above, &a, &widened, 8);
+        assert!(!past.ast_eq(&above), "the extension's zero bytes are stored");
     }
 
     /// Stores at numerals are one term whatever order they came in (stores at distinct

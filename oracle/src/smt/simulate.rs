@@ -2396,7 +2396,7 @@ fn prove_from(src: &Function, tgt: &Function, (slots, first): (Vec<Slot>, Vec<Ve
         return Err(e);
     }
     notes.note(|| format!("inferred ({})", what()));
-    observables_agree(&p, &steps, last, budget, notes)
+    observables_agree(&p, &steps, &class, last, budget, notes)
 }
 
 /// Refines the classes of every block until the relation is inductive: a worklist of
@@ -2818,6 +2818,22 @@ fn grouped_by_assumptions<T>(items: impl IntoIterator<Item = T>, on: impl Fn(&T)
     groups
 }
 
+/// The goals' members in groups, one per class and value term, to leave their classes
+/// (a weaker relation, never a wrong proof): members whose values are one term stay
+/// together. Before, each member left alone where a model did not say which goals
+/// differ, both sides of a parameter no pass changes too (memory seed 1319's memopt, at
+/// 116 queries, `proved (bound 2)` so at stop 58).
+fn term_groups(goals: &[Goal]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(usize, Val, Vec<usize>)> = vec![];
+    for (r, n, _, v) in goals {
+        match groups.iter_mut().find(|(q, w, _)| q == r && w.same_term(v)) {
+            Some((_, _, ns)) => ns.push(*n),
+            None => groups.push((*r, v.clone(), vec![*n])),
+        }
+    }
+    groups.into_iter().map(|(_, _, ns)| ns).collect()
+}
+
 /// Each goal's member leaves its class (a weaker relation, never a wrong proof).
 fn split_goals(class: &mut [usize], goals: &[Goal]) {
     let all: Vec<usize> = goals.iter().map(|g| g.1).collect();
@@ -3069,14 +3085,14 @@ fn query_goals(p: &Pair, class: &mut [usize], goals: &[Goal], edge: &Edge, limit
         SatResult::Unknown => Ok(None),
         SatResult::Sat => {
             let m = model.expect("a model after sat");
-            let moved = model_groups(p, class, goals, edge, limit, &m);
+            let mut moved = model_groups(p, class, goals, edge, limit, &m);
             if moved.is_empty() {
-                // The model does not say which: give the goals up.
-                split_goals(class, goals);
-            } else {
-                for ns in moved {
-                    regroup(class, &ns);
-                }
+                // The model does not say which (an abstraction's, in which the real
+                // operations leave the goals equal): the goals leave their classes.
+                moved = term_groups(goals);
+            }
+            for ns in moved {
+                regroup(class, &ns);
             }
             Ok(Some(true))
         }
@@ -3152,11 +3168,11 @@ fn model_groups(p: &Pair, class: &[usize], goals: &[Goal], edge: &Edge, limit: u
 /// trace, each callframe variable) in groups by the assumptions each depends on.
 /// Asked whole, one hard way to differ takes every assumption any way needs into one query
 /// (default seed 20's memopt: proved in 2.6 s with the groups, in 13.6 s without).
-fn observables_agree(p: &Pair, steps: &[Step], last: bool, budget: &mut Budget, notes: &mut Notes) -> Result<Tried, Unknown> {
+fn observables_agree(p: &Pair, steps: &[Step], class: &[Vec<usize>], last: bool, budget: &mut Budget, notes: &mut Notes) -> Result<Tried, Unknown> {
     let valid = |st: &Step| st.x.kind.eq(BV::from_u64(encode::END_INVALID, 8)).not();
     let share = (budget.left() / QUERY_SHARE).max(1);
     let entered = entered(p, steps);
-    for (st, _) in steps.iter().zip(&entered).filter(|(_, &e)| e) {
+    for ((st, _), class) in steps.iter().zip(&entered).zip(class).filter(|((_, &e), _)| e) {
         if observables_congruent(st, budget, share / CONGRUENT_SHARE) {
             continue;
         }
@@ -3184,7 +3200,7 @@ fn observables_agree(p: &Pair, steps: &[Step], last: bool, budget: &mut Budget, 
                 SatResult::Unsat if k == 0 => break,
                 SatResult::Unsat => {}
                 SatResult::Sat => {
-                    notes.note(|| format!("{}: {}", st.block, step_difference(p, st, &s.get_model().expect("a model after sat"))));
+                    notes.note(|| format!("{}: {}{}", st.block, step_difference(p, st, &s.get_model().expect("a model after sat")), unjoined(p, st, class)));
                     return Ok(Tried::Differs);
                 }
                 SatResult::Unknown if budget.left() == 0 => {
@@ -3313,6 +3329,45 @@ fn observable_terms(o: &SymOutcome) -> Vec<Dynamic> {
     out
 }
 
+/// For [`explain`], at a block whose steps differ: the source's locals that the
+/// relation does not join at its entry to the target's local of the same name (where
+/// the source's local is live there and the target has one), then the callframe
+/// variables and the heap not joined to the target's (a heap may be related through a
+/// pending store instead), the first 12.
+fn unjoined(p: &Pair, st: &Step, class: &[usize]) -> String {
+    if st.entry {
+        return String::new();
+    }
+    let tgt: HashMap<&str, Local> = p.tgt.locals.iter().map(|(l, d)| (d.name.as_str(), l)).collect();
+    let live = live_locals(p.src);
+    let mut out: Vec<String> = vec![];
+    for l in p.src.locals.keys().filter(|l| live[st.block.index()][l.index()]) {
+        let name = &p.src.locals[l].name;
+        let Some(t) = tgt.get(name.as_str()) else { continue };
+        match (p.index.get(&Slot::Local(Side::Src, l)), p.index.get(&Slot::Local(Side::Tgt, *t))) {
+            (Some(&x), Some(&y)) if class[x] == class[y] => {}
+            (Some(_), Some(_)) => out.push(format!("%{name}")),
+            _ => out.push(format!("%{name} (no slot)")),
+        }
+    }
+    let joined = |x: Option<&usize>, y: Option<&usize>| matches!((x, y), (Some(&x), Some(&y)) if class[x] == class[y]);
+    for (v, d) in p.src.cfvars.iter() {
+        let t = p.tgt.cfvars.iter().find(|(_, e)| e.name == d.name).map(|(w, _)| w);
+        if t.is_some_and(|w| !joined(p.index.get(&Slot::Cf(Side::Src, v)), p.index.get(&Slot::Cf(Side::Tgt, w)))) {
+            out.push(format!("@{}", d.name));
+        }
+    }
+    if !joined(p.index.get(&Slot::Heap(Side::Src)), p.index.get(&Slot::Heap(Side::Tgt))) {
+        out.push("the heap".into());
+    }
+    let n = out.len();
+    out.truncate(12);
+    if n == 0 {
+        return "; every live local, callframe variable and the heap joined to its namesake at entry".into();
+    }
+    format!("; not joined to their namesakes at entry: {}{}", out.join(" "), if n > 12 { format!(" and {} more", n - 12) } else { String::new() })
+}
+
 /// How the two steps of `st` differ in model `m` (for [`explain`]): the first of their
 /// ending, next block, return value, trap code, trace, callframe variables and heap (the
 /// last two where the run stops) that differs.
@@ -3320,10 +3375,11 @@ fn step_difference(p: &Pair, st: &Step, m: &z3::Model) -> String {
     let num = |v: &BV| m.eval(v, true).and_then(|x| x.as_u64()).unwrap_or(u64::MAX);
     let (kx, ky) = (num(&st.x.kind), num(&st.y.kind));
     let (vx, vy) = (num(&st.x.value), num(&st.y.value));
-    let end = |k: u64, v: u64| match k {
+    let (cx, cy) = (num(&st.x.code), num(&st.y.code));
+    let end = |k: u64, v: u64, c: u64| match k {
         encode::END_RETURN => "return".to_string(),
         encode::END_DIVIDE => "divide trap".to_string(),
-        encode::END_CHECK => "check trap".to_string(),
+        encode::END_CHECK => format!("check trap {c}"),
         encode::END_INVALID => "invalid".to_string(),
         encode::END_CONTINUE => format!("to b{v}"),
         _ => format!("kind {k}"),
@@ -3335,28 +3391,28 @@ fn step_difference(p: &Pair, st: &Step, m: &z3::Model) -> String {
         tandem_core::ir::Terminator::Switch { .. } => "switch",
     };
     if kx != ky {
-        return format!("ends differ (source {}, target {}; {term})", end(kx, vx), end(ky, vy));
+        return format!("ends differ (source {}, target {}; {term})", end(kx, vx, cx), end(ky, vy, cy));
     }
     if vx != vy {
-        return format!("{} differs (source {}, target {}; {term})", if kx == encode::END_CONTINUE { "next block" } else { "value" }, end(kx, vx), end(ky, vy));
+        return format!("{} differs (source {}, target {}; {term})", if kx == encode::END_CONTINUE { "next block" } else { "value" }, end(kx, vx, cx), end(ky, vy, cy));
     }
-    if num(&st.x.code) != num(&st.y.code) {
+    if cx != cy {
         return "check code differs".into();
     }
     let (tx, ty) = (&st.x.state.trace, &st.y.state.trace);
     if num(&tx.len) != num(&ty.len) {
-        return format!("trace length differs ({})", end(kx, vx));
+        return format!("trace length differs ({})", end(kx, vx, cx));
     }
     for ((v, d), (x, y)) in p.src.cfvars.iter().zip(st.x.state.callframe.iter().zip(&st.y.state.callframe)) {
         if kx != encode::END_CONTINUE && num(x) != num(y) {
-            return format!("callframe @{} differs at the stop ({}; {v})", d.name, end(kx, vx));
+            return format!("callframe @{} differs at the stop ({}; {v})", d.name, end(kx, vx, cx));
         }
     }
     let heap_same = m.eval(&st.x.state.heap.eq(&st.y.state.heap), true).and_then(|b| b.as_bool());
     if kx != encode::END_CONTINUE && heap_same != Some(true) {
-        return format!("heap differs at the stop ({})", end(kx, vx));
+        return format!("heap differs at the stop ({})", end(kx, vx, cx));
     }
-    format!("trace event differs ({})", end(kx, vx))
+    format!("trace event differs ({})", end(kx, vx, cx))
 }
 
 /// The uninterpreted constants (the entry state's symbols) that `terms` mention, each once,
