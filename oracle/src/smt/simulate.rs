@@ -1467,6 +1467,31 @@ fn sunk_constants(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
     pairs
 }
 
+/// A target's local that a callframe write of the target stores (`cfwrite(@c2, %mem)`)
+/// where the source does not write that variable but writes it elsewhere, with the
+/// source's variable, each pair once: a candidate. Where memopt sinks a loop's write of a
+/// loop-invariant value onto its exit, the value hoisted into a local before the loop
+/// (`%mem = load.i32(A)` in the preheader), the relation in the loop after the source's
+/// write must say that the source's `@c2` holds what `%mem` holds (default seed 1878's
+/// memopt: without it, `@c2` parted at the loop and every try failed at a later loop's
+/// `cf_trace`).
+fn sunk_writes(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
+    let written: HashSet<CfVar> = src.layout.iter().flat_map(|&b| cf_writes(src, b)).map(|(v, _)| v).collect();
+    let in_src: HashSet<Block> = src.layout.iter().copied().collect();
+    let mut pairs = vec![];
+    for &b in &tgt.layout {
+        let theirs: Vec<CfVar> = if in_src.contains(&b) { cf_writes(src, b).into_iter().map(|(v, _)| v).collect() } else { vec![] };
+        for (var, value) in cf_writes(tgt, b) {
+            let ExprData::Local(l) = tgt.exprs[value] else { continue };
+            let pair = (Slot::Cf(Side::Src, var), Slot::Local(Side::Tgt, l));
+            if written.contains(&var) && !theirs.contains(&var) && !pairs.contains(&pair) {
+                pairs.push(pair);
+            }
+        }
+    }
+    pairs
+}
+
 /// Most source statements looked ahead for the one a target statement corresponds to.
 const ALIGN_AHEAD: usize = 8;
 
@@ -1482,7 +1507,8 @@ const ALIGN_AHEAD: usize = 8;
 /// target's `comma((%val = x), %val)` where the target no longer writes (memopt's write
 /// sunk out of a loop), its `%val` a candidate for the variable. (Candidates between
 /// locals of other names cost more splits than they prove.) And the constants of
-/// callframe writes the target does later ([`sunk_constants`]). Only candidates: the
+/// callframe writes the target does later ([`sunk_constants`]), and the locals the
+/// target's sunk writes store ([`sunk_writes`]). Only candidates: the
 /// inference keeps those that are inductive.
 fn aligned_reads(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
     let mut out = vec![];
@@ -1507,6 +1533,7 @@ fn aligned_reads(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
         }
     }
     out.extend(sunk_constants(src, tgt));
+    out.extend(sunk_writes(src, tgt));
     out
 }
 
