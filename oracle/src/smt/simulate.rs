@@ -1550,23 +1550,28 @@ const MAX_PENDING: usize = 8;
 /// The target's stores done later than the source's (memopt's loop-invariant stores,
 /// removed from the loop and done on its exits): each target store left over (in a block
 /// the source does not have, every one: a landing block on an exit), whose address reads
-/// only locals and constants and whose value is a value tree; at most [`MAX_PENDING`] of
+/// only locals, callframe variables and constants and whose value is a value tree; at most [`MAX_PENDING`] of
 /// different trees. Each gives two candidates for the source's heap ([`Slot::Pending`]):
 /// the target's heap with the store done, and the target's heap with the source's bytes at
 /// the store's address (the heaps differ only there).
 ///
 /// The source's stores the target removed (memopt's dead stores, which every path from
 /// there overwrites before anything reads them, across blocks too): each source store left
-/// over whose address reads only locals and constants; at most [`MAX_PENDING`]. Each gives
-/// one candidate for the target's heap: the source's heap with the target's bytes at the
-/// store's address (the heaps differ only there, until the source's later store makes
-/// them agree). Only candidates: the inference keeps them where inductive.
+/// over whose address reads only locals, callframe variables and constants (ssa seed
+/// 1535's memopt removed `store.32(add(.., and(cfread(@c1), 2046)), ..)`, which the next
+/// block overwrites, and had no candidate: the heaps parted there and differed at a later
+/// trap); at most [`MAX_PENDING`]. Each gives one candidate for the target's heap: the
+/// source's heap with the target's bytes at the store's address (the heaps differ only
+/// there, until the source's later store makes them agree). Only candidates: the
+/// inference keeps them where inductive.
 fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
     let stores = |f: &Function, b: Block| -> Vec<Expr> {
         f.blocks[b].stmts.iter().copied().filter(|&s| matches!(f.exprs[s], ExprData::Store { .. })).collect()
     };
+    // A callframe variable the address reads is evaluated in the state where the slot is
+    // (where it changed since the store, the candidate is not inductive, and goes).
     let plain = |f: &Function, e: Expr| match f.exprs[e] {
-        ExprData::Store { addr, .. } => is_value_tree(f, addr) && !reads_state(f, addr),
+        ExprData::Store { addr, .. } => is_value_tree(f, addr) && !reads_memory(f, addr),
         _ => false,
     };
     let in_src: HashSet<Block> = src.layout.iter().copied().collect();
@@ -1912,6 +1917,13 @@ const MAX_BEFORE_PHIS: usize = 16;
 fn reads_state(f: &Function, e: Expr) -> bool {
     let mut reads = false;
     f.visit_postorder(e, &mut |n| reads |= matches!(f.exprs[n], ExprData::Load { .. } | ExprData::CfRead(_) | ExprData::Call { .. }));
+    reads
+}
+
+/// Whether the tree at `e` reads the heap or a helper's result.
+fn reads_memory(f: &Function, e: Expr) -> bool {
+    let mut reads = false;
+    f.visit_postorder(e, &mut |n| reads |= matches!(f.exprs[n], ExprData::Load { .. } | ExprData::Call { .. }));
     reads
 }
 

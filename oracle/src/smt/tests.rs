@@ -809,18 +809,20 @@ fn generated_pairs_whose_products_bit_blast_slowly_are_proved_for_every_run() {
     }
 }
 
-/// Three generated pairs `proved (bound 2)` at stop 58: ssa seed 1776's memopt removed a
+/// Four generated pairs `proved (bound 2)` at stop 58: ssa seed 1776's memopt removed a
 /// store of a word's low half back where it was read, which the heap's canonical form now
 /// leaves out; memory seed 1319's memopt, whose inference parted both sides of a
 /// parameter wherever a model of the abstracted query, read with the real operations, did
 /// not say which goals differ (each goal's member left its class alone); and default seed
 /// 1878's memopt, which sank a loop's `cfwrite(@c2, load.i32(A))` onto its exit as
-/// `cfwrite(@c2, %mem)`, the load hoisted (no candidate said that `@c2` holds `%mem`).
+/// `cfwrite(@c2, %mem)`, the load hoisted (no candidate said that `@c2` holds `%mem`); and
+/// ssa seed 1535's memopt, which removed a dead store whose address reads a callframe
+/// variable (no pending store's candidate for it).
 #[test]
 fn generated_memopt_pairs_with_stores_back_and_unsplit_models_are_proved_for_every_run() {
     use crate::gen::Profile;
     let o = Options { bound: 2, ..Options::default() };
-    for (profile, seed) in [(Profile::Ssa, 1776), (Profile::Memory, 1319), (Profile::Default, 1878)] {
+    for (profile, seed) in [(Profile::Ssa, 1776), (Profile::Memory, 1319), (Profile::Default, 1878), (Profile::Ssa, 1535)] {
         let (_, before, after) = generated_pairs_of(profile, seed).into_iter().find(|(p, ..)| p == "memopt").expect("the pass runs");
         let a = validate(&before, &after, "memopt", &o);
         assert!(matches!(a, Answer::Proved), "{profile:?} seed {seed} memopt: {a}");
