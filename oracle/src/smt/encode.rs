@@ -1017,7 +1017,7 @@ fn byte_of(v: &BV, i: u32) -> BV {
             }
             // The low bits of `x` (a truncation): the same term as `x`'s extract from 0.
             z3::DeclKind::Extract => {
-                if let Some(x) = child(0).filter(|x| v.ast_eq(&x.extract(v.get_size() - 1, 0))) {
+                if let Some(x) = child(0).filter(|x| v.ast_eq(x.extract(v.get_size() - 1, 0))) {
                     return byte_of(&x, i);
                 }
             }

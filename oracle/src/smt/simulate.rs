@@ -1915,15 +1915,18 @@ const MAX_BEFORE_PHIS: usize = 16;
 /// Whether the tree at `e` reads anything but locals and constants: the heap, a callframe
 /// variable, or a helper's result.
 fn reads_state(f: &Function, e: Expr) -> bool {
-    let mut reads = false;
-    f.visit_postorder(e, &mut |n| reads |= matches!(f.exprs[n], ExprData::Load { .. } | ExprData::CfRead(_) | ExprData::Call { .. }));
-    reads
+    reads_any(f, e, |d| matches!(d, ExprData::Load { .. } | ExprData::CfRead(_) | ExprData::Call { .. }))
 }
 
 /// Whether the tree at `e` reads the heap or a helper's result.
 fn reads_memory(f: &Function, e: Expr) -> bool {
+    reads_any(f, e, |d| matches!(d, ExprData::Load { .. } | ExprData::Call { .. }))
+}
+
+/// Whether some node of the tree at `e` is one that `read` picks.
+fn reads_any(f: &Function, e: Expr, read: impl Fn(&ExprData) -> bool) -> bool {
     let mut reads = false;
-    f.visit_postorder(e, &mut |n| reads |= matches!(f.exprs[n], ExprData::Load { .. } | ExprData::Call { .. }));
+    f.visit_postorder(e, &mut |n| reads |= read(&f.exprs[n]));
     reads
 }
 

@@ -801,12 +801,7 @@ fn generated_pairs_that_need_the_candidates_are_proved_for_every_run() {
 #[test]
 fn generated_pairs_whose_products_bit_blast_slowly_are_proved_for_every_run() {
     use crate::gen::Profile;
-    let o = Options { bound: 2, ..Options::default() };
-    for (profile, seed, pass) in [(Profile::Loops, 1781, "memopt"), (Profile::Memory, 1471, "memopt")] {
-        let (_, before, after) = generated_pairs_of(profile, seed).into_iter().find(|(p, ..)| p == pass).expect("the pass runs");
-        let a = validate(&before, &after, pass, &o);
-        assert!(matches!(a, Answer::Proved), "{profile:?} seed {seed} {pass}: {a}");
-    }
+    assert_memopt_proved_for_every_run(&[(Profile::Loops, 1781), (Profile::Memory, 1471)]);
 }
 
 /// Four generated pairs `proved (bound 2)` at stop 58: ssa seed 1776's memopt removed a
@@ -821,8 +816,14 @@ fn generated_pairs_whose_products_bit_blast_slowly_are_proved_for_every_run() {
 #[test]
 fn generated_memopt_pairs_with_stores_back_and_unsplit_models_are_proved_for_every_run() {
     use crate::gen::Profile;
+    assert_memopt_proved_for_every_run(&[(Profile::Ssa, 1776), (Profile::Memory, 1319), (Profile::Default, 1878), (Profile::Ssa, 1535)]);
+}
+
+/// Asserts that each generated case's memopt is proved for every run (bound 2 for the
+/// bounded check, the default budget).
+fn assert_memopt_proved_for_every_run(cases: &[(crate::gen::Profile, u64)]) {
     let o = Options { bound: 2, ..Options::default() };
-    for (profile, seed) in [(Profile::Ssa, 1776), (Profile::Memory, 1319), (Profile::Default, 1878), (Profile::Ssa, 1535)] {
+    for &(profile, seed) in cases {
         let (_, before, after) = generated_pairs_of(profile, seed).into_iter().find(|(p, ..)| p == "memopt").expect("the pass runs");
         let a = validate(&before, &after, "memopt", &o);
         assert!(matches!(a, Answer::Proved), "{profile:?} seed {seed} memopt: {a}");
