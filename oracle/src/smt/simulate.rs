@@ -237,7 +237,10 @@ const MAX_SLOTS: usize = 1500;
 /// definitions of the target's new locals may take:
 /// SSAPRE's temporaries, each what says "`%pre3` holds `zext(%t25)`", where the states'
 /// slots alone passed the limit (loops seed 822's SSAPRE: 1,750 slots of the states, and
-/// no definition kept, so no temporary was related to its expression).
+/// no definition kept, so no temporary was related to its expression). So may the loads
+/// and pending stores of [`aligned_reads`] and [`pending_stores`], after them: what says
+/// "`and(trunc(%p2), 255)` is the byte at `A`" (ssa seed 1582's memopt: 1,606 slots of the
+/// states, every such candidate cut, and a forwarded load's block differed).
 const MAX_NEW_PAST: usize = 300;
 
 /// Most definitions per local.
@@ -1316,7 +1319,7 @@ fn partition_slots(src: &Function, tgt: &Function, defs: &Defs, aligned: &[(Slot
         });
         let cap = match priority {
             Priority::Constant => usize::MAX,
-            Priority::New => MAX_SLOTS.max(states) + MAX_NEW_PAST,
+            Priority::New | Priority::Aligned => MAX_SLOTS.max(states) + MAX_NEW_PAST,
             _ => MAX_SLOTS,
         };
         if slots.len() + carried.len() + count + 1 + reads.len() > cap {
@@ -1540,6 +1543,13 @@ fn aligned_reads(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
 /// Most target stores [`pending_stores`] proposes.
 const MAX_PENDING: usize = 8;
 
+/// Most removed source stores [`pending_stores`] proposes: each is a candidate only where
+/// the heaps may differ by it ([`pending_scope`]), and memopt removes more dead stores
+/// than it sinks (memory seed 1637's memopt removed `store.16(1051577, call
+/// @heap_rmw(..))`, its fourteenth, and with eight no candidate said the heaps differ only
+/// there until the next store to it).
+const MAX_REMOVED: usize = 16;
+
 /// Candidates for stores one side does where the other does not.
 ///
 /// The stores of each block are paired, the target's with the source's of the block of the
@@ -1556,17 +1566,29 @@ const MAX_PENDING: usize = 8;
 /// the store's address (the heaps differ only there).
 ///
 /// The source's stores the target removed (memopt's dead stores, which every path from
-/// there overwrites before anything reads them, across blocks too): each source store left
+/// there overwrites before anything reads them, across blocks too, and inside a statement's
+/// tree too: ssa seed 1853's `comma(store.16(A, %p1), ..)`, whose heaps parted at the
+/// removal and differed at a later trap): each source store left
 /// over whose address reads only locals, callframe variables and constants (ssa seed
 /// 1535's memopt removed `store.32(add(.., and(cfread(@c1), 2046)), ..)`, which the next
 /// block overwrites, and had no candidate: the heaps parted there and differed at a later
-/// trap); at most [`MAX_PENDING`]. Each gives one candidate for the target's heap: the
+/// trap); at most [`MAX_REMOVED`]. Each gives one candidate for the target's heap: the
 /// source's heap with the target's bytes at the store's address (the heaps differ only
 /// there, until the source's later store makes them agree). Only candidates: the
 /// inference keeps them where inductive.
 fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
+    // Every store of a block, those inside a statement's tree too, in the order they run
+    // (memopt removes a dead store inside a tree as well: `comma(store.16(A, %p1), ..)`).
     let stores = |f: &Function, b: Block| -> Vec<Expr> {
-        f.blocks[b].stmts.iter().copied().filter(|&s| matches!(f.exprs[s], ExprData::Store { .. })).collect()
+        let mut out = vec![];
+        for &s in &f.blocks[b].stmts {
+            f.visit_postorder(s, &mut |n| {
+                if matches!(f.exprs[n], ExprData::Store { .. }) {
+                    out.push(n);
+                }
+            });
+        }
+        out
     };
     // A callframe variable the address reads is evaluated in the state where the slot is
     // (where it changed since the store, the candidate is not inductive, and goes).
@@ -1583,13 +1605,17 @@ fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
         // Counting the stores saw nothing where a block gains a sunk store and loses a
         // dead one (default seed 13's memopt: b40).
         let mut paired = vec![false; theirs.len()];
+        // A statement's store pairs with a statement's, a store inside a tree with one inside
+        // a tree: the target keeps `store.16(A, comma(store.16(A, x), ..))`'s outer store
+        // where it removed the inner one, and the inner one, running first, took the pair.
+        let top = |f: &Function, e: Expr| f.blocks[b].stmts.contains(&e);
         for e in stores(tgt, b) {
-            if let Some(k) = (0..theirs.len()).find(|&k| !paired[k] && same_place(src, theirs[k], tgt, e, true)) {
+            if let Some(k) = (0..theirs.len()).find(|&k| !paired[k] && top(src, theirs[k]) == top(tgt, e) && same_place(src, theirs[k], tgt, e, true)) {
                 paired[k] = true;
                 continue;
             }
             let ExprData::Store { value, .. } = tgt.exprs[e] else { continue };
-            if plain(tgt, e) && is_value_tree(tgt, value) && found.len() < MAX_PENDING && !found.iter().any(|&x| same_tree(tgt, x, e)) {
+            if top(tgt, e) && plain(tgt, e) && is_value_tree(tgt, value) && found.len() < MAX_PENDING && !found.iter().any(|&x| same_tree(tgt, x, e)) {
                 found.push(e);
             }
         }
@@ -1597,8 +1623,8 @@ fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
             // A store the block itself overwrites needs no candidate: where the stores
             // between write elsewhere by their terms, the heap after both is the term of
             // the later one alone ([`encode::stored_heap`]).
-            let overwritten = theirs[k + 1..].iter().any(|&l| same_place(src, e, src, l, false));
-            if !overwritten && plain(src, e) && removed.len() < MAX_PENDING && !removed.iter().any(|&x| same_tree(src, x, e)) {
+            let overwritten = theirs[k + 1..].iter().any(|&l| covered(src, e, l));
+            if !overwritten && plain(src, e) && removed.len() < MAX_REMOVED && !removed.iter().any(|&x| same_tree(src, x, e)) {
                 removed.push(e);
             }
         }
@@ -1631,7 +1657,7 @@ fn pending_scope(src: &Function, tgt: &Function, side: Side, e: Expr, exact: boo
         Side::Src => (src, src),
         Side::Tgt => (tgt, src),
     };
-    let Some(home) = home.or_else(|| f.layout.iter().copied().find(|&b| f.blocks[b].stmts.contains(&e))) else {
+    let Some(home) = home.or_else(|| f.layout.iter().copied().find(|&b| f.blocks[b].stmts.iter().any(|&s| holds_node(f, s, e)))) else {
         return vec![true; src.blocks.len().max(tgt.blocks.len())];
     };
     if side == Side::Src && exact {
@@ -1646,6 +1672,13 @@ fn pending_scope(src: &Function, tgt: &Function, side: Side, e: Expr, exact: boo
         Side::Src => reachable(src, src.blocks[home].term.successors().into_iter(), true, &stops),
         Side::Tgt => reachable(tgt, std::iter::once(home), false, &stops),
     }
+}
+
+/// Whether node `e` is in the tree at `s`.
+fn holds_node(f: &Function, s: Expr, e: Expr) -> bool {
+    let mut found = false;
+    f.visit_postorder(s, &mut |n| found |= n == e);
+    found
 }
 
 /// The target's sunk stores among `pending` ([`pending_stores`]) whose value reads a phi's local,
@@ -1705,6 +1738,39 @@ fn edge_arguments(phis: &[Phi]) -> Vec<(Block, HashMap<Local, Local>)> {
 fn same_place(f: &Function, s: Expr, g: &Function, t: Expr, held: bool) -> bool {
     match (&f.exprs[s], &g.exprs[t]) {
         (ExprData::Store { width: a, addr: x, .. }, ExprData::Store { width: b, addr: y, .. }) => a == b && trees_match(f, *x, g, *y, held),
+        _ => false,
+    }
+}
+
+/// Whether every byte store `e` writes is one that store `l` writes too, by their address
+/// trees: the same tree plus constant offsets (`add(B, 2)` of one byte within `add(B, 0)`
+/// of four), or the same place. A store inside a wider one's value that writes among its
+/// bytes (default seed 1477's memopt removed `store.8(add(B, 2), ..)` inside `store.32(add(B,
+/// 0), ..)`) is overwritten in its own statement, and the heap's canonical form leaves it
+/// out.
+fn covered(f: &Function, e: Expr, l: Expr) -> bool {
+    // An address as a tree and a constant offset from it (`None`: a constant address).
+    let split = |a: Expr| -> (Option<Expr>, i64) {
+        match f.exprs[a] {
+            ExprData::Const { value, .. } => (None, value),
+            ExprData::Binary { op: tandem_core::ir::BinOp::Add, lhs, rhs } => match (&f.exprs[lhs], &f.exprs[rhs]) {
+                (ExprData::Const { value: x, .. }, ExprData::Const { value: y, .. }) => (None, x.wrapping_add(*y)),
+                (_, ExprData::Const { value, .. }) => (Some(lhs), *value),
+                _ => (Some(a), 0),
+            },
+            _ => (Some(a), 0),
+        }
+    };
+    match (&f.exprs[e], &f.exprs[l]) {
+        (ExprData::Store { width: we, addr: ae, .. }, ExprData::Store { width: wl, addr: al, .. }) => {
+            let ((be, oe), (bl, ol)) = (split(*ae), split(*al));
+            let same_base = match (be, bl) {
+                (None, None) => true,
+                (Some(x), Some(y)) => same_tree(f, x, y),
+                _ => false,
+            };
+            same_base && ol <= oe && oe + i64::from(we.bytes()) <= ol + i64::from(wl.bytes())
+        }
         _ => false,
     }
 }
@@ -1796,6 +1862,18 @@ fn walk_aligned(src: &Function, s: Expr, tgt: &Function, t: Expr, out: &mut Vec<
             }
             out.extend(held(s, m).map(|a| (a, Slot::Local(Side::Tgt, m))));
             continue;
+        }
+        // A store the target removed inside a tree, its value kept for what it computes
+        // (memopt's dead store: `comma(store.32(A, x), ..)` where the target has
+        // `comma(comma((%val = x), %val), ..)` or `comma(x, ..)`): the walk goes on into the
+        // value. Before, it stopped at the store, and the loads inside `x` that the target
+        // now reads from a local had no candidate (loops seed 1451's memopt: `%mem.1 =
+        // load.i64.s32(A)` hoisted out of a loop whose store it feeds).
+        if let ExprData::Store { value, .. } = src.exprs[s] {
+            if !matches!(tgt.exprs[t], ExprData::Store { .. }) {
+                stack.push((value, t, written));
+                continue;
+            }
         }
         let (x, y) = (&src.exprs[s], &tgt.exprs[t]);
         let (xo, yo) = (x.operands(), y.operands());
@@ -3951,6 +4029,33 @@ mod tests {
         assert!(!at(0) && at(1) && at(2) && !at(3));
         assert!(avail.iter().all(|b| !b[0]), "only definitions are available");
         assert!(available_definitions(&slots, Side::Tgt, &f).iter().all(|b| !b[1]), "only its own side's");
+    }
+
+    /// The bytes of a store covered by a later one: one byte at `add(B, 2)` within four at
+    /// `add(B, 0)` (`B` the same tree), a constant address within another's range, and the
+    /// same place; not a byte past the end, not another base, not a wider store within a
+    /// narrower one.
+    #[test]
+    fn a_store_within_a_later_ones_bytes_is_covered() {
+        let src = "function %f(i32 %p) -> i32 {\nb0:\n    store.32(add(add(1048576, and(%p, 4080)), 0), comma(store.8(add(add(1048576, and(%p, 4080)), 2), 1), 7))\n    store.8(add(add(1048576, and(%p, 4080)), 4), 1)\n    store.8(add(add(1048576, and(%p, 2032)), 0), 1)\n    store.16(add(1049832, 2), 5)\n    store.32(1049832, 6)\n    store.16(1049832, 7)\n    ret 0\n}\n";
+        let (m, _) = tandem_core::text::parse_module(src).unwrap();
+        let f = &m.functions[0];
+        let b = f.entry();
+        let mut stores = vec![];
+        for &s in &f.blocks[b].stmts {
+            f.visit_postorder(s, &mut |n| {
+                if matches!(f.exprs[n], ExprData::Store { .. }) {
+                    stores.push(n);
+                }
+            });
+        }
+        let [inner, outer, past, other, short, long, narrow] = stores[..] else { panic!("seven stores: {stores:?}") };
+        assert!(covered(f, inner, outer), "a byte within a word");
+        assert!(!covered(f, past, outer), "a byte past its end");
+        assert!(!covered(f, other, outer), "another base");
+        assert!(covered(f, short, long), "a constant address within another's range");
+        assert!(!covered(f, long, narrow), "a wider store within a narrower one");
+        assert!(covered(f, narrow, narrow), "the same place");
     }
 
     /// A loop whose header reads `%s` and `%i` and whose latch reads only `%i`: `%s` is
