@@ -1577,19 +1577,6 @@ const MAX_REMOVED: usize = 16;
 /// there, until the source's later store makes them agree). Only candidates: the
 /// inference keeps them where inductive.
 fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
-    // Every store of a block, those inside a statement's tree too, in the order they run
-    // (memopt removes a dead store inside a tree as well: `comma(store.16(A, %p1), ..)`).
-    let stores = |f: &Function, b: Block| -> Vec<Expr> {
-        let mut out = vec![];
-        for &s in &f.blocks[b].stmts {
-            f.visit_postorder(s, &mut |n| {
-                if matches!(f.exprs[n], ExprData::Store { .. }) {
-                    out.push(n);
-                }
-            });
-        }
-        out
-    };
     // A callframe variable the address reads is evaluated in the state where the slot is
     // (where it changed since the store, the candidate is not inductive, and goes).
     let plain = |f: &Function, e: Expr| match f.exprs[e] {
@@ -1599,7 +1586,7 @@ fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
     let in_src: HashSet<Block> = src.layout.iter().copied().collect();
     let (mut found, mut removed): (Vec<Expr>, Vec<Expr>) = (vec![], vec![]);
     for &b in &tgt.layout {
-        let theirs = if in_src.contains(&b) { stores(src, b) } else { vec![] };
+        let theirs = if in_src.contains(&b) { block_stores(src, b) } else { vec![] };
         // Each target store pairs with the first unpaired source store of the block that
         // writes the same place; what is left over on either side was added or removed.
         // Counting the stores saw nothing where a block gains a sunk store and loses a
@@ -1608,22 +1595,21 @@ fn pending_stores(src: &Function, tgt: &Function) -> Vec<(Slot, Slot)> {
         // A statement's store pairs with a statement's, a store inside a tree with one inside
         // a tree: the target keeps `store.16(A, comma(store.16(A, x), ..))`'s outer store
         // where it removed the inner one, and the inner one, running first, took the pair.
-        let top = |f: &Function, e: Expr| f.blocks[b].stmts.contains(&e);
-        for e in stores(tgt, b) {
-            if let Some(k) = (0..theirs.len()).find(|&k| !paired[k] && top(src, theirs[k]) == top(tgt, e) && same_place(src, theirs[k], tgt, e, true)) {
+        for (e, top) in block_stores(tgt, b) {
+            if let Some(k) = (0..theirs.len()).find(|&k| !paired[k] && theirs[k].1 == top && same_place(src, theirs[k].0, tgt, e, true)) {
                 paired[k] = true;
                 continue;
             }
             let ExprData::Store { value, .. } = tgt.exprs[e] else { continue };
-            if top(tgt, e) && plain(tgt, e) && is_value_tree(tgt, value) && found.len() < MAX_PENDING && !found.iter().any(|&x| same_tree(tgt, x, e)) {
+            if top && plain(tgt, e) && is_value_tree(tgt, value) && found.len() < MAX_PENDING && !found.iter().any(|&x| same_tree(tgt, x, e)) {
                 found.push(e);
             }
         }
-        for (k, &e) in theirs.iter().enumerate().filter(|&(k, _)| !paired[k]) {
+        for (k, &(e, _)) in theirs.iter().enumerate().filter(|&(k, _)| !paired[k]) {
             // A store the block itself overwrites needs no candidate: where the stores
             // between write elsewhere by their terms, the heap after both is the term of
             // the later one alone ([`encode::stored_heap`]).
-            let overwritten = theirs[k + 1..].iter().any(|&l| covered(src, e, l));
+            let overwritten = theirs[k + 1..].iter().any(|&(l, _)| covered(src, e, l));
             if !overwritten && plain(src, e) && removed.len() < MAX_REMOVED && !removed.iter().any(|&x| same_tree(src, x, e)) {
                 removed.push(e);
             }
@@ -1672,6 +1658,21 @@ fn pending_scope(src: &Function, tgt: &Function, side: Side, e: Expr, exact: boo
         Side::Src => reachable(src, src.blocks[home].term.successors().into_iter(), true, &stops),
         Side::Tgt => reachable(tgt, std::iter::once(home), false, &stops),
     }
+}
+
+/// Every store of block `b`, those inside a statement's tree too (memopt removes a dead
+/// store inside a tree as well: `comma(store.16(A, %p1), ..)`), in the order they run,
+/// each with whether it is a statement.
+fn block_stores(f: &Function, b: Block) -> Vec<(Expr, bool)> {
+    let mut out = vec![];
+    for &s in &f.blocks[b].stmts {
+        f.visit_postorder(s, &mut |n| {
+            if matches!(f.exprs[n], ExprData::Store { .. }) {
+                out.push((n, n == s));
+            }
+        });
+    }
+    out
 }
 
 /// Whether node `e` is in the tree at `s`.
@@ -4040,15 +4041,7 @@ mod tests {
         let src = "function %f(i32 %p) -> i32 {\nb0:\n    store.32(add(add(1048576, and(%p, 4080)), 0), comma(store.8(add(add(1048576, and(%p, 4080)), 2), 1), 7))\n    store.8(add(add(1048576, and(%p, 4080)), 4), 1)\n    store.8(add(add(1048576, and(%p, 2032)), 0), 1)\n    store.16(add(1049832, 2), 5)\n    store.32(1049832, 6)\n    store.16(1049832, 7)\n    ret 0\n}\n";
         let (m, _) = tandem_core::text::parse_module(src).unwrap();
         let f = &m.functions[0];
-        let b = f.entry();
-        let mut stores = vec![];
-        for &s in &f.blocks[b].stmts {
-            f.visit_postorder(s, &mut |n| {
-                if matches!(f.exprs[n], ExprData::Store { .. }) {
-                    stores.push(n);
-                }
-            });
-        }
+        let stores: Vec<Expr> = block_stores(f, f.entry()).into_iter().map(|(e, _)| e).collect();
         let [inner, outer, past, other, short, long, narrow] = stores[..] else { panic!("seven stores: {stores:?}") };
         assert!(covered(f, inner, outer), "a byte within a word");
         assert!(!covered(f, past, outer), "a byte past its end");
