@@ -127,10 +127,16 @@ pub struct Budget {
 
 impl Budget {
     pub fn new(opts: &Options) -> Budget {
+        Self::here(opts.rlimit as u64)
+    }
+
+    /// A budget of `left` units on the current context's counter (a context nested in the
+    /// one of the budget it is drawn from: the caller charges that one what it spent).
+    pub fn here(left: u64) -> Budget {
         // Any solver of the context reads its counter; Z3's default solver builds its SMT
         // core to give its statistics (a sixth of a small validation's time).
         let seen = Self::count(&z3::Tactic::new("skip").solver());
-        Budget { left: opts.rlimit as u64, seen: std::rc::Rc::new(std::cell::Cell::new(seen)) }
+        Budget { left, seen: std::rc::Rc::new(std::cell::Cell::new(seen)) }
     }
 
     /// A budget of `left` units drawn from this one's (the caller charges this one what
