@@ -628,7 +628,7 @@ impl Module {
 }
 
 thread_local! {
-    /// The work stack of [`Function::visit_postorder`], kept between walks.
+    /// The work stack of [`Function::visit_postorder_iterative`], kept between walks.
     static POSTORDER_STACK: std::cell::Cell<Vec<(Expr, bool)>> = const { std::cell::Cell::new(Vec::new()) };
     /// The stack of the last walk started by another walk's visitor (a nested walk, which
     /// finds [`POSTORDER_STACK`] taken), kept so that the next nested walk does not grow
@@ -636,7 +636,12 @@ thread_local! {
     static NESTED_POSTORDER_STACK: std::cell::Cell<Vec<(Expr, bool)>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// The most entries a kept [`Function::visit_postorder`] stack may have room for (8 bytes
+/// How many levels of a tree [`Function::visit_postorder`] walks by recursion before it
+/// takes an explicit stack ([`Function::visit_postorder_iterative`]): generated trees are
+/// rarely deeper, and the recursion stays a few KiB of the thread's stack.
+const RECURSIVE_DEPTH: usize = 64;
+
+/// The most entries a kept [`Function::visit_postorder_iterative`] stack may have room for (8 bytes
 /// each: 128 KiB), far above a generated tree's depth: what a thread keeps stays bounded,
 /// so a long campaign's resident set does not ratchet up with the deepest tree it met.
 const SPARE_POSTORDER: usize = 1 << 14;
@@ -724,9 +729,65 @@ impl Function {
         }
     }
 
-    /// Visits the nodes of the tree rooted at `e` in evaluation (post-) order.
-    /// Iterative: it is the walk the verifier's depth check and the passes rely on.
+    /// Visits the nodes of the tree rooted at `e` in evaluation (post-) order: the walk
+    /// under every pass and the verifier's checks. The top [`RECURSIVE_DEPTH`] levels of
+    /// the tree are walked by recursion, whose returns the processor predicts (the explicit
+    /// stack's pops, a mispredicted branch for each of a node's visits, made the walk half
+    /// again as slow); a subtree below them, of a tree deeper than generated trees are, by
+    /// [`Function::visit_postorder_iterative`]'s explicit stack, so that the recursion
+    /// never goes deeper than that bound, whatever the input.
     pub fn visit_postorder(&self, e: Expr, f: &mut impl FnMut(Expr)) {
+        self.visit_below(e, f, 0);
+    }
+
+    /// [`Function::visit_postorder`] of the tree at `e`, which is `depth` levels below the
+    /// root of the walk.
+    fn visit_below<F: FnMut(Expr)>(&self, e: Expr, f: &mut F, depth: usize) {
+        // A leaf operand (about half the nodes) is visited where its parent meets it,
+        // without a call.
+        #[inline(always)]
+        fn operand<F: FnMut(Expr)>(g: &Function, c: Expr, f: &mut F, depth: usize) {
+            match g.exprs[c] {
+                ExprData::Const { .. } | ExprData::Local(_) | ExprData::CfRead(_) => f(c),
+                _ => g.visit_below(c, f, depth),
+            }
+        }
+        if depth == RECURSIVE_DEPTH {
+            return self.visit_postorder_iterative(e, f);
+        }
+        let below = depth + 1;
+        match &self.exprs[e] {
+            ExprData::Const { .. } | ExprData::Local(_) | ExprData::CfRead(_) => {}
+            ExprData::Unary { arg, .. }
+            | ExprData::Convert { arg, .. }
+            | ExprData::Load { addr: arg, .. }
+            | ExprData::CfWrite { value: arg, .. }
+            | ExprData::Assign { value: arg, .. }
+            | ExprData::TrapIf { cond: arg, .. } => operand(self, *arg, f, below),
+            ExprData::Binary { lhs, rhs, .. }
+            | ExprData::Cmp { lhs, rhs, .. }
+            | ExprData::Store { addr: lhs, value: rhs, .. }
+            | ExprData::Comma { first: lhs, second: rhs } => {
+                operand(self, *lhs, f, below);
+                operand(self, *rhs, f, below);
+            }
+            ExprData::Select { cond, if_true, if_false } => {
+                operand(self, *cond, f, below);
+                operand(self, *if_true, f, below);
+                operand(self, *if_false, f, below);
+            }
+            ExprData::Call { args, .. } => {
+                for &a in args {
+                    operand(self, a, f, below);
+                }
+            }
+        }
+        f(e);
+    }
+
+    /// [`Function::visit_postorder`] by an explicit stack, for the subtrees below
+    /// [`RECURSIVE_DEPTH`] levels.
+    fn visit_postorder_iterative(&self, e: Expr, f: &mut impl FnMut(Expr)) {
         // Each entry is a node and whether its operands were pushed already. The stack is
         // this thread's, reused from walk to walk (a walk started by `f` takes the nested
         // walks' one), since the passes and the verifier walk every statement many times.
