@@ -240,6 +240,15 @@ impl Ctx<'_> {
         });
     }
 
+    /// [`Ctx::err`] with the message `message` makes: the checks of the trees, under
+    /// every node, leave the formatting of their messages to this cold call (formatted
+    /// where they failed, it took room and registers in the walk's frame).
+    #[cold]
+    #[inline(never)]
+    fn err_with(&mut self, message: impl FnOnce() -> String) {
+        self.err(message());
+    }
+
     /// Checks the tree at `e` and returns its type (`None`: yields nothing). `valueless_ok`
     /// says whether this position may hold a node that yields nothing. A node that exists
     /// and has no other parent, at a depth past [`MAX_EXPR_DEPTH`], sets `too_deep` and
@@ -252,14 +261,14 @@ impl Ctx<'_> {
         }
         let f = self.f;
         if !f.exprs.is_valid(e) {
-            self.err(format!("expression {e} does not exist"));
+            self.err_with(|| format!("expression {e} does not exist"));
             return None;
         }
         let (word, bit) = (&mut self.has_parent[e.index() / 64], 1u64 << (e.index() % 64));
         let again = *word & bit != 0;
         *word |= bit;
         if again {
-            self.err(format!("expression {e} has more than one parent (trees may not share nodes)"));
+            self.err_with(|| format!("expression {e} has more than one parent (trees may not share nodes)"));
             return None;
         }
         if self.depth == MAX_EXPR_DEPTH {
@@ -293,13 +302,13 @@ impl Ctx<'_> {
         let ty = match &f.exprs[e] {
             ExprData::Const { ty, value } => {
                 if ty.normalize(*value) != *value {
-                    self.err(format!("constant {value} is not in canonical {ty} form"));
+                    self.err_with(|| format!("constant {value} is not in canonical {ty} form"));
                 }
                 Some(*ty)
             }
             ExprData::Local(l) => {
                 if !f.locals.is_valid(*l) {
-                    self.err(format!("local {l} does not exist"));
+                    self.err_with(|| format!("local {l} does not exist"));
                     return None;
                 }
                 self.note(e, *l, false);
@@ -307,7 +316,7 @@ impl Ctx<'_> {
             }
             ExprData::CfRead(v) => {
                 if !f.cfvars.is_valid(*v) {
-                    self.err(format!("callframe variable {v} does not exist"));
+                    self.err_with(|| format!("callframe variable {v} does not exist"));
                     return None;
                 }
                 Some(f.cfvars[*v].ty)
@@ -337,7 +346,7 @@ impl Ctx<'_> {
                 let t = self.value(*arg)?;
                 let (from, to) = op.types();
                 if t != from {
-                    self.err(format!("`{}` takes an {from} operand, found {t}", op.name()));
+                    self.err_with(|| format!("`{}` takes an {from} operand, found {t}", op.name()));
                 }
                 Some(to)
             }
@@ -346,30 +355,30 @@ impl Ctx<'_> {
                 let a = self.value(*if_true);
                 let b = self.value(*if_false);
                 if c.is_some_and(|c| c != Type::I32) {
-                    self.err("the condition of `select` must be i32".into());
+                    self.err_with(|| "the condition of `select` must be i32".into());
                 }
                 let (a, b) = (a?, b?);
                 if a != b {
-                    self.err(format!("the arms of `select` have different types: {a} and {b}"));
+                    self.err_with(|| format!("the arms of `select` have different types: {a} and {b}"));
                 }
                 Some(a)
             }
             ExprData::Load { ty, width, addr, .. } => {
                 if self.value(*addr).is_some_and(|t| t != Type::I32) {
-                    self.err("a load address must be i32".into());
+                    self.err_with(|| "a load address must be i32".into());
                 }
                 if width.bits() > ty.bits() {
-                    self.err(format!("a {}-bit load cannot yield {ty}", width.bits()));
+                    self.err_with(|| format!("a {}-bit load cannot yield {ty}", width.bits()));
                 }
                 Some(*ty)
             }
             ExprData::Store { width, addr, value } => {
                 if self.value(*addr).is_some_and(|t| t != Type::I32) {
-                    self.err("a store address must be i32".into());
+                    self.err_with(|| "a store address must be i32".into());
                 }
                 if let Some(t) = self.value(*value) {
                     if width.bits() > t.bits() {
-                        self.err(format!("a {}-bit store of an {t} value", width.bits()));
+                        self.err_with(|| format!("a {}-bit store of an {t} value", width.bits()));
                     }
                 }
                 None
@@ -377,11 +386,11 @@ impl Ctx<'_> {
             ExprData::CfWrite { var, value } => {
                 let t = self.value(*value);
                 if !f.cfvars.is_valid(*var) {
-                    self.err(format!("callframe variable {var} does not exist"));
+                    self.err_with(|| format!("callframe variable {var} does not exist"));
                 } else if let Some(t) = t {
                     let vt = f.cfvars[*var].ty;
                     if t != vt {
-                        self.err(format!("cfwrite of an {t} value to @{} of type {vt}", f.cfvars[*var].name));
+                        self.err_with(|| format!("cfwrite of an {t} value to @{} of type {vt}", f.cfvars[*var].name));
                     }
                 }
                 None
@@ -390,11 +399,11 @@ impl Ctx<'_> {
                 let t = self.value(*value);
                 self.note(e, *local, true);
                 if !f.locals.is_valid(*local) {
-                    self.err(format!("local {local} does not exist"));
+                    self.err_with(|| format!("local {local} does not exist"));
                 } else if let Some(t) = t {
                     let lt = f.locals[*local].ty;
                     if t != lt {
-                        self.err(format!("assignment of an {t} value to %{} of type {lt}", f.locals[*local].name));
+                        self.err_with(|| format!("assignment of an {t} value to %{} of type {lt}", f.locals[*local].name));
                     }
                 }
                 None
@@ -402,18 +411,18 @@ impl Ctx<'_> {
             ExprData::Call { helper, args } => {
                 if let Some(d) = self.declared {
                     if !d.contains(helper) {
-                        self.err(format!("call to {helper}, which the module does not declare"));
+                        self.err_with(|| format!("call to {helper}, which the module does not declare"));
                     }
                 }
                 let (params, ret) = helper.signature();
                 if args.len() != params.len() {
-                    self.err(format!("{helper} takes {} argument(s), found {}", params.len(), args.len()));
+                    self.err_with(|| format!("{helper} takes {} argument(s), found {}", params.len(), args.len()));
                 }
                 for (i, &a) in args.iter().enumerate() {
                     if let Some(t) = self.value(a) {
                         if let Some(&p) = params.get(i) {
                             if p != t {
-                                self.err(format!("argument {} of {helper} must be {p}, found {t}", i + 1));
+                                self.err_with(|| format!("argument {} of {helper} must be {p}, found {t}", i + 1));
                             }
                         }
                     }
@@ -422,7 +431,7 @@ impl Ctx<'_> {
             }
             ExprData::TrapIf { cond, .. } => {
                 if self.value(*cond).is_some_and(|t| t != Type::I32) {
-                    self.err("the condition of `trapif` must be i32".into());
+                    self.err_with(|| "the condition of `trapif` must be i32".into());
                 }
                 None
             }
@@ -432,7 +441,7 @@ impl Ctx<'_> {
             }
         };
         if ty.is_none() && !valueless_ok {
-            self.err(format!("expression {e} yields nothing but is used as a value"));
+            self.err_with(|| format!("expression {e} yields nothing but is used as a value"));
             return None;
         }
         Some(ty)
@@ -447,7 +456,7 @@ impl Ctx<'_> {
         let b = self.value(rhs);
         let (a, b) = (a?, b?);
         if a != b {
-            self.err(format!("operands of `{}` have different types: {a} and {b}", op()));
+            self.err_with(|| format!("operands of `{}` have different types: {a} and {b}", op()));
         }
         Some(a)
     }
