@@ -444,7 +444,7 @@ pub fn validate(f: &LirFunction) -> Result<(), Vec<LirError>> {
             }
         }
         if nodes.is_empty() {
-            v.err(b, None, "empty block".into());
+            v.err(b, None, || "empty block".into());
         }
         v.errs.append(&mut wide);
     }
@@ -490,8 +490,13 @@ impl<'f> Validator<'f> {
         }
     }
 
-    fn err(&mut self, block: Block, node: Option<Node>, message: String) {
-        self.errs.push(LirError { block, node, message });
+    /// Records a finding at `node` of `block`, with the message `message` makes: a cold
+    /// call, so that the checks under every argument leave the formatting out of their
+    /// loop (formatted where they failed, it took room and registers there).
+    #[cold]
+    #[inline(never)]
+    fn err(&mut self, block: Block, node: Option<Node>, message: impl FnOnce() -> String) {
+        self.errs.push(LirError { block, node, message: message() });
     }
 
     /// Property 1 (the linear threading is loop-free: no node appears twice, in this
@@ -501,21 +506,21 @@ impl<'f> Validator<'f> {
     fn placement(&mut self, b: Block, nodes: &[Node], i: usize, n: Node, data: &NodeData) {
         let f = self.f;
         if std::mem::replace(&mut self.marks[n.index()].seen_anywhere, true) {
-            self.err(b, Some(n), "appears twice in the linear order (the threading has a loop)".into());
+            self.err(b, Some(n), || "appears twice in the linear order (the threading has a loop)".into());
         }
         if data.contained {
-            self.err(b, Some(n), "is contained but present in the linear order".into());
+            self.err(b, Some(n), || "is contained but present in the linear order".into());
         }
         let is_last = i + 1 == nodes.len();
         if data.op.is_terminator() != is_last {
             let m = if is_last { "the block does not end in a terminator" } else { "terminator before the end of the block" };
-            self.err(b, Some(n), m.into());
+            self.err(b, Some(n), || m.into());
         }
         if matches!(data.op, Op::AddLo | Op::SubLo) {
             let next = nodes.get(i + 1).map(|&m| &f.nodes[m].op);
             let want = if data.op == Op::AddLo { Op::AddHi } else { Op::SubHi };
             if next != Some(&want) {
-                self.err(b, Some(n), format!("{:?} is not immediately followed by its {:?}", data.op, want));
+                self.err(b, Some(n), || format!("{:?} is not immediately followed by its {:?}", data.op, want));
             }
         }
     }
@@ -532,7 +537,7 @@ impl<'f> Validator<'f> {
             for &u in args {
                 let arg = &f.nodes[u.node];
                 if u.result >= arg.results {
-                    self.err(b, Some(user), format!("uses {u}, which has no such result"));
+                    self.err(b, Some(user), || format!("uses {u}, which has no such result"));
                 }
                 // The argument's marks, read and set at once; the findings follow.
                 let marks = &mut self.marks[u.node.index()];
@@ -543,18 +548,18 @@ impl<'f> Validator<'f> {
                 let seen_before = arg.contained && std::mem::replace(&mut marks.seen_anywhere, true);
                 let defined_here = marks.defined_in == mark;
                 if let Some(prev) = prev {
-                    self.err(b, Some(user), format!("uses {u}, already used by {prev} (temps must be singly used)"));
+                    self.err(b, Some(user), || format!("uses {u}, already used by {prev} (temps must be singly used)"));
                 }
                 if arg.contained {
                     if seen_before {
-                        self.err(b, Some(user), format!("contains {}, which is also elsewhere", u.node));
+                        self.err(b, Some(user), || format!("contains {}, which is also elsewhere", u.node));
                     }
                     self.stack.push(u.node);
                 } else if !defined_here {
                     if nodes.contains(&u.node) {
-                        self.err(b, Some(user), format!("uses {u} before its def"));
+                        self.err(b, Some(user), || format!("uses {u} before its def"));
                     } else {
-                        self.err(b, Some(user), format!("uses {u}, whose def is not in this block's linear order"));
+                        self.err(b, Some(user), || format!("uses {u}, whose def is not in this block's linear order"));
                     }
                 }
             }
