@@ -641,9 +641,10 @@ thread_local! {
 /// rarely deeper, and the recursion stays a few KiB of the thread's stack.
 const RECURSIVE_DEPTH: usize = 64;
 
-/// The most entries a kept [`Function::visit_postorder_iterative`] stack may have room for (8 bytes
-/// each: 128 KiB), far above a generated tree's depth: what a thread keeps stays bounded,
-/// so a long campaign's resident set does not ratchet up with the deepest tree it met.
+/// The most entries a kept [`Function::visit_postorder_iterative`] stack may have room
+/// for (8 bytes each: 128 KiB), far above a generated tree's depth: what a thread keeps
+/// stays bounded, so a long campaign's resident set does not ratchet up with the deepest
+/// tree it met.
 const SPARE_POSTORDER: usize = 1 << 14;
 
 impl Function {
