@@ -432,6 +432,35 @@ impl DoubleEndedIterator for OperandsIter<'_> {
 impl ExactSizeIterator for OperandsIter<'_> {}
 
 impl ExprData {
+    /// Calls `g` on each operand in evaluation order: what [`ExprData::operands`] lists,
+    /// without building the list (a walk's visitor that only looks at each operand once,
+    /// under every node of the function, pays for the list it does not keep).
+    #[inline(always)]
+    pub fn for_each_operand(&self, mut g: impl FnMut(Expr)) {
+        match self {
+            ExprData::Const { .. } | ExprData::Local(_) | ExprData::CfRead(_) => {}
+            ExprData::Unary { arg, .. }
+            | ExprData::Convert { arg, .. }
+            | ExprData::Load { addr: arg, .. }
+            | ExprData::CfWrite { value: arg, .. }
+            | ExprData::Assign { value: arg, .. }
+            | ExprData::TrapIf { cond: arg, .. } => g(*arg),
+            ExprData::Binary { lhs, rhs, .. }
+            | ExprData::Cmp { lhs, rhs, .. }
+            | ExprData::Store { addr: lhs, value: rhs, .. }
+            | ExprData::Comma { first: lhs, second: rhs } => {
+                g(*lhs);
+                g(*rhs);
+            }
+            ExprData::Select { cond, if_true, if_false } => {
+                g(*cond);
+                g(*if_true);
+                g(*if_false);
+            }
+            ExprData::Call { args, .. } => args.iter().for_each(|&a| g(a)),
+        }
+    }
+
     /// The operands in evaluation order, without allocating: up to three inline, a
     /// call's arguments borrowed.
     #[inline]
@@ -756,33 +785,7 @@ impl Function {
         if depth == RECURSIVE_DEPTH {
             return self.visit_postorder_iterative(e, f);
         }
-        let below = depth + 1;
-        match &self.exprs[e] {
-            ExprData::Const { .. } | ExprData::Local(_) | ExprData::CfRead(_) => {}
-            ExprData::Unary { arg, .. }
-            | ExprData::Convert { arg, .. }
-            | ExprData::Load { addr: arg, .. }
-            | ExprData::CfWrite { value: arg, .. }
-            | ExprData::Assign { value: arg, .. }
-            | ExprData::TrapIf { cond: arg, .. } => operand(self, *arg, f, below),
-            ExprData::Binary { lhs, rhs, .. }
-            | ExprData::Cmp { lhs, rhs, .. }
-            | ExprData::Store { addr: lhs, value: rhs, .. }
-            | ExprData::Comma { first: lhs, second: rhs } => {
-                operand(self, *lhs, f, below);
-                operand(self, *rhs, f, below);
-            }
-            ExprData::Select { cond, if_true, if_false } => {
-                operand(self, *cond, f, below);
-                operand(self, *if_true, f, below);
-                operand(self, *if_false, f, below);
-            }
-            ExprData::Call { args, .. } => {
-                for &a in args {
-                    operand(self, a, f, below);
-                }
-            }
-        }
+        self.exprs[e].for_each_operand(|c| operand(self, c, f, depth + 1));
         f(e);
     }
 

@@ -193,7 +193,7 @@ impl TreeMover {
     /// changes it again before [`TreeMover::resolve`]): `n` is the parent of its operands.
     #[inline]
     pub fn node_done(&mut self, f: &Function, n: Expr) {
-        super::util::for_each_operand(&f.exprs[n], |c| self.parent[c] = Some(n));
+        f.exprs[n].for_each_operand(|c| self.parent[c] = Some(n));
     }
 
     /// A use of `l` at the node `node` (already rewritten by copy propagation).

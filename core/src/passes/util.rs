@@ -94,35 +94,6 @@ impl LocalSet {
     }
 }
 
-/// Calls `g` on each operand of `d` in evaluation order: what `ExprData::operands` lists,
-/// without building the list (a walk's visitor that only looks at each operand once,
-/// under every node of the function, pays for the list it does not keep).
-#[inline(always)]
-pub fn for_each_operand(d: &ExprData, mut g: impl FnMut(Expr)) {
-    match d {
-        ExprData::Const { .. } | ExprData::Local(_) | ExprData::CfRead(_) => {}
-        ExprData::Unary { arg, .. }
-        | ExprData::Convert { arg, .. }
-        | ExprData::Load { addr: arg, .. }
-        | ExprData::CfWrite { value: arg, .. }
-        | ExprData::Assign { value: arg, .. }
-        | ExprData::TrapIf { cond: arg, .. } => g(*arg),
-        ExprData::Binary { lhs, rhs, .. }
-        | ExprData::Cmp { lhs, rhs, .. }
-        | ExprData::Store { addr: lhs, value: rhs, .. }
-        | ExprData::Comma { first: lhs, second: rhs } => {
-            g(*lhs);
-            g(*rhs);
-        }
-        ExprData::Select { cond, if_true, if_false } => {
-            g(*cond);
-            g(*if_true);
-            g(*if_false);
-        }
-        ExprData::Call { args, .. } => args.iter().for_each(|&a| g(a)),
-    }
-}
-
 /// The nodes of the tree at `e` in evaluation (post-) order.
 pub fn postorder(f: &Function, e: Expr) -> Vec<Expr> {
     let mut out = vec![];

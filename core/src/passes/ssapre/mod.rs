@@ -63,7 +63,6 @@
 mod frg;
 mod split;
 
-use super::util::for_each_operand;
 use super::{Analyses, Stats};
 use crate::helpers::HelperKind;
 use crate::ir::{BinOp, Block, CmpOp, ConvOp, Expr, ExprData, Function, Local, Type, UnOp};
@@ -591,7 +590,7 @@ impl Initialization {
                     }
                     _ => {}
                 }
-                for_each_operand(d, |c| init.parent[c] = Some(Parent::Node(n)));
+                d.for_each_operand(|c| init.parent[c] = Some(Parent::Node(n)));
                 if is_kill(d) {
                     init.kills[b].push((pos, n));
                 }
