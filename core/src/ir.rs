@@ -759,6 +759,13 @@ impl Function {
         }
     }
 
+    /// Whether node `e` is in the tree rooted at `root` (`root` itself included).
+    pub fn tree_holds(&self, root: Expr, e: Expr) -> bool {
+        let mut found = false;
+        self.visit_postorder(root, &mut |n| found |= n == e);
+        found
+    }
+
     /// Visits the nodes of the tree rooted at `e` in evaluation (post-) order: the walk
     /// under every pass and the verifier's checks. The top [`RECURSIVE_DEPTH`] levels of
     /// the tree are walked by recursion, whose returns the processor predicts (the explicit

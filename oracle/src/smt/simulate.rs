@@ -1643,7 +1643,7 @@ fn pending_scope(src: &Function, tgt: &Function, side: Side, e: Expr, exact: boo
         Side::Src => (src, src),
         Side::Tgt => (tgt, src),
     };
-    let Some(home) = home.or_else(|| f.layout.iter().copied().find(|&b| f.blocks[b].stmts.iter().any(|&s| holds_node(f, s, e)))) else {
+    let Some(home) = home.or_else(|| f.layout.iter().copied().find(|&b| f.blocks[b].stmts.iter().any(|&s| f.tree_holds(s, e)))) else {
         return vec![true; src.blocks.len().max(tgt.blocks.len())];
     };
     if side == Side::Src && exact {
@@ -1673,13 +1673,6 @@ fn block_stores(f: &Function, b: Block) -> Vec<(Expr, bool)> {
         });
     }
     out
-}
-
-/// Whether node `e` is in the tree at `s`.
-fn holds_node(f: &Function, s: Expr, e: Expr) -> bool {
-    let mut found = false;
-    f.visit_postorder(s, &mut |n| found |= n == e);
-    found
 }
 
 /// The target's sunk stores among `pending` ([`pending_stores`]) whose value reads a phi's local,

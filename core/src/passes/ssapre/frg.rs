@@ -1561,11 +1561,7 @@ fn root_of(f: &Function, init: &Initialization, n: Expr) -> (Block, Expr) {
         }
     };
     let mut roots = f.blocks[b].stmts.iter().copied().chain(f.blocks[b].term.expr());
-    let holds = |r: Expr| {
-        let mut found = false;
-        f.visit_postorder(r, &mut |m| found |= m == n);
-        found
-    };
+    let holds = |r: Expr| f.tree_holds(r, n);
     if roots.clone().any(|r| r == m) && holds(m) {
         return (b, m);
     }
