@@ -1124,18 +1124,25 @@ thread_local! {
     static SHADOWABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Whether, since the last call, a walk of the plain canonical form down a heap's stores
+/// Starts watching the plain canonical form's walks afresh ([`stopped_at_may_alias`],
+/// [`shadows_past_may_alias`]).
+pub(super) fn watch_walks() {
+    STOPPED.with(|s| s.set(false));
+    SHADOWABLE.with(|s| s.set(false));
+}
+
+/// Whether, since [`watch_walks`], a walk of the plain canonical form down a heap's stores
 /// stopped at a store that may be at its byte's index: where it did not, the form of
 /// [`past_may_alias`] builds the same terms.
 pub(super) fn stopped_at_may_alias() -> bool {
-    STOPPED.with(|s| s.replace(false))
+    STOPPED.with(std::cell::Cell::get)
 }
 
-/// Whether, since the last call, a store's walk of the plain canonical form stopped at a
+/// Whether, since [`watch_walks`], a store's walk of the plain canonical form stopped at a
 /// store that may be at its byte's index, with a store at that very index below it: one
 /// the form of [`past_may_alias`] takes out.
 pub(super) fn shadows_past_may_alias() -> bool {
-    SHADOWABLE.with(|s| s.replace(false))
+    SHADOWABLE.with(std::cell::Cell::get)
 }
 
 /// Whether one of `heap`'s top stores (at most [`STORE_WALK`]) is at `index` by its term.

@@ -2344,8 +2344,7 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
     let (sunk, homes) = sunk_before_phis(&pending, &mut tgt);
     pending.extend(sunk);
     let (src, tgt) = (&src, &tgt);
-    encode::stopped_at_may_alias();
-    encode::shadows_past_may_alias();
+    encode::watch_walks();
     let with_pending: Vec<(Slot, Slot)> = aligned.iter().chain(&pending).copied().collect();
     let mut tried: Vec<(Vec<Slot>, Vec<Vec<usize>>)> = vec![];
     let mut tries = vec![(&[][..], Scope::PerBlock), (&aligned[..], Scope::PerBlock), (&aligned[..], Scope::Whole), (&with_pending[..], Scope::PerBlock), (&with_pending[..], Scope::Whole)];
