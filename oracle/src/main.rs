@@ -58,7 +58,7 @@ enum Command {
     Reduce(cli::reduce::Args),
     /// Measures throughput: bare Unicorn runs, the runner with a reused and a fresh
     /// instance on a fixed program, and the pipeline on a fixed range of generated seeds
-    /// (compile only, emulate only, end to end, full check). Build with `--release`.
+    /// (compile only, emulate only, emulate both x86 stages, end to end, full check). Build with `--release`.
     Bench(cli::bench::Args),
     /// Translation validation with Z3: for every function of the given files (or of
     /// generated cases with --generated) and every pass of the pipeline, asks Z3 for an
