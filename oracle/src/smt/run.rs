@@ -316,6 +316,10 @@ impl fmt::Display for Tally {
             }
             writeln!(f, "  histogram {}", parts.join(" "))?;
             let c = &p.changed_latency;
+            if p.changed == 0 {
+                writeln!(f, "  changed pairs: none")?;
+                continue;
+            }
             writeln!(
                 f,
                 "  changed pairs: {}, {} unknown ({:.1}%); p50 {}, p90 {}, p99 {}, max {}",
@@ -373,6 +377,9 @@ mod tests {
         // time-limit unknown left the function as it was), ssa's two.
         assert!(text.contains("memopt: 3 queries") && text.contains("  changed pairs: 2, 1 unknown (50.0%); p50 60."), "{text}");
         assert!(text.contains("  changed pairs: 4, 1 unknown (25.0%); p50 3.0 ms, p90 400.0 ms, p99 400.0 ms, max 400.0 ms"), "{text}");
+        let mut unchanged = Tally::default();
+        unchanged.add(&answers[5]);
+        assert!(unchanged.to_string().contains("\n  changed pairs: none\n"), "{unchanged}");
         assert_eq!(counted.status(), 3);
         assert_eq!(counted.count("unknown"), 2);
     }
