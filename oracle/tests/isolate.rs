@@ -44,7 +44,7 @@ fn the_child_answers_as_the_validator_in_process() {
 fn the_child_self_checks_as_the_self_check_in_process() {
     isolate::use_child_program(env!("CARGO_BIN_EXE_tandem").into(), isolate::LIMITS);
     for seed in [1, 2] {
-        let here = smt::selfcheck::self_check(seed, 1, Profile::Small, 2);
+        let here = smt::selfcheck::self_check(seed..=seed, Profile::Small, 2);
         let there = isolate::self_check_bounded(seed, Profile::Small, 2, &|| false);
         assert_eq!(format!("{there:?}"), format!("{here:?}"), "seed {seed}");
         assert!(here.compared > 0, "seed {seed}: {here:?}");

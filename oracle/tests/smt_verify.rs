@@ -79,3 +79,19 @@ fn the_self_check_command_compares_runs() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("runs agreed with the interpreter, 0 differed"), "{out}");
 }
+
+/// Generated seeds are named as `tandem fuzz` names them: an empty range or one past the
+/// last seed is bad input (a run that validates nothing is no verdict), and the last seed
+/// alone is a range of one. Before, `--count 0` answered with zero queries and exit 0, and
+/// `--seed 18446744073709551615 --count 1` validated nothing at all.
+#[test]
+fn a_seed_range_that_names_no_seed_is_refused() {
+    for args in [&["--generated", "--count", "0"][..], &["--self-check", "--count", "0"], &["--generated", "--seed", "18446744073709551615", "--count", "2"]] {
+        let (code, out, err) = tandem(args, None);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains("empty") || err.contains("runs past the last seed"), "{args:?}: {err}");
+    }
+    let (code, out, err) = tandem(&["--generated", "--profile", "small", "--seed", "18446744073709551615", "--count", "1", "-v", "--pass", "cprop"], None);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("seed 18446744073709551615 %") && out.contains("cprop: 1 queries"), "{out}");
+}

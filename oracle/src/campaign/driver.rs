@@ -174,20 +174,27 @@ pub struct ValidatorAnswer {
 /// The default [`Campaign::journal_limit`]: 16 MiB (about 40,000 seeds).
 pub const JOURNAL_LIMIT: u64 = 16 << 20;
 
+/// The seeds `--seed start --count n` name (`tandem fuzz`, `tandem verify --generated`),
+/// or why there are none: an empty range, or one past the last seed (the last seed alone
+/// is a range of one).
+pub fn seed_range(start: u64, n: u64) -> Result<std::ops::RangeInclusive<u64>, String> {
+    if n == 0 {
+        return Err("--count 0: the seed range is empty".into());
+    }
+    match start.checked_add(n - 1) {
+        Some(last) => Ok(start..=last),
+        None => Err(format!(
+            "--seed {start} --count {n}: the seed range runs past the last seed {} (at most {} seeds from there)",
+            u64::MAX,
+            u64::MAX - start + 1
+        )),
+    }
+}
+
 /// Why a campaign's configuration is refused.
 pub fn validate(c: &Campaign) -> Result<(), String> {
     if let Some(n) = c.count {
-        if n == 0 {
-            return Err("--count 0: the seed range is empty".into());
-        }
-        if c.start.checked_add(n - 1).is_none() {
-            return Err(format!(
-                "--seed {} --count {n}: the seed range runs past the last seed {} (at most {} seeds from there)",
-                c.start,
-                u64::MAX,
-                u64::MAX - c.start + 1
-            ));
-        }
+        seed_range(c.start, n)?;
         if c.shard.index >= n {
             return Err(format!("shard {} of {n} seed(s) is empty", c.shard));
         }

@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tandem_oracle::campaign::seed_range;
 use tandem_oracle::campaign::replay;
 use tandem_core::passes::{check_pipeline, Form, Pipeline};
 use tandem_oracle::gen;
@@ -74,15 +75,22 @@ pub const VERIFY_RLIMIT: u32 = 60_000_000;
 pub fn main(a: Args) -> ExitCode {
     let Args { paths, pass, pipeline, bound, rlimit, generated, self_check, seed, count, profile, out, verbose, json, junit, why } = a;
     let opts = tandem_oracle::smt::Options { bound, rlimit, ..Default::default() };
-    if self_check {
-        return verify_self_check(seed, count, profile, bound);
+    // The seeds, refused as `tandem fuzz` refuses them: an empty range validates nothing,
+    // which is no verdict.
+    let seeds = match (self_check || generated).then(|| seed_range(seed, count)) {
+        Some(Ok(r)) => Some(r),
+        Some(Err(msg)) => return fail(msg),
+        None => None,
+    };
+    if let Some(seeds) = seeds.clone().filter(|_| self_check) {
+        return verify_self_check(seeds, profile, bound);
     }
-    let w = VerifyWhat { paths: &paths, generated, seed, count, profile };
+    let w = VerifyWhat { paths: &paths, seeds, profile };
     let pipeline = match plan_pipeline(pipeline.as_deref(), pass.as_deref()) {
         Ok(p) => p,
         Err(msg) => return fail(msg),
     };
-    if !w.generated && w.paths.is_empty() {
+    if w.seeds.is_none() && w.paths.is_empty() {
         return fail("give case files or folders, or --generated".into());
     }
     let plan = tandem_oracle::smt::run::Plan { pipeline: &pipeline, only: pass.as_deref(), opts: &opts, out: &out };
@@ -116,9 +124,8 @@ fn fail(msg: String) -> ExitCode {
 
 struct VerifyWhat<'a> {
     paths: &'a [PathBuf],
-    generated: bool,
-    seed: u64,
-    count: u64,
+    /// The generated seeds (`--generated`), else none: the case files of `paths`.
+    seeds: Option<std::ops::RangeInclusive<u64>>,
     profile: gen::Profile,
 }
 
@@ -174,9 +181,9 @@ fn verify(what: &VerifyWhat, plan: &Plan, show_what: Show, keep: bool) -> Result
     // Generated seeds are made one at a time (ten thousand modules at once would hold
     // hundreds of megabytes); files are all loaded first, so bad input stops the run
     // before anything is validated.
-    let files = if what.generated { vec![] } else { load_files(what.paths)? };
+    let files = if what.seeds.is_some() { vec![] } else { load_files(what.paths)? };
     let cfg = what.profile.config();
-    let seeds = if what.generated { what.seed..what.seed.saturating_add(what.count) } else { 0..0 };
+    let seeds = what.seeds.clone().into_iter().flatten();
     let generated = seeds.map(|s| (gen::generate(s, &cfg).case.module, format!("seed {s}"), format!("{}-seed-{s}", what.profile.name())));
     for (module, origin, stem) in files.into_iter().chain(generated) {
         for f in &module.functions {
@@ -185,7 +192,7 @@ fn verify(what: &VerifyWhat, plan: &Plan, show_what: Show, keep: bool) -> Result
             let plan = Plan { pipeline: &p, ..*plan };
             // Finding files: `FILE-FUNCTION-smt-PASS.tir`, or `PROFILE-seed-N-smt-PASS.tir`
             // as a campaign names them.
-            let stem = if what.generated { stem.clone() } else { format!("{stem}-{}", f.name) };
+            let stem = if what.seeds.is_some() { stem.clone() } else { format!("{stem}-{}", f.name) };
             let added = tally.add_function(f, &origin, &stem, &plan).map_err(|e| fail(format!("{origin}: {e}")))?;
             show(&added);
             let short: Vec<String> = added.iter().filter(|e| why && e.changed && e.answer.kind() != "proved").map(|e| e.pass.clone()).collect();
@@ -215,16 +222,16 @@ fn load_files(paths: &[PathBuf]) -> Result<Vec<(tandem_core::ir::Module, String,
     Ok(out)
 }
 
-fn verify_self_check(seed: u64, count: u64, profile: gen::Profile, bound: u32) -> ExitCode {
-    let s = tandem_oracle::smt::selfcheck::self_check(seed, count, profile, bound);
+fn verify_self_check(seeds: std::ops::RangeInclusive<u64>, profile: gen::Profile, bound: u32) -> ExitCode {
+    let (first, last) = (*seeds.start(), *seeds.end());
+    let s = tandem_oracle::smt::selfcheck::self_check(seeds, profile, bound);
     let mut out = std::io::stdout().lock();
     for (sd, form, run, why) in &s.differences {
         let _ = writeln!(out, "seed {sd} ({form}), run {run}: {why}");
     }
     let _ = writeln!(
         out,
-        "self-check, seeds {seed}..{} ({}), bound {bound}: {} runs agreed with the interpreter, {} differed, {} beyond the bound, {} out of fuel (not compared)",
-        seed + count,
+        "self-check, seeds {first}..={last} ({}), bound {bound}: {} runs agreed with the interpreter, {} differed, {} beyond the bound, {} out of fuel (not compared)",
         profile.name(),
         s.compared,
         s.differences.len(),

@@ -250,7 +250,7 @@ fn pass_pairs(f: &Function, pipeline: &Pipeline) -> Result<Vec<(String, Function
 /// nothing: the summary is empty (no difference found, and nothing counted as compared).
 pub fn self_check_bounded(seed: u64, profile: crate::gen::Profile, bound: u32, stop: &dyn Fn() -> bool) -> super::selfcheck::Summary {
     let Some((program, limits)) = validating_child() else {
-        return super::selfcheck::self_check(seed, 1, profile, bound);
+        return super::selfcheck::self_check(seed..=seed, profile, bound);
     };
     let request = json!({ "self_check": { "seed": seed, "profile": profile.name(), "bound": bound } }).to_string();
     let mut summary = None;
@@ -325,7 +325,7 @@ pub fn serve(request: &str, out: &mut impl Write) -> Result<(), String> {
             let seed = c["seed"].as_u64().ok_or("the self-check lacks `seed`")?;
             let profile = c["profile"].as_str().and_then(crate::gen::Profile::from_name).ok_or("the self-check lacks `profile`")?;
             let bound = c["bound"].as_u64().ok_or("the self-check lacks `bound`")? as u32;
-            let s = super::selfcheck::self_check(seed, 1, profile, bound);
+            let s = super::selfcheck::self_check(seed..=seed, profile, bound);
             return writeln!(out, "{}", summary_json(&s)).and_then(|_| out.flush()).map_err(|e| format!("cannot write the summary: {e}"));
         }
     }

@@ -176,9 +176,9 @@ pub struct Summary {
 /// function as generated and after each pass of the check pipeline. Each case is checked
 /// in a Z3 context of its own (issue 23: in the thread's implicit context, every term a
 /// campaign's self-checks built stayed alive for the life of the worker).
-pub fn self_check(seed: u64, count: u64, profile: Profile, bound: u32) -> Summary {
+pub fn self_check(seeds: std::ops::RangeInclusive<u64>, profile: Profile, bound: u32) -> Summary {
     let mut s = Summary::default();
-    for sd in seed..seed.saturating_add(count) {
+    for sd in seeds {
         let one = super::in_fresh_context(|| self_check_seed(sd, profile, bound));
         s.compared += one.compared;
         s.beyond_bound += one.beyond_bound;
