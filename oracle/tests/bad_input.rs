@@ -87,6 +87,15 @@ fn inputs_that_test_nothing_exit_2() {
         let out = tandem(&["gen".as_ref(), "--seed".as_ref(), seed.as_ref(), "--count".as_ref(), count.as_ref()]);
         assert_eq!(out.status.code(), Some(2), "gen --seed {seed} --count {count}");
     }
+    // The last seed alone is a range of one: printed, and counted by `--stats` (both
+    // iterated to a saturating end before, and printed or counted nothing).
+    let last = "18446744073709551615";
+    let out = tandem(&["gen".as_ref(), "--seed".as_ref(), last.as_ref(), "--count".as_ref(), "1".as_ref(), "--profile".as_ref(), "small".as_ref()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("; tandem gen --seed {last} --profile small")), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = tandem(&["gen".as_ref(), "--seed".as_ref(), last.as_ref(), "--count".as_ref(), "1".as_ref(), "--profile".as_ref(), "small".as_ref(), "--stats".as_ref()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("cases: 1 "), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
 /// `tandem gen --out DIR` writes one case file per seed, each of which replays; and the

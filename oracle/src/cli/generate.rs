@@ -32,17 +32,19 @@ pub fn main(a: Args) -> ExitCode {
 }
 
 fn generate(seed: u64, p: gen::Profile, count: u64, stats: bool, dir: Option<PathBuf>) -> ExitCode {
-    if count == 0 || seed.checked_add(count - 1).is_none() {
-        let why = if count == 0 { "is empty" } else { "runs past the largest seed" };
-        eprintln!("error: the seed range --seed {seed} --count {count} {why}: there is nothing to generate");
-        return ExitCode::from(2);
-    }
+    let seeds = match tandem_oracle::campaign::seed_range(seed, count) {
+        Ok(seeds) => seeds,
+        Err(why) => {
+            eprintln!("error: {why}: there is nothing to generate");
+            return ExitCode::from(2);
+        }
+    };
     if let Some(dir) = dir {
         if let Err(e) = std::fs::create_dir_all(&dir) {
             eprintln!("error: cannot create {}: {e}", dir.display());
             return ExitCode::from(2);
         }
-        for s in seed..=seed + (count - 1) {
+        for s in seeds {
             let path = dir.join(format!("{}-seed-{s}.tir", p.name()));
             if let Err(e) = std::fs::write(&path, gen::render(s, p)) {
                 eprintln!("error: cannot write {}: {e}", path.display());
@@ -55,11 +57,11 @@ fn generate(seed: u64, p: gen::Profile, count: u64, stats: bool, dir: Option<Pat
     // Output goes through a locked handle and a closed pipe (`| head`) ends quietly.
     let mut out = std::io::stdout().lock();
     if stats {
-        let s = gen::stats(seed, count, &p.config());
+        let s = gen::stats(seeds, &p.config());
         let _ = write!(out, "{s}");
         return if s.broken.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) };
     }
-    for (i, s) in (seed..seed.saturating_add(count)).enumerate() {
+    for (i, s) in seeds.enumerate() {
         let sep = if i > 0 { "\n" } else { "" };
         if write!(out, "{sep}{}", gen::render(s, p)).is_err() {
             break;

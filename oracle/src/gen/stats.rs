@@ -78,10 +78,10 @@ impl Stats {
     }
 }
 
-/// Generates and checks `count` cases from seed `first` on, and counts.
-pub fn stats(first: u64, count: u64, cfg: &Config) -> Stats {
+/// Generates and checks the cases of `seeds`, and counts.
+pub fn stats(seeds: std::ops::RangeInclusive<u64>, cfg: &Config) -> Stats {
     let mut s = Stats::default();
-    for seed in first..first + count {
+    for seed in seeds {
         let g = generate(seed, cfg);
         s.cases += 1;
         s.max_fuel_bound = s.max_fuel_bound.max(g.fuel_bound);

@@ -155,7 +155,7 @@ fn swarm_turns_features_and_policies_off() {
 
 #[test]
 fn a_few_hundred_seeds_use_every_operator_and_helper() {
-    let s = stats(0, 300, &Config::default());
+    let s = stats(0..=299, &Config::default());
     assert!(s.broken.is_empty(), "{:?}", s.broken.first());
     let has = |k: &str| s.uses.get(k).copied().unwrap_or(0) > 0;
     for op in BinOp::ALL {
@@ -210,7 +210,7 @@ fn a_few_hundred_seeds_use_every_operator_and_helper() {
 fn every_compare_appears_in_every_context_at_both_widths() {
     // 500 seeds: the memopt and ssapre policies share the program budget with the edge
     // constants (300 seeds covered 742 of the 832 constant-and-variable pairs).
-    let s = stats(0, 500, &Config::default());
+    let s = stats(0..=499, &Config::default());
     for ctx in ["trapif", "branch", "select condition", "assigned value", "call argument", "operand"] {
         for op in CmpOp::ALL {
             for ty in ["i32", "i64"] {
