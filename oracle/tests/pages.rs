@@ -166,6 +166,15 @@ fn each_kind_of_finding_has_a_page_that_shows_it() {
     assert_has(&html, "Does not reproduce", "fixed");
     assert_has(&html, "stage `IR passes` disagrees with the reference interpreter (pass dce: wrong outcome)", "fixed");
 
+    // A file without a run tests nothing: bad input at its first line, not a page that
+    // says it does not reproduce (as `tandem run` refuses it).
+    let module_only = dir.join("module-only.tir");
+    std::fs::write(&module_only, "function %f() -> i32 {\nb0:\n    ret 1\n}\n").unwrap();
+    match explain::explain(&module_only, &mut emu) {
+        Err(explain::ExplainError::BadInput(b)) => assert!(b.to_string().contains("module-only.tir:1:1: no `; run:` line"), "{b}"),
+        other => panic!("a file without a run: {:?}", other.map(|_| "a page")),
+    }
+
     // An encoder disagreement, from the validator's answer on real outcomes: the model
     // says the pass changes %f(7), the interpreter finds 8 on both sides.
     let case = CaseFile::parse(CASE).unwrap();

@@ -241,6 +241,21 @@ fn load_text(path: &Path) -> Result<(CaseFile, String), BadInput> {
     Ok((case, src))
 }
 
+/// Bad input unless the case file at `path` has a run: a green replay of a file that runs
+/// nothing would be a gate that tested nothing, and a page explaining it would show
+/// nothing (`tandem run`, `tandem explain`).
+pub fn tests_something(path: &Path, case: &CaseFile) -> Result<(), BadInput> {
+    if case.runs.is_empty() {
+        return Err(BadInput {
+            path: path.to_path_buf(),
+            line: 1,
+            col: 1,
+            message: "no `; run:` line: the file tests nothing (`tandem compile` takes a module alone)".into(),
+        });
+    }
+    Ok(())
+}
+
 /// Replays one file in `emu` with the default validation; with `bless`, rewrites the
 /// expectations of runs whose reference outcome differs from them (stage disagreements
 /// are never blessed away).
@@ -252,15 +267,7 @@ pub fn replay_file(path: &Path, bless: bool, emu: &mut dyn crate::exec::x86::X86
 pub fn replay_file_with(path: &Path, options: &ReplayOptions, emu: &mut dyn crate::exec::x86::X86Runner) -> Result<FileReport, BadInput> {
     let bless = options.bless;
     let (mut case, src) = load_text(path)?;
-    if case.runs.is_empty() {
-        // A green replay of a file that runs nothing would be a gate that tested nothing.
-        return Err(BadInput {
-            path: path.to_path_buf(),
-            line: 1,
-            col: 1,
-            message: "no `; run:` line: the file tests nothing (`tandem compile` takes a module alone)".into(),
-        });
-    }
+    tests_something(path, &case)?;
     // Each function's runs are checked together, so its passes and compilation run once.
     let checked = check_case(&case, emu).map_err(|e| BadInput {
         path: path.to_path_buf(),

@@ -27,7 +27,7 @@ pub fn main(a: Args) -> ExitCode {
     let evidence = match explain::gather(&a.finding, &mut emu) {
         Ok(e) => e,
         Err(ExplainError::BadInput(b)) => {
-            eprintln!("{b}");
+            eprintln!("error: {b}");
             return ExitCode::from(2);
         }
         Err(e) => {

@@ -139,6 +139,7 @@ pub fn gather(path: &Path, emu: &mut Emulator) -> Result<Evidence, ExplainError>
         Some(Ok(c)) => (reduced, c),
         _ => (path.to_path_buf(), replay::load(path).map_err(ExplainError::BadInput)?),
     };
+    replay::tests_something(&shown, &case).map_err(ExplainError::BadInput)?;
     let text = std::fs::read_to_string(&shown).unwrap_or_default();
     let located = locate(&case, emu)?;
     let mentions_validator = claim.iter().any(|l| l.contains("validator") || l.contains("z3 pass"));
