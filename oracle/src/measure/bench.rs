@@ -390,11 +390,19 @@ pub fn generated_bench(start: u64, count: u64, emu: &mut Emulator) -> Result<Vec
         tandem_core::backend::compile_validated(g).map_err(|e| bad(*seed, e.to_string()))?;
     }
     out.push(programs("generated programs: compile with LIR validator and allocation checker", t.elapsed()));
-    let emulate_all = |emu: &mut Emulator| -> Result<(), BenchError> {
-        for ((seed, _, g, _, valid), code) in cases.iter().zip(&codes) {
+    // Every valid run of every case's code, without the IR passes (`optimized` false: what
+    // "emulate only" measures) or with them (the full check's second x86 stage; a case
+    // whose pipeline failed has none).
+    let emulate = |emu: &mut Emulator, optimized: bool| -> Result<(), BenchError> {
+        for (((seed, _, g, _, valid), code), after) in cases.iter().zip(&codes).zip(&optimized_codes) {
+            let (code, f) = match (optimized, after) {
+                (false, _) => (code, g),
+                (true, Some((code, h))) => (code, h),
+                (true, None) => continue,
+            };
             for (input, used) in valid {
                 let budget = crate::exec::emu::budget_for(*used, &code.shape);
-                emu.run_with_budget(code, g, input, budget).map_err(BenchError::Emulator)?.map_err(|f| bad(*seed, f.to_string()))?;
+                emu.run_with_budget(code, f, input, budget).map_err(BenchError::Emulator)?.map_err(|f| bad(*seed, f.to_string()))?;
             }
         }
         Ok(())
@@ -402,26 +410,16 @@ pub fn generated_bench(start: u64, count: u64, emu: &mut Emulator) -> Result<Vec
     // Once untimed: the first loop over an emulator pays for its warm-up (the pages of
     // Unicorn's translation buffer are touched for the first time), which the later,
     // longer measurements do not, and which made this line slower than "end to end".
-    emulate_all(emu)?;
+    emulate(emu, false)?;
     let t = Clock::start();
-    emulate_all(emu)?;
+    emulate(emu, false)?;
     out.push(programs("generated programs: emulate only (every valid run)", t.elapsed()));
     // What the full check emulates: the same runs, of the code without and with the IR
     // passes, so that the part of the full check's ratio that is its two x86 stages shows.
-    let emulate_optimized = |emu: &mut Emulator| -> Result<(), BenchError> {
-        for ((seed, _, _, _, valid), optimized) in cases.iter().zip(&optimized_codes) {
-            let Some((code, h)) = optimized else { continue };
-            for (input, used) in valid {
-                let budget = crate::exec::emu::budget_for(*used, &code.shape);
-                emu.run_with_budget(code, h, input, budget).map_err(BenchError::Emulator)?.map_err(|f| bad(*seed, f.to_string()))?;
-            }
-        }
-        Ok(())
-    };
-    emulate_optimized(emu)?;
+    emulate(emu, true)?;
     let t = Clock::start();
-    emulate_all(emu)?;
-    emulate_optimized(emu)?;
+    emulate(emu, false)?;
+    emulate(emu, true)?;
     out.push(programs(BOTH_STAGES, t.elapsed()));
     let t = Clock::start();
     for seed in start..start + count {
