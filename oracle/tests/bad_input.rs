@@ -87,6 +87,14 @@ fn inputs_that_test_nothing_exit_2() {
         let out = tandem(&["gen".as_ref(), "--seed".as_ref(), seed.as_ref(), "--count".as_ref(), count.as_ref()]);
         assert_eq!(out.status.code(), Some(2), "gen --seed {seed} --count {count}");
     }
+    // A measurement of nothing is no figure: `tandem bench` printed `inf us each` and
+    // exit 0 for these.
+    for args in [&["--seeds", "0"][..], &["--runs", "0"], &["--profile-stages", "--seeds", "0"], &["--seed", "18446744073709551615", "--seeds", "2"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_tandem")).arg("bench").args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "bench {args:?}: {err}");
+        assert!(err.contains("nothing") || err.contains("runs past"), "bench {args:?}: {err}");
+    }
     // The last seed alone is a range of one: printed, and counted by `--stats` (both
     // iterated to a saturating end before, and printed or counted nothing).
     let last = "18446744073709551615";

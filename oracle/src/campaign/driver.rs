@@ -174,17 +174,18 @@ pub struct ValidatorAnswer {
 /// The default [`Campaign::journal_limit`]: 16 MiB (about 40,000 seeds).
 pub const JOURNAL_LIMIT: u64 = 16 << 20;
 
-/// The seeds `--seed start --count n` name (`tandem fuzz`, `tandem verify --generated`),
-/// or why there are none: an empty range, or one past the last seed (the last seed alone
-/// is a range of one).
-pub fn seed_range(start: u64, n: u64) -> Result<std::ops::RangeInclusive<u64>, String> {
+/// The seeds `--seed start --count n` name (`tandem fuzz`, `tandem verify --generated`,
+/// `tandem gen`; `tandem bench` calls its count `--seeds`, given as `count_flag`), or why
+/// there are none: an empty range, or one past the last seed (the last seed alone is a
+/// range of one).
+pub fn seed_range(start: u64, n: u64, count_flag: &str) -> Result<std::ops::RangeInclusive<u64>, String> {
     if n == 0 {
-        return Err("--count 0: the seed range is empty".into());
+        return Err(format!("{count_flag} 0: the seed range is empty"));
     }
     match start.checked_add(n - 1) {
         Some(last) => Ok(start..=last),
         None => Err(format!(
-            "--seed {start} --count {n}: the seed range runs past the last seed {} (at most {} seeds from there)",
+            "--seed {start} {count_flag} {n}: the seed range runs past the last seed {} (at most {} seeds from there)",
             u64::MAX,
             u64::MAX - start + 1
         )),
@@ -194,7 +195,7 @@ pub fn seed_range(start: u64, n: u64) -> Result<std::ops::RangeInclusive<u64>, S
 /// Why a campaign's configuration is refused.
 pub fn validate(c: &Campaign) -> Result<(), String> {
     if let Some(n) = c.count {
-        seed_range(c.start, n)?;
+        seed_range(c.start, n, "--count")?;
         if c.shard.index >= n {
             return Err(format!("shard {} of {n} seed(s) is empty", c.shard));
         }

@@ -28,20 +28,37 @@ pub struct Args {
 
 pub fn main(a: Args) -> ExitCode {
     let Args { runs, seed, seeds, scaling, profile_stages } = a;
-    if profile_stages {
-        return stages(seed, seeds);
+    // A measurement of nothing is no figure (it printed `inf us each` and exit 0): the
+    // seeds and runs it measures must be some. The scaling check takes neither.
+    let refuse = |why: String| {
+        eprintln!("error: {why}");
+        ExitCode::from(2)
+    };
+    if scaling {
+        return scaling_check();
     }
-    bench(runs, seed, seeds, scaling)
+    let seeds = match tandem_oracle::campaign::seed_range(seed, seeds, "--seeds") {
+        Ok(r) => r,
+        Err(why) => return refuse(format!("{why}: there is nothing to measure")),
+    };
+    if profile_stages {
+        return stages(seeds);
+    }
+    if runs == 0 {
+        return refuse("--runs 0: the fixed-program measurements would run nothing".into());
+    }
+    bench(runs, seeds)
 }
 
-fn stages(seed: u64, seeds: u64) -> ExitCode {
+fn stages(seeds: std::ops::RangeInclusive<u64>) -> ExitCode {
     let mut emu = match emulator() {
         Ok(e) => e,
         Err(code) => return code,
     };
-    match tandem_oracle::measure::bench::stage_profile(seed, seeds, &mut emu) {
+    let (first, last) = (*seeds.start(), *seeds.end());
+    match tandem_oracle::measure::bench::stage_profile(seeds, &mut emu) {
         Ok(profile) => {
-            println!("full check by stage: seeds {seed}..{} (default profile)", seed + seeds);
+            println!("full check by stage: seeds {first}..={last} (default profile)");
             println!("{profile}");
             ExitCode::SUCCESS
         }
@@ -52,29 +69,35 @@ fn stages(seed: u64, seeds: u64) -> ExitCode {
     }
 }
 
-fn bench(runs: u64, seed: u64, seeds: u64, scaling: bool) -> ExitCode {
+fn scaling_check() -> ExitCode {
     let mut emu = match emulator() {
         Ok(e) => e,
         Err(code) => return code,
     };
-    if scaling {
-        return match tandem_oracle::measure::scaling::report(&mut emu, &mut std::io::stdout()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(1)
-            }
-        };
+    match tandem_oracle::measure::scaling::report(&mut emu, &mut std::io::stdout()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
     }
+}
+
+fn bench(runs: u64, seeds: std::ops::RangeInclusive<u64>) -> ExitCode {
+    let mut emu = match emulator() {
+        Ok(e) => e,
+        Err(code) => return code,
+    };
+    let (first, last) = (*seeds.start(), *seeds.end());
     let fixed = tandem_oracle::measure::bench::emulator_bench(runs);
     let generated = fixed.and_then(|mut m| {
-        m.extend(tandem_oracle::measure::bench::generated_bench(seed, seeds, &mut emu)?);
+        m.extend(tandem_oracle::measure::bench::generated_bench(seeds, &mut emu)?);
         Ok(m)
     });
     match generated {
         Ok(measurements) => {
             let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "fixed program: {runs} runs; generated programs: seeds {seed}..{} (default profile)", seed + seeds);
+            let _ = writeln!(out, "fixed program: {runs} runs; generated programs: seeds {first}..={last} (default profile)");
             for m in &measurements {
                 let _ = writeln!(out, "{m}");
             }

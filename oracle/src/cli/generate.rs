@@ -32,7 +32,7 @@ pub fn main(a: Args) -> ExitCode {
 }
 
 fn generate(seed: u64, p: gen::Profile, count: u64, stats: bool, dir: Option<PathBuf>) -> ExitCode {
-    let seeds = match tandem_oracle::campaign::seed_range(seed, count) {
+    let seeds = match tandem_oracle::campaign::seed_range(seed, count, "--count") {
         Ok(seeds) => seeds,
         Err(why) => {
             eprintln!("error: {why}: there is nothing to generate");

@@ -77,7 +77,7 @@ pub fn main(a: Args) -> ExitCode {
     let opts = tandem_oracle::smt::Options { bound, rlimit, ..Default::default() };
     // The seeds, refused as `tandem fuzz` refuses them: an empty range validates nothing,
     // which is no verdict.
-    let seeds = match (self_check || generated).then(|| seed_range(seed, count)) {
+    let seeds = match (self_check || generated).then(|| seed_range(seed, count, "--count")) {
         Some(Ok(r)) => Some(r),
         Some(Err(msg)) => return fail(msg),
         None => None,

@@ -330,7 +330,7 @@ fn native_bench(
     Ok(out)
 }
 
-/// Measures the pipeline on the generated cases of seeds `start..start+count` (default
+/// Measures the pipeline on the generated cases of `seeds` (default
 /// profile), in programs per second: compiling with the backend alone, emulating the
 /// compiled code of every run alone, end to end (generate, compile, interpret, emulate,
 /// compare), and the full check of every stage ([`crate::judge::check::check_runs`]: every IR
@@ -343,7 +343,8 @@ fn native_bench(
 /// warmed up by one untimed pass. It was once the first loop on a fresh emulator and so
 /// paid its warm-up alone, which with few seeds reported emulation alone slower than the
 /// end-to-end check that contains it.
-pub fn generated_bench(start: u64, count: u64, emu: &mut Emulator) -> Result<Vec<Measurement>, BenchError> {
+pub fn generated_bench(seeds: std::ops::RangeInclusive<u64>, emu: &mut Emulator) -> Result<Vec<Measurement>, BenchError> {
+    let count = seeds.end() - seeds.start() + 1;
     use crate::judge::check::{backend_input, check_runs};
     use crate::gen::{self, Profile};
     let cfg = Profile::Default.config();
@@ -352,7 +353,7 @@ pub fn generated_bench(start: u64, count: u64, emu: &mut Emulator) -> Result<Vec
     // The cases and their backend inputs, outside every timing.
     let mut cases = vec![];
     let mut optimized_codes = vec![];
-    for seed in start..start + count {
+    for seed in seeds.clone() {
         let case = gen::generate(seed, &cfg).case;
         let f = case.module.functions[0].clone();
         let g = backend_input(&f).map_err(|e| bad(seed, e))?.into_function();
@@ -422,7 +423,7 @@ pub fn generated_bench(start: u64, count: u64, emu: &mut Emulator) -> Result<Vec
     emulate(emu, true)?;
     out.push(programs(BOTH_STAGES, t.elapsed()));
     let t = Clock::start();
-    for seed in start..start + count {
+    for seed in seeds.clone() {
         let case = gen::generate(seed, &cfg).case;
         let f = &case.module.functions[0];
         let g = backend_input(f).map_err(|e| bad(seed, e))?.into_function();
@@ -521,7 +522,7 @@ impl fmt::Display for StageProfile {
     }
 }
 
-/// Profiles the full check on the generated cases of seeds `start..start+count`
+/// Profiles the full check on the generated cases of `seeds`
 /// (default profile), stage by stage: generation, the reference interpreter, each IR pass
 /// (with the verifier the pass manager runs after it), the snapshot and the
 /// anticipability checker of `ssapre`, the interpreter after the passes, each backend
@@ -529,7 +530,8 @@ impl fmt::Display for StageProfile {
 /// and the emulated runs with their comparison (the first run of each compiled function,
 /// which pays for Unicorn's translation of the blocks it reaches, apart from the later
 /// runs). Every run must agree, as in [`generated_bench`].
-pub fn stage_profile(start: u64, count: u64, emu: &mut Emulator) -> Result<StageProfile, BenchError> {
+pub fn stage_profile(seeds: std::ops::RangeInclusive<u64>, emu: &mut Emulator) -> Result<StageProfile, BenchError> {
+    let count = seeds.end() - seeds.start() + 1;
     use crate::exec::interp;
     use crate::gen::{self, Profile};
     use crate::judge::{check::backend_input, passcheck};
@@ -537,7 +539,7 @@ pub fn stage_profile(start: u64, count: u64, emu: &mut Emulator) -> Result<Stage
     let cfg = Profile::Default.config();
     let bad = |seed: u64, what: String| BenchError::Disagreement(format!("seed {seed}: {what}"));
     let mut p = StageProfile { programs: count, stages: vec![] };
-    for seed in start..start + count {
+    for seed in seeds.clone() {
         let t = thread_cpu_seconds();
         let case = gen::generate(seed, &cfg).case;
         let f = &case.module.functions[0];
