@@ -70,6 +70,10 @@ fn an_empty_seed_range_is_refused() {
         assert!(err.contains("empty") || err.contains("runs past"), "{args:?}: {err}");
         assert!(!dir.join(campaign::STATE_FILE).exists());
     }
+    // No worker is no campaign either (it ran one, as if asked for one).
+    let out = tandem().args(["fuzz", "--count", "1", "--jobs", "0", "--out"]).arg(temp_dir("no-jobs")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least one worker"), "{}", String::from_utf8_lossy(&out.stderr));
     // The last seed alone is a range of one.
     let dir = temp_dir("last-seed");
     let out = tandem().args(["fuzz", "--seed", "18446744073709551615", "--count", "1", "-q", "--profile", "small", "--out"]).arg(&dir).output().unwrap();

@@ -56,14 +56,24 @@ pub struct Args {
     /// No progress output.
     #[arg(long, short)]
     pub quiet: bool,
-    /// Worker threads, each with its own emulator (default: one per core).
-    #[arg(long, short)]
+    /// Worker threads, each with its own emulator (default: one per core; at least 1).
+    #[arg(long, short, value_parser = parse_jobs)]
     pub jobs: Option<usize>,
     /// The x86 machines: unicorn, native (this CPU in 32-bit mode) or both (default
     /// where the CPU runs 32-bit code; Unicorn and the CPU disagreeing is an emulator
     /// infidelity, written as `infidelity-*.tir`, never a finding).
     #[arg(long, value_parser = parse_x86)]
     pub x86: Option<tandem_oracle::exec::x86::X86Mode>,
+}
+
+/// `--jobs`: a count of worker threads, at least one (`--jobs 0` ran one worker, as if
+/// asked for one).
+fn parse_jobs(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("a campaign needs at least one worker".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 pub fn main(a: Args) -> ExitCode {
