@@ -33,7 +33,8 @@ pub struct Args {
     /// differential check only: the validator costs up to seconds per generated case.
     #[arg(long, conflicts_with = "no_verify")]
     pub verify_generated: bool,
-    /// Back-edge traversals the validator's bounded check unrolls (default 1).
+    /// Iterations per loop (per entry into the loop) the validator's bounded check unrolls
+    /// (default 1).
     #[arg(long)]
     pub verify_bound: Option<u32>,
     /// The validator's deterministic budget per (function, pass), in Z3 resource units
