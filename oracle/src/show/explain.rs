@@ -169,7 +169,7 @@ pub fn locate(case: &CaseFile, emu: &mut Emulator) -> Result<Option<Located>, Ex
     Ok(None)
 }
 
-/// Validates every pass of every function again (the campaign's bound and timeout) and
+/// Validates every pass of every function again (the campaign's bound and budget) and
 /// returns the first counterexample or encoder disagreement.
 pub fn validator(case: &CaseFile) -> Option<Z3> {
     for f in &case.module.functions {
