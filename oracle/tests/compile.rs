@@ -77,6 +77,11 @@ fn bad_options_are_explained() {
     let (code, _, err) = compile(&["--emit", "hir", "--after", "cprop", "--pipeline", "ssa,dce"]);
     assert_eq!(code, 2);
     assert!(err.contains("pass `cprop` is not in the pipeline `ssa,dce`"), "{err}");
+    // `--emit ssa` alone means after `ssa`: a pipeline without it says so, not "--after
+    // ssa", which the user did not give; the empty pipeline is named `none`, as given.
+    let (code, _, err) = compile(&["--emit", "ssa", "--pipeline", "none"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--emit ssa prints the IR after pass `ssa` (or after --after PASS), and the pipeline `none` has no `ssa`"), "{err}");
     let (code, _, err) = compile(&["--emit", "llvm"]);
     assert_eq!(code, 2);
     assert!(err.contains("--emit llvm: expected `hir`, `ssa`, `dot`, `lir` or `asm`"), "{err}");

@@ -108,12 +108,16 @@ fn pipeline_prefix(emit: Emit, after: Option<&str>, pipeline: Option<&str>) -> R
     if backend && after.is_some() {
         return Err("--after applies to --emit hir|ssa|dot; the backend always starts after the whole pipeline".into());
     }
+    let given = after.is_some();
+    let shown = if pipeline.passes.is_empty() { "none".to_string() } else { pipeline.to_string() };
     let after = after.or(if emit == Emit::Ir(Form::Ssa) { Some("ssa") } else { None });
     let n = match after {
         None => pipeline.passes.len(),
         Some(a) => match pipeline.passes.iter().position(|p| p.name == a) {
             Some(i) => i + 1,
-            None => return Err(format!("--after {a}: pass `{a}` is not in the pipeline `{pipeline}`")),
+            // `--emit ssa` alone prints the IR after `ssa`, which the user did not name.
+            None if !given => return Err(format!("--emit ssa prints the IR after pass `ssa` (or after --after PASS), and the pipeline `{shown}` has no `ssa`")),
+            None => return Err(format!("--after {a}: pass `{a}` is not in the pipeline `{shown}`")),
         },
     };
     let form = pipeline.form_after(n);
