@@ -175,6 +175,13 @@ fn the_binary_exits_1_on_a_mismatch_and_0_on_a_pass() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("end: expected return 41, got return 42"));
     assert_eq!(run(&pass).status.code(), Some(0));
+    // `tandem reduce` keeps a stage's disagreement, and a wrong expectation is none: it
+    // says so and names `--bless`, where it said "no run of the case fails" of a case
+    // `tandem run` had just failed.
+    let out = Command::new(env!("CARGO_BIN_EXE_tandem")).arg("reduce").arg(&fail).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no run of the case fails at a stage") && err.contains("tandem run --bless"), "{err}");
 }
 
 /// Parses, verifies and (when valid) runs text; must never panic.

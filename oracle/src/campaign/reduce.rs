@@ -664,7 +664,10 @@ fn finish(r: Reducer<'_>, target: String, statements_before: usize, started: Ins
 fn pick_target(checked: &[crate::judge::check::RunCheck], target: Option<&str>) -> Result<(String, bool), ReduceError> {
     let Some(t) = target else {
         let first = checked.iter().find_map(|c| c.problems.first().map(signature));
-        return first.map(|s| (s, false)).ok_or_else(|| ReduceError::NotFailing("no run of the case fails".into()));
+        // `tandem run` also fails a run whose `; expect:` lines the reference interpreter
+        // does not meet; that is the case's own mistake, not a stage's, and nothing to keep.
+        let why = "no run of the case fails at a stage (reduce keeps a stage's disagreement with the reference interpreter; an `; expect:` line the interpreter does not meet is not one: `tandem run --bless` rewrites it)";
+        return first.map(|s| (s, false)).ok_or_else(|| ReduceError::NotFailing(why.into()));
     };
     let want = normalize_signature(t);
     if checked.iter().any(|c| c.problems.iter().any(|p| signature(p) == want)) {
