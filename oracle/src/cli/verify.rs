@@ -77,13 +77,12 @@ pub fn main(a: Args) -> ExitCode {
     let opts = tandem_oracle::smt::Options { bound, rlimit, ..Default::default() };
     // The seeds, refused as `tandem fuzz` refuses them: an empty range validates nothing,
     // which is no verdict.
-    let seeds = match (self_check || generated).then(|| seed_range(seed, count, "--count")) {
-        Some(Ok(r)) => Some(r),
-        Some(Err(msg)) => return fail(msg),
-        None => None,
+    let seeds = match (self_check || generated).then(|| seed_range(seed, count, "--count")).transpose() {
+        Ok(seeds) => seeds,
+        Err(msg) => return fail(msg),
     };
-    if let Some(seeds) = seeds.clone().filter(|_| self_check) {
-        return verify_self_check(seeds, profile, bound);
+    if self_check {
+        return verify_self_check(seeds.expect("--self-check names seeds"), profile, bound);
     }
     let w = VerifyWhat { paths: &paths, seeds, profile };
     let pipeline = match plan_pipeline(pipeline.as_deref(), pass.as_deref()) {

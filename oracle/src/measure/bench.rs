@@ -344,9 +344,9 @@ fn native_bench(
 /// paid its warm-up alone, which with few seeds reported emulation alone slower than the
 /// end-to-end check that contains it.
 pub fn generated_bench(seeds: std::ops::RangeInclusive<u64>, emu: &mut Emulator) -> Result<Vec<Measurement>, BenchError> {
-    let count = seeds.end() - seeds.start() + 1;
     use crate::judge::check::{backend_input, check_runs};
     use crate::gen::{self, Profile};
+    let count = seeds.end() - seeds.start() + 1;
     let cfg = Profile::Default.config();
     let programs = |name: &'static str, (seconds, cpu_seconds): (f64, f64)| Measurement { name, runs: count, unit: "programs", seconds, cpu_seconds };
     let bad = |seed: u64, what: String| BenchError::Disagreement(format!("seed {seed}: {what}"));
@@ -531,11 +531,11 @@ impl fmt::Display for StageProfile {
 /// which pays for Unicorn's translation of the blocks it reaches, apart from the later
 /// runs). Every run must agree, as in [`generated_bench`].
 pub fn stage_profile(seeds: std::ops::RangeInclusive<u64>, emu: &mut Emulator) -> Result<StageProfile, BenchError> {
-    let count = seeds.end() - seeds.start() + 1;
     use crate::exec::interp;
     use crate::gen::{self, Profile};
     use crate::judge::{check::backend_input, passcheck};
     use tandem_core::passes::Pipeline;
+    let count = seeds.end() - seeds.start() + 1;
     let cfg = Profile::Default.config();
     let bad = |seed: u64, what: String| BenchError::Disagreement(format!("seed {seed}: {what}"));
     let mut p = StageProfile { programs: count, stages: vec![] };

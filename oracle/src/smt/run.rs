@@ -315,17 +315,17 @@ impl fmt::Display for Tally {
                 lo = *hi;
             }
             writeln!(f, "  histogram {}", parts.join(" "))?;
-            let c = &p.changed_latency;
             if p.changed == 0 {
                 writeln!(f, "  changed pairs: none")?;
                 continue;
             }
+            let c = &p.changed_latency;
             writeln!(
                 f,
                 "  changed pairs: {}, {} unknown ({:.1}%); p50 {}, p90 {}, p99 {}, max {}",
                 p.changed,
                 p.changed_unknown,
-                100.0 * p.changed_unknown as f64 / p.changed.max(1) as f64,
+                100.0 * p.changed_unknown as f64 / p.changed as f64,
                 ms(c.quantile(0.5)),
                 ms(c.quantile(0.9)),
                 ms(c.quantile(0.99)),
@@ -373,8 +373,8 @@ mod tests {
         assert!(text.contains("changed pairs proved for every run: 1 of 4 (25.0%)"), "{text}");
         assert!(text.contains("max 30000.0 ms"), "{text}");
         assert!(text.contains("histogram <1ms:2 <5ms:1 <20ms:0 <50ms:0 <100ms:1 <250ms:0 <1000ms:1 >=1000ms:1"), "{text}");
-        // Over the changed pairs alone (quantiles within 1%): memopt's budget unknown and vacuous answer (its
-        // time-limit unknown left the function as it was), ssa's two.
+        // Over the changed pairs alone (quantiles within 1%): memopt's budget unknown and
+        // vacuous answer (its time-limit unknown left the function as it was), ssa's two.
         assert!(text.contains("memopt: 3 queries") && text.contains("  changed pairs: 2, 1 unknown (50.0%); p50 60."), "{text}");
         assert!(text.contains("  changed pairs: 4, 1 unknown (25.0%); p50 3.0 ms, p90 400.0 ms, p99 400.0 ms, max 400.0 ms"), "{text}");
         let mut unchanged = Tally::default();
