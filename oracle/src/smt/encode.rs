@@ -639,12 +639,20 @@ impl Exec<'_> {
         }
         // Only the edge's own condition is simplified: the path condition grows with the
         // run, and simplifying it at every edge made encoding quadratic.
+        let edges: Vec<(Bool, Block)> = edges.into_iter().filter(|(c, _)| !is_false(c)).collect();
+        let n = edges.len();
+        // Every edge but the last takes a copy of the state, the last the state itself: a
+        // copy of every local per edge was a third of a large function's step.
         Ok(edges
             .into_iter()
-            .filter(|(c, _)| !is_false(c))
-            .map(|(c, t)| {
+            .enumerate()
+            .map(|(i, (c, t))| {
                 let g = if c.as_bool() == Some(true) { self.alive.clone() } else { Bool::and(&[&self.alive, &c]) };
-                (g, t, self.st.as_ref().clone())
+                let st = if i + 1 == n {
+                    let rest = self.st.stopped();
+                    std::mem::replace(self.st.to_mut(), rest)
+                } else { self.st.as_ref().clone() };
+                (g, t, st)
             })
             .collect())
     }
@@ -937,7 +945,8 @@ pub fn encode_function(f: &Function, inputs: &Inputs, slots: usize, bound: u32, 
 pub fn encode_step(f: &Function, b: Block, st: State, through: &dyn Fn(Block) -> bool, limit: usize) -> Result<SymOutcome, EncodeError> {
     let mut exits = vec![];
     let mut work = 0;
-    let mut pending = vec![(b, Bool::from_bool(true), st.clone(), 0u32)];
+    let fallback = st.stopped();
+    let mut pending = vec![(b, Bool::from_bool(true), st, 0u32)];
     while let Some((blk, alive, s, depth)) = pending.pop() {
         let mut ex = Exec { f, st: std::borrow::Cow::Owned(s), alive, exits: vec![], work, limit };
         let edges = ex.block(blk)?;
@@ -956,19 +965,21 @@ pub fn encode_step(f: &Function, b: Block, st: State, through: &dyn Fn(Block) ->
         }
     }
     // Per next block, its exits merged (usually one).
+    // The locals move out of the exits: the outcome keeps none.
     let mut continues: Vec<(Block, Bool, State)> = vec![];
-    for (g, ending, s) in &exits {
+    for (g, ending, s) in &mut exits {
         if let Ending::Continue(t) = ending {
+            let s = State { locals: std::mem::take(&mut s.locals), ..s.stopped() };
             match continues.iter_mut().find(|(b, _, _)| b == t) {
                 Some((_, h, st)) => {
-                    *st = State::merge(g, s, st);
+                    *st = State::merge(g, &s, st);
                     *h = Bool::or(&[&*h, g]);
                 }
-                None => continues.push((*t, g.clone(), s.clone())),
+                None => continues.push((*t, g.clone(), s)),
             }
         }
     }
-    let mut out = outcome_of(exits, st, Bool::from_bool(true));
+    let mut out = outcome_of(exits, fallback, Bool::from_bool(true));
     out.continues = continues;
     out.work = work;
     Ok(out)

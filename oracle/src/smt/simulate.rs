@@ -2137,14 +2137,18 @@ fn class_values(p: &Pair, class: &[usize], chosen: &mut [Option<(usize, Vec<usiz
             val[r] = Some(fresh(r));
         }
     }
-    let mut members: Vec<Vec<usize>> = vec![vec![]; n];
-    for (i, &r) in class.iter().enumerate() {
-        members[r].push(i);
-    }
     // The states so far (a class without its value yet reads as a placeholder, which the
     // acyclic choice never lets a definition read); each resolved class is written in.
     let (mut s, mut t) = (p.state(Side::Src, class, &val, trace), p.state(Side::Tgt, class, &val, trace));
     let mut pending: Vec<usize> = (0..n).filter(|&r| chosen[r].is_some()).collect();
+    // The members of the classes with a definition only (none in a try over the states'
+    // slots alone, where a list per class was a tenth of each entry state's making).
+    let mut members: HashMap<usize, Vec<usize>> = pending.iter().map(|&r| (r, vec![])).collect();
+    for (i, &r) in class.iter().enumerate() {
+        if let Some(m) = members.get_mut(&r) {
+            m.push(i);
+        }
+    }
     while !pending.is_empty() {
         let before = pending.len();
         let mut rest = vec![];
@@ -2158,7 +2162,7 @@ fn class_values(p: &Pair, class: &[usize], chosen: &mut [Option<(usize, Vec<usiz
                 chosen[r] = None;
                 fresh(r)
             });
-            for &m in &members[r] {
+            for &m in &members[&r] {
                 write_slot(p.slots[m], &v, &mut s, &mut t);
             }
             val[r] = Some(v);
