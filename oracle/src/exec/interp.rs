@@ -92,7 +92,8 @@ impl State {
         Ok(State { heap, callframe, trace: vec![] })
     }
 
-    fn check_bounds(addr: i64, bytes: u32) -> Result<usize, Invalid> {
+    /// The heap offset of an access of `bytes` at `addr`, or why it is invalid.
+    pub(crate) fn check_bounds(addr: i64, bytes: u32) -> Result<usize, Invalid> {
         let a = addr as u32;
         let end = a as u64 + bytes as u64;
         if a < HEAP_BASE || end > (HEAP_BASE + HEAP_SIZE) as u64 {
@@ -306,11 +307,7 @@ impl<O: Observer> Machine<'_, O> {
             ExprData::Local(l) => Some((self.locals[*l], f.locals[*l].ty)),
             ExprData::Unary { op, arg } => {
                 let (a, t) = self.typed_value(*arg)?;
-                let v = match op {
-                    UnOp::Neg => a.wrapping_neg(),
-                    UnOp::Not => !a,
-                };
-                Some((t.normalize(v), t))
+                Some((unary(*op, t, a), t))
             }
             ExprData::Binary { op, lhs, rhs } => {
                 let (a, t) = self.typed_value(*lhs)?;
@@ -330,12 +327,7 @@ impl<O: Observer> Machine<'_, O> {
             ExprData::Convert { op, arg } => {
                 let a = self.value(*arg)?;
                 self.obs.node(f, e, [a, 0], &self.state.heap);
-                let v = match op {
-                    ConvOp::Sext => a as i32 as i64,
-                    ConvOp::Zext => a as u32 as i64,
-                    ConvOp::Trunc => a as i32 as i64,
-                };
-                Some((v, op.types().1))
+                Some((convert(*op, a), op.types().1))
             }
             ExprData::Select { cond, if_true, if_false } => {
                 let c = self.value(*cond)?;
@@ -406,6 +398,24 @@ impl<O: Observer> Machine<'_, O> {
                 self.eval(*second)?
             }
         })
+    }
+}
+
+/// The semantics of a unary operator on a canonical operand of type `ty`, normalized.
+pub fn unary(op: UnOp, ty: Type, a: i64) -> i64 {
+    ty.normalize(match op {
+        UnOp::Neg => a.wrapping_neg(),
+        UnOp::Not => !a,
+    })
+}
+
+/// The semantics of a width conversion of a canonical operand (canonical for its result
+/// type).
+pub fn convert(op: ConvOp, a: i64) -> i64 {
+    match op {
+        ConvOp::Sext => a as i32 as i64,
+        ConvOp::Zext => a as u32 as i64,
+        ConvOp::Trunc => a as i32 as i64,
     }
 }
 

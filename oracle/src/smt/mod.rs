@@ -41,6 +41,7 @@
 //! either as a case file `tandem run` replays.
 
 pub mod encode;
+mod identity;
 pub mod isolate;
 pub mod run;
 pub mod selfcheck;

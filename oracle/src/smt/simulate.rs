@@ -2290,6 +2290,17 @@ pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: 
     check_noting(src, tgt, opts, budget, &mut Notes::default())
 }
 
+/// Whether the simulation check proves the pair by term identity ([`super::identity`]),
+/// for the tests: within the same half of the budget as [`explain`].
+#[cfg(test)]
+pub(super) fn proved_by_identity(src: &Function, tgt: &Function, opts: &Options) -> bool {
+    super::in_context(|| {
+        let mut notes = Notes::default();
+        let proved = check_noting(src, tgt, opts, &mut Budget::new(opts).simulation_share(), &mut notes) == Ok(true);
+        proved && notes.lines.iter().any(|l| l.ends_with("proved by term identity"))
+    })
+}
+
 /// Why the simulation check does not prove a pair, one line per try (`tandem verify
 /// --why`): the same check as [`check_simulation`] within the same half of the budget
 /// that [`super::validate`] gives it, with what ended each try noted: the budget (during
@@ -2443,6 +2454,11 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
             }
             continue;
         }
+        // First by term identity, without the solver: what the simple passes leave.
+        if super::identity::proves(src, tgt, &identity_places(src, tgt, &first.0), &first.1, opts.max_nodes) {
+            notes.note(|| "proved by term identity".into());
+            return Ok(true);
+        }
         let mut share = budget.share(budget.left() / STATE_ONLY_SHARE);
         let start = share.left();
         let proved = prove_from(src, tgt, first, opts, false, &mut share, notes);
@@ -2498,6 +2514,14 @@ fn prove_past_may_alias(src: &Function, tgt: &Function, first: (Vec<Slot>, Vec<V
     budget.charge(spent);
     notes.lines.extend(lines);
     tried
+}
+
+/// Where each part of the two states is among `slots`, for [`super::identity`] (the
+/// slot [`Pair::new`] indexes, so that both checks read one relation alike).
+fn identity_places(src: &Function, tgt: &Function, slots: &[Slot]) -> super::identity::Places {
+    let index = slots.iter().enumerate().map(|(i, &s)| (s, i)).collect();
+    let [s, t] = [Places::of(src, Side::Src, &index), Places::of(tgt, Side::Tgt, &index)];
+    super::identity::Places { locals: [s.locals, t.locals], cfs: [s.cfs, t.cfs], heap: [s.heap, t.heap] }
 }
 
 /// Whether every local of `tgt` has the base name of a local of `src` (`%i.3` of `%i`):

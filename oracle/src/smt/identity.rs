@@ -1,0 +1,670 @@
+//! The simulation check's try over the states' slots ([`super::simulate`]) by term
+//! identity alone, without Z3: the two functions' blocks run symbolically over terms of
+//! our own, hash-consed, so that equal terms are one term; a block pair is proved where
+//! the two steps end alike (the same exits, each under the same condition, with the same
+//! return value, trap code, trace, and, where the run stops, heap and callframe) and the
+//! relation holds at every successor, each class's members one term. That is what the
+//! simple passes leave (`cprop`, `dce`, `ssa`, `ssa-destroy`: their pairs' relations
+//! hold by identity where the solver was never asked), and what the try in Z3 spends
+//! most of its time encoding: there a pair with no solver query still took 6-20 ms.
+//!
+//! A term's meaning is the operation it names on its operands, so two equal terms have
+//! the same value under every assignment of the entry symbols, whatever the operation
+//! computes; the check needs no semantics but where it folds: an operation on numerals
+//! becomes its numeral, computed by the interpreter's own functions, and a condition
+//! that folds to false drops its exit or edge. Every effect of a statement is in a term
+//! (its traps as exits, under their conditions, in the order the interpreter meets
+//! them; the heap as a chain of stores; the trace as a chain of events), so a difference
+//! in what the two sides do is a difference in their terms, and the check fails: then
+//! the check in Z3 runs as before. It is a proof or nothing; it never answers otherwise.
+//!
+//! Each class of a block's entry relation is one symbol; a part of a state that no class
+//! joins to another is a symbol of its own. The entry block starts from the initial
+//! states (the arguments, heap and callframe shared, every other local 0). Blocks the
+//! target added on an edge are run through (stuttering), as in [`super::encode`].
+
+use crate::exec::interp;
+use cranelift_entity::EntityRef;
+use tandem_core::hash::HashMap;
+use tandem_core::helpers::HelperKind;
+use tandem_core::ir::{BinOp, Block, CfVar, CmpOp, ConvOp, Expr, ExprData, Function, Local, MemWidth, Terminator, Type, UnOp};
+
+/// Where each part of a side's state is among the relation's slots (`None`: no slot, a
+/// symbol of its own at every block): per side (source, then target), each local, each
+/// callframe variable, the heap.
+pub(super) struct Places {
+    pub locals: [Vec<Option<usize>>; 2],
+    pub cfs: [Vec<Option<usize>>; 2],
+    pub heap: [Option<usize>; 2],
+}
+
+/// Whether the relation `classes` (per block in the source's layout, each slot's class
+/// by its first slot) holds by identity (see the module docs); `false` where it does not,
+/// where the blocks do not correspond, or past `limit` nodes evaluated per step.
+pub(super) fn proves(src: &Function, tgt: &Function, places: &Places, classes: &[Vec<usize>], limit: usize) -> bool {
+    // The blocks correspond (as the caller checked; again here, since a proof rests on
+    // it): the same entry, never entered again, every source block kept, the same
+    // parameters, callframe variables and return type.
+    let entry = src.entry();
+    let corresponds = tgt.entry() == entry
+        && src.layout.iter().all(|b| tgt.layout.contains(b))
+        && src.params.len() == tgt.params.len()
+        && src.params.iter().zip(&tgt.params).all(|(&p, &q)| src.locals[p].ty == tgt.locals[q].ty)
+        && src.cfvars == tgt.cfvars
+        && src.ret == tgt.ret
+        && ![src, tgt].iter().any(|f| f.layout.iter().any(|&b| f.blocks[b].term.successors().contains(&entry)));
+    if !corresponds || classes.len() != src.layout.len() {
+        return false;
+    }
+    let position = |b: Block| src.layout.iter().position(|&x| x == b);
+    let added = |b: Block| position(b).is_none();
+    let mut classes = classes.to_vec();
+    let mut terms = Terms::default();
+    let mut entered = vec![false; src.layout.len()];
+    let Some(first) = position(entry) else { return false };
+    entered[first] = true;
+    // The blocks to run again: entered, and their relation refined since their last run.
+    let mut work = std::collections::BTreeSet::from([first]);
+    while let Some(k) = work.pop_first() {
+        let b = src.layout[k];
+        let (s_in, t_in) = if b == entry {
+            (terms.initial(src), terms.initial(tgt))
+        } else {
+            (terms.entry(src, 0, places, &classes[k]), terms.entry(tgt, 1, places, &classes[k]))
+        };
+        let Ok(mut xs) = step(&mut terms, src, b, s_in, &|_| false, limit) else { return false };
+        let Ok(mut ys) = step(&mut terms, tgt, b, t_in, &added, limit) else { return false };
+        if xs.len() != ys.len() {
+            return false;
+        }
+        // The exits' conditions exclude one another: compared as sets.
+        xs.sort_by_key(Exit::key);
+        ys.sort_by_key(Exit::key);
+        for (x, y) in xs.iter().zip(&ys) {
+            if x.guard != y.guard || x.end != y.end || x.st.trace != y.st.trace {
+                return false;
+            }
+            match x.end {
+                End::Continue(t) => {
+                    let Some(j) = position(t) else { return false };
+                    // The relation at `t` keeps of each class the members that hold one
+                    // term here: a weaker relation, assumed at `t` from then on, so `t`
+                    // runs again.
+                    let refined = refine(places, &classes[j], &x.st, &y.st);
+                    if refined != classes[j] {
+                        classes[j] = refined;
+                        work.insert(j);
+                    }
+                    if !entered[j] {
+                        entered[j] = true;
+                        work.insert(j);
+                    }
+                }
+                _ => {
+                    if x.st.heap != y.st.heap || x.st.cfs != y.st.cfs {
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+    true
+}
+
+/// `classes` with each class split by the terms its members hold in the two states
+/// entering its block (a class whose members hold one term stays whole); each class named
+/// by its first slot.
+fn refine(places: &Places, classes: &[usize], s: &St, t: &St) -> Vec<usize> {
+    let mut held: Vec<Option<T>> = vec![None; classes.len()];
+    for (side, st) in [s, t].into_iter().enumerate() {
+        let parts = places.locals[side].iter().zip(&st.locals).chain(places.cfs[side].iter().zip(&st.cfs)).chain([(&places.heap[side], &st.heap)]);
+        for (slot, &v) in parts {
+            if let Some(i) = *slot {
+                held[i] = Some(v);
+            }
+        }
+    }
+    let mut first: HashMap<(usize, Option<T>), usize> = HashMap::default();
+    (0..classes.len()).map(|i| *first.entry((classes[i], held[i])).or_insert(i)).collect()
+}
+
+/// A term: an index into [`Terms::nodes`].
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+struct T(u32);
+
+/// No operand.
+const NONE: T = T(u32::MAX);
+
+/// What a term's node does with its (up to three) operands.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Op {
+    /// A canonical value of the type, as the interpreter holds it.
+    Num(Type, i64),
+    Bool(bool),
+    Sym(Sym),
+    Un(UnOp, Type),
+    Bin(BinOp, Type),
+    Cmp(CmpOp, Type),
+    Conv(ConvOp),
+    Select,
+    /// A value as a local, callframe variable, argument or return value of the type holds it.
+    ToType(Type),
+    /// `[heap, address]`.
+    Load(MemWidth, bool, Type),
+    /// `[heap, address, value]`.
+    Store(MemWidth),
+    /// Whether an access of that many bytes at the address is inside the heap.
+    InBounds(u32),
+    /// Whether the division traps on `[lhs, rhs]`.
+    DivTraps(BinOp, Type),
+    NonZero,
+    /// Whether the value is this switch key.
+    Key(i64),
+    Not,
+    And,
+    Or,
+    /// A helper's value on its arguments (`heap_rmw`: `[heap, a, b]`, the word it read).
+    Call(HelperKind),
+    /// `heap_rmw`'s heap after it: `[heap, a, b]`.
+    RmwHeap,
+    /// `cf_set(a, b)`'s callframe variable `i` of `n`: `[a, b as the variable's type, old]`.
+    CfSet(u32, u32),
+    /// A trace with one more event: `[trace, a, b]`.
+    Push(HelperKind),
+    /// The empty trace, and the empty list of values.
+    Empty,
+    /// A list of values with one more: `[list, value]` (`cf_trace`'s callframe).
+    Cons,
+}
+
+/// An entry state's symbol: a class's value, or a part of one side's state that no class
+/// joins to another; the initial states' arguments, heap and callframe.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Sym {
+    Class(usize),
+    Local(usize, Local),
+    Cf(usize, CfVar),
+    Heap(usize),
+    Arg(usize),
+    Heap0,
+    Cf0(CfVar),
+}
+
+const TRUE: T = T(0);
+const FALSE: T = T(1);
+
+/// The terms built so far, each once.
+struct Terms {
+    nodes: Vec<(Op, [T; 3])>,
+    index: HashMap<(Op, [T; 3]), T>,
+}
+
+impl Default for Terms {
+    fn default() -> Terms {
+        let mut t = Terms { nodes: vec![], index: HashMap::default() };
+        assert_eq!(t.make(Op::Bool(true), []), TRUE);
+        assert_eq!(t.make(Op::Bool(false), []), FALSE);
+        t
+    }
+}
+
+impl Terms {
+    fn make<const N: usize>(&mut self, op: Op, args: [T; N]) -> T {
+        let mut key = [NONE; 3];
+        key[..N].copy_from_slice(&args);
+        if let Some(&t) = self.index.get(&(op, key)) {
+            return t;
+        }
+        let t = T(self.nodes.len() as u32);
+        self.nodes.push((op, key));
+        self.index.insert((op, key), t);
+        t
+    }
+
+    fn num(&mut self, ty: Type, v: i64) -> T {
+        self.make(Op::Num(ty, v), [])
+    }
+
+    fn value(&self, t: T) -> Option<i64> {
+        match self.nodes[t.0 as usize].0 {
+            Op::Num(_, v) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn bool(&mut self, b: bool) -> T {
+        if b {
+            TRUE
+        } else {
+            FALSE
+        }
+    }
+
+    fn un(&mut self, op: UnOp, ty: Type, a: T) -> T {
+        match self.value(a) {
+            Some(x) => self.num(ty, interp::unary(op, ty, x)),
+            None => self.make(Op::Un(op, ty), [a]),
+        }
+    }
+
+    fn bin(&mut self, op: BinOp, ty: Type, a: T, b: T) -> T {
+        if let (Some(x), Some(y)) = (self.value(a), self.value(b)) {
+            if let Ok(v) = interp::binary(op, ty, x, y) {
+                return self.num(ty, ty.normalize(v));
+            }
+        }
+        self.make(Op::Bin(op, ty), [a, b])
+    }
+
+    fn cmp(&mut self, op: CmpOp, ty: Type, a: T, b: T) -> T {
+        match (self.value(a), self.value(b)) {
+            (Some(x), Some(y)) => self.num(Type::I32, op.eval(ty, x, y) as i64),
+            _ => self.make(Op::Cmp(op, ty), [a, b]),
+        }
+    }
+
+    fn conv(&mut self, op: ConvOp, a: T) -> T {
+        match self.value(a) {
+            Some(x) => self.num(op.types().1, interp::convert(op, x)),
+            None => self.make(Op::Conv(op), [a]),
+        }
+    }
+
+    fn select(&mut self, c: T, a: T, b: T) -> T {
+        match self.value(c) {
+            Some(v) => {
+                if v != 0 {
+                    a
+                } else {
+                    b
+                }
+            }
+            None if a == b => a,
+            None => self.make(Op::Select, [c, a, b]),
+        }
+    }
+
+    fn to_type(&mut self, ty: Type, a: T) -> T {
+        match self.nodes[a.0 as usize].0 {
+            Op::Num(_, v) => self.num(ty, ty.normalize(v)),
+            Op::ToType(t) if t == ty => a,
+            _ => self.make(Op::ToType(ty), [a]),
+        }
+    }
+
+    fn in_bounds(&mut self, bytes: u32, addr: T) -> T {
+        match self.value(addr) {
+            Some(a) => self.bool(interp::State::check_bounds(a, bytes).is_ok()),
+            None => self.make(Op::InBounds(bytes), [addr]),
+        }
+    }
+
+    fn div_traps(&mut self, op: BinOp, ty: Type, a: T, b: T) -> T {
+        let signed = matches!(op, BinOp::Sdiv | BinOp::Srem);
+        match (self.value(a), self.value(b)) {
+            (Some(x), Some(y)) => self.bool(interp::binary(op, ty, x, y).is_err()),
+            // A divisor other than 0 (and -1, for the signed ones) never traps.
+            (_, Some(y)) if y != 0 && !(signed && y == -1) => FALSE,
+            _ => self.make(Op::DivTraps(op, ty), [a, b]),
+        }
+    }
+
+    fn nonzero(&mut self, a: T) -> T {
+        match self.value(a) {
+            Some(v) => self.bool(v != 0),
+            None => self.make(Op::NonZero, [a]),
+        }
+    }
+
+    fn key(&mut self, k: i64, a: T) -> T {
+        match self.value(a) {
+            Some(v) => self.bool(v == k),
+            None => self.make(Op::Key(k), [a]),
+        }
+    }
+
+    fn not(&mut self, a: T) -> T {
+        match a {
+            TRUE => FALSE,
+            FALSE => TRUE,
+            _ => self.make(Op::Not, [a]),
+        }
+    }
+
+    fn and(&mut self, a: T, b: T) -> T {
+        match (a, b) {
+            (FALSE, _) | (_, FALSE) => FALSE,
+            (TRUE, x) | (x, TRUE) => x,
+            (x, y) if x == y => x,
+            _ => self.make(Op::And, [a, b]),
+        }
+    }
+
+    fn or(&mut self, a: T, b: T) -> T {
+        match (a, b) {
+            (TRUE, _) | (_, TRUE) => TRUE,
+            (FALSE, x) | (x, FALSE) => x,
+            (x, y) if x == y => x,
+            _ => self.make(Op::Or, [a, b]),
+        }
+    }
+
+    fn sym(&mut self, s: Sym) -> T {
+        self.make(Op::Sym(s), [])
+    }
+
+    fn empty(&mut self) -> T {
+        self.make(Op::Empty, [])
+    }
+
+    /// The initial state of a run of `f`: the arguments, heap and callframe shared by
+    /// both sides, every other local 0.
+    fn initial(&mut self, f: &Function) -> St {
+        let locals = f
+            .locals
+            .iter()
+            .map(|(l, d)| match f.params.iter().position(|&q| q == l) {
+                Some(i) => self.sym(Sym::Arg(i)),
+                None => self.num(d.ty, 0),
+            })
+            .collect();
+        let cfs = f.cfvars.keys().map(|v| self.sym(Sym::Cf0(v))).collect();
+        St { locals, cfs, heap: self.sym(Sym::Heap0), trace: self.empty() }
+    }
+
+    /// The entry state of side `side` (0 source, 1 target) of a block whose relation is
+    /// `classes`: each part its class's symbol, or one of its own.
+    fn entry(&mut self, f: &Function, side: usize, places: &Places, classes: &[usize]) -> St {
+        let locals = f.locals.keys().map(|l| self.sym(places.locals[side][l.index()].map_or(Sym::Local(side, l), |i| Sym::Class(classes[i])))).collect();
+        let cfs = f.cfvars.keys().map(|v| self.sym(places.cfs[side][v.index()].map_or(Sym::Cf(side, v), |i| Sym::Class(classes[i])))).collect();
+        let heap = self.sym(places.heap[side].map_or(Sym::Heap(side), |i| Sym::Class(classes[i])));
+        St { locals, cfs, heap, trace: self.empty() }
+    }
+}
+
+/// A side's state: its locals, callframe variables, heap, and the trace of the step so far.
+#[derive(Clone)]
+struct St {
+    locals: Vec<T>,
+    cfs: Vec<T>,
+    heap: T,
+    trace: T,
+}
+
+/// How an exit of a step ends.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum End {
+    Return(T),
+    Divide,
+    Check(u32),
+    Invalid,
+    Continue(Block),
+}
+
+/// One way a step ends, under its condition, with the state there (no locals where the
+/// run stops).
+struct Exit {
+    guard: T,
+    end: End,
+    st: St,
+}
+
+impl Exit {
+    fn key(&self) -> (T, End) {
+        (self.guard, self.end)
+    }
+}
+
+/// Past the limit of nodes evaluated.
+struct TooLarge;
+
+/// One block's run from a state (the interpreter's order: operands left to right, then
+/// the node; a trap is an exit under the condition that it happens there).
+struct Run<'a> {
+    f: &'a Function,
+    terms: &'a mut Terms,
+    st: St,
+    alive: T,
+    exits: Vec<Exit>,
+    work: usize,
+    limit: usize,
+}
+
+impl Run<'_> {
+    fn stop_if(&mut self, cond: T, end: End) {
+        let guard = self.terms.and(self.alive, cond);
+        if guard != FALSE {
+            let st = St { locals: vec![], ..self.st.clone() };
+            self.exits.push(Exit { guard, end, st });
+        }
+        let not = self.terms.not(cond);
+        self.alive = self.terms.and(self.alive, not);
+    }
+
+    fn value(&mut self, e: Expr) -> Result<T, TooLarge> {
+        Ok(self.eval(e)?.expect("the verifier guarantees a value here"))
+    }
+
+    fn ty(&self, e: Expr) -> Type {
+        self.f.expr_type(e).expect("the verifier guarantees a value here")
+    }
+
+    fn eval(&mut self, e: Expr) -> Result<Option<T>, TooLarge> {
+        self.work += 1;
+        if self.work > self.limit {
+            return Err(TooLarge);
+        }
+        let f = self.f;
+        Ok(match &f.exprs[e] {
+            ExprData::Const { ty, value } => Some(self.terms.num(*ty, *value)),
+            ExprData::Local(l) => Some(self.st.locals[l.index()]),
+            ExprData::Unary { op, arg } => {
+                let a = self.value(*arg)?;
+                Some(self.terms.un(*op, self.ty(*arg), a))
+            }
+            ExprData::Binary { op, lhs, rhs } => {
+                let ty = self.ty(*lhs);
+                let a = self.value(*lhs)?;
+                let b = self.value(*rhs)?;
+                if op.can_trap() {
+                    let traps = self.terms.div_traps(*op, ty, a, b);
+                    self.stop_if(traps, End::Divide);
+                }
+                Some(self.terms.bin(*op, ty, a, b))
+            }
+            ExprData::Cmp { op, lhs, rhs } => {
+                let ty = self.ty(*lhs);
+                let a = self.value(*lhs)?;
+                let b = self.value(*rhs)?;
+                Some(self.terms.cmp(*op, ty, a, b))
+            }
+            ExprData::Convert { op, arg } => {
+                let a = self.value(*arg)?;
+                Some(self.terms.conv(*op, a))
+            }
+            ExprData::Select { cond, if_true, if_false } => {
+                let c = self.value(*cond)?;
+                let a = self.value(*if_true)?;
+                let b = self.value(*if_false)?;
+                Some(self.terms.select(c, a, b))
+            }
+            ExprData::Load { ty, width, signed, addr } => {
+                let a = self.value(*addr)?;
+                let inside = self.terms.in_bounds(width.bytes(), a);
+                let outside = self.terms.not(inside);
+                self.stop_if(outside, End::Invalid);
+                Some(self.terms.make(Op::Load(*width, *signed, *ty), [self.st.heap, a]))
+            }
+            ExprData::Store { width, addr, value } => {
+                let a = self.value(*addr)?;
+                let v = self.value(*value)?;
+                let inside = self.terms.in_bounds(width.bytes(), a);
+                let outside = self.terms.not(inside);
+                self.stop_if(outside, End::Invalid);
+                self.st.heap = self.terms.make(Op::Store(*width), [self.st.heap, a, v]);
+                None
+            }
+            ExprData::CfRead(v) => Some(self.st.cfs[v.index()]),
+            ExprData::CfWrite { var, value } => {
+                let v = self.value(*value)?;
+                self.st.cfs[var.index()] = self.terms.to_type(f.cfvars[*var].ty, v);
+                None
+            }
+            ExprData::Assign { local, value } => {
+                // Of the local's type (the verifier's rule), kept as it is.
+                self.st.locals[local.index()] = self.value(*value)?;
+                None
+            }
+            ExprData::Call { helper, args } => {
+                let (params, _) = helper.signature();
+                let mut vals = [NONE; 2];
+                for (i, (&a, &p)) in args.iter().zip(params).enumerate() {
+                    let v = self.value(a)?;
+                    vals[i] = self.terms.to_type(p, v);
+                }
+                self.call(*helper, vals)
+            }
+            ExprData::TrapIf { cond, code } => {
+                let c = self.value(*cond)?;
+                let hit = self.terms.nonzero(c);
+                self.stop_if(hit, End::Check(*code));
+                None
+            }
+            ExprData::Comma { first, second } => {
+                self.eval(*first)?;
+                self.eval(*second)?
+            }
+        })
+    }
+
+    /// A helper call on its arguments (already of its parameters' types); every helper by
+    /// name, so that a new one is a decision here.
+    fn call(&mut self, helper: HelperKind, [a, b]: [T; 2]) -> Option<T> {
+        match helper {
+            HelperKind::Log | HelperKind::Log64 => {
+                self.st.trace = self.terms.make(Op::Push(helper), [self.st.trace, a, b]);
+                None
+            }
+            HelperKind::CfTrace => {
+                let mut list = self.terms.empty();
+                for i in 0..self.st.cfs.len() {
+                    list = self.terms.make(Op::Cons, [list, self.st.cfs[i]]);
+                }
+                self.st.trace = self.terms.make(Op::Push(helper), [self.st.trace, list, NONE]);
+                None
+            }
+            HelperKind::CfSet => {
+                let n = self.st.cfs.len() as u32;
+                for (i, d) in self.f.cfvars.values().enumerate() {
+                    let new = self.terms.to_type(d.ty, b);
+                    self.st.cfs[i] = self.terms.make(Op::CfSet(n, i as u32), [a, new, self.st.cfs[i]]);
+                }
+                None
+            }
+            HelperKind::HeapRmw => {
+                let old = self.terms.make(Op::Call(helper), [self.st.heap, a, b]);
+                self.st.heap = self.terms.make(Op::RmwHeap, [self.st.heap, a, b]);
+                Some(old)
+            }
+            HelperKind::Mix | HelperKind::Mix64 => Some(self.terms.make(Op::Call(helper), [a, b])),
+        }
+    }
+
+    /// Runs `b`'s statements and terminator: the edges it may take, each with its
+    /// condition and the state at the end of `b` (an edge whose condition is false, none).
+    fn block(&mut self, b: Block) -> Result<Vec<(T, Block, St)>, TooLarge> {
+        let data = &self.f.blocks[b];
+        for &s in &data.stmts {
+            self.eval(s)?;
+        }
+        let mut edges: Vec<(T, Block)> = vec![];
+        match &data.term {
+            Terminator::Jump(t) => edges.push((TRUE, *t)),
+            Terminator::Branch { cond, then_dest, else_dest } => {
+                let c = self.value(*cond)?;
+                let taken = self.terms.nonzero(c);
+                let not = self.terms.not(taken);
+                edges.push((taken, *then_dest));
+                edges.push((not, *else_dest));
+            }
+            Terminator::Return(e) => {
+                let v = self.value(*e)?;
+                let v = self.terms.to_type(self.f.ret, v);
+                self.stop_if(TRUE, End::Return(v));
+            }
+            Terminator::Switch { value, default, cases } => {
+                let v = self.value(*value)?;
+                // The first case equal to the value wins.
+                let mut seen = tandem_core::hash::HashSet::default();
+                let mut by_target: Vec<(Block, T)> = vec![];
+                let mut misses = TRUE;
+                for &(k, t) in cases {
+                    if !seen.insert(k) {
+                        continue;
+                    }
+                    let hit = self.terms.key(k, v);
+                    let miss = self.terms.not(hit);
+                    misses = self.terms.and(misses, miss);
+                    match by_target.iter_mut().find(|(u, _)| *u == t) {
+                        Some((_, h)) => *h = self.terms.or(*h, hit),
+                        None => by_target.push((t, hit)),
+                    }
+                }
+                edges.extend(by_target.into_iter().map(|(t, h)| (h, t)));
+                edges.push((misses, *default));
+            }
+        }
+        let edges: Vec<(T, Block)> = edges.into_iter().map(|(c, t)| (self.terms.and(self.alive, c), t)).filter(|&(g, _)| g != FALSE).collect();
+        let n = edges.len();
+        Ok(edges
+            .into_iter()
+            .enumerate()
+            .map(|(i, (g, t))| (g, t, if i + 1 == n { std::mem::replace(&mut self.st, St { locals: vec![], cfs: vec![], heap: NONE, trace: NONE }) } else { self.st.clone() }))
+            .collect())
+    }
+}
+
+/// The state entering `target` from `pred`: `target`'s phis read `pred`'s locals in
+/// parallel (a phi without an argument for `pred` reads 0, as the interpreter does).
+fn enter(terms: &mut Terms, f: &Function, pred: Block, target: Block, mut st: St) -> St {
+    let vals: Vec<(usize, T)> = f.blocks[target]
+        .phis
+        .iter()
+        .map(|phi| {
+            let arg = phi.args.iter().find(|(p, _)| *p == pred).map(|(_, l)| *l);
+            (phi.dest.index(), arg.map_or_else(|| terms.num(f.locals[phi.dest].ty, 0), |l| st.locals[l.index()]))
+        })
+        .collect();
+    for (d, v) in vals {
+        st.locals[d] = v;
+    }
+    st
+}
+
+/// One step of `f` from block `b` in state `st`: runs `b`, and through every successor
+/// for which `through` holds (blocks a pass added on an edge), until the run stops or
+/// enters a block for which it does not hold. Its exits; fails past 16 blocks run through
+/// in a row or past `limit` nodes.
+fn step(terms: &mut Terms, f: &Function, b: Block, st: St, through: &dyn Fn(Block) -> bool, limit: usize) -> Result<Vec<Exit>, TooLarge> {
+    let mut exits = vec![];
+    let mut work = 0;
+    let mut pending = vec![(b, TRUE, st, 0u32)];
+    while let Some((blk, alive, st, depth)) = pending.pop() {
+        let mut run = Run { f, terms: &mut *terms, st, alive, exits: vec![], work, limit };
+        let edges = run.block(blk)?;
+        work = run.work;
+        exits.extend(run.exits);
+        for (g, t, st) in edges {
+            let st = enter(terms, f, blk, t, st);
+            if through(t) {
+                if depth >= 16 {
+                    return Err(TooLarge);
+                }
+                pending.push((t, g, st, depth + 1));
+            } else {
+                exits.push(Exit { guard: g, end: End::Continue(t), st });
+            }
+        }
+    }
+    Ok(exits)
+}
