@@ -1,12 +1,15 @@
-//! The simulation check's try over the states' slots ([`super::simulate`]) by term
-//! identity alone, without Z3: the two functions' blocks run symbolically over terms of
-//! our own, hash-consed, so that equal terms are one term; a block pair is proved where
-//! the two steps end alike (the same exits, each under the same condition, with the same
-//! return value, trap code, trace, and, where the run stops, heap and callframe) and the
-//! relation holds at every successor, each class's members one term. That is what the
-//! simple passes leave (`cprop`, `dce`, `ssa`, `ssa-destroy`: their pairs' relations
-//! hold by identity where the solver was never asked), and what the try in Z3 spends
-//! most of its time encoding: there a pair with no solver query still took 6-20 ms.
+//! The simulation check ([`super::simulate`]) by term identity alone, without Z3: the two
+//! functions' blocks run symbolically over terms of our own, hash-consed, so that equal
+//! terms are one term; a block pair is proved where the two steps end alike (the same
+//! exits, each under the same condition, with the same return value, trap code, trace,
+//! and, where the run stops, heap and callframe) and the relation holds at every
+//! successor, each class's members one term there. Each try's first partition is checked
+//! so before any runs in Z3. It proves what the simple passes leave (`cprop`, `dce`,
+//! `ssa`, `ssa-destroy`: their relations hold by identity, where the try in Z3 asked the
+//! solver nothing and still took 6-20 ms to encode a pair) and most of SSAPRE's pairs
+//! ("the temporary holds `a + b`": the class's value is the source's tree, which the
+//! source's block builds again), and some of memopt's (a callframe variable kept in a
+//! local, a forwarded constant).
 //!
 //! A term's meaning is the operation it names on its operands, so two equal terms have
 //! the same value under every assignment of the entry symbols, whatever the operation
@@ -16,12 +19,19 @@
 //! (its traps as exits, under their conditions, in the order the interpreter meets
 //! them; the heap as a chain of stores; the trace as a chain of events), so a difference
 //! in what the two sides do is a difference in their terms, and the check fails: then
-//! the check in Z3 runs as before. It is a proof or nothing; it never answers otherwise.
+//! the check in Z3 runs as before (no Z3 term is made here, so its answers are those it
+//! gave without this check). It is a proof or nothing; it never answers otherwise.
 //!
-//! Each class of a block's entry relation is one symbol; a part of a state that no class
-//! joins to another is a symbol of its own. The entry block starts from the initial
-//! states (the arguments, heap and callframe shared, every other local 0). Blocks the
-//! target added on an edge are run through (stuttering), as in [`super::encode`].
+//! A block's entry relation gives each class one value: the value of the definition the
+//! class takes its value from, in the entry states, or else a symbol of its own; a part
+//! of a state that no class joins to another is a symbol of its own. The class's other
+//! definitions and loads are assumed to hold that value: a term built in the block's
+//! steps that is one of them is that value (the Z3 check rewrites them alike). A class
+//! whose members hold different terms entering a block splits there (a weaker relation,
+//! which the block then runs under again), until every edge keeps the relation. The
+//! entry block starts from the initial states (the arguments, heap and callframe shared,
+//! every other local 0). Blocks the target added on an edge are run through
+//! (stuttering), as in [`super::encode`].
 
 use crate::exec::interp;
 use cranelift_entity::EntityRef;
@@ -36,12 +46,20 @@ pub(super) struct Places {
     pub locals: [Vec<Option<usize>>; 2],
     pub cfs: [Vec<Option<usize>>; 2],
     pub heap: [Option<usize>; 2],
+    /// Per slot, the tree a definition's or a load's slot stands for (its side, the
+    /// type its value takes, the tree): its value in that side's state.
+    pub trees: Vec<Option<(usize, Type, Expr)>>,
 }
 
 /// Whether the relation `classes` (per block in the source's layout, each slot's class
 /// by its first slot) holds by identity (see the module docs); `false` where it does not,
 /// where the blocks do not correspond, or past `limit` nodes evaluated per step.
-pub(super) fn proves(src: &Function, tgt: &Function, places: &Places, classes: &[Vec<usize>], limit: usize) -> bool {
+///
+/// `choose` gives, for a block's classes, the slot whose definition each class (by its
+/// first slot) takes its value from, chosen so that no class's value depends on itself;
+/// the other definitions and loads of a class are assumed to hold that value: a term
+/// built that is one of them, in the entry state, is that value.
+pub(super) fn proves(src: &Function, tgt: &Function, places: &Places, classes: &[Vec<usize>], choose: &dyn Fn(&[usize]) -> Vec<Option<usize>>, limit: usize) -> bool {
     // The blocks correspond (as the caller checked; again here, since a proof rests on
     // it): the same entry, never entered again, every source block kept, the same
     // parameters, callframe variables and return type.
@@ -67,10 +85,12 @@ pub(super) fn proves(src: &Function, tgt: &Function, places: &Places, classes: &
     let mut work = std::collections::BTreeSet::from([first]);
     while let Some(k) = work.pop_first() {
         let b = src.layout[k];
+        terms.rewrite.clear();
         let (s_in, t_in) = if b == entry {
             (terms.initial(src), terms.initial(tgt))
         } else {
-            (terms.entry(src, 0, places, &classes[k]), terms.entry(tgt, 1, places, &classes[k]))
+            let Some(states) = terms.entry(src, tgt, places, &classes[k], &choose(&classes[k]), limit) else { return false };
+            states
         };
         let Ok(mut xs) = step(&mut terms, src, b, s_in, &|_| false, limit) else { return false };
         let Ok(mut ys) = step(&mut terms, tgt, b, t_in, &added, limit) else { return false };
@@ -90,7 +110,7 @@ pub(super) fn proves(src: &Function, tgt: &Function, places: &Places, classes: &
                     // The relation at `t` keeps of each class the members that hold one
                     // term here: a weaker relation, assumed at `t` from then on, so `t`
                     // runs again.
-                    let refined = refine(places, &classes[j], &x.st, &y.st);
+                    let Some(refined) = refine(&mut terms, [src, tgt], places, &classes[j], [&x.st, &y.st], limit) else { return false };
                     if refined != classes[j] {
                         classes[j] = refined;
                         work.insert(j);
@@ -112,11 +132,12 @@ pub(super) fn proves(src: &Function, tgt: &Function, places: &Places, classes: &
 }
 
 /// `classes` with each class split by the terms its members hold in the two states
-/// entering its block (a class whose members hold one term stays whole); each class named
-/// by its first slot.
-fn refine(places: &Places, classes: &[usize], s: &St, t: &St) -> Vec<usize> {
+/// entering its block (a class whose members hold one term stays whole; a definition's or
+/// a load's term is its tree's in its side's state); each class named by its first slot.
+/// `None` past the limit.
+fn refine(terms: &mut Terms, fs: [&Function; 2], places: &Places, classes: &[usize], states: [&St; 2], limit: usize) -> Option<Vec<usize>> {
     let mut held: Vec<Option<T>> = vec![None; classes.len()];
-    for (side, st) in [s, t].into_iter().enumerate() {
+    for (side, st) in states.into_iter().enumerate() {
         let parts = places.locals[side].iter().zip(&st.locals).chain(places.cfs[side].iter().zip(&st.cfs)).chain([(&places.heap[side], &st.heap)]);
         for (slot, &v) in parts {
             if let Some(i) = *slot {
@@ -124,8 +145,15 @@ fn refine(places: &Places, classes: &[usize], s: &St, t: &St) -> Vec<usize> {
             }
         }
     }
+    let mut scratch = [None, None];
+    for (i, tree) in places.trees.iter().enumerate() {
+        if let Some((side, ty, e)) = *tree {
+            let st = scratch[side].get_or_insert_with(|| states[side].clone());
+            held[i] = Some(terms.value_of(fs[side], e, st, ty, limit)?);
+        }
+    }
     let mut first: HashMap<(usize, Option<T>), usize> = HashMap::default();
-    (0..classes.len()).map(|i| *first.entry((classes[i], held[i])).or_insert(i)).collect()
+    Some((0..classes.len()).map(|i| *first.entry((classes[i], held[i])).or_insert(i)).collect())
 }
 
 /// A term: an index into [`Terms::nodes`].
@@ -147,8 +175,6 @@ enum Op {
     Cmp(CmpOp, Type),
     Conv(ConvOp),
     Select,
-    /// A value as a local, callframe variable, argument or return value of the type holds it.
-    ToType(Type),
     /// `[heap, address]`.
     Load(MemWidth, bool, Type),
     /// `[heap, address, value]`.
@@ -197,11 +223,13 @@ const FALSE: T = T(1);
 struct Terms {
     nodes: Vec<(Op, [T; 3])>,
     index: HashMap<(Op, [T; 3]), T>,
+    /// The block's assumptions: a term that is one of them is its class's value.
+    rewrite: HashMap<T, T>,
 }
 
 impl Default for Terms {
     fn default() -> Terms {
-        let mut t = Terms { nodes: vec![], index: HashMap::default() };
+        let mut t = Terms { nodes: vec![], index: HashMap::default(), rewrite: HashMap::default() };
         assert_eq!(t.make(Op::Bool(true), []), TRUE);
         assert_eq!(t.make(Op::Bool(false), []), FALSE);
         t
@@ -212,13 +240,26 @@ impl Terms {
     fn make<const N: usize>(&mut self, op: Op, args: [T; N]) -> T {
         let mut key = [NONE; 3];
         key[..N].copy_from_slice(&args);
-        if let Some(&t) = self.index.get(&(op, key)) {
-            return t;
-        }
-        let t = T(self.nodes.len() as u32);
-        self.nodes.push((op, key));
-        self.index.insert((op, key), t);
-        t
+        let t = match self.index.get(&(op, key)) {
+            Some(&t) => t,
+            None => {
+                let t = T(self.nodes.len() as u32);
+                self.nodes.push((op, key));
+                self.index.insert((op, key), t);
+                t
+            }
+        };
+        self.rewrite.get(&t).copied().unwrap_or(t)
+    }
+
+    /// The value of the value tree at `e` of `f` in state `st` (which it leaves as it
+    /// was), of type `ty`; `None` past the limit.
+    fn value_of(&mut self, f: &Function, e: Expr, st: &mut St, ty: Type, limit: usize) -> Option<T> {
+        let mut run = Run { f, terms: &mut *self, st: std::mem::replace(st, St::none()), alive: TRUE, exits: vec![], work: 0, limit };
+        let v = run.value(e);
+        *st = std::mem::replace(&mut run.st, St::none());
+        let v = v.ok()?;
+        Some(self.to_type(ty, v))
     }
 
     fn num(&mut self, ty: Type, v: i64) -> T {
@@ -284,11 +325,14 @@ impl Terms {
         }
     }
 
+    /// `a` as a place of type `ty` holds it: the verifier gives every value the type of
+    /// where it goes (a local, callframe variable, argument or return value), and every
+    /// value the interpreter computes is canonical for its type, so only a numeral is
+    /// normalized.
     fn to_type(&mut self, ty: Type, a: T) -> T {
         match self.nodes[a.0 as usize].0 {
             Op::Num(_, v) => self.num(ty, ty.normalize(v)),
-            Op::ToType(t) if t == ty => a,
-            _ => self.make(Op::ToType(ty), [a]),
+            _ => a,
         }
     }
 
@@ -372,13 +416,107 @@ impl Terms {
         St { locals, cfs, heap: self.sym(Sym::Heap0), trace: self.empty() }
     }
 
-    /// The entry state of side `side` (0 source, 1 target) of a block whose relation is
-    /// `classes`: each part its class's symbol, or one of its own.
-    fn entry(&mut self, f: &Function, side: usize, places: &Places, classes: &[usize]) -> St {
-        let locals = f.locals.keys().map(|l| self.sym(places.locals[side][l.index()].map_or(Sym::Local(side, l), |i| Sym::Class(classes[i])))).collect();
-        let cfs = f.cfvars.keys().map(|v| self.sym(places.cfs[side][v.index()].map_or(Sym::Cf(side, v), |i| Sym::Class(classes[i])))).collect();
-        let heap = self.sym(places.heap[side].map_or(Sym::Heap(side), |i| Sym::Class(classes[i])));
-        St { locals, cfs, heap, trace: self.empty() }
+    /// The two entry states of a block whose relation is `classes` (each class by its
+    /// first slot): each part of a state its class's value, or a symbol of its own; a
+    /// class's value is the value of its `chosen` definition in the states (those it
+    /// reads resolved first), else a symbol. The class's other definitions and loads are
+    /// assumed equal to it ([`Terms::rewrite`]: their terms in these states, where not
+    /// numerals). `None` past the limit.
+    fn entry(&mut self, src: &Function, tgt: &Function, places: &Places, classes: &[usize], chosen: &[Option<usize>], limit: usize) -> Option<(St, St)> {
+        let fs = [src, tgt];
+        let mut val: Vec<Option<T>> = (0..classes.len()).map(|r| (classes[r] == r && chosen[r].is_none()).then(|| self.sym(Sym::Class(r)))).collect();
+        let mut states = [0, 1].map(|side| {
+            let f = fs[side];
+            let mut part = |slot: Option<usize>, own: Sym| match slot.and_then(|i| val[classes[i]]) {
+                Some(v) => v,
+                None => self.sym(own),
+            };
+            St {
+                locals: f.locals.keys().map(|l| part(places.locals[side][l.index()], Sym::Local(side, l))).collect(),
+                cfs: f.cfvars.keys().map(|v| part(places.cfs[side][v.index()], Sym::Cf(side, v))).collect(),
+                heap: part(places.heap[side], Sym::Heap(side)),
+                trace: self.empty(),
+            }
+        });
+        // The classes with a definition, in the order their values resolve (a definition
+        // reads only classes resolved before it: the choice is acyclic).
+        let mut pending: Vec<usize> = (0..classes.len()).filter(|&r| chosen[r].is_some()).collect();
+        while !pending.is_empty() {
+            let before = pending.len();
+            let mut rest = vec![];
+            for r in pending {
+                let i = chosen[r].expect("pending classes have a definition");
+                let Some((side, ty, e)) = places.trees[i] else { return None };
+                if !reads_resolved(fs[side], e, side, places, classes, &val) {
+                    rest.push(r);
+                    continue;
+                }
+                let v = self.value_of(fs[side], e, &mut states[side], ty, limit)?;
+                for m in (0..classes.len()).filter(|&m| classes[m] == r) {
+                    write_part(places, m, v, &mut states);
+                }
+                val[r] = Some(v);
+            }
+            if rest.len() == before {
+                return None;
+            }
+            pending = rest;
+        }
+        // The assumptions: every other definition or load of a class of two or more.
+        let mut size = vec![0usize; classes.len()];
+        for &r in classes {
+            size[r] += 1;
+        }
+        let mut assumed = vec![];
+        for (m, tree) in places.trees.iter().enumerate() {
+            let (r, Some((side, ty, e))) = (classes[m], *tree) else { continue };
+            if size[r] < 2 || chosen[r] == Some(m) {
+                continue;
+            }
+            let v = val[r].expect("every class has a value");
+            let k = self.value_of(fs[side], e, &mut states[side], ty, limit)?;
+            if k != v && !matches!(self.nodes[k.0 as usize].0, Op::Num(..)) {
+                assumed.push((k, v));
+            }
+        }
+        self.rewrite.extend(assumed);
+        let [s, t] = states;
+        Some((s, t))
+    }
+}
+
+/// Whether every local, callframe variable and heap the tree at `e` of side `side` reads
+/// has its class's value (or has no slot, and so its own symbol).
+fn reads_resolved(f: &Function, e: Expr, side: usize, places: &Places, classes: &[usize], val: &[Option<T>]) -> bool {
+    let mut ok = true;
+    f.visit_postorder(e, &mut |n| {
+        let slot = match &f.exprs[n] {
+            ExprData::Local(l) => places.locals[side][l.index()],
+            ExprData::CfRead(v) => places.cfs[side][v.index()],
+            ExprData::Load { .. } => places.heap[side],
+            _ => None,
+        };
+        ok &= slot.is_none_or(|i| val[classes[i]].is_some());
+    });
+    ok
+}
+
+/// Writes `v` into the state part that slot `m` is, if it is one.
+fn write_part(places: &Places, m: usize, v: T, states: &mut [St; 2]) {
+    for (side, st) in states.iter_mut().enumerate() {
+        for (l, slot) in places.locals[side].iter().enumerate() {
+            if *slot == Some(m) {
+                st.locals[l] = v;
+            }
+        }
+        for (c, slot) in places.cfs[side].iter().enumerate() {
+            if *slot == Some(m) {
+                st.cfs[c] = v;
+            }
+        }
+        if places.heap[side] == Some(m) {
+            st.heap = v;
+        }
     }
 }
 
@@ -389,6 +527,13 @@ struct St {
     cfs: Vec<T>,
     heap: T,
     trace: T,
+}
+
+impl St {
+    /// No state: what a run's state is left as once moved out.
+    fn none() -> St {
+        St { locals: vec![], cfs: vec![], heap: NONE, trace: NONE }
+    }
 }
 
 /// How an exit of a step ends.
@@ -619,7 +764,7 @@ impl Run<'_> {
         Ok(edges
             .into_iter()
             .enumerate()
-            .map(|(i, (g, t))| (g, t, if i + 1 == n { std::mem::replace(&mut self.st, St { locals: vec![], cfs: vec![], heap: NONE, trace: NONE }) } else { self.st.clone() }))
+            .map(|(i, (g, t))| (g, t, if i + 1 == n { std::mem::replace(&mut self.st, St::none()) } else { self.st.clone() }))
             .collect())
     }
 }

@@ -478,7 +478,10 @@ fn the_pre_temporary_of_full_redundancy2_is_proved_for_every_run() {
     let (before, after) = (&forms[0], &forms[1]);
     let a = validate(before, after, "ssapre", &opts());
     assert!(matches!(a, Answer::Proved), "{a}");
+    // By term identity, where "`%pre1` holds `add(%a.2, %b)`" is the class's value.
+    assert!(simulate::proved_by_identity(before, after, &opts()));
     let bad = with_phi_arguments_swapped(after, "pre");
+    assert!(!simulate::proved_by_identity(before, &bad, &opts()));
     let c = counterexample(validate(before, &bad, "ssapre", &opts()));
     assert!(c.diff.iter().any(|d| d.starts_with("end")), "{:?}", c.diff);
 }
@@ -546,8 +549,9 @@ fn a_constant_forwarded_across_a_loop_is_proved_for_every_run() {
 }
 
 /// A pass that left the function as it was is proved without the solver: on a budget of
-/// one resource unit, the function against itself is `proved`, and against the pass's
-/// change (which the solver must be asked about) the budget runs out.
+/// one resource unit, the function against itself is `proved`; so is the pass's right
+/// change, by term identity ("`@c` holds 123" is the class's value at the loop's head);
+/// against the wrong change (which the solver must be asked about) the budget runs out.
 #[test]
 fn a_function_left_as_it_was_is_proved_without_the_solver() {
     let o = Options { rlimit: 1, ..opts() };
@@ -555,6 +559,9 @@ fn a_function_left_as_it_was_is_proved_without_the_solver() {
     let a = validate(&f, &f.clone(), "memopt", &o);
     assert!(matches!(a, Answer::Proved), "{a}");
     let a = validate(&f, &constant_across_a_loop("123", ""), "memopt", &o);
+    assert!(matches!(a, Answer::Proved), "{a}");
+    let write = "    cfwrite(@c, add(%i, 7))\n";
+    let a = validate(&constant_across_a_loop("cfread(@c)", write), &constant_across_a_loop("123", write), "memopt", &o);
     assert!(matches!(a, Answer::Unknown(Unknown::Budget)), "{a}");
 }
 
