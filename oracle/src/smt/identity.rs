@@ -15,9 +15,17 @@
 //! the same value under every assignment of the entry symbols, whatever the operation
 //! computes; the check needs no semantics but where it folds: an operation on numerals
 //! becomes its numeral, computed by the interpreter's own functions, and a condition
-//! that folds to false drops its exit or edge. Every effect of a statement is in a term
-//! (its traps as exits, under their conditions, in the order the interpreter meets
-//! them; the heap as a chain of stores; the trace as a chain of events), so a difference
+//! that folds to false drops its exit or edge (or is the negation of a condition the
+//! path already excludes: a second access at the same address cannot fault). Every
+//! effect of a statement is in a term (its traps as exits, under their conditions, in
+//! the order the interpreter meets them; the heap as a chain of stores; the trace as a
+//! chain of events). The heap's terms follow the bytes (see [`Terms::load`] and
+//! [`Terms::store`]): a load reads through stores at bytes apart from its own (both
+//! addresses numerals, or one base plus constants), takes the value back from a store
+//! of its type and width at its address, and reads a numeral's bytes as the interpreter
+//! does; a store at the same place as one below it (past stores apart from it) takes
+//! that one out, and a store of the bytes just loaded there is none: what memopt
+//! forwards and removes is then the same term on both sides. So a difference
 //! in what the two sides do is a difference in their terms, and the check fails: then
 //! the check in Z3 runs as before (no Z3 term is made here, so its answers are those it
 //! gave without this check). It is a proof or nothing; it never answers otherwise.
@@ -177,8 +185,8 @@ enum Op {
     Select,
     /// `[heap, address]`.
     Load(MemWidth, bool, Type),
-    /// `[heap, address, value]`.
-    Store(MemWidth),
+    /// `[heap, address, value]`, the value of the type.
+    Store(MemWidth, Type),
     /// Whether an access of that many bytes at the address is inside the heap.
     InBounds(u32),
     /// Whether the division traps on `[lhs, rhs]`.
@@ -255,7 +263,7 @@ impl Terms {
     /// The value of the value tree at `e` of `f` in state `st` (which it leaves as it
     /// was), of type `ty`; `None` past the limit.
     fn value_of(&mut self, f: &Function, e: Expr, st: &mut St, ty: Type, limit: usize) -> Option<T> {
-        let mut run = Run { f, terms: &mut *self, st: std::mem::replace(st, St::none()), alive: TRUE, exits: vec![], work: 0, limit };
+        let mut run = Run { f, terms: &mut *self, st: std::mem::replace(st, St::none()), alive: TRUE, facts: Default::default(), exits: vec![], work: 0, limit };
         let v = run.value(e);
         *st = std::mem::replace(&mut run.st, St::none());
         let v = v.ok()?;
@@ -371,8 +379,115 @@ impl Terms {
         match a {
             TRUE => FALSE,
             FALSE => TRUE,
-            _ => self.make(Op::Not, [a]),
+            _ => match self.nodes[a.0 as usize] {
+                (Op::Not, [x, ..]) => x,
+                _ => self.make(Op::Not, [a]),
+            },
         }
+    }
+
+    /// An access's address as a base term (`None` for a numeral) and a constant offset.
+    fn address(&self, a: T) -> (Option<T>, i64) {
+        match self.nodes[a.0 as usize] {
+            (Op::Num(_, v), _) => (None, v as u32 as i64),
+            (Op::Bin(BinOp::Add, Type::I32), [x, y, _]) => match (self.value(x), self.value(y)) {
+                (_, Some(c)) => (Some(x), c as u32 as i64),
+                (Some(c), _) => (Some(y), c as u32 as i64),
+                _ => (Some(a), 0),
+            },
+            _ => (Some(a), 0),
+        }
+    }
+
+    /// Whether the bytes of an access of `n` at `a` and one of `m` at `b` are apart in
+    /// every state (both addresses numerals, or one base plus constants: their distance is
+    /// the constants', modulo 2^32).
+    fn apart(&self, a: T, n: u32, b: T, m: u32) -> bool {
+        let ((x, i), (y, j)) = (self.address(a), self.address(b));
+        if x != y {
+            return false;
+        }
+        // Offsets modulo 2^32: the second range starts `d` bytes after the first.
+        let d = (j - i).rem_euclid(1 << 32);
+        d >= n as i64 && (1i64 << 32) - d >= m as i64
+    }
+
+    /// A load of `width` at `a` from `heap`: past the stores at bytes apart from its own;
+    /// a store of the load's very type and width at the same address gives its value
+    /// back (the bytes it wrote, read as they were written).
+    fn load(&mut self, width: MemWidth, signed: bool, ty: Type, heap: T, a: T) -> T {
+        let mut h = heap;
+        for _ in 0..64 {
+            match self.nodes[h.0 as usize] {
+                (Op::Store(w, vty), [_, b, v]) if b == a && w == width && vty == ty && width.bits() == ty.bits() => return v,
+                (Op::Store(w, _), [below, b, v]) => {
+                    if self.apart(a, width.bytes(), b, w.bytes()) {
+                        h = below;
+                        continue;
+                    }
+                    // Bytes a numeral stored, all of them: read as the interpreter reads.
+                    if let (Some(at), Some(x)) = (self.within(a, width.bytes(), b, w.bytes()), self.value(v)) {
+                        let bits = width.bits();
+                        let raw = (x as u64) >> (8 * at);
+                        let raw = if bits == 64 { raw } else { raw & ((1u64 << bits) - 1) };
+                        let ext = if signed && bits < 64 { ((raw << (64 - bits)) as i64) >> (64 - bits) } else { raw as i64 };
+                        return self.num(ty, ty.normalize(ext));
+                    }
+                    break;
+                }
+                _ => break,
+            }
+        }
+        self.make(Op::Load(width, signed, ty), [h, a])
+    }
+
+    /// Where the `n` bytes at `a` lie in the `m` bytes at `b`, in every state: the offset
+    /// of the first, or `None` where they may not all lie there.
+    fn within(&self, a: T, n: u32, b: T, m: u32) -> Option<u32> {
+        let ((x, i), (y, j)) = (self.address(a), self.address(b));
+        let d = (i - j).rem_euclid(1 << 32);
+        (x == y && d + n as i64 <= m as i64).then_some(d as u32)
+    }
+
+    /// A store of `width` of `v` (of type `vty`) at `a` on `heap`: a store of the same
+    /// width at the same address below stores at bytes apart from it is overwritten, and
+    /// taken out; a value just loaded from the same place, of its full width, stored back
+    /// is no store.
+    fn store(&mut self, width: MemWidth, vty: Type, heap: T, a: T, v: T) -> T {
+        if let (Op::Load(w, _, ty), [h, b, _]) = self.nodes[v.0 as usize] {
+            if h == heap && b == a && w == width && ty == vty && width.bits() == ty.bits() {
+                return heap;
+            }
+        }
+        // The stores above the one overwritten, from the top.
+        let mut above = vec![];
+        let mut h = heap;
+        let mut base = None;
+        for _ in 0..64 {
+            match self.nodes[h.0 as usize] {
+                (Op::Store(w, _), [below, b, _]) if b == a && w == width => {
+                    base = Some(below);
+                    break;
+                }
+                (Op::Store(w, t), [below, b, x]) if self.apart(a, width.bytes(), b, w.bytes()) => {
+                    above.push((w, t, b, x));
+                    h = below;
+                }
+                _ => break,
+            }
+        }
+        let mut h = match base {
+            Some(below) => {
+                let mut h = below;
+                for &(w, t, b, x) in above.iter().rev() {
+                    h = self.make(Op::Store(w, t), [h, b, x]);
+                }
+                h
+            }
+            None => heap,
+        };
+        h = self.make(Op::Store(width, vty), [h, a, v]);
+        h
     }
 
     fn and(&mut self, a: T, b: T) -> T {
@@ -570,6 +685,8 @@ struct Run<'a> {
     terms: &'a mut Terms,
     st: St,
     alive: T,
+    /// The conditions `alive` is the conjunction of.
+    facts: tandem_core::hash::HashSet<T>,
     exits: Vec<Exit>,
     work: usize,
     limit: usize,
@@ -577,13 +694,19 @@ struct Run<'a> {
 
 impl Run<'_> {
     fn stop_if(&mut self, cond: T, end: End) {
+        let not = self.terms.not(cond);
+        // A trap whose condition an earlier one already excluded (a second access at
+        // the same address) cannot happen here.
+        if self.facts.contains(&not) {
+            return;
+        }
         let guard = self.terms.and(self.alive, cond);
         if guard != FALSE {
             let st = St { locals: vec![], ..self.st.clone() };
             self.exits.push(Exit { guard, end, st });
         }
-        let not = self.terms.not(cond);
         self.alive = self.terms.and(self.alive, not);
+        self.facts.insert(not);
     }
 
     fn value(&mut self, e: Expr) -> Result<T, TooLarge> {
@@ -638,7 +761,7 @@ impl Run<'_> {
                 let inside = self.terms.in_bounds(width.bytes(), a);
                 let outside = self.terms.not(inside);
                 self.stop_if(outside, End::Invalid);
-                Some(self.terms.make(Op::Load(*width, *signed, *ty), [self.st.heap, a]))
+                Some(self.terms.load(*width, *signed, *ty, self.st.heap, a))
             }
             ExprData::Store { width, addr, value } => {
                 let a = self.value(*addr)?;
@@ -646,7 +769,8 @@ impl Run<'_> {
                 let inside = self.terms.in_bounds(width.bytes(), a);
                 let outside = self.terms.not(inside);
                 self.stop_if(outside, End::Invalid);
-                self.st.heap = self.terms.make(Op::Store(*width), [self.st.heap, a, v]);
+                let vty = self.ty(*value);
+                self.st.heap = self.terms.store(*width, vty, self.st.heap, a, v);
                 None
             }
             ExprData::CfRead(v) => Some(self.st.cfs[v.index()]),
@@ -759,7 +883,15 @@ impl Run<'_> {
                 edges.push((misses, *default));
             }
         }
-        let edges: Vec<(T, Block)> = edges.into_iter().map(|(c, t)| (self.terms.and(self.alive, c), t)).filter(|&(g, _)| g != FALSE).collect();
+        let mut taken = vec![];
+        for (c, t) in edges {
+            let not = self.terms.not(c);
+            let g = if self.facts.contains(&not) { FALSE } else { self.terms.and(self.alive, c) };
+            if g != FALSE {
+                taken.push((g, t));
+            }
+        }
+        let edges = taken;
         let n = edges.len();
         Ok(edges
             .into_iter()
@@ -795,7 +927,7 @@ fn step(terms: &mut Terms, f: &Function, b: Block, st: St, through: &dyn Fn(Bloc
     let mut work = 0;
     let mut pending = vec![(b, TRUE, st, 0u32)];
     while let Some((blk, alive, st, depth)) = pending.pop() {
-        let mut run = Run { f, terms: &mut *terms, st, alive, exits: vec![], work, limit };
+        let mut run = Run { f, terms: &mut *terms, st, alive, facts: Default::default(), exits: vec![], work, limit };
         let edges = run.block(blk)?;
         work = run.work;
         exits.extend(run.exits);
@@ -813,3 +945,4 @@ fn step(terms: &mut Terms, f: &Function, b: Block, st: St, through: &dyn Fn(Bloc
     }
     Ok(exits)
 }
+
