@@ -2390,8 +2390,7 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
             }
             tried.push(first.clone());
             Some((candidates, scope, first))
-        })
-        ;
+        });
     // First each try by term identity, without the solver, in order (each in about what
     // its first partition takes to make): what the simple passes and most of SSAPRE's
     // pairs leave; Z3 only where no try is proved so.
