@@ -267,7 +267,7 @@ impl Terms {
         let v = run.value(e);
         *st = std::mem::replace(&mut run.st, St::none());
         let v = v.ok()?;
-        Some(self.to_type(ty, v))
+        Some(self.typed(ty, v))
     }
 
     fn num(&mut self, ty: Type, v: i64) -> T {
@@ -337,7 +337,7 @@ impl Terms {
     /// where it goes (a local, callframe variable, argument or return value), and every
     /// value the interpreter computes is canonical for its type, so only a numeral is
     /// normalized.
-    fn to_type(&mut self, ty: Type, a: T) -> T {
+    fn typed(&mut self, ty: Type, a: T) -> T {
         match self.nodes[a.0 as usize].0 {
             Op::Num(_, v) => self.num(ty, ty.normalize(v)),
             _ => a,
@@ -476,7 +476,7 @@ impl Terms {
                 _ => break,
             }
         }
-        let mut h = match base {
+        let h = match base {
             Some(below) => {
                 let mut h = below;
                 for &(w, t, b, x) in above.iter().rev() {
@@ -486,8 +486,7 @@ impl Terms {
             }
             None => heap,
         };
-        h = self.make(Op::Store(width, vty), [h, a, v]);
-        h
+        self.make(Op::Store(width, vty), [h, a, v])
     }
 
     fn and(&mut self, a: T, b: T) -> T {
@@ -561,7 +560,7 @@ impl Terms {
             let mut rest = vec![];
             for r in pending {
                 let i = chosen[r].expect("pending classes have a definition");
-                let Some((side, ty, e)) = places.trees[i] else { return None };
+                let (side, ty, e) = places.trees[i]?;
                 if !reads_resolved(fs[side], e, side, places, classes, &val) {
                     rest.push(r);
                     continue;
@@ -776,7 +775,7 @@ impl Run<'_> {
             ExprData::CfRead(v) => Some(self.st.cfs[v.index()]),
             ExprData::CfWrite { var, value } => {
                 let v = self.value(*value)?;
-                self.st.cfs[var.index()] = self.terms.to_type(f.cfvars[*var].ty, v);
+                self.st.cfs[var.index()] = self.terms.typed(f.cfvars[*var].ty, v);
                 None
             }
             ExprData::Assign { local, value } => {
@@ -789,7 +788,7 @@ impl Run<'_> {
                 let mut vals = [NONE; 2];
                 for (i, (&a, &p)) in args.iter().zip(params).enumerate() {
                     let v = self.value(a)?;
-                    vals[i] = self.terms.to_type(p, v);
+                    vals[i] = self.terms.typed(p, v);
                 }
                 self.call(*helper, vals)
             }
@@ -825,7 +824,7 @@ impl Run<'_> {
             HelperKind::CfSet => {
                 let n = self.st.cfs.len() as u32;
                 for (i, d) in self.f.cfvars.values().enumerate() {
-                    let new = self.terms.to_type(d.ty, b);
+                    let new = self.terms.typed(d.ty, b);
                     self.st.cfs[i] = self.terms.make(Op::CfSet(n, i as u32), [a, new, self.st.cfs[i]]);
                 }
                 None
@@ -858,7 +857,7 @@ impl Run<'_> {
             }
             Terminator::Return(e) => {
                 let v = self.value(*e)?;
-                let v = self.terms.to_type(self.f.ret, v);
+                let v = self.terms.typed(self.f.ret, v);
                 self.stop_if(TRUE, End::Return(v));
             }
             Terminator::Switch { value, default, cases } => {
