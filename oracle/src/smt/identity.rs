@@ -69,19 +69,11 @@ pub(super) struct Places {
 /// built that is one of them, in the entry state, is that value.
 pub(super) fn proves(src: &Function, tgt: &Function, places: &Places, classes: &[Vec<usize>], choose: &dyn Fn(&[usize]) -> Vec<Option<usize>>, limit: usize) -> bool {
     // The blocks correspond (as the caller checked; again here, since a proof rests on
-    // it): the same entry, never entered again, every source block kept, the same
-    // parameters, callframe variables and return type.
-    let entry = src.entry();
-    let corresponds = tgt.entry() == entry
-        && src.layout.iter().all(|b| tgt.layout.contains(b))
-        && src.params.len() == tgt.params.len()
-        && src.params.iter().zip(&tgt.params).all(|(&p, &q)| src.locals[p].ty == tgt.locals[q].ty)
-        && src.cfvars == tgt.cfvars
-        && src.ret == tgt.ret
-        && ![src, tgt].iter().any(|f| f.layout.iter().any(|&b| f.blocks[b].term.successors().contains(&entry)));
-    if !corresponds || classes.len() != src.layout.len() {
+    // it), and the return types are one.
+    if !super::simulate::corresponds(src, tgt) || src.ret != tgt.ret || classes.len() != src.layout.len() {
         return false;
     }
+    let entry = src.entry();
     let position = |b: Block| src.layout.iter().position(|&x| x == b);
     let added = |b: Block| position(b).is_none();
     let mut classes = classes.to_vec();
@@ -530,16 +522,10 @@ impl Terms {
         St { locals, cfs, heap: self.sym(Sym::Heap0), trace: self.empty() }
     }
 
-    /// The two entry states of a block whose relation is `classes` (each class by its
-    /// first slot): each part of a state its class's value, or a symbol of its own; a
-    /// class's value is the value of its `chosen` definition in the states (those it
-    /// reads resolved first), else a symbol. The class's other definitions and loads are
-    /// assumed equal to it ([`Terms::rewrite`]: their terms in these states, where not
-    /// numerals). `None` past the limit.
-    fn entry(&mut self, src: &Function, tgt: &Function, places: &Places, classes: &[usize], chosen: &[Option<usize>], limit: usize) -> Option<(St, St)> {
-        let fs = [src, tgt];
-        let mut val: Vec<Option<T>> = (0..classes.len()).map(|r| (classes[r] == r && chosen[r].is_none()).then(|| self.sym(Sym::Class(r)))).collect();
-        let mut states = [0, 1].map(|side| {
+    /// The two states whose parts hold their classes' values in `val` (a part whose class
+    /// has none yet, or that has no slot, a symbol of its own), each trace empty.
+    fn states(&mut self, fs: [&Function; 2], places: &Places, classes: &[usize], val: &[Option<T>]) -> [St; 2] {
+        [0, 1].map(|side| {
             let f = fs[side];
             let mut part = |slot: Option<usize>, own: Sym| match slot.and_then(|i| val[classes[i]]) {
                 Some(v) => v,
@@ -551,29 +537,32 @@ impl Terms {
                 heap: part(places.heap[side], Sym::Heap(side)),
                 trace: self.empty(),
             }
-        });
-        // The classes with a definition, in the order their values resolve (a definition
-        // reads only classes resolved before it: the choice is acyclic).
-        let mut pending: Vec<usize> = (0..classes.len()).filter(|&r| chosen[r].is_some()).collect();
+        })
+    }
+
+    /// The two entry states of a block whose relation is `classes` (each class by its
+    /// first slot): each part of a state its class's value, or a symbol of its own; a
+    /// class's value is the value of its `chosen` definition in the states (those it
+    /// reads resolved first), else a symbol. The class's other definitions and loads are
+    /// assumed equal to it ([`Terms::rewrite`]: their terms in these states, where not
+    /// numerals). `None` past the limit.
+    fn entry(&mut self, src: &Function, tgt: &Function, places: &Places, classes: &[usize], chosen: &[Option<usize>], limit: usize) -> Option<(St, St)> {
+        let fs = [src, tgt];
+        let mut val: Vec<Option<T>> = (0..classes.len()).map(|r| (classes[r] == r && chosen[r].is_none()).then(|| self.sym(Sym::Class(r)))).collect();
+        let mut states = self.states(fs, places, classes, &val);
+        // The classes with a definition, a round at a time: those whose definitions read
+        // only classes with values (the choice is acyclic, so each round resolves some),
+        // evaluated in the states of the rounds before, which are then made again.
+        let mut pending: Vec<(usize, (usize, Type, Expr))> = (0..classes.len()).filter_map(|r| Some((r, chosen[r]?))).map(|(r, i)| Some((r, places.trees[i]?))).collect::<Option<_>>()?;
         while !pending.is_empty() {
-            let before = pending.len();
-            let mut rest = vec![];
-            for r in pending {
-                let i = chosen[r].expect("pending classes have a definition");
-                let (side, ty, e) = places.trees[i]?;
-                if !reads_resolved(fs[side], e, side, places, classes, &val) {
-                    rest.push(r);
-                    continue;
-                }
-                let v = self.value_of(fs[side], e, &mut states[side], ty, limit)?;
-                for m in (0..classes.len()).filter(|&m| classes[m] == r) {
-                    write_part(places, m, v, &mut states);
-                }
-                val[r] = Some(v);
-            }
-            if rest.len() == before {
+            let (ready, rest): (Vec<_>, Vec<_>) = pending.into_iter().partition(|&(_, (side, _, e))| reads_resolved(fs[side], e, side, places, classes, &val));
+            if ready.is_empty() {
                 return None;
             }
+            for (r, (side, ty, e)) in ready {
+                val[r] = Some(self.value_of(fs[side], e, &mut states[side], ty, limit)?);
+            }
+            states = self.states(fs, places, classes, &val);
             pending = rest;
         }
         // The assumptions: every other definition or load of a class of two or more.
@@ -613,25 +602,6 @@ fn reads_resolved(f: &Function, e: Expr, side: usize, places: &Places, classes: 
         ok &= slot.is_none_or(|i| val[classes[i]].is_some());
     });
     ok
-}
-
-/// Writes `v` into the state part that slot `m` is, if it is one.
-fn write_part(places: &Places, m: usize, v: T, states: &mut [St; 2]) {
-    for (side, st) in states.iter_mut().enumerate() {
-        for (l, slot) in places.locals[side].iter().enumerate() {
-            if *slot == Some(m) {
-                st.locals[l] = v;
-            }
-        }
-        for (c, slot) in places.cfs[side].iter().enumerate() {
-            if *slot == Some(m) {
-                st.cfs[c] = v;
-            }
-        }
-        if places.heap[side] == Some(m) {
-            st.heap = v;
-        }
-    }
 }
 
 /// A side's state: its locals, callframe variables, heap, and the trace of the step so far.
@@ -692,18 +662,25 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    fn stop_if(&mut self, cond: T, end: End) {
-        let not = self.terms.not(cond);
-        // A trap whose condition an earlier one already excluded (a second access at
-        // the same address) cannot happen here.
+    /// The condition that the run gets here and `c` holds: false where the path
+    /// already excludes `c` (a second access at the same address cannot fault).
+    fn guard(&mut self, c: T) -> T {
+        let not = self.terms.not(c);
         if self.facts.contains(&not) {
+            FALSE
+        } else {
+            self.terms.and(self.alive, c)
+        }
+    }
+
+    fn stop_if(&mut self, cond: T, end: End) {
+        let guard = self.guard(cond);
+        if guard == FALSE {
             return;
         }
-        let guard = self.terms.and(self.alive, cond);
-        if guard != FALSE {
-            let st = St { locals: vec![], ..self.st.clone() };
-            self.exits.push(Exit { guard, end, st });
-        }
+        let st = St { locals: vec![], ..self.st.clone() };
+        self.exits.push(Exit { guard, end, st });
+        let not = self.terms.not(cond);
         self.alive = self.terms.and(self.alive, not);
         self.facts.insert(not);
     }
@@ -882,15 +859,7 @@ impl Run<'_> {
                 edges.push((misses, *default));
             }
         }
-        let mut taken = vec![];
-        for (c, t) in edges {
-            let not = self.terms.not(c);
-            let g = if self.facts.contains(&not) { FALSE } else { self.terms.and(self.alive, c) };
-            if g != FALSE {
-                taken.push((g, t));
-            }
-        }
-        let edges = taken;
+        let edges: Vec<(T, Block)> = edges.into_iter().map(|(c, t)| (self.guard(c), t)).filter(|&(g, _)| g != FALSE).collect();
         let n = edges.len();
         Ok(edges
             .into_iter()

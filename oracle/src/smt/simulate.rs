@@ -2231,7 +2231,7 @@ fn moved_out(st: &mut State) -> State {
 /// Whether the blocks of the two functions correspond (see the module docs): the same
 /// entry, every source block kept, the same parameter types and callframe variables, and
 /// no jump to the entry.
-fn corresponds(src: &Function, tgt: &Function) -> bool {
+pub(super) fn corresponds(src: &Function, tgt: &Function) -> bool {
     let entry = src.entry();
     tgt.entry() == entry
         && src.layout.iter().all(|b| tgt.layout.contains(b))
