@@ -23,10 +23,17 @@
 //! [`Terms::store`]): a load reads through stores at bytes apart from its own (both
 //! addresses numerals, or one base plus constants), takes the value back from a store
 //! of its type and width at its address, and reads a numeral's bytes as the interpreter
-//! does; a store at the same place as one below it (past stores apart from it) takes
-//! that one out, and a store of the bytes just loaded there is none: what memopt
-//! forwards and removes is then the same term on both sides. So a difference
-//! in what the two sides do is a difference in their terms, and the check fails: then
+//! does; a store over all the bytes of one below it takes that one out, and a store of
+//! the bytes just loaded there is none: what memopt forwards and removes is then the
+//! same term on both sides. A value forwarded at another width is the load at that
+//! width (a mask, shifts up and down, a conversion of a load or of a stored value name
+//! the same bytes one way: [`Terms::bin`], [`Terms::conv`], [`Terms::low_bits`]), and an
+//! access whose address's every value lies inside the heap ([`Terms::range`]) cannot
+//! fault, so a load memopt hoists moves no fault. A pending store's slot (memopt's sunk
+//! and removed stores, [`super::simulate`]'s `Slot::Pending`) is its side's heap with
+//! the store done, with its own value or the other side's bytes there (at a block's
+//! entry, a symbol's). So a difference in what the two sides do is a difference in their
+//! terms, and the check fails: then
 //! the check in Z3 runs as before (no Z3 term is made here, so its answers are those it
 //! gave without this check). It is a proof or nothing; it never answers otherwise.
 //!
@@ -57,6 +64,10 @@ pub(super) struct Places {
     /// Per slot, the tree a definition's or a load's slot stands for (its side, the
     /// type its value takes, the tree): its value in that side's state.
     pub trees: Vec<Option<(usize, Type, Expr)>>,
+    /// Per slot, the store a pending store's slot stands for (its side, the store, and
+    /// whether with its own value or with the bytes the other side's heap holds there):
+    /// that side's heap with the store done ([`Terms::pending`]).
+    pub pending: Vec<Option<(usize, Expr, bool)>>,
 }
 
 /// Whether the relation `classes` (per block in the source's layout, each slot's class
@@ -152,6 +163,13 @@ fn refine(terms: &mut Terms, fs: [&Function; 2], places: &Places, classes: &[usi
             held[i] = Some(terms.value_of(fs[side], e, st, ty, limit)?);
         }
     }
+    for (i, store) in places.pending.iter().enumerate() {
+        if let Some((side, e, exact)) = *store {
+            let bytes = if exact { None } else { Some(Bytes::Of(states[1 - side].heap)) };
+            let st = scratch[side].get_or_insert_with(|| states[side].clone());
+            held[i] = Some(terms.pending(fs[side], e, st, bytes, limit)?);
+        }
+    }
     let mut first: HashMap<(usize, Option<T>), usize> = HashMap::default();
     Some((0..classes.len()).map(|i| *first.entry((classes[i], held[i])).or_insert(i)).collect())
 }
@@ -162,6 +180,15 @@ struct T(u32);
 
 /// No operand.
 const NONE: T = T(u32::MAX);
+
+/// The low `bits` bits set.
+fn mask(bits: u32) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
 
 /// What a term's node does with its (up to three) operands.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -208,12 +235,25 @@ enum Op {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Sym {
     Class(usize),
+    /// The bytes at a pending store's address in the heap its class's value stands for
+    /// (the class by its first slot): the other side's, which that value defines.
+    Bytes(usize),
     Local(usize, Local),
     Cf(usize, CfVar),
     Heap(usize),
     Arg(usize),
     Heap0,
     Cf0(CfVar),
+}
+
+/// Which bytes a pending store stores where they are not its own value
+/// ([`Terms::pending`]).
+#[derive(Clone, Copy)]
+enum Bytes {
+    /// Those a heap holds at the store's address.
+    Of(T),
+    /// A symbol's, of the class the store's slot gives its value to.
+    Sym(usize),
 }
 
 const TRUE: T = T(0);
@@ -225,11 +265,13 @@ struct Terms {
     index: HashMap<(Op, [T; 3]), T>,
     /// The block's assumptions: a term that is one of them is its class's value.
     rewrite: HashMap<T, T>,
+    /// Per side, each local's own symbol ([`Terms::states`]).
+    own_locals: [Vec<T>; 2],
 }
 
 impl Default for Terms {
     fn default() -> Terms {
-        let mut t = Terms { nodes: vec![], index: HashMap::default(), rewrite: HashMap::default() };
+        let mut t = Terms { nodes: vec![], index: HashMap::default(), rewrite: HashMap::default(), own_locals: [vec![], vec![]] };
         assert_eq!(t.make(Op::Bool(true), []), TRUE);
         assert_eq!(t.make(Op::Bool(false), []), FALSE);
         t
@@ -249,7 +291,26 @@ impl Terms {
                 t
             }
         };
+        if self.rewrite.is_empty() {
+            return t;
+        }
         self.rewrite.get(&t).copied().unwrap_or(t)
+    }
+
+    /// The heap of state `st` of `f` with the store at `e` done (its address evaluated in
+    /// `st`, which it leaves as it was): with its own value, or the bytes `bytes` says:
+    /// those another heap holds at the address, or a symbol's. `None` past the limit, or
+    /// where `e` is not a store.
+    fn pending(&mut self, f: &Function, e: Expr, st: &mut St, bytes: Option<Bytes>, limit: usize) -> Option<T> {
+        let ExprData::Store { width, addr, value } = f.exprs[e] else { return None };
+        let vty = f.expr_type(value)?;
+        let a = self.value_of(f, addr, st, Type::I32, limit)?;
+        let v = match bytes {
+            None => self.value_of(f, value, st, vty, limit)?,
+            Some(Bytes::Of(heap)) => self.load(width, false, vty, heap, a),
+            Some(Bytes::Sym(r)) => self.sym(Sym::Bytes(r)),
+        };
+        Some(self.store(width, vty, st.heap, a, v))
     }
 
     /// The value of the value tree at `e` of `f` in state `st` (which it leaves as it
@@ -294,7 +355,126 @@ impl Terms {
                 return self.num(ty, ty.normalize(v));
             }
         }
+        // A mask that keeps every bit the other operand may have set keeps that operand
+        // (`and(load.i32.u8(a), 255)`, how memopt narrows a wider value it forwards); one
+        // that keeps a wider load's low bytes is the narrower load (`and(load.i32(a),
+        // 255)` is `load.i32.u8(a)`, little end first).
+        if op == BinOp::And {
+            for (x, m) in [(a, b), (b, a)] {
+                if let Some(m) = self.value(m) {
+                    let m = m as u64 & mask(ty.bits());
+                    let kept = m.trailing_ones();
+                    if kept >= 64 || self.range(x, 8).1 < 1u64 << kept {
+                        return x;
+                    }
+                    if let (Some(w), (Op::Load(lw, _, lty), [h, at, _])) = (MemWidth::from_bits(kept), self.nodes[x.0 as usize]) {
+                        if m == mask(kept) && lty == ty && kept <= lw.bits() {
+                            return self.load(w, false, ty, h, at);
+                        }
+                    }
+                }
+            }
+        }
+        // Shifted up and back down by a numeral, the low bytes of a wider load sign-extended:
+        // the narrower signed load.
+        if op == BinOp::Ashr {
+            if let (Some(c), (Op::Bin(BinOp::Shl, sty), [x, k, _])) = (self.value(b), self.nodes[a.0 as usize]) {
+                let c = c as u32 & (ty.bits() - 1);
+                if let (true, Some(w), (Op::Load(lw, _, lty), [h, at, _])) = (sty == ty && self.value(k).map(|k| k as u32 & (ty.bits() - 1)) == Some(c), MemWidth::from_bits(ty.bits() - c), self.nodes[x.0 as usize]) {
+                    if lty == ty && w.bits() <= lw.bits() {
+                        return self.load(w, true, ty, h, at);
+                    }
+                }
+            }
+        }
+        // Shifted up and back down unsigned: the low bits kept by a mask.
+        if op == BinOp::Lshr {
+            if let (Some(c), (Op::Bin(BinOp::Shl, sty), [x, k, _])) = (self.value(b), self.nodes[a.0 as usize]) {
+                let c = c as u32 & (ty.bits() - 1);
+                if sty == ty && c > 0 && self.value(k).map(|k| k as u32 & (ty.bits() - 1)) == Some(c) {
+                    let m = self.num(ty, ty.normalize(mask(ty.bits() - c) as i64));
+                    return self.bin(BinOp::And, ty, x, m);
+                }
+            }
+        }
         self.make(Op::Bin(op, ty), [a, b])
+    }
+
+    /// The least and the greatest value `t` may take, read unsigned at its type's width,
+    /// in every state: from its numerals, narrow unsigned loads, masks, remainders and
+    /// shifts by numerals, and sums and shifts that cannot wrap; the whole width
+    /// otherwise, and past `depth` operators. Only widens past what it knows, so every
+    /// value `t` takes is in it.
+    fn range(&self, t: T, depth: u32) -> (u64, u64) {
+        let (op, [x, y, z]) = self.nodes[t.0 as usize];
+        let whole = |ty: Type| (0, mask(ty.bits()));
+        if depth == 0 {
+            return match op {
+                Op::Num(ty, v) => (v as u64 & mask(ty.bits()), v as u64 & mask(ty.bits())),
+                _ => (0, u64::MAX),
+            };
+        }
+        // An operand's range within its type's width (a symbol's is every value).
+        let ty_of = match op {
+            Op::Bin(_, ty) | Op::Un(_, ty) => ty,
+            Op::Conv(c) => c.types().0,
+            // No narrower width known (a select's arms may be of either type).
+            _ => Type::I64,
+        };
+        let below = |t: T| {
+            let (lo, hi) = self.range(t, depth - 1);
+            (lo.min(mask(ty_of.bits())), hi.min(mask(ty_of.bits())))
+        };
+        match op {
+            Op::Num(ty, v) => (v as u64 & mask(ty.bits()), v as u64 & mask(ty.bits())),
+            Op::Load(w, false, ty) if w.bits() < ty.bits() => (0, mask(w.bits())),
+            Op::Load(_, _, ty) => whole(ty),
+            Op::Bin(BinOp::And, _) => (0, below(x).1.min(below(y).1)),
+            Op::Bin(BinOp::Urem, ty) => match self.value(y) {
+                Some(d) if d as u64 & mask(ty.bits()) != 0 => (0, below(x).1.min((d as u64 & mask(ty.bits())) - 1)),
+                _ => whole(ty),
+            },
+            Op::Bin(BinOp::Lshr, ty) => match self.value(y) {
+                Some(c) => {
+                    let c = c as u32 & (ty.bits() - 1);
+                    let (lo, hi) = below(x);
+                    (lo >> c, hi >> c)
+                }
+                None => whole(ty),
+            },
+            Op::Bin(BinOp::Shl, ty) => match self.value(y) {
+                Some(c) => {
+                    let c = c as u32 & (ty.bits() - 1);
+                    let (lo, hi) = below(x);
+                    if hi <= mask(ty.bits()) >> c {
+                        (lo << c, hi << c)
+                    } else {
+                        whole(ty)
+                    }
+                }
+                None => whole(ty),
+            },
+            Op::Bin(BinOp::Add, ty) => {
+                let ((a, b), (c, d)) = (below(x), below(y));
+                match b.checked_add(d) {
+                    Some(hi) if hi <= mask(ty.bits()) => (a + c, hi),
+                    _ => whole(ty),
+                }
+            }
+            Op::Bin(_, ty) | Op::Un(_, ty) => whole(ty),
+            Op::Conv(ConvOp::Zext) => below(x),
+            Op::Conv(ConvOp::Trunc) => match below(x) {
+                (lo, hi) if hi <= mask(32) => (lo, hi),
+                _ => whole(Type::I32),
+            },
+            Op::Conv(ConvOp::Sext) => whole(Type::I64),
+            Op::Cmp(..) => (0, 1),
+            Op::Select => {
+                let ((a, b), (c, d)) = (below(y), below(z));
+                (a.min(c), b.max(d))
+            }
+            _ => (0, u64::MAX),
+        }
     }
 
     fn cmp(&mut self, op: CmpOp, ty: Type, a: T, b: T) -> T {
@@ -305,9 +485,22 @@ impl Terms {
     }
 
     fn conv(&mut self, op: ConvOp, a: T) -> T {
-        match self.value(a) {
-            Some(x) => self.num(op.types().1, interp::convert(op, x)),
-            None => self.make(Op::Conv(op), [a]),
+        match (self.value(a), op, self.nodes[a.0 as usize]) {
+            (Some(x), ..) => self.num(op.types().1, interp::convert(op, x)),
+            // The low half of a value extended from 32 bits is that value.
+            (None, ConvOp::Trunc, (Op::Conv(ConvOp::Sext | ConvOp::Zext), [x, ..])) => x,
+            // A load's value converted is the load at the other type: its low half the
+            // same bytes (at most 32 bits of them); a 32-bit load's bytes extended as the
+            // conversion extends them; a narrower one's as the load does, where the load
+            // zero-extends (a value below 2^31 is the same sign-extended) or the conversion
+            // sign-extends (a sign-extended value sign-extended again).
+            (None, ConvOp::Trunc, (Op::Load(w, signed, _), [h, at, _])) => {
+                let narrow = w.bits() < 32;
+                self.load(if narrow { w } else { MemWidth::W32 }, signed && narrow, Type::I32, h, at)
+            }
+            (None, ConvOp::Sext, (Op::Load(w, signed, _), [h, at, _])) => self.load(w, signed || w.bits() == 32, Type::I64, h, at),
+            (None, ConvOp::Zext, (Op::Load(w, false, _) | Op::Load(w @ MemWidth::W32, true, _), [h, at, _])) => self.load(w, false, Type::I64, h, at),
+            _ => self.make(Op::Conv(op), [a]),
         }
     }
 
@@ -339,7 +532,17 @@ impl Terms {
     fn in_bounds(&mut self, bytes: u32, addr: T) -> T {
         match self.value(addr) {
             Some(a) => self.bool(interp::State::check_bounds(a, bytes).is_ok()),
-            None => self.make(Op::InBounds(bytes), [addr]),
+            None => {
+                // Every address the term may take is inside (a masked index into a table:
+                // a load memopt hoisted then has no trap to tell apart from none).
+                let (lo, hi) = self.range(addr, 8);
+                let inside = |a: u64| a <= u32::MAX as u64 && interp::State::check_bounds(a as i64, bytes).is_ok();
+                if inside(lo) && inside(hi) {
+                    TRUE
+                } else {
+                    self.make(Op::InBounds(bytes), [addr])
+                }
+            }
         }
     }
 
@@ -408,10 +611,16 @@ impl Terms {
     /// a store of the load's very type and width at the same address gives its value
     /// back (the bytes it wrote, read as they were written).
     fn load(&mut self, width: MemWidth, signed: bool, ty: Type, heap: T, a: T) -> T {
+        // A load of the type's whole width extends nothing.
+        let signed = signed && width.bits() < ty.bits();
         let mut h = heap;
         for _ in 0..64 {
             match self.nodes[h.0 as usize] {
                 (Op::Store(w, vty), [_, b, v]) if b == a && w == width && vty == ty && width.bits() == ty.bits() => return v,
+                // The low bytes of a store at the same address, of a value not a numeral
+                // (those are read below): the value's low bits, extended as the load
+                // extends them.
+                (Op::Store(w, vty), [_, b, v]) if b == a && width.bits() <= w.bits() && self.value(v).is_none() => return self.low_bits(v, vty, width.bits(), signed, ty),
                 (Op::Store(w, _), [below, b, v]) => {
                     if self.apart(a, width.bytes(), b, w.bytes()) {
                         h = below;
@@ -433,6 +642,31 @@ impl Terms {
         self.make(Op::Load(width, signed, ty), [h, a])
     }
 
+    /// What a load of `bits` bits (`signed`: sign-extending) into type `ty` reads from the
+    /// bytes of `v` (of type `vty`, at least `bits` wide) stored at its address, little
+    /// end first: the low `bits` bits of `v`, extended to `ty`. `v` is first made `ty`'s
+    /// width (truncated, or extended where a 32-bit load extends it), then its bits above
+    /// `bits` cleared or made copies of the sign bit.
+    fn low_bits(&mut self, v: T, vty: Type, bits: u32, signed: bool, ty: Type) -> T {
+        let x = match (vty, ty) {
+            (Type::I64, Type::I32) => self.conv(ConvOp::Trunc, v),
+            (Type::I32, Type::I64) if bits == 32 => return self.conv(if signed { ConvOp::Sext } else { ConvOp::Zext }, v),
+            (Type::I32, Type::I64) => self.conv(ConvOp::Zext, v),
+            _ => v,
+        };
+        if bits == ty.bits() {
+            return x;
+        }
+        let k = self.num(ty, (ty.bits() - bits) as i64);
+        if signed {
+            let up = self.bin(BinOp::Shl, ty, x, k);
+            self.bin(BinOp::Ashr, ty, up, k)
+        } else {
+            let m = self.num(ty, ty.normalize(mask(bits) as i64));
+            self.bin(BinOp::And, ty, x, m)
+        }
+    }
+
     /// Where the `n` bytes at `a` lie in the `m` bytes at `b`, in every state: the offset
     /// of the first, or `None` where they may not all lie there.
     fn within(&self, a: T, n: u32, b: T, m: u32) -> Option<u32> {
@@ -441,43 +675,50 @@ impl Terms {
         (x == y && d + n as i64 <= m as i64).then_some(d as u32)
     }
 
-    /// A store of `width` of `v` (of type `vty`) at `a` on `heap`: a store of the same
-    /// width at the same address below stores at bytes apart from it is overwritten, and
-    /// taken out; a value just loaded from the same place, of its full width, stored back
-    /// is no store.
+    /// A store of `width` of `v` (of type `vty`) at `a` on `heap`: a store below whose
+    /// bytes all lie in this one's is overwritten, and taken out; a value just loaded from
+    /// the same place, at least as wide, stored back is no store (its low bytes are the
+    /// bytes there, however the load extended them).
     fn store(&mut self, width: MemWidth, vty: Type, heap: T, a: T, v: T) -> T {
-        if let (Op::Load(w, _, ty), [h, b, _]) = self.nodes[v.0 as usize] {
-            if h == heap && b == a && w == width && ty == vty && width.bits() == ty.bits() {
-                return heap;
-            }
+        let loaded = |terms: &Terms, from: T| matches!(terms.nodes[v.0 as usize], (Op::Load(w, _, _), [h, b, _]) if h == from && b == a && w.bits() >= width.bits());
+        if loaded(self, heap) {
+            return heap;
         }
-        // The stores above the one overwritten, from the top.
+        // Down the stores below, those whose bytes all lie in this one's taken out
+        // (overwritten: whatever the stores between wrote there, this one writes over),
+        // the others kept, in order: a stored value is a term of its own, which taking a
+        // store out from under it does not change. Not past a `heap_rmw`, whose word
+        // written depends on the bytes below it.
         let mut above = vec![];
         let mut h = heap;
-        let mut base = None;
+        let mut overwritten = false;
         for _ in 0..64 {
             match self.nodes[h.0 as usize] {
-                (Op::Store(w, _), [below, b, _]) if b == a && w == width => {
-                    base = Some(below);
-                    break;
+                (Op::Store(w, _), [below, b, _]) if self.within(b, w.bytes(), a, width.bytes()).is_some() => {
+                    overwritten = true;
+                    h = below;
                 }
-                (Op::Store(w, t), [below, b, x]) if self.apart(a, width.bytes(), b, w.bytes()) => {
+                (Op::Store(w, t), [below, b, x]) => {
                     above.push((w, t, b, x));
                     h = below;
                 }
                 _ => break,
             }
         }
-        let h = match base {
-            Some(below) => {
-                let mut h = below;
-                for &(w, t, b, x) in above.iter().rev() {
-                    h = self.make(Op::Store(w, t), [h, b, x]);
-                }
-                h
+        // Unchanged where none was overwritten (the stores kept stay in order).
+        let h = if overwritten {
+            for &(w, t, b, x) in above.iter().rev() {
+                h = self.make(Op::Store(w, t), [h, b, x]);
             }
-            None => heap,
+            h
+        } else {
+            heap
         };
+        // The bytes loaded from the heap with the overwritten stores taken out, stored
+        // back: that heap (a store undone).
+        if overwritten && loaded(self, h) {
+            return h;
+        }
         self.make(Op::Store(width, vty), [h, a, v])
     }
 
@@ -527,12 +768,20 @@ impl Terms {
     fn states(&mut self, fs: [&Function; 2], places: &Places, classes: &[usize], val: &[Option<T>]) -> [St; 2] {
         [0, 1].map(|side| {
             let f = fs[side];
+            // Each local's own symbol, made once (a state of every local at every run of a
+            // block, each looked up in the index, was a tenth of the check's time).
+            if self.own_locals[side].len() != f.locals.len() {
+                self.own_locals[side] = f.locals.keys().map(|l| self.sym(Sym::Local(side, l))).collect();
+            }
+            let own_locals = std::mem::take(&mut self.own_locals[side]);
+            let locals = f.locals.keys().map(|l| places.locals[side][l.index()].and_then(|i| val[classes[i]]).unwrap_or(own_locals[l.index()])).collect();
+            self.own_locals[side] = own_locals;
             let mut part = |slot: Option<usize>, own: Sym| match slot.and_then(|i| val[classes[i]]) {
                 Some(v) => v,
                 None => self.sym(own),
             };
             St {
-                locals: f.locals.keys().map(|l| part(places.locals[side][l.index()], Sym::Local(side, l))).collect(),
+                locals,
                 cfs: f.cfvars.keys().map(|v| part(places.cfs[side][v.index()], Sym::Cf(side, v))).collect(),
                 heap: part(places.heap[side], Sym::Heap(side)),
                 trace: self.empty(),
@@ -553,17 +802,36 @@ impl Terms {
         // The classes with a definition, a round at a time: those whose definitions read
         // only classes with values (the choice is acyclic, so each round resolves some),
         // evaluated in the states of the rounds before, which are then made again.
-        let mut pending: Vec<(usize, (usize, Type, Expr))> = (0..classes.len()).filter_map(|r| Some((r, chosen[r]?))).map(|(r, i)| Some((r, places.trees[i]?))).collect::<Option<_>>()?;
-        while !pending.is_empty() {
-            let (ready, rest): (Vec<_>, Vec<_>) = pending.into_iter().partition(|&(_, (side, _, e))| reads_resolved(fs[side], e, side, places, classes, &val));
+        // A pending store's class reads its side's heap too, and its value takes fresh
+        // bytes where the store's are the other side's (that side's heap is what the class
+        // defines).
+        let derived = |i: usize| match (places.trees[i], places.pending[i]) {
+            (Some((side, ty, e)), _) => Some(Derived { side, ty: Some(ty), e, fresh: false }),
+            (_, Some((side, e, exact))) => Some(Derived { side, ty: None, e, fresh: !exact }),
+            _ => None,
+        };
+        let mut unresolved: Vec<(usize, Derived)> = (0..classes.len()).filter_map(|r| Some((r, chosen[r]?))).map(|(r, i)| Some((r, derived(i)?))).collect::<Option<_>>()?;
+        while !unresolved.is_empty() {
+            let resolved = |(_, d): &(usize, Derived)| {
+                let read = |e: Expr| reads_resolved(fs[d.side], e, d.side, places, classes, &val);
+                match (d.ty, &fs[d.side].exprs[d.e]) {
+                    (Some(_), _) => read(d.e),
+                    (None, &ExprData::Store { addr, value, .. }) => places.heap[d.side].is_none_or(|i| val[classes[i]].is_some()) && read(addr) && (d.fresh || read(value)),
+                    (None, _) => false,
+                }
+            };
+            let (ready, rest): (Vec<_>, Vec<_>) = unresolved.into_iter().partition(resolved);
             if ready.is_empty() {
                 return None;
             }
-            for (r, (side, ty, e)) in ready {
-                val[r] = Some(self.value_of(fs[side], e, &mut states[side], ty, limit)?);
+            for (r, Derived { side, ty, e, fresh }) in ready {
+                val[r] = Some(match ty {
+                    Some(ty) => self.value_of(fs[side], e, &mut states[side], ty, limit)?,
+                    None => self.pending(fs[side], e, &mut states[side], fresh.then_some(Bytes::Sym(r)), limit)?,
+                });
             }
             states = self.states(fs, places, classes, &val);
-            pending = rest;
+            unresolved = rest;
         }
         // The assumptions: every other definition or load of a class of two or more.
         let mut size = vec![0usize; classes.len()];
@@ -586,6 +854,15 @@ impl Terms {
         let [s, t] = states;
         Some((s, t))
     }
+}
+
+/// A class's chosen definition ([`Terms::entry`]): a tree of side `side` of type `ty`, or
+/// (no type) a pending store, with fresh bytes where they are the other side's.
+struct Derived {
+    side: usize,
+    ty: Option<Type>,
+    e: Expr,
+    fresh: bool,
 }
 
 /// Whether every local, callframe variable and heap the tree at `e` of side `side` reads

@@ -2287,14 +2287,29 @@ pub(super) fn corresponds(src: &Function, tgt: &Function) -> bool {
 /// on the terms the passes before it built in the same Z3 context; validated alone, with
 /// `--pass`, default seeds 0, 35 and 36 of memopt and 13 of SSAPRE answer as before.)
 pub fn check_simulation(src: &Function, tgt: &Function, opts: &Options, budget: &mut Budget) -> Result<bool, Unknown> {
-    check_noting(src, tgt, opts, budget, &mut Notes::default(), true)
+    check_noting(src, tgt, opts, budget, &mut Notes::default(), Tries::Both)
+}
+
+/// [`check_simulation`] by the solver alone, for a pair [`proved_by_identity`] has already
+/// not proved: the same tries in Z3, in the same order, without running them by identity
+/// again.
+pub fn check_simulation_in_z3(src: &Function, tgt: &Function, opts: &Options, budget: &mut Budget) -> Result<bool, Unknown> {
+    check_noting(src, tgt, opts, budget, &mut Notes::default(), Tries::Solver)
+}
+
+/// Which of [`check_noting`]'s two checks of each try run: by term identity, in Z3, or
+/// first the one then the other.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tries {
+    Identity,
+    Solver,
+    Both,
 }
 
 /// Whether the simulation check proves the pair by term identity ([`super::identity`])
-/// alone, for the tests: its tries without Z3.
-#[cfg(test)]
-pub(super) fn proved_by_identity(src: &Function, tgt: &Function, opts: &Options) -> bool {
-    check_noting(src, tgt, opts, &mut Budget::new(opts), &mut Notes::default(), false) == Ok(true)
+/// alone: its tries without Z3, so without a Z3 context either (no Z3 term is made).
+pub fn proved_by_identity(src: &Function, tgt: &Function, opts: &Options) -> bool {
+    check_noting(src, tgt, opts, &mut Budget::new(opts), &mut Notes::default(), Tries::Identity) == Ok(true)
 }
 
 /// Why the simulation check does not prove a pair, one line per try (`tandem verify
@@ -2308,7 +2323,7 @@ pub fn explain(src: &Function, tgt: &Function, opts: &Options) -> Vec<String> {
     super::in_context(|| {
         let mut half = Budget::new(opts).simulation_share();
         let mut notes = Notes::default();
-        match check_noting(src, tgt, opts, &mut half, &mut notes, true) {
+        match check_noting(src, tgt, opts, &mut half, &mut notes, Tries::Both) {
             Ok(true) => vec![],
             Ok(false) if notes.lines.is_empty() => vec!["the blocks do not correspond".to_string()],
             Ok(false) => notes.lines,
@@ -2340,9 +2355,8 @@ impl Notes {
     }
 }
 
-/// [`check_simulation`], noting what ended each try in `notes`; by term identity alone
-/// unless `solver`.
-fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Budget, notes: &mut Notes, solver: bool) -> Result<bool, Unknown> {
+/// [`check_simulation`], noting what ended each try in `notes`; the checks `tries` says.
+fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Budget, notes: &mut Notes, tries_by: Tries) -> Result<bool, Unknown> {
     if !corresponds(src, tgt) {
         return Ok(false);
     }
@@ -2396,13 +2410,13 @@ fn check_noting(src: &Function, tgt: &Function, opts: &Options, budget: &mut Bud
     // pairs leave; Z3 only where no try is proved so.
     let mut made = vec![];
     for (candidates, scope, first) in distinct {
-        if proved_by_terms(src, tgt, &first, opts.max_nodes) {
+        if tries_by != Tries::Solver && proved_by_terms(src, tgt, &first, opts.max_nodes) {
             notes.note(|| "proved by term identity".into());
             return Ok(true);
         }
         made.push((candidates, scope, first));
     }
-    if !solver {
+    if tries_by == Tries::Identity {
         return Ok(false);
     }
     let mut distinct = made.into_iter().peekable();
@@ -2525,11 +2539,8 @@ fn prove_past_may_alias(src: &Function, tgt: &Function, first: (Vec<Slot>, Vec<V
 /// The check of a first partition by term identity ([`super::identity`]), without Z3:
 /// the relation read as [`prove_from`] reads it (each part of a state in the slot
 /// [`Pair::new`] indexes, each class's value the definition [`choose_definitions`]
-/// chooses). Not where a slot is a pending store, whose heap it does not build.
+/// chooses).
 fn proved_by_terms(src: &Function, tgt: &Function, (slots, first): &(Vec<Slot>, Vec<Vec<usize>>), limit: usize) -> bool {
-    if slots.iter().any(|s| matches!(s, Slot::Pending(..))) {
-        return false;
-    }
     let p = Pair::new(src, tgt, slots.clone());
     let [s, t] = &p.places;
     let places = super::identity::Places {
@@ -2537,6 +2548,7 @@ fn proved_by_terms(src: &Function, tgt: &Function, (slots, first): &(Vec<Slot>, 
         cfs: [s.cfs.clone(), t.cfs.clone()],
         heap: [s.heap, t.heap],
         trees: slots.iter().map(|&x| p.tree(x).map(|(side, ty, e)| (side as usize, ty, e))).collect(),
+        pending: slots.iter().map(|&x| if let Slot::Pending(side, e, exact) = x { Some((side as usize, e, exact)) } else { None }).collect(),
     };
     let choose = |class: &[usize]| choose_definitions(&p, class).into_iter().map(|c| c.map(|(i, _)| i)).collect();
     super::identity::proves(src, tgt, &places, first, &choose, limit)
