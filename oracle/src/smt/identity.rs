@@ -550,9 +550,40 @@ impl Terms {
         let signed = matches!(op, BinOp::Sdiv | BinOp::Srem);
         match (self.value(a), self.value(b)) {
             (Some(x), Some(y)) => self.bool(interp::binary(op, ty, x, y).is_err()),
-            // A divisor other than 0 (and -1, for the signed ones) never traps.
-            (_, Some(y)) if y != 0 && !(signed && y == -1) => FALSE,
+            _ if self.never_traps(signed, ty, b, 2) => FALSE,
             _ => self.make(Op::DivTraps(op, ty), [a, b]),
+        }
+    }
+
+    /// Whether a divisor `b` of type `ty` is never 0 (nor -1, where `signed`) in any
+    /// state: a numeral that is not; a term none of whose values is (above 0 and below all
+    /// ones, [`Terms::range`]: `add(and(x, 15), 1)`); or a select that takes such a
+    /// divisor where its condition holds and otherwise a value the condition has ruled
+    /// those out of (`select(ult(add(d, 1), 2), 7, d)`: `d` is neither 0 nor -1 where it
+    /// is taken; `select(eq(d, 0), 3, d)`: not 0, and not -1 where its range says so), the
+    /// generator's guarded divisors, which SSAPRE moves.
+    fn never_traps(&self, signed: bool, ty: Type, b: T, depth: u32) -> bool {
+        let all_ones = mask(ty.bits());
+        if let Some(y) = self.value(b) {
+            return y != 0 && !(signed && y as u64 & all_ones == all_ones);
+        }
+        let (lo, hi) = self.range(b, 8);
+        if lo >= 1 && (!signed || hi < all_ones) {
+            return true;
+        }
+        let (Op::Select, [c, k, d]) = self.nodes[b.0 as usize] else { return false };
+        if depth == 0 || !self.never_traps(signed, ty, k, depth - 1) {
+            return false;
+        }
+        let is = |t: T, v: u64| self.value(t).is_some_and(|x| x as u64 & all_ones == v);
+        match self.nodes[c.0 as usize] {
+            // `d + 1 < 2` unsigned: `d` is 0 or -1.
+            (Op::Cmp(CmpOp::Ult, cty), [s, two, _]) if cty == ty && is(two, 2) => {
+                matches!(self.nodes[s.0 as usize], (Op::Bin(BinOp::Add, aty), [x, one, _]) | (Op::Bin(BinOp::Add, aty), [one, x, _]) if aty == ty && x == d && is(one, 1))
+            }
+            // `d == 0`: not -1 only by its range.
+            (Op::Cmp(CmpOp::Eq, cty), [x, zero, _]) | (Op::Cmp(CmpOp::Eq, cty), [zero, x, _]) if cty == ty && x == d && is(zero, 0) => !signed || self.range(d, 8).1 < all_ones,
+            _ => false,
         }
     }
 

@@ -1619,3 +1619,46 @@ fn term_identity_hoists_a_load_only_where_every_address_is_inside() {
     }
 }
 
+
+/// A division whose divisor's every value is above 0 (and not -1, for the signed ones)
+/// cannot trap, which the term-identity check reads off the divisor's range: a pass that
+/// drops one whose value is unused is proved so. Where the divisor may be 0 (a mask
+/// alone) or -1 (a sum that may wrap, for a signed division), the trap is an effect and
+/// dropping it is not proved; a counterexample shows it.
+#[test]
+fn term_identity_drops_a_division_only_where_it_cannot_trap() {
+    let dropped = |div: &str| {
+        let before = one_block(&format!("    %x = {div}\n    call @log(1, 2)\n    ret 0\n"));
+        let after = one_block("    call @log(1, 2)\n    ret 0\n");
+        (simulate::proved_by_identity(&before, &after, &opts()), before, after)
+    };
+    // The generator's guarded divisors too: a select that rules out the values that trap.
+    for safe in [
+        "srem(%a, add(and(%b, 15), 1))",
+        "udiv(%a, add(and(%b, 255), 3))",
+        "sdiv(%a, add(lshr(%b, 1), 1))",
+        "udiv(%a, add(and(%b, -2), 1))",
+        "sdiv(%a, select(ult(add(%b, 1), 2), 7, %b))",
+        "udiv(%a, select(eq(%b, 0), 3, %b))",
+        "srem(%a, select(eq(0, lshr(%b, 1)), -3, lshr(%b, 1)))",
+    ] {
+        assert!(dropped(safe).0, "{safe}");
+    }
+    // The last may be -1 (`%b` = -2), which traps a signed division of `MIN`.
+    for trapping in [
+        "srem(%a, and(%b, 15))",
+        "udiv(%a, sub(and(%b, 15), 1))",
+        "sdiv(%a, add(%b, 1))",
+        "sdiv(%a, add(and(%b, -2), 1))",
+        // -1 is not ruled out; the guard's own divisor is 0; the guard tests another value.
+        "sdiv(%a, select(eq(%b, 0), 3, %b))",
+        "udiv(%a, select(ult(add(%b, 1), 2), 0, %b))",
+        "udiv(%a, select(eq(%b, 1), 3, %b))",
+        "sdiv(%a, select(ult(add(%b, 2), 2), 7, %b))",
+        "udiv(%a, select(eq(%a, 0), 3, %b))",
+    ] {
+        let (proved, before, after) = dropped(trapping);
+        assert!(!proved, "{trapping}");
+        counterexample(validate(&before, &after, "dce", &opts()));
+    }
+}
