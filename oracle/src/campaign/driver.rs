@@ -126,15 +126,37 @@ pub struct Campaign {
     pub x86: Option<X86Mode>,
 }
 
-/// The default [`Campaign::verify_permille`]: the largest share that keeps the
-/// validator's time within the time of execution. Measured at `d408bd1` (`tandem fuzz
-/// --profile default --count 2000 --jobs 1 --verify-permille 50`, 42.3 s, against 6.4 s
-/// at 0; 82.5 s at `7dde588`, before the check by term identity): a validated seed costs
-/// about 0.37 s within the budgets of [`VALIDATOR_OPTIONS`], an executed one 3.2 ms, so
-/// at 8‰ the validator takes about 3.0 ms per seed, a little less than everything else
-/// (at 9‰, a little more). On default seeds 20000-22999 a 1-job campaign then takes
-/// 1.74× the time of one at 0 (`farm-bench`, 3 pairs).
-pub const VERIFY_PERMILLE: u32 = 8;
+/// The default [`Campaign::verify_permille`] of a campaign on `profile`: the largest share
+/// that keeps the validator's time within the time of execution, which differs more than
+/// tenfold between profiles. Measured at `966278c` with the self-check on one validated
+/// seed in [`SELF_CHECK_ONE_IN`], one job, per seed (execution: `tandem fuzz --count
+/// 2000 --jobs 1 --verify-permille 0 --seed 20000`, 4,000 for small; validation: the CPU
+/// time of `tandem verify --generated --seed 1000 --count 1000 --bound 2`, 500 for small,
+/// which has the campaign's budgets, plus a sixteenth of `tandem verify --self-check
+/// --generated --seed 30000 --count 200 --bound 2`):
+///
+/// | profile | execution | validation | self-check | share |
+/// |---|---|---|---|---|
+/// | small | 0.87 ms | 2.3 ms | 121 ms | 89‰ |
+/// | default | 3.2 ms | 128 ms | 200 ms | 23‰ |
+/// | loops | 4.5 ms | 273 ms | 170 ms | 16‰ |
+/// | memory | 2.6 ms | 239 ms | 430 ms | 9.8‰ |
+/// | ssa | 4.2 ms | 189 ms | (as default) | 21‰ |
+///
+/// Each rounded down; a mix campaign (each profile a fifth of the seeds) 15‰, its mean
+/// execution (3.1 ms) over its mean validation (0.18 s). Before the check by term identity
+/// proved memopt's pairs and before the self-check was sampled, a validated default seed
+/// cost 0.37 s and every profile had 8‰.
+pub fn default_verify_permille(profile: &ProfileChoice) -> u32 {
+    match profile {
+        ProfileChoice::One(Profile::Small) => 80,
+        ProfileChoice::One(Profile::Default) => 20,
+        ProfileChoice::One(Profile::Loops) => 15,
+        ProfileChoice::One(Profile::Memory) => 9,
+        ProfileChoice::One(Profile::Ssa) => 20,
+        ProfileChoice::Mix => 15,
+    }
+}
 
 /// The validator's bound and resource budget in campaigns: the resource budget and
 /// encoding cap of `tandem verify`, at bound 2. With a tenth of the budget and a quarter of
@@ -149,6 +171,23 @@ pub const VALIDATOR_OPTIONS: crate::smt::Options = crate::smt::Options { bound: 
 pub fn verified_seed(seed: u64, permille: u32) -> bool {
     // Another stream than the profile mix's, so that the choice does not follow it.
     splitmix(seed ^ 0x5a5a_5a5a_5a5a_5a5a) % 1000 < permille as u64
+}
+
+/// The encoder's self-check runs on one validated seed in this many
+/// ([`self_checked_seed`]). It compares the encoding of the function as generated and
+/// after every pass with the interpreter on each of the seed's runs, one solver query
+/// per run and form, and took 46.5 s of the 52.4 s the validator added to a 2,000-seed
+/// default campaign that validated every seed at 50‰ (seeds 20000-21999, 91 validated;
+/// one seed's self-check alone took 30 s), where the validation itself took 5.9 s: on
+/// every validated seed it, not the validation, kept the validated share small. It
+/// checks the encoder, not the passes, and one seed in 16 still self-checks dozens of
+/// seeds in a long campaign (`tandem verify --self-check` checks any number).
+pub const SELF_CHECK_ONE_IN: u64 = 16;
+
+/// Whether a validated seed also runs the encoder's self-check ([`SELF_CHECK_ONE_IN`]).
+pub fn self_checked_seed(seed: u64) -> bool {
+    // A third stream, so that the choice does not follow the validated share's.
+    splitmix(seed ^ 0x3c3c_3c3c_3c3c_3c3c) % SELF_CHECK_ONE_IN == 0
 }
 
 /// SplitMix64's finalizer: a fixed function of the seed that sends neighbouring seeds far
@@ -1348,9 +1387,9 @@ fn check_seed(pos: u64, seed: u64, profile: Profile, verify: Option<Option<Insta
                 }
             }
         }
-        // The encoder's self-check on the seed's own inputs (cheap: the inputs are fixed),
-        // unless the time is up.
-        if validator_options_until(deadline).is_some() {
+        // The encoder's self-check on the seed's own inputs, on one validated seed in
+        // [`SELF_CHECK_ONE_IN`], unless the time is up.
+        if self_checked_seed(seed) && validator_options_until(deadline).is_some() {
             crate::judge::check::enter_stage(|| ENCODER_SELF_CHECK.to_string());
             let clean = o.problems.is_empty();
             o.problems.extend(encoder_self_check(seed, profile, clean));
@@ -1463,6 +1502,22 @@ mod tests {
             }
             n += 1;
         }
+    }
+
+    /// The validated share and the self-checked share of it are what their constants say,
+    /// and the self-checked seeds are spread over the validated ones, not a fixed subset
+    /// of their hash.
+    #[test]
+    fn one_validated_seed_in_sixteen_is_self_checked() {
+        let validated: Vec<u64> = (0..200_000).filter(|&s| verified_seed(s, 50)).collect();
+        let share = validated.len() as f64 / 200_000.0;
+        assert!((0.045..0.055).contains(&share), "{share}");
+        let checked = validated.iter().filter(|&&s| self_checked_seed(s)).count() as f64 / validated.len() as f64;
+        assert!((0.75 / 16.0..1.25 / 16.0).contains(&checked), "{checked}");
+        // Every validated share gets some: the choice is not correlated with it.
+        let low: Vec<u64> = (0..200_000).filter(|&s| verified_seed(s, 5)).collect();
+        let checked_low = low.iter().filter(|&&s| self_checked_seed(s)).count() as f64 / low.len() as f64;
+        assert!((0.5 / 16.0..1.5 / 16.0).contains(&checked_low), "{checked_low}");
     }
 
     #[test]

@@ -42,9 +42,10 @@ pub struct Args {
     pub no_reduce: bool,
     /// The share of seeds, per mille, whose passes the Z3 validator also checks
     /// (bound 2, 20,000,000 Z3 resource units per function and pass, as `tandem verify`);
-    /// 0 turns it off.
-    #[arg(long, conflicts_with = "resume", default_value_t = tandem_oracle::campaign::VERIFY_PERMILLE, value_parser = clap::value_parser!(u32).range(0..=1000))]
-    pub verify_permille: u32,
+    /// 0 turns it off. Default: the largest share that keeps validation within the time of
+    /// execution on the profile (small 80, default 20, loops 15, memory 9, ssa 20, mix 15).
+    #[arg(long, conflicts_with = "resume", value_parser = clap::value_parser!(u32).range(0..=1000))]
+    pub verify_permille: Option<u32>,
     /// The most memory one validator child may hold, in MB (10^6 bytes): past it the
     /// child is killed and that pass's answer is `unknown (memory limit)`, never a pass.
     /// Default 250, which keeps the largest process of the tree under 300 MB.
@@ -95,7 +96,7 @@ pub fn main(a: Args) -> ExitCode {
         }),
         reduce: !no_reduce,
         journal_limit: tandem_oracle::campaign::JOURNAL_LIMIT,
-        verify_permille,
+        verify_permille: verify_permille.unwrap_or_else(|| tandem_oracle::campaign::default_verify_permille(&profile)),
         x86,
     };
     fuzz(c, resume, json, quiet, jobs)
@@ -297,7 +298,13 @@ fn print_summary(out: &mut impl Write, s: &tandem_oracle::campaign::Summary, sta
         let _ = writeln!(out, "  {pass}: {}", counters.join(" "));
     }
     if !s.validator.is_empty() {
-        let _ = writeln!(out, "Z3 validator ({}‰ of seeds, bound {}):", state.verify_permille, tandem_oracle::campaign::VALIDATOR_OPTIONS.bound);
+        let _ = writeln!(
+            out,
+            "Z3 validator ({}‰ of seeds, bound {}; the encoder self-check on 1 in {} of them):",
+            state.verify_permille,
+            tandem_oracle::campaign::VALIDATOR_OPTIONS.bound,
+            tandem_oracle::campaign::SELF_CHECK_ONE_IN
+        );
         for l in s.validator_lines() {
             let _ = writeln!(out, "  {l}");
         }
