@@ -14,7 +14,6 @@
 
 use std::collections::BTreeMap;
 use std::time::Instant;
-use tandem_core::passes::PassManager;
 use tandem_oracle::gen::{self, Profile};
 
 fn main() {
@@ -41,14 +40,7 @@ fn main() {
         for f in &g.case.module.functions {
             let Some(pipeline) = tandem_oracle::judge::passcheck::replay_pipeline(f) else { continue };
             let t = Instant::now();
-            let mut pairs = vec![];
-            let (mut before, mut g) = (f.clone(), f.clone());
-            PassManager { verify: false }
-                .run(&pipeline, &mut g, &mut |pass, after, _| {
-                    pairs.push((pass.to_string(), before.clone(), after.clone()));
-                    before = after.clone();
-                })
-                .expect("the check pipeline runs");
+            let pairs = tandem_oracle::smt::isolate::pass_pairs(f, &pipeline).expect("the check pipeline runs");
             pipeline_time += t.elapsed().as_secs_f64();
             for (pass, before, after) in pairs.into_iter().filter(|(_, b, a)| b != a) {
                 changed += 1;

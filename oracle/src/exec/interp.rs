@@ -462,7 +462,8 @@ pub fn binary(op: BinOp, ty: Type, a: i64, b: i64) -> Result<i64, TrapKind> {
     })
 }
 
-fn mask(bits: u32) -> u64 {
+/// The low `bits` bits set (`bits` at most 64).
+pub(crate) fn mask(bits: u32) -> u64 {
     if bits == 64 {
         u64::MAX
     } else {

@@ -48,7 +48,7 @@
 //! every other local 0). Blocks the target added on an edge are run through
 //! (stuttering), as in [`super::encode`].
 
-use crate::exec::interp;
+use crate::exec::interp::{self, mask};
 use cranelift_entity::EntityRef;
 use tandem_core::hash::HashMap;
 use tandem_core::helpers::HelperKind;
@@ -157,17 +157,11 @@ fn refine(terms: &mut Terms, fs: [&Function; 2], places: &Places, classes: &[usi
         }
     }
     let mut scratch = [None, None];
-    for (i, tree) in places.trees.iter().enumerate() {
-        if let Some((side, ty, e)) = *tree {
-            let st = scratch[side].get_or_insert_with(|| states[side].clone());
-            held[i] = Some(terms.value_of(fs[side], e, st, ty, limit)?);
-        }
-    }
-    for (i, store) in places.pending.iter().enumerate() {
-        if let Some((side, e, exact)) = *store {
-            let bytes = if exact { None } else { Some(Bytes::Of(states[1 - side].heap)) };
-            let st = scratch[side].get_or_insert_with(|| states[side].clone());
-            held[i] = Some(terms.pending(fs[side], e, st, bytes, limit)?);
+    for (i, value) in held.iter_mut().enumerate() {
+        if let Some(d) = places.derived(i) {
+            let bytes = Bytes::Of(states[1 - d.side].heap);
+            let st = scratch[d.side].get_or_insert_with(|| states[d.side].clone());
+            *value = Some(terms.derived(fs[d.side], &d, st, bytes, limit)?);
         }
     }
     let mut first: HashMap<(usize, Option<T>), usize> = HashMap::default();
@@ -180,15 +174,6 @@ struct T(u32);
 
 /// No operand.
 const NONE: T = T(u32::MAX);
-
-/// The low `bits` bits set.
-fn mask(bits: u32) -> u64 {
-    if bits >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << bits) - 1
-    }
-}
 
 /// What a term's node does with its (up to three) operands.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -313,6 +298,17 @@ impl Terms {
         Some(self.store(width, vty, st.heap, a, v))
     }
 
+    /// The value of derived slot `d` of `f` in state `st` (which it leaves as it was): its
+    /// tree's value, or its pending store's heap, with `bytes` where the store's are the
+    /// other side's (that side's heap at a successor; a symbol's at a block's entry, where
+    /// that heap is what the slot's class defines). `None` past the limit.
+    fn derived(&mut self, f: &Function, d: &Derived, st: &mut St, bytes: Bytes, limit: usize) -> Option<T> {
+        match d.ty {
+            Some(ty) => self.value_of(f, d.e, st, ty, limit),
+            None => self.pending(f, d.e, st, d.other_bytes.then_some(bytes), limit),
+        }
+    }
+
     /// The value of the value tree at `e` of `f` in state `st` (which it leaves as it
     /// was), of type `ty`; `None` past the limit.
     fn value_of(&mut self, f: &Function, e: Expr, st: &mut St, ty: Type, limit: usize) -> Option<T> {
@@ -375,29 +371,33 @@ impl Terms {
                 }
             }
         }
-        // Shifted up and back down by a numeral, the low bytes of a wider load sign-extended:
-        // the narrower signed load.
-        if op == BinOp::Ashr {
-            if let (Some(c), (Op::Bin(BinOp::Shl, sty), [x, k, _])) = (self.value(b), self.nodes[a.0 as usize]) {
-                let c = c as u32 & (ty.bits() - 1);
-                if let (true, Some(w), (Op::Load(lw, _, lty), [h, at, _])) = (sty == ty && self.value(k).map(|k| k as u32 & (ty.bits() - 1)) == Some(c), MemWidth::from_bits(ty.bits() - c), self.nodes[x.0 as usize]) {
+        match (op, self.shifted_up(ty, a, b)) {
+            // Shifted up and back down by a numeral, the low bytes of a wider load
+            // sign-extended: the narrower signed load.
+            (BinOp::Ashr, Some((x, c))) => {
+                if let (Some(w), (Op::Load(lw, _, lty), [h, at, _])) = (MemWidth::from_bits(ty.bits() - c), self.nodes[x.0 as usize]) {
                     if lty == ty && w.bits() <= lw.bits() {
                         return self.load(w, true, ty, h, at);
                     }
                 }
             }
-        }
-        // Shifted up and back down unsigned: the low bits kept by a mask.
-        if op == BinOp::Lshr {
-            if let (Some(c), (Op::Bin(BinOp::Shl, sty), [x, k, _])) = (self.value(b), self.nodes[a.0 as usize]) {
-                let c = c as u32 & (ty.bits() - 1);
-                if sty == ty && c > 0 && self.value(k).map(|k| k as u32 & (ty.bits() - 1)) == Some(c) {
-                    let m = self.num(ty, ty.normalize(mask(ty.bits() - c) as i64));
-                    return self.bin(BinOp::And, ty, x, m);
-                }
+            // Shifted up and back down unsigned: the low bits kept by a mask.
+            (BinOp::Lshr, Some((x, c))) if c > 0 => {
+                let m = self.num(ty, ty.normalize(mask(ty.bits() - c) as i64));
+                return self.bin(BinOp::And, ty, x, m);
             }
+            _ => {}
         }
         self.make(Op::Bin(op, ty), [a, b])
+    }
+
+    /// Where `a` is `shl(x, k)` of type `ty` and `k` and `b` are the same numeral count
+    /// (masked to the width, as the shifts take it): `x` and the count.
+    fn shifted_up(&self, ty: Type, a: T, b: T) -> Option<(T, u32)> {
+        let count = |t: T| self.value(t).map(|c| c as u32 & (ty.bits() - 1));
+        let (Op::Bin(BinOp::Shl, sty), [x, k, _]) = self.nodes[a.0 as usize] else { return None };
+        let c = count(b)?;
+        (sty == ty && count(k) == Some(c)).then_some((x, c))
     }
 
     /// The least and the greatest value `t` may take, read unsigned at its type's width,
@@ -408,11 +408,11 @@ impl Terms {
     fn range(&self, t: T, depth: u32) -> (u64, u64) {
         let (op, [x, y, z]) = self.nodes[t.0 as usize];
         let whole = |ty: Type| (0, mask(ty.bits()));
+        if let Op::Num(ty, v) = op {
+            return (v as u64 & mask(ty.bits()), v as u64 & mask(ty.bits()));
+        }
         if depth == 0 {
-            return match op {
-                Op::Num(ty, v) => (v as u64 & mask(ty.bits()), v as u64 & mask(ty.bits())),
-                _ => (0, u64::MAX),
-            };
+            return (0, u64::MAX);
         }
         // An operand's range within its type's width (a symbol's is every value).
         let ty_of = match op {
@@ -426,7 +426,6 @@ impl Terms {
             (lo.min(mask(ty_of.bits())), hi.min(mask(ty_of.bits())))
         };
         match op {
-            Op::Num(ty, v) => (v as u64 & mask(ty.bits()), v as u64 & mask(ty.bits())),
             Op::Load(w, false, ty) if w.bits() < ty.bits() => (0, mask(w.bits())),
             Op::Load(_, _, ty) => whole(ty),
             Op::Bin(BinOp::And, _) => (0, below(x).1.min(below(y).1)),
@@ -660,8 +659,7 @@ impl Terms {
                     // Bytes a numeral stored, all of them: read as the interpreter reads.
                     if let (Some(at), Some(x)) = (self.within(a, width.bytes(), b, w.bytes()), self.value(v)) {
                         let bits = width.bits();
-                        let raw = (x as u64) >> (8 * at);
-                        let raw = if bits == 64 { raw } else { raw & ((1u64 << bits) - 1) };
+                        let raw = ((x as u64) >> (8 * at)) & mask(bits);
                         let ext = if signed && bits < 64 { ((raw << (64 - bits)) as i64) >> (64 - bits) } else { raw as i64 };
                         return self.num(ty, ty.normalize(ext));
                     }
@@ -836,18 +834,13 @@ impl Terms {
         // A pending store's class reads its side's heap too, and its value takes fresh
         // bytes where the store's are the other side's (that side's heap is what the class
         // defines).
-        let derived = |i: usize| match (places.trees[i], places.pending[i]) {
-            (Some((side, ty, e)), _) => Some(Derived { side, ty: Some(ty), e, fresh: false }),
-            (_, Some((side, e, exact))) => Some(Derived { side, ty: None, e, fresh: !exact }),
-            _ => None,
-        };
-        let mut unresolved: Vec<(usize, Derived)> = (0..classes.len()).filter_map(|r| Some((r, chosen[r]?))).map(|(r, i)| Some((r, derived(i)?))).collect::<Option<_>>()?;
+        let mut unresolved: Vec<(usize, Derived)> = (0..classes.len()).filter_map(|r| Some((r, chosen[r]?))).map(|(r, i)| Some((r, places.derived(i)?))).collect::<Option<_>>()?;
         while !unresolved.is_empty() {
             let resolved = |(_, d): &(usize, Derived)| {
                 let read = |e: Expr| reads_resolved(fs[d.side], e, d.side, places, classes, &val);
                 match (d.ty, &fs[d.side].exprs[d.e]) {
                     (Some(_), _) => read(d.e),
-                    (None, &ExprData::Store { addr, value, .. }) => places.heap[d.side].is_none_or(|i| val[classes[i]].is_some()) && read(addr) && (d.fresh || read(value)),
+                    (None, &ExprData::Store { addr, value, .. }) => places.heap[d.side].is_none_or(|i| val[classes[i]].is_some()) && read(addr) && (d.other_bytes || read(value)),
                     (None, _) => false,
                 }
             };
@@ -855,11 +848,8 @@ impl Terms {
             if ready.is_empty() {
                 return None;
             }
-            for (r, Derived { side, ty, e, fresh }) in ready {
-                val[r] = Some(match ty {
-                    Some(ty) => self.value_of(fs[side], e, &mut states[side], ty, limit)?,
-                    None => self.pending(fs[side], e, &mut states[side], fresh.then_some(Bytes::Sym(r)), limit)?,
-                });
+            for (r, d) in ready {
+                val[r] = Some(self.derived(fs[d.side], &d, &mut states[d.side], Bytes::Sym(r), limit)?);
             }
             states = self.states(fs, places, classes, &val);
             unresolved = rest;
@@ -887,13 +877,26 @@ impl Terms {
     }
 }
 
-/// A class's chosen definition ([`Terms::entry`]): a tree of side `side` of type `ty`, or
-/// (no type) a pending store, with fresh bytes where they are the other side's.
+/// What a derived slot stands for ([`Places::derived`]): a tree of side `side` of type
+/// `ty`, or (no type) a pending store, with its own value or with the bytes the other
+/// side's heap holds at its address.
 struct Derived {
     side: usize,
     ty: Option<Type>,
     e: Expr,
-    fresh: bool,
+    other_bytes: bool,
+}
+
+impl Places {
+    /// What slot `i` stands for, where it is derived (a definition, a load or a pending
+    /// store) and not a part of a state.
+    fn derived(&self, i: usize) -> Option<Derived> {
+        match (self.trees[i], self.pending[i]) {
+            (Some((side, ty, e)), _) => Some(Derived { side, ty: Some(ty), e, other_bytes: false }),
+            (_, Some((side, e, exact))) => Some(Derived { side, ty: None, e, other_bytes: !exact }),
+            _ => None,
+        }
+    }
 }
 
 /// Whether every local, callframe variable and heap the tree at `e` of side `side` reads

@@ -233,7 +233,7 @@ fn round_trip(f: &Function) -> (String, Function) {
 }
 
 /// Each pass's name and the function before and after it, as the checks' driver runs it.
-fn pass_pairs(f: &Function, pipeline: &Pipeline) -> Result<Vec<(String, Function, Function)>, PassError> {
+pub fn pass_pairs(f: &Function, pipeline: &Pipeline) -> Result<Vec<(String, Function, Function)>, PassError> {
     let mut g = f.clone();
     let mut before = f.clone();
     let mut out = vec![];
