@@ -339,10 +339,40 @@ impl Terms {
     }
 
     fn un(&mut self, op: UnOp, ty: Type, a: T) -> T {
-        match self.value(a) {
-            Some(x) => self.num(ty, interp::unary(op, ty, x)),
-            None => self.make(Op::Un(op, ty), [a]),
+        match (self.value(a), self.nodes[a.0 as usize]) {
+            (Some(x), _) => self.num(ty, interp::unary(op, ty, x)),
+            // Negated or complemented twice (the generator's `not(not(x))`).
+            (None, (Op::Un(inner, ity), [x, ..])) if inner == op && ity == ty => x,
+            (None, _) => self.make(Op::Un(op, ty), [a]),
         }
+    }
+
+    /// `op(a, b)` where an operand is a numeral that decides the value alone (`and(x,
+    /// 0)`, `mul(x, 1)`, a shift by a count of 0 after masking) or both operands are one
+    /// term (`xor(x, x)`); `None` otherwise. Each as the interpreter computes it for every
+    /// `x` (wrapping, the count masked to the width).
+    fn neutral(&mut self, op: BinOp, ty: Type, a: T, b: T) -> Option<T> {
+        let ones = mask(ty.bits());
+        let is = |terms: &Terms, t: T, v: u64| terms.value(t).is_some_and(|x| x as u64 & ones == v);
+        let zero = self.num(ty, 0);
+        let count_zero = |terms: &Terms, t: T| terms.value(t).is_some_and(|c| (c as u32) & (ty.bits() - 1) == 0);
+        use BinOp::*;
+        Some(match op {
+            Add | Or | Xor if is(self, b, 0) => a,
+            Add | Or | Xor if is(self, a, 0) => b,
+            Sub if is(self, b, 0) => a,
+            Sub | Xor if a == b => zero,
+            And | Or if a == b => a,
+            Mul if is(self, b, 1) => a,
+            Mul if is(self, a, 1) => b,
+            Mul | And if is(self, a, 0) || is(self, b, 0) => zero,
+            And if is(self, b, ones) => a,
+            And if is(self, a, ones) => b,
+            Or if is(self, a, ones) || is(self, b, ones) => self.num(ty, ty.normalize(ones as i64)),
+            Shl | Lshr | Ashr if count_zero(self, b) => a,
+            Udiv | Sdiv if is(self, b, 1) => a,
+            _ => return None,
+        })
     }
 
     fn bin(&mut self, op: BinOp, ty: Type, a: T, b: T) -> T {
@@ -350,6 +380,9 @@ impl Terms {
             if let Ok(v) = interp::binary(op, ty, x, y) {
                 return self.num(ty, ty.normalize(v));
             }
+        }
+        if let Some(t) = self.neutral(op, ty, a, b) {
+            return t;
         }
         // A mask that keeps every bit the other operand may have set keeps that operand
         // (`and(load.i32.u8(a), 255)`, how memopt narrows a wider value it forwards); one
@@ -546,7 +579,12 @@ impl Terms {
     }
 
     fn div_traps(&mut self, op: BinOp, ty: Type, a: T, b: T) -> T {
-        let signed = matches!(op, BinOp::Sdiv | BinOp::Srem);
+        // A signed division traps on -1 only where the dividend is the type's minimum.
+        let min = 1u64 << (ty.bits() - 1);
+        let signed = matches!(op, BinOp::Sdiv | BinOp::Srem) && {
+            let (lo, hi) = self.range(a, 8);
+            lo <= min && min <= hi
+        };
         match (self.value(a), self.value(b)) {
             (Some(x), Some(y)) => self.bool(interp::binary(op, ty, x, y).is_err()),
             _ if self.never_traps(signed, ty, b, 2) => FALSE,
@@ -554,9 +592,11 @@ impl Terms {
         }
     }
 
-    /// Whether a divisor `b` of type `ty` is never 0 (nor -1, where `signed`) in any
-    /// state: a numeral that is not; a term none of whose values is (above 0 and below all
-    /// ones, [`Terms::range`]: `add(and(x, 15), 1)`); or a select that takes such a
+    /// Whether a divisor `b` of type `ty` is never 0 (nor -1, where `signed`: a signed
+    /// division whose dividend may be the minimum) in any state: a numeral that is not; a
+    /// term none of whose values is (above 0 and below all ones, [`Terms::range`]:
+    /// `add(and(x, 15), 1)`); where -1 does not matter, an `or` with a numeral other than
+    /// 0 (`or(x, 1)`); or a select that takes such a
     /// divisor where its condition holds and otherwise a value the condition has ruled
     /// those out of (`select(ult(add(d, 1), 2), 7, d)`: `d` is neither 0 nor -1 where it
     /// is taken; `select(eq(d, 0), 3, d)`: not 0, and not -1 where its range says so), the
@@ -569,6 +609,12 @@ impl Terms {
         let (lo, hi) = self.range(b, 8);
         if lo >= 1 && (!signed || hi < all_ones) {
             return true;
+        }
+        if let (Op::Bin(BinOp::Or, _), [x, y, _]) = self.nodes[b.0 as usize] {
+            let nonzero = |t: T| self.value(t).is_some_and(|v| v as u64 & all_ones != 0);
+            if !signed && (nonzero(x) || nonzero(y)) {
+                return true;
+            }
         }
         let (Op::Select, [c, k, d]) = self.nodes[b.0 as usize] else { return false };
         if depth == 0 || !self.never_traps(signed, ty, k, depth - 1) {
@@ -615,9 +661,13 @@ impl Terms {
     fn address(&self, a: T) -> (Option<T>, i64) {
         match self.nodes[a.0 as usize] {
             (Op::Num(_, v), _) => (None, v as u32 as i64),
+            // A constant added to a base plus a constant: the base, the constants summed
+            // (modulo 2^32, as the addresses wrap).
             (Op::Bin(BinOp::Add, Type::I32), [x, y, _]) => match (self.value(x), self.value(y)) {
-                (_, Some(c)) => (Some(x), c as u32 as i64),
-                (Some(c), _) => (Some(y), c as u32 as i64),
+                (_, Some(c)) | (Some(c), _) => {
+                    let (base, d) = self.address(if self.value(y).is_some() { x } else { y });
+                    (base, (c + d) as u32 as i64)
+                }
                 _ => (Some(a), 0),
             },
             _ => (Some(a), 0),
@@ -709,6 +759,7 @@ impl Terms {
     /// the same place, at least as wide, stored back is no store (its low bytes are the
     /// bytes there, however the load extended them).
     fn store(&mut self, width: MemWidth, vty: Type, heap: T, a: T, v: T) -> T {
+        let (vty, v) = self.stored(width.bits(), vty, v);
         let loaded = |terms: &Terms, from: T| matches!(terms.nodes[v.0 as usize], (Op::Load(w, _, _), [h, b, _]) if h == from && b == a && w.bits() >= width.bits());
         if loaded(self, heap) {
             return heap;
@@ -749,6 +800,34 @@ impl Terms {
             return h;
         }
         self.make(Op::Store(width, vty), [h, a, v])
+    }
+
+    /// A stored value in one form of the bytes a store of `bits` writes: its low bits
+    /// alone matter, so a numeral keeps only those (zero above), and a mask that keeps all
+    /// of them, shifts up and back down by no more than the bits above them, and a
+    /// conversion between the types (within the low 32 bits) are taken off. Memopt stores
+    /// a value where the source stored the same bytes in another form (a loaded byte
+    /// stored back through `and(x, 255)`, a wide numeral stored narrow and read back).
+    fn stored(&mut self, bits: u32, vty: Type, v: T) -> (Type, T) {
+        if bits >= vty.bits() {
+            return (vty, v);
+        }
+        if let Some(x) = self.value(v) {
+            return (vty, self.num(vty, vty.normalize((x as u64 & mask(bits)) as i64)));
+        }
+        let keeps_low = |terms: &Terms, m: T| terms.value(m).is_some_and(|m| m as u64 & mask(bits) == mask(bits));
+        let shift_within = |terms: &Terms, k: T| terms.value(k).is_some_and(|k| k >= 0 && k <= (vty.bits() - bits) as i64);
+        match self.nodes[v.0 as usize] {
+            (Op::Bin(BinOp::And, _), [x, m, _]) if keeps_low(self, m) => self.stored(bits, vty, x),
+            (Op::Bin(BinOp::And, _), [m, x, _]) if keeps_low(self, m) => self.stored(bits, vty, x),
+            (Op::Bin(BinOp::Ashr | BinOp::Lshr, _), [up, k, _]) => match self.nodes[up.0 as usize] {
+                (Op::Bin(BinOp::Shl, _), [x, k2, _]) if k2 == k && shift_within(self, k) => self.stored(bits, vty, x),
+                _ => (vty, v),
+            },
+            (Op::Conv(ConvOp::Trunc), [x, ..]) => self.stored(bits, Type::I64, x),
+            (Op::Conv(ConvOp::Sext | ConvOp::Zext), [x, ..]) if bits <= 32 => self.stored(bits, Type::I32, x),
+            _ => (vty, v),
+        }
     }
 
     fn and(&mut self, a: T, b: T) -> T {
