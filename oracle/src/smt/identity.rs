@@ -27,9 +27,12 @@
 //! the bytes just loaded there is none: what memopt forwards and removes is then the
 //! same term on both sides. A value forwarded at another width is the load at that
 //! width (a mask, shifts up and down, a conversion of a load or of a stored value name
-//! the same bytes one way: [`Terms::bin`], [`Terms::conv`], [`Terms::low_bits`]), and an
-//! access whose address's every value lies inside the heap ([`Terms::range`]) cannot
-//! fault, so a load memopt hoists moves no fault. A pending store's slot (memopt's sunk
+//! the same bytes one way: [`Terms::bin`], [`Terms::conv`], [`Terms::low_bits`]; a
+//! narrow store's value is its low bits alone, [`Terms::stored`]), and an access whose
+//! address's every value lies inside the heap ([`Terms::range`], on the path: a check
+//! above it may bound the index, [`Run::learn`]) cannot fault, so a load memopt hoists
+//! moves no fault. An operation whose numeral decides its value is folded
+//! ([`Terms::neutral`]). A pending store's slot (memopt's sunk
 //! and removed stores, [`super::simulate`]'s `Slot::Pending`) is its side's heap with
 //! the store done, with its own value or the other side's bytes there (at a block's
 //! entry, a symbol's). So a difference in what the two sides do is a difference in their
@@ -312,7 +315,7 @@ impl Terms {
     /// The value of the value tree at `e` of `f` in state `st` (which it leaves as it
     /// was), of type `ty`; `None` past the limit.
     fn value_of(&mut self, f: &Function, e: Expr, st: &mut St, ty: Type, limit: usize) -> Option<T> {
-        let mut run = Run { f, terms: &mut *self, st: std::mem::replace(st, St::none()), alive: TRUE, facts: Default::default(), exits: vec![], work: 0, limit };
+        let mut run = Run { f, terms: &mut *self, st: std::mem::replace(st, St::none()), alive: TRUE, facts: Default::default(), known: Default::default(), exits: vec![], work: 0, limit };
         let v = run.value(e);
         *st = std::mem::replace(&mut run.st, St::none());
         let v = v.ok()?;
@@ -439,6 +442,22 @@ impl Terms {
     /// otherwise, and past `depth` operators. Only widens past what it knows, so every
     /// value `t` takes is in it.
     fn range(&self, t: T, depth: u32) -> (u64, u64) {
+        self.range_under(t, depth, &HashMap::default())
+    }
+
+    /// [`Terms::range`] on a path that knows an unsigned upper bound of some terms
+    /// (`known`: a check that stopped the run above them, [`Run::learn`]). Only for
+    /// whether an access may fault on that path, never to build a term: a term is one
+    /// value on every path.
+    fn range_under(&self, t: T, depth: u32, known: &HashMap<T, u64>) -> (u64, u64) {
+        let (lo, hi) = self.range_of(t, depth, known);
+        match known.get(&t) {
+            Some(&k) => (lo.min(k), hi.min(k)),
+            None => (lo, hi),
+        }
+    }
+
+    fn range_of(&self, t: T, depth: u32, known: &HashMap<T, u64>) -> (u64, u64) {
         let (op, [x, y, z]) = self.nodes[t.0 as usize];
         let whole = |ty: Type| (0, mask(ty.bits()));
         if let Op::Num(ty, v) = op {
@@ -455,7 +474,7 @@ impl Terms {
             _ => Type::I64,
         };
         let below = |t: T| {
-            let (lo, hi) = self.range(t, depth - 1);
+            let (lo, hi) = self.range_under(t, depth - 1, known);
             (lo.min(mask(ty_of.bits())), hi.min(mask(ty_of.bits())))
         };
         match op {
@@ -561,13 +580,14 @@ impl Terms {
         }
     }
 
-    fn in_bounds(&mut self, bytes: u32, addr: T) -> T {
+    fn in_bounds(&mut self, bytes: u32, addr: T, known: &HashMap<T, u64>) -> T {
         match self.value(addr) {
             Some(a) => self.bool(interp::State::check_bounds(a, bytes).is_ok()),
             None => {
                 // Every address the term may take is inside (a masked index into a table:
-                // a load memopt hoisted then has no trap to tell apart from none).
-                let (lo, hi) = self.range(addr, 8);
+                // a load memopt hoisted then has no trap to tell apart from none), on the
+                // path, which may bound the index (a check above the access).
+                let (lo, hi) = self.range_under(addr, 8, known);
                 let inside = |a: u64| a <= u32::MAX as u64 && interp::State::check_bounds(a as i64, bytes).is_ok();
                 if inside(lo) && inside(hi) {
                     TRUE
@@ -1046,6 +1066,8 @@ struct Run<'a> {
     alive: T,
     /// The conditions `alive` is the conjunction of.
     facts: tandem_core::hash::HashSet<T>,
+    /// Unsigned upper bounds those conditions give terms ([`Run::learn`]).
+    known: HashMap<T, u64>,
     exits: Vec<Exit>,
     work: usize,
     limit: usize,
@@ -1073,6 +1095,31 @@ impl Run<'_> {
         let not = self.terms.not(cond);
         self.alive = self.terms.and(self.alive, not);
         self.facts.insert(not);
+        self.learn(not);
+    }
+
+    /// The unsigned upper bound a condition the path holds gives a term compared with a
+    /// numeral (`not(ugt(i, 15))`: `i` is at most 15; the generator's check of an index
+    /// before the access), kept in [`Run::known`].
+    fn learn(&mut self, fact: T) {
+        let (holds, c) = match self.terms.nodes[fact.0 as usize] {
+            (Op::Not, [n, ..]) => (false, n),
+            _ => (true, fact),
+        };
+        let (Op::NonZero, [c, ..]) = self.terms.nodes[c.0 as usize] else { return };
+        let (Op::Cmp(op, ty), [a, b, _]) = self.terms.nodes[c.0 as usize] else { return };
+        let num = |t: T| self.terms.value(t).map(|v| v as u64 & mask(ty.bits()));
+        // As `x < k` or `x <= k` on the path, `x` the term that is not a numeral.
+        let (x, k, strict) = match (holds, op, num(a), num(b)) {
+            (true, CmpOp::Ult, None, Some(k)) | (false, CmpOp::Uge, None, Some(k)) => (a, k, true),
+            (true, CmpOp::Ule, None, Some(k)) | (false, CmpOp::Ugt, None, Some(k)) => (a, k, false),
+            (true, CmpOp::Ugt, Some(k), None) | (false, CmpOp::Ule, Some(k), None) => (b, k, true),
+            (true, CmpOp::Uge, Some(k), None) | (false, CmpOp::Ult, Some(k), None) => (b, k, false),
+            _ => return,
+        };
+        let Some(bound) = (if strict { k.checked_sub(1) } else { Some(k) }) else { return };
+        let entry = self.known.entry(x).or_insert(bound);
+        *entry = (*entry).min(bound);
     }
 
     fn value(&mut self, e: Expr) -> Result<T, TooLarge> {
@@ -1124,7 +1171,7 @@ impl Run<'_> {
             }
             ExprData::Load { ty, width, signed, addr } => {
                 let a = self.value(*addr)?;
-                let inside = self.terms.in_bounds(width.bytes(), a);
+                let inside = self.terms.in_bounds(width.bytes(), a, &self.known);
                 let outside = self.terms.not(inside);
                 self.stop_if(outside, End::Invalid);
                 Some(self.terms.load(*width, *signed, *ty, self.st.heap, a))
@@ -1132,7 +1179,7 @@ impl Run<'_> {
             ExprData::Store { width, addr, value } => {
                 let a = self.value(*addr)?;
                 let v = self.value(*value)?;
-                let inside = self.terms.in_bounds(width.bytes(), a);
+                let inside = self.terms.in_bounds(width.bytes(), a, &self.known);
                 let outside = self.terms.not(inside);
                 self.stop_if(outside, End::Invalid);
                 let vty = self.ty(*value);
@@ -1285,7 +1332,7 @@ fn step(terms: &mut Terms, f: &Function, b: Block, st: St, through: &dyn Fn(Bloc
     let mut work = 0;
     let mut pending = vec![(b, TRUE, st, 0u32)];
     while let Some((blk, alive, st, depth)) = pending.pop() {
-        let mut run = Run { f, terms: &mut *terms, st, alive, facts: Default::default(), exits: vec![], work, limit };
+        let mut run = Run { f, terms: &mut *terms, st, alive, facts: Default::default(), known: Default::default(), exits: vec![], work, limit };
         let edges = run.block(blk)?;
         work = run.work;
         exits.extend(run.exits);

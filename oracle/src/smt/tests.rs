@@ -1736,3 +1736,42 @@ fn term_identity_folds_and_stores_as_the_interpreter_does() {
     eprintln!("{proved} pairs proved, {apart} told apart; alone: {alone:?}");
     assert!(alone.len() <= 16 && proved >= 180 && apart > 1200, "{proved} pairs proved, {apart} told apart; alone: {alone:?}");
 }
+
+/// A heap access whose index a check above it bounds cannot fault on the path past the
+/// check (`trapif(ugt(i, 15), 97)` then a load at the heap's last 16 bytes plus `i`, the
+/// generator's checked index): the term-identity check proves a load added there (one a
+/// pass would hoist or speculate). Where the check leaves one index too many, bounds
+/// another value, or comes after the load, the added load may fault where the source
+/// runs on (an invalid run of the target from a valid one of the source): the check does
+/// not prove it, and the solver's answer replays a counterexample.
+#[test]
+fn term_identity_bounds_an_index_by_the_check_above_it() {
+    let added = |body: &str| {
+        let before = one_block(&format!("{}    call @log(1, 2)\n    ret 0\n", body.lines().filter(|l| !l.contains("%x =")).map(|l| format!("{l}\n")).collect::<String>()));
+        let after = one_block(&format!("{body}    call @log(1, 2)\n    ret 0\n"));
+        (simulate::proved_by_identity(&before, &after, &opts()), before, after)
+    };
+    let load = "    %x = load.i32.u8(add(1052656, and(%b, 31)))\n";
+    for safe in [
+        format!("    trapif(ugt(and(%b, 31), 15), 97)\n{load}"),
+        format!("    trapif(uge(and(%b, 31), 16), 97)\n{load}"),
+        format!("    trapif(ult(15, and(%b, 31)), 97)\n{load}"),
+        format!("    trapif(ule(16, and(%b, 31)), 97)\n{load}"),
+        format!("    trapif(uge(and(%b, 31), 16), 97)\n    trapif(eq(%a, 3), 5)\n{load}"),
+        "    trapif(ugt(and(%b, 31), 14), 97)\n    %x = load.i32.u16(add(1052656, and(%b, 31)))\n".to_string(),
+    ] {
+        assert!(added(&safe).0, "{safe}");
+    }
+    for faulting in [
+        format!("    trapif(ugt(and(%b, 31), 16), 97)\n{load}"),
+        format!("    trapif(ugt(and(%a, 31), 15), 97)\n{load}"),
+        format!("    trapif(ult(and(%b, 31), 16), 97)\n{load}"),
+        format!("{load}    trapif(ugt(and(%b, 31), 15), 97)\n"),
+        "    trapif(ugt(and(%b, 31), 15), 97)\n    %x = load.i32.u16(add(1052656, and(%b, 31)))\n".to_string(),
+    ] {
+        let (proved, before, after) = added(&faulting);
+        assert!(!proved, "{faulting}");
+        let answer = validate(&before, &after, "dce", &opts());
+        assert!(matches!(answer, Answer::Counterexample(_)), "{faulting}: {answer}");
+    }
+}
