@@ -159,8 +159,16 @@ fn refine(terms: &mut Terms, fs: [&Function; 2], places: &Places, classes: &[usi
             }
         }
     }
+    // A class of one slot cannot split: its derived slot's value is not needed.
+    let mut size = vec![0u32; classes.len()];
+    for &r in classes {
+        size[r] += 1;
+    }
     let mut scratch = [None, None];
     for (i, value) in held.iter_mut().enumerate() {
+        if size[classes[i]] < 2 {
+            continue;
+        }
         if let Some(d) = places.derived(i) {
             let bytes = Bytes::Of(states[1 - d.side].heap);
             let st = scratch[d.side].get_or_insert_with(|| states[d.side].clone());
@@ -168,7 +176,7 @@ fn refine(terms: &mut Terms, fs: [&Function; 2], places: &Places, classes: &[usi
         }
     }
     let mut first: HashMap<(usize, Option<T>), usize> = HashMap::default();
-    Some((0..classes.len()).map(|i| *first.entry((classes[i], held[i])).or_insert(i)).collect())
+    Some((0..classes.len()).map(|i| if size[classes[i]] < 2 { classes[i] } else { *first.entry((classes[i], held[i])).or_insert(i) }).collect())
 }
 
 /// A term: an index into [`Terms::nodes`].
@@ -255,11 +263,13 @@ struct Terms {
     rewrite: HashMap<T, T>,
     /// Per side, each local's own symbol ([`Terms::states`]).
     own_locals: [Vec<T>; 2],
+    /// Each class's symbol, where made ([`Terms::class_sym`]; [`NONE`] where not yet).
+    class_syms: Vec<T>,
 }
 
 impl Default for Terms {
     fn default() -> Terms {
-        let mut t = Terms { nodes: vec![], index: HashMap::default(), rewrite: HashMap::default(), own_locals: [vec![], vec![]] };
+        let mut t = Terms { nodes: Vec::with_capacity(1 << 10), index: HashMap::with_capacity_and_hasher(1 << 10, Default::default()), rewrite: HashMap::default(), own_locals: [vec![], vec![]], class_syms: vec![] };
         assert_eq!(t.make(Op::Bool(true), []), TRUE);
         assert_eq!(t.make(Op::Bool(false), []), FALSE);
         t
@@ -872,6 +882,18 @@ impl Terms {
         self.make(Op::Sym(s), [])
     }
 
+    /// Class `r`'s symbol, made once (every class's at every block's entry, each looked
+    /// up in the index, was a sixth of the check's work).
+    fn class_sym(&mut self, r: usize) -> T {
+        if self.class_syms.len() <= r {
+            self.class_syms.resize(r + 1, NONE);
+        }
+        if self.class_syms[r] == NONE {
+            self.class_syms[r] = self.sym(Sym::Class(r));
+        }
+        self.class_syms[r]
+    }
+
     fn empty(&mut self) -> T {
         self.make(Op::Empty, [])
     }
@@ -925,7 +947,7 @@ impl Terms {
     /// numerals). `None` past the limit.
     fn entry(&mut self, src: &Function, tgt: &Function, places: &Places, classes: &[usize], chosen: &[Option<usize>], limit: usize) -> Option<(St, St)> {
         let fs = [src, tgt];
-        let mut val: Vec<Option<T>> = (0..classes.len()).map(|r| (classes[r] == r && chosen[r].is_none()).then(|| self.sym(Sym::Class(r)))).collect();
+        let mut val: Vec<Option<T>> = (0..classes.len()).map(|r| (classes[r] == r && chosen[r].is_none()).then(|| self.class_sym(r))).collect();
         let mut states = self.states(fs, places, classes, &val);
         // The classes with a definition, a round at a time: those whose definitions read
         // only classes with values (the choice is acyclic, so each round resolves some),

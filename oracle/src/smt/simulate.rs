@@ -1162,53 +1162,63 @@ impl Live<'_> {
 fn live_locals(f: &Function) -> Vec<Vec<bool>> {
     let n = f.locals.len();
     let blocks = f.blocks.len();
+    // Sets of locals as bits, 64 to a word.
+    let words = n.div_ceil(64);
+    let bit = |l: usize| (l / 64, 1u64 << (l % 64));
     // Per block: the locals read before a statement of the block assigns them, and the
     // locals its statements assign.
-    let mut used = vec![vec![false; n]; blocks];
-    let mut killed = vec![vec![false; n]; blocks];
-    let mut phi_dest = vec![vec![false; n]; blocks];
+    let mut used = vec![vec![0u64; words]; blocks];
+    let mut killed = vec![vec![0u64; words]; blocks];
+    let mut phi_dest = vec![vec![0u64; words]; blocks];
     for &b in &f.layout {
         let data = &f.blocks[b];
         let (u, k) = (&mut used[b.index()], &mut killed[b.index()]);
         for r in data.stmts.iter().copied().chain(data.term.expr()) {
             f.visit_postorder(r, &mut |e| {
                 if let ExprData::Local(l) = f.exprs[e] {
-                    u[l.index()] |= !k[l.index()];
+                    let (w, m) = bit(l.index());
+                    u[w] |= m & !k[w];
                 }
             });
             if let ExprData::Assign { local, .. } = f.exprs[r] {
-                k[local.index()] = true;
+                let (w, m) = bit(local.index());
+                k[w] |= m;
             }
         }
         for phi in &data.phis {
-            phi_dest[b.index()][phi.dest.index()] = true;
+            let (w, m) = bit(phi.dest.index());
+            phi_dest[b.index()][w] |= m;
         }
     }
-    let mut live = vec![vec![false; n]; blocks];
+    let mut live = vec![vec![0u64; words]; blocks];
+    let mut out = vec![0u64; words];
     let mut changed = true;
     while changed {
         changed = false;
         for &b in f.layout.iter().rev() {
-            let mut out = vec![false; n];
+            out.fill(0);
             for c in f.blocks[b].term.successors() {
-                for (l, x) in out.iter_mut().enumerate() {
-                    *x |= live[c.index()][l] && !phi_dest[c.index()][l];
+                for (w, x) in out.iter_mut().enumerate() {
+                    *x |= live[c.index()][w] & !phi_dest[c.index()][w];
                 }
                 for phi in &f.blocks[c].phis {
                     for (_, a) in phi.args.iter().filter(|(from, _)| *from == b) {
-                        out[a.index()] = true;
+                        let (w, m) = bit(a.index());
+                        out[w] |= m;
                     }
                 }
             }
             let (u, k) = (&used[b.index()], &killed[b.index()]);
-            let set: Vec<bool> = (0..n).map(|l| u[l] || (out[l] && !k[l])).collect();
-            if set != live[b.index()] {
-                live[b.index()] = set;
-                changed = true;
+            for w in 0..words {
+                let set = u[w] | (out[w] & !k[w]);
+                if set != live[b.index()][w] {
+                    live[b.index()][w] = set;
+                    changed = true;
+                }
             }
         }
     }
-    live
+    live.iter().map(|set| (0..n).map(|l| set[l / 64] >> (l % 64) & 1 == 1).collect()).collect()
 }
 
 /// The slots of the two states (heaps, callframe variables, locals), with `with_defs` the
