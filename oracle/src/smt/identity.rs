@@ -28,7 +28,7 @@
 //! same term on both sides. A value forwarded at another width is the load at that
 //! width (a mask, shifts up and down, a conversion of a load or of a stored value name
 //! the same bytes one way: [`Terms::bin`], [`Terms::conv`], [`Terms::low_bits`]; a
-//! narrow store's value is its low bits alone, [`Terms::stored`]), and an access whose
+//! narrow store's value is its low bits alone, [`Terms::low`]), and an access whose
 //! address's every value lies inside the heap ([`Terms::range`], on the path: a check
 //! above it may bound the index, [`Run::learn`]) cannot fault, so a load memopt hoists
 //! moves no fault. An operation whose numeral decides its value is folded
@@ -397,6 +397,14 @@ impl Terms {
         if let Some(t) = self.neutral(op, ty, a, b) {
             return t;
         }
+        // An operand of which the operation reads only the low bits, in their one form
+        // ([`Terms::low`]): a shift up by a numeral, a mask of the low bits.
+        let (a, b) = match (op, self.value(a), self.value(b)) {
+            (BinOp::Shl, None, Some(k)) => (self.low(ty.bits() - (k as u32 & (ty.bits() - 1)), ty, a), b),
+            (BinOp::And, None, Some(m)) if (m as u64 & mask(ty.bits())).trailing_ones() == (m as u64 & mask(ty.bits())).count_ones() => (self.low((m as u64 & mask(ty.bits())).trailing_ones(), ty, a), b),
+            (BinOp::And, Some(m), None) if (m as u64 & mask(ty.bits())).trailing_ones() == (m as u64 & mask(ty.bits())).count_ones() => (a, self.low((m as u64 & mask(ty.bits())).trailing_ones(), ty, b)),
+            _ => (a, b),
+        };
         // A mask that keeps every bit the other operand may have set keeps that operand
         // (`and(load.i32.u8(a), 255)`, how memopt narrows a wider value it forwards); one
         // that keeps a wider load's low bytes is the narrower load (`and(load.i32(a),
@@ -789,7 +797,7 @@ impl Terms {
     /// the same place, at least as wide, stored back is no store (its low bytes are the
     /// bytes there, however the load extended them).
     fn store(&mut self, width: MemWidth, vty: Type, heap: T, a: T, v: T) -> T {
-        let (vty, v) = self.stored(width.bits(), vty, v);
+        let v = self.low(width.bits(), vty, v);
         let loaded = |terms: &Terms, from: T| matches!(terms.nodes[v.0 as usize], (Op::Load(w, _, _), [h, b, _]) if h == from && b == a && w.bits() >= width.bits());
         if loaded(self, heap) {
             return heap;
@@ -832,31 +840,33 @@ impl Terms {
         self.make(Op::Store(width, vty), [h, a, v])
     }
 
-    /// A stored value in one form of the bytes a store of `bits` writes: its low bits
-    /// alone matter, so a numeral keeps only those (zero above), and a mask that keeps all
-    /// of them, shifts up and back down by no more than the bits above them, and a
-    /// conversion between the types (within the low 32 bits) are taken off. Memopt stores
-    /// a value where the source stored the same bytes in another form (a loaded byte
-    /// stored back through `and(x, 255)`, a wide numeral stored narrow and read back).
-    fn stored(&mut self, bits: u32, vty: Type, v: T) -> (Type, T) {
-        if bits >= vty.bits() {
-            return (vty, v);
+    /// `v` (of type `ty`) in one form of its low `bits` bits, for an operation that reads
+    /// only those (a store of that width, a shift up, a mask of the low bits, a
+    /// truncation): a numeral keeps only them (zero above), and a mask that keeps all of
+    /// them and shifts up and back down by no more than the bits above them are taken
+    /// off. So memopt's store of the same bytes in another form is the same store (a wide
+    /// numeral stored narrow and read back, a loaded byte stored back through `and(x,
+    /// 255)`), and a value read back through a narrower load is the same term as memopt's
+    /// forwarded form of it (`ashr(shl(and(x, 65535), 24), 24)` is `ashr(shl(x, 24),
+    /// 24)`). Never a conversion: the form keeps the type (a store's value read back by a
+    /// load at the other type is extended as the load extends, [`Terms::low_bits`]).
+    fn low(&mut self, bits: u32, ty: Type, v: T) -> T {
+        if bits >= ty.bits() || bits == 0 {
+            return v;
         }
         if let Some(x) = self.value(v) {
-            return (vty, self.num(vty, vty.normalize((x as u64 & mask(bits)) as i64)));
+            return self.num(ty, ty.normalize((x as u64 & mask(bits)) as i64));
         }
         let keeps_low = |terms: &Terms, m: T| terms.value(m).is_some_and(|m| m as u64 & mask(bits) == mask(bits));
-        let shift_within = |terms: &Terms, k: T| terms.value(k).is_some_and(|k| k >= 0 && k <= (vty.bits() - bits) as i64);
+        let shift_within = |terms: &Terms, k: T| terms.value(k).is_some_and(|k| k >= 0 && k <= (ty.bits() - bits) as i64);
         match self.nodes[v.0 as usize] {
-            (Op::Bin(BinOp::And, _), [x, m, _]) if keeps_low(self, m) => self.stored(bits, vty, x),
-            (Op::Bin(BinOp::And, _), [m, x, _]) if keeps_low(self, m) => self.stored(bits, vty, x),
+            (Op::Bin(BinOp::And, _), [x, m, _]) if keeps_low(self, m) => self.low(bits, ty, x),
+            (Op::Bin(BinOp::And, _), [m, x, _]) if keeps_low(self, m) => self.low(bits, ty, x),
             (Op::Bin(BinOp::Ashr | BinOp::Lshr, _), [up, k, _]) => match self.nodes[up.0 as usize] {
-                (Op::Bin(BinOp::Shl, _), [x, k2, _]) if k2 == k && shift_within(self, k) => self.stored(bits, vty, x),
-                _ => (vty, v),
+                (Op::Bin(BinOp::Shl, _), [x, k2, _]) if k2 == k && shift_within(self, k) => self.low(bits, ty, x),
+                _ => v,
             },
-            (Op::Conv(ConvOp::Trunc), [x, ..]) => self.stored(bits, Type::I64, x),
-            (Op::Conv(ConvOp::Sext | ConvOp::Zext), [x, ..]) if bits <= 32 => self.stored(bits, Type::I32, x),
-            _ => (vty, v),
+            _ => v,
         }
     }
 
