@@ -1518,7 +1518,7 @@ fn term_identity_never_proves_a_mutant_the_interpreter_tells_apart() {
 /// mask one bit short) are told apart by the interpreter.
 #[test]
 fn term_identity_reads_a_value_at_every_width_as_the_interpreter_does() {
-    use crate::exec::interp::{run, RunInput};
+    use crate::exec::interp::RunInput;
     use crate::exec::outcome::Value;
     use rand::{Rng, SeedableRng};
     let a = "1048576";
@@ -1561,26 +1561,37 @@ fn term_identity_reads_a_value_at_every_width_as_the_interpreter_does() {
         .collect();
     let (mut proved, mut apart) = (0, 0);
     for (ty, forms) in [("i32", &i32_forms[..]), ("i64", &i64_forms[..])] {
-        let fs: Vec<Function> = forms.iter().map(|e| func(&format!("function %f(i32 %a, i32 %b) -> {ty} {{\nb0:\n    ret {}\n}}\n", e.replace('A', a)))).collect();
-        let values: Vec<Vec<_>> = fs.iter().map(|f| inputs.iter().map(|i| run(f, i).expect("a valid input").ok()).collect()).collect();
-        let mut paired = vec![false; fs.len()];
-        for i in 0..fs.len() {
-            for j in i + 1..fs.len() {
-                let same = values[i] == values[j];
-                apart += !same as usize;
-                if simulate::proved_by_identity(&fs[i], &fs[j], &opts()) {
-                    assert!(same, "`{}` and `{}` are proved equal, and the interpreter tells them apart", forms[i], forms[j]);
-                    proved += 1;
-                    paired[i] = true;
-                    paired[j] = true;
-                }
-            }
-        }
-        let alone: Vec<&str> = forms.iter().zip(&paired).filter(|(_, &p)| !p).map(|(f, _)| *f).collect();
+        let (p, d, alone) = identity_against_interpreter(forms, ty, ('A', a), &inputs);
+        (proved, apart) = (proved + p, apart + d);
         assert!(alone.len() <= 12, "forms proved equal to no other: {alone:?}");
     }
     assert!(proved >= 60 && apart > 800, "{proved} pairs proved, {apart} told apart");
     eprintln!("{proved} pairs proved, {apart} told apart");
+}
+
+/// Every pair of the functions returning `forms` (of type `ty`, the placeholder `at.0`
+/// replaced by `at.1`) that the term-identity check proves equal, checked to agree in the
+/// interpreter on `inputs` (a panic naming the pair where they do not): how many pairs are
+/// proved, how many the interpreter tells apart, and the forms proved equal to no other.
+fn identity_against_interpreter<'a>(forms: &[&'a str], ty: &str, at: (char, &str), inputs: &[crate::exec::interp::RunInput]) -> (usize, usize, Vec<&'a str>) {
+    let fs: Vec<Function> = forms.iter().map(|e| func(&format!("function %f(i32 %a, i32 %b) -> {ty} {{\nb0:\n    ret {}\n}}\n", e.replace(at.0, at.1)))).collect();
+    let values: Vec<Vec<_>> = fs.iter().map(|f| inputs.iter().map(|i| crate::exec::interp::run(f, i).expect("a valid input").ok()).collect()).collect();
+    let (mut proved, mut apart) = (0, 0);
+    let mut paired = vec![false; fs.len()];
+    for i in 0..fs.len() {
+        for j in i + 1..fs.len() {
+            let same = values[i] == values[j];
+            apart += !same as usize;
+            if simulate::proved_by_identity(&fs[i], &fs[j], &opts()) {
+                assert!(same, "`{}` and `{}` are proved equal, and the interpreter tells them apart", forms[i], forms[j]);
+                proved += 1;
+                paired[i] = true;
+                paired[j] = true;
+            }
+        }
+    }
+    let alone = forms.iter().zip(&paired).filter(|(_, &p)| !p).map(|(f, _)| *f).collect();
+    (proved, apart, alone)
 }
 
 /// A load memopt hoists above an effect (a log) has no fault to move when every address
@@ -1684,7 +1695,7 @@ fn term_identity_drops_a_division_only_where_it_cannot_trap() {
 /// forms are proved equal to another.
 #[test]
 fn term_identity_folds_and_stores_as_the_interpreter_does() {
-    use crate::exec::interp::{run, RunInput};
+    use crate::exec::interp::RunInput;
     use crate::exec::outcome::Value;
     use rand::{Rng, SeedableRng};
     let b = "add(1048576, and(%b, 8))";
@@ -1719,23 +1730,7 @@ fn term_identity_folds_and_stores_as_the_interpreter_does() {
             RunInput { args: vec![Value::I32(a), Value::I32(rng.gen())], heap: vec![(1048576, bytes)], callframe: vec![], fuel: 1000 }
         })
         .collect();
-    let fs: Vec<Function> = forms.iter().map(|e| func(&format!("function %f(i32 %a, i32 %b) -> i32 {{\nb0:\n    ret {}\n}}\n", e.replace('B', b)))).collect();
-    let values: Vec<Vec<_>> = fs.iter().map(|f| inputs.iter().map(|i| run(f, i).expect("a valid input").ok()).collect()).collect();
-    let (mut proved, mut apart) = (0, 0);
-    let mut paired = vec![false; fs.len()];
-    for i in 0..fs.len() {
-        for j in i + 1..fs.len() {
-            let same = values[i] == values[j];
-            apart += !same as usize;
-            if simulate::proved_by_identity(&fs[i], &fs[j], &opts()) {
-                assert!(same, "`{}` and `{}` are proved equal, and the interpreter tells them apart", forms[i], forms[j]);
-                proved += 1;
-                paired[i] = true;
-                paired[j] = true;
-            }
-        }
-    }
-    let alone: Vec<&str> = forms.iter().zip(&paired).filter(|(_, &p)| !p).map(|(f, _)| *f).collect();
+    let (proved, apart, alone) = identity_against_interpreter(&forms, "i32", ('B', b), &inputs);
     eprintln!("{proved} pairs proved, {apart} told apart; alone: {alone:?}");
     assert!(alone.len() <= 19 && proved >= 190 && apart > 2000, "{proved} pairs proved, {apart} told apart; alone: {alone:?}");
 }
