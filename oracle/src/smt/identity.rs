@@ -799,8 +799,18 @@ impl Terms {
     fn store(&mut self, width: MemWidth, vty: Type, heap: T, a: T, v: T) -> T {
         let v = self.low(width.bits(), vty, v);
         let loaded = |terms: &Terms, from: T| matches!(terms.nodes[v.0 as usize], (Op::Load(w, _, _), [h, b, _]) if h == from && b == a && w.bits() >= width.bits());
-        if loaded(self, heap) {
-            return heap;
+        // The bytes loaded here stored back, from this heap or one below it past stores
+        // apart from them (which left those bytes as they were): no store (memopt's
+        // removed store of a byte loaded before other stores, ssa seed 1357).
+        let mut below = heap;
+        for _ in 0..64 {
+            if loaded(self, below) {
+                return heap;
+            }
+            match self.nodes[below.0 as usize] {
+                (Op::Store(w, _), [under, b, _]) if self.apart(a, width.bytes(), b, w.bytes()) => below = under,
+                _ => break,
+            }
         }
         // Down the stores below, those whose bytes all lie in this one's taken out
         // (overwritten: whatever the stores between wrote there, this one writes over),

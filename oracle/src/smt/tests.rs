@@ -1773,3 +1773,24 @@ fn term_identity_bounds_an_index_by_the_check_above_it() {
         assert!(matches!(answer, Answer::Counterexample(_)), "{faulting}: {answer}");
     }
 }
+
+/// A store of the bytes a load read before other stores is no store when every store
+/// between is at bytes apart from them (memopt removes it, the term-identity check
+/// proves that); where a store between writes one of those bytes, the bytes stored back
+/// are no longer the heap's, and the check neither proves it nor does the solver.
+#[test]
+fn term_identity_drops_a_store_of_bytes_loaded_before_stores_apart_from_them() {
+    let removed = |between: &str| {
+        let before = one_block(&format!("    %x = load.i32(1050000)\n{between}    store.32(1050000, %x)\n    ret 0\n"));
+        let after = one_block(&format!("    %x = load.i32(1050000)\n{between}    ret 0\n"));
+        (simulate::proved_by_identity(&before, &after, &opts()), before, after)
+    };
+    for apart in ["    store.8(1048928, %a)\n", "    store.32(1050004, %a)\n    store.16(1049998, %b)\n", "    store.8(add(add(1050000, and(%b, 0)), 4), %a)\n"] {
+        assert!(removed(apart).0, "{apart}");
+    }
+    for overlapping in ["    store.8(1050003, %a)\n", "    store.8(1048928, %a)\n    store.16(1049999, %b)\n", "    store.8(add(1050000, and(%b, 3)), %a)\n"] {
+        let (proved, before, after) = removed(overlapping);
+        assert!(!proved, "{overlapping}");
+        counterexample(validate(&before, &after, "memopt", &opts()));
+    }
+}
