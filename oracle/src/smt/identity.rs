@@ -160,10 +160,7 @@ fn refine(terms: &mut Terms, fs: [&Function; 2], places: &Places, classes: &[usi
         }
     }
     // A class of one slot cannot split: its derived slot's value is not needed.
-    let mut size = vec![0u32; classes.len()];
-    for &r in classes {
-        size[r] += 1;
-    }
+    let size = super::simulate::sizes(classes);
     let mut scratch = [None, None];
     for (i, value) in held.iter_mut().enumerate() {
         if size[classes[i]] < 2 {
@@ -367,18 +364,17 @@ impl Terms {
     fn neutral(&mut self, op: BinOp, ty: Type, a: T, b: T) -> Option<T> {
         let ones = mask(ty.bits());
         let is = |terms: &Terms, t: T, v: u64| terms.value(t).is_some_and(|x| x as u64 & ones == v);
-        let zero = self.num(ty, 0);
         let count_zero = |terms: &Terms, t: T| terms.value(t).is_some_and(|c| (c as u32) & (ty.bits() - 1) == 0);
         use BinOp::*;
         Some(match op {
             Add | Or | Xor if is(self, b, 0) => a,
             Add | Or | Xor if is(self, a, 0) => b,
             Sub if is(self, b, 0) => a,
-            Sub | Xor if a == b => zero,
+            Sub | Xor if a == b => self.num(ty, 0),
             And | Or if a == b => a,
             Mul if is(self, b, 1) => a,
             Mul if is(self, a, 1) => b,
-            Mul | And if is(self, a, 0) || is(self, b, 0) => zero,
+            Mul | And if is(self, a, 0) || is(self, b, 0) => self.num(ty, 0),
             And if is(self, b, ones) => a,
             And if is(self, a, ones) => b,
             Or if is(self, a, ones) || is(self, b, ones) => self.num(ty, ty.normalize(ones as i64)),
@@ -399,10 +395,15 @@ impl Terms {
         }
         // An operand of which the operation reads only the low bits, in their one form
         // ([`Terms::low`]): a shift up by a numeral, a mask of the low bits.
+        // The bits a mask keeps, where they are the low ones alone.
+        let low_mask = |m: i64| {
+            let m = m as u64 & mask(ty.bits());
+            (m.trailing_ones() == m.count_ones()).then_some(m.trailing_ones())
+        };
         let (a, b) = match (op, self.value(a), self.value(b)) {
             (BinOp::Shl, None, Some(k)) => (self.low(ty.bits() - (k as u32 & (ty.bits() - 1)), ty, a), b),
-            (BinOp::And, None, Some(m)) if (m as u64 & mask(ty.bits())).trailing_ones() == (m as u64 & mask(ty.bits())).count_ones() => (self.low((m as u64 & mask(ty.bits())).trailing_ones(), ty, a), b),
-            (BinOp::And, Some(m), None) if (m as u64 & mask(ty.bits())).trailing_ones() == (m as u64 & mask(ty.bits())).count_ones() => (a, self.low((m as u64 & mask(ty.bits())).trailing_ones(), ty, b)),
+            (BinOp::And, None, Some(m)) => (low_mask(m).map_or(a, |j| self.low(j, ty, a)), b),
+            (BinOp::And, Some(m), None) => (a, low_mask(m).map_or(b, |j| self.low(j, ty, b))),
             _ => (a, b),
         };
         // A mask that keeps every bit the other operand may have set keeps that operand
@@ -618,14 +619,14 @@ impl Terms {
 
     fn div_traps(&mut self, op: BinOp, ty: Type, a: T, b: T) -> T {
         // A signed division traps on -1 only where the dividend is the type's minimum.
-        let min = 1u64 << (ty.bits() - 1);
-        let signed = matches!(op, BinOp::Sdiv | BinOp::Srem) && {
+        let minus_one_traps = || {
+            let min = 1u64 << (ty.bits() - 1);
             let (lo, hi) = self.range(a, 8);
-            lo <= min && min <= hi
+            matches!(op, BinOp::Sdiv | BinOp::Srem) && lo <= min && min <= hi
         };
         match (self.value(a), self.value(b)) {
             (Some(x), Some(y)) => self.bool(interp::binary(op, ty, x, y).is_err()),
-            _ if self.never_traps(signed, ty, b, 2) => FALSE,
+            _ if self.never_traps(minus_one_traps(), ty, b, 2) => FALSE,
             _ => self.make(Op::DivTraps(op, ty), [a, b]),
         }
     }
@@ -701,13 +702,15 @@ impl Terms {
             (Op::Num(_, v), _) => (None, v as u32 as i64),
             // A constant added to a base plus a constant: the base, the constants summed
             // (modulo 2^32, as the addresses wrap).
-            (Op::Bin(BinOp::Add, Type::I32), [x, y, _]) => match (self.value(x), self.value(y)) {
-                (_, Some(c)) | (Some(c), _) => {
-                    let (base, d) = self.address(if self.value(y).is_some() { x } else { y });
-                    (base, (c + d) as u32 as i64)
-                }
-                _ => (Some(a), 0),
-            },
+            (Op::Bin(BinOp::Add, Type::I32), [x, y, _]) => {
+                let (rest, c) = match (self.value(x), self.value(y)) {
+                    (_, Some(c)) => (x, c),
+                    (Some(c), _) => (y, c),
+                    _ => return (Some(a), 0),
+                };
+                let (base, d) = self.address(rest);
+                (base, (c + d) as u32 as i64)
+            }
             _ => (Some(a), 0),
         }
     }
@@ -996,10 +999,7 @@ impl Terms {
             unresolved = rest;
         }
         // The assumptions: every other definition or load of a class of two or more.
-        let mut size = vec![0usize; classes.len()];
-        for &r in classes {
-            size[r] += 1;
-        }
+        let size = super::simulate::sizes(classes);
         let mut assumed = vec![];
         for (m, tree) in places.trees.iter().enumerate() {
             let (r, Some((side, ty, e))) = (classes[m], *tree) else { continue };

@@ -4055,7 +4055,7 @@ fn grouped_values(ms: &[(usize, BV)], values: &[Dynamic]) -> Vec<Vec<usize>> {
 }
 
 /// The number of members of each class, by its first slot.
-fn sizes(class: &[usize]) -> Vec<usize> {
+pub(super) fn sizes(class: &[usize]) -> Vec<usize> {
     let mut n = vec![0; class.len()];
     for &r in class {
         n[r] += 1;
