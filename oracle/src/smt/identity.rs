@@ -32,13 +32,15 @@
 //! address's every value lies inside the heap ([`Terms::range`], on the path: a check
 //! above it may bound the index, [`Run::learn`]) cannot fault, so a load memopt hoists
 //! moves no fault. An operation whose numeral decides its value is folded
-//! ([`Terms::neutral`]). A pending store's slot (memopt's sunk
-//! and removed stores, [`super::simulate`]'s `Slot::Pending`) is its side's heap with
-//! the store done, with its own value or the other side's bytes there (at a block's
-//! entry, a symbol's). So a difference in what the two sides do is a difference in their
-//! terms, and the check fails: then
-//! the check in Z3 runs as before (no Z3 term is made here, so its answers are those it
-//! gave without this check). It is a proof or nothing; it never answers otherwise.
+//! ([`Terms::neutral`]). A run the source makes invalid is not compared (the target may
+//! do anything there), so an access the source's block makes before any exit is assumed
+//! inside the heap on both sides ([`Validity`]): a load the target removed is no exit.
+//! A pending store's slot (memopt's sunk and removed stores, [`super::simulate`]'s
+//! `Slot::Pending`) is its side's heap with the store done, with its own value or the
+//! other side's bytes there (at a block's entry, a symbol's). So a difference in what
+//! the two sides do is a difference in their terms, and the check fails: then the check
+//! in Z3 runs as before (no Z3 term is made here, so its answers are those it gave
+//! without this check). It is a proof or nothing; it never answers otherwise.
 //!
 //! A block's entry relation gives each class one value: the value of the definition the
 //! class takes its value from, in the entry states, or else a symbol of its own; a part
@@ -106,8 +108,8 @@ pub(super) fn proves(src: &Function, tgt: &Function, places: &Places, classes: &
             let Some(states) = terms.entry(src, tgt, places, &classes[k], &choose(&classes[k]), limit) else { return false };
             states
         };
-        let Ok(mut xs) = step(&mut terms, src, b, s_in, &|_| false, limit) else { return false };
-        let Ok(mut ys) = step(&mut terms, tgt, b, t_in, &added, limit) else { return false };
+        let Ok((mut xs, assumed)) = step(&mut terms, src, b, s_in, &|_| false, Validity::Assumed, limit) else { return false };
+        let Ok((mut ys, _)) = step(&mut terms, tgt, b, t_in, &added, Validity::Given(&assumed), limit) else { return false };
         if xs.len() != ys.len() {
             return false;
         }
@@ -322,7 +324,7 @@ impl Terms {
     /// The value of the value tree at `e` of `f` in state `st` (which it leaves as it
     /// was), of type `ty`; `None` past the limit.
     fn value_of(&mut self, f: &Function, e: Expr, st: &mut St, ty: Type, limit: usize) -> Option<T> {
-        let mut run = Run { f, terms: &mut *self, st: std::mem::replace(st, St::none()), alive: TRUE, facts: Default::default(), known: Default::default(), exits: vec![], work: 0, limit };
+        let mut run = Run { f, terms: &mut *self, st: std::mem::replace(st, St::none()), alive: TRUE, facts: Default::default(), known: Default::default(), exits: vec![], assumed: None, work: 0, limit };
         let v = run.value(e);
         *st = std::mem::replace(&mut run.st, St::none());
         let v = v.ok()?;
@@ -1106,16 +1108,51 @@ struct Run<'a> {
     terms: &'a mut Terms,
     st: St,
     alive: T,
-    /// The conditions `alive` is the conjunction of.
+    /// The conditions `alive` is the conjunction of, and those the step assumes
+    /// ([`Validity`]).
     facts: tandem_core::hash::HashSet<T>,
     /// Unsigned upper bounds those conditions give terms ([`Run::learn`]).
     known: HashMap<T, u64>,
     exits: Vec<Exit>,
+    /// On the source's run of its block, the accesses' conditions of being inside the
+    /// heap that it assumes rather than exits on ([`Run::invalid_if`]); `None` elsewhere.
+    assumed: Option<Vec<T>>,
     work: usize,
     limit: usize,
 }
 
+/// What a step takes as given about its entry state: the source assumes it stays valid
+/// where it is invalid on every entry state that breaks the assumption (the access it
+/// makes before any exit: [`Run::invalid_if`]), and the target is given what the source
+/// assumed. A run where the source is invalid may do anything on the target's side (it
+/// refines the source's), so the target needs to agree only on the entry states where
+/// the assumptions hold: a load the target removed (`dce`'s dead loads, default seed
+/// 20018 of the loops profile) is then no exit on either side, and one the target still
+/// makes at the same address is in bounds by the assumption, as on the source's side.
+#[derive(Clone, Copy)]
+enum Validity<'a> {
+    Assumed,
+    Given(&'a [T]),
+}
+
 impl Run<'_> {
+    /// Where an access's address is outside the heap (`outside`), the run is invalid: an
+    /// exit, or, on a run that assumes validity ([`Run::assumed`]) and has met no exit yet
+    /// (so that every entry state that breaks the condition reaches it, and is invalid),
+    /// the condition that it is inside, assumed from then on.
+    fn invalid_if(&mut self, outside: T) {
+        if self.alive == TRUE && outside != FALSE && !self.facts.contains(&self.terms.not(outside)) {
+            if let Some(assumed) = &mut self.assumed {
+                let inside = self.terms.not(outside);
+                assumed.push(inside);
+                self.facts.insert(inside);
+                self.learn(inside);
+                return;
+            }
+        }
+        self.stop_if(outside, End::Invalid);
+    }
+
     /// The condition that the run gets here and `c` holds: false where the path
     /// already excludes `c` (a second access at the same address cannot fault).
     fn guard(&mut self, c: T) -> T {
@@ -1215,7 +1252,7 @@ impl Run<'_> {
                 let a = self.value(*addr)?;
                 let inside = self.terms.in_bounds(width.bytes(), a, &self.known);
                 let outside = self.terms.not(inside);
-                self.stop_if(outside, End::Invalid);
+                self.invalid_if(outside);
                 Some(self.terms.load(*width, *signed, *ty, self.st.heap, a))
             }
             ExprData::Store { width, addr, value } => {
@@ -1223,7 +1260,7 @@ impl Run<'_> {
                 let v = self.value(*value)?;
                 let inside = self.terms.in_bounds(width.bytes(), a, &self.known);
                 let outside = self.terms.not(inside);
-                self.stop_if(outside, End::Invalid);
+                self.invalid_if(outside);
                 let vty = self.ty(*value);
                 self.st.heap = self.terms.store(*width, vty, self.st.heap, a, v);
                 None
@@ -1367,17 +1404,29 @@ fn enter(terms: &mut Terms, f: &Function, pred: Block, target: Block, mut st: St
 
 /// One step of `f` from block `b` in state `st`: runs `b`, and through every successor
 /// for which `through` holds (blocks a pass added on an edge), until the run stops or
-/// enters a block for which it does not hold. Its exits; fails past 16 blocks run through
-/// in a row or past `limit` nodes.
-fn step(terms: &mut Terms, f: &Function, b: Block, st: St, through: &dyn Fn(Block) -> bool, limit: usize) -> Result<Vec<Exit>, TooLarge> {
+/// enters a block for which it does not hold. Its exits, and the conditions it assumed
+/// (`validity`); fails past 16 blocks run through in a row or past `limit` nodes.
+fn step(terms: &mut Terms, f: &Function, b: Block, st: St, through: &dyn Fn(Block) -> bool, validity: Validity, limit: usize) -> Result<(Vec<Exit>, Vec<T>), TooLarge> {
     let mut exits = vec![];
+    let mut assumed = vec![];
     let mut work = 0;
     let mut pending = vec![(b, TRUE, st, 0u32)];
     while let Some((blk, alive, st, depth)) = pending.pop() {
-        let mut run = Run { f, terms: &mut *terms, st, alive, facts: Default::default(), known: Default::default(), exits: vec![], work, limit };
+        let (facts, assuming) = match validity {
+            // Only the step's first block: a later one is not reached on every entry state.
+            Validity::Assumed => (Default::default(), (depth == 0).then(Vec::new)),
+            Validity::Given(given) => (given.iter().copied().collect(), None),
+        };
+        let mut run = Run { f, terms: &mut *terms, st, alive, facts, known: Default::default(), exits: vec![], assumed: assuming, work, limit };
+        if let Validity::Given(given) = validity {
+            for &g in given {
+                run.learn(g);
+            }
+        }
         let edges = run.block(blk)?;
         work = run.work;
         exits.extend(run.exits);
+        assumed.extend(run.assumed.unwrap_or_default());
         for (g, t, st) in edges {
             let st = enter(terms, f, blk, t, st);
             if through(t) {
@@ -1390,6 +1439,6 @@ fn step(terms: &mut Terms, f: &Function, b: Block, st: St, through: &dyn Fn(Bloc
             }
         }
     }
-    Ok(exits)
+    Ok((exits, assumed))
 }
 

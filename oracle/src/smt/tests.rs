@@ -1598,12 +1598,14 @@ fn identity_against_interpreter<'a>(forms: &[&'a str], ty: &str, at: (char, &str
 /// it may take is inside the heap, which the term-identity check reads off the address's
 /// masks, shifts and sums: proved so. Where some address may fall outside (a mask one
 /// byte too wide for the access, a base one byte low, a shift that may wrap), the hoisted
-/// fault comes before the log, and the check does not prove it.
+/// fault comes before the log, and the check does not prove it. (A trap first, on both
+/// sides, so that the source's load is not met on every run, which would make the check
+/// assume it inside: [`term_identity_assumes_the_source_valid_where_every_run_that_is_not_faults`].)
 #[test]
 fn term_identity_hoists_a_load_only_where_every_address_is_inside() {
     let hoisted = |load: &str| {
-        let before = one_block(&format!("    call @log(1, 2)\n    ret {load}\n"));
-        let after = one_block(&format!("    %x = {load}\n    call @log(1, 2)\n    ret %x\n"));
+        let before = one_block(&format!("    trapif(eq(%b, 7), 3)\n    call @log(1, 2)\n    ret {load}\n"));
+        let after = one_block(&format!("    trapif(eq(%b, 7), 3)\n    %x = {load}\n    call @log(1, 2)\n    ret %x\n"));
         simulate::proved_by_identity(&before, &after, &opts())
     };
     for inside in [
@@ -1792,5 +1794,37 @@ fn term_identity_drops_a_store_of_bytes_loaded_before_stores_apart_from_them() {
         let (proved, before, after) = removed(overlapping);
         assert!(!proved, "{overlapping}");
         counterexample(validate(&before, &after, "memopt", &opts()));
+    }
+}
+
+/// A load that may fault, removed (`dce`'s dead loads): the source is invalid where it
+/// faults, so the target may do anything there, and the term-identity check assumes the
+/// address inside the heap where the source makes the access before any exit (on both
+/// sides: an access the target still makes there cannot fault either). Where the source
+/// makes it after an exit, nothing is assumed: a target that loads before the source's
+/// trap is invalid where the source traps, which the check must not prove and the solver
+/// shows; so is a wider access at the address.
+#[test]
+fn term_identity_assumes_the_source_valid_where_every_run_that_is_not_faults() {
+    let a = "add(1052656, and(%b, 31))";
+    let pair = |before: &str, after: &str| {
+        let (before, after) = (one_block(&format!("{before}    ret 0\n")), one_block(&format!("{after}    ret 0\n")));
+        (simulate::proved_by_identity(&before, &after, &opts()), before, after)
+    };
+    for (before, after) in [
+        (format!("    %x = load.i32({a})\n    call @log(1, 2)\n"), "    call @log(1, 2)\n".to_string()),
+        (format!("    %x = load.i32.u8(%a)\n    %x = load.i32({a})\n    call @log(%a, 2)\n"), "    call @log(%a, 2)\n".to_string()),
+        (format!("    %x = load.i32({a})\n    call @log(1, 2)\n    store.32({a}, %a)\n"), format!("    call @log(1, 2)\n    store.32({a}, %a)\n")),
+    ] {
+        assert!(pair(&before, &after).0, "{before}");
+    }
+    for (before, after) in [
+        (format!("    trapif(eq(%a, 3), 5)\n    %x = load.i32({a})\n    call @log(%x, 2)\n"), format!("    %x = load.i32({a})\n    trapif(eq(%a, 3), 5)\n    call @log(%x, 2)\n")),
+        (format!("    %x = load.i32.u8({a})\n    call @log(1, 2)\n"), format!("    %x = load.i32({a})\n    call @log(1, 2)\n")),
+        (format!("    %x = load.i32({a})\n    call @log(1, 2)\n"), format!("    call @log(1, 2)\n    %x = load.i32(add({a}, 1))\n")),
+    ] {
+        let (proved, before, after) = pair(&before, &after);
+        assert!(!proved, "{before}");
+        counterexample(validate(&before, &after, "dce", &opts()));
     }
 }
