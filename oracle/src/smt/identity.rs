@@ -80,10 +80,11 @@ pub(super) struct Places {
 /// where the blocks do not correspond, or past `limit` nodes evaluated per step.
 ///
 /// `choose` gives, for a block's classes, the slot whose definition each class (by its
-/// first slot) takes its value from, chosen so that no class's value depends on itself;
-/// the other definitions and loads of a class are assumed to hold that value: a term
-/// built that is one of them, in the entry state, is that value.
-pub(super) fn proves(src: &Function, tgt: &Function, places: &Places, classes: &[Vec<usize>], choose: &dyn Fn(&[usize]) -> Vec<Option<usize>>, limit: usize) -> bool {
+/// first slot) takes its value from, with the classes that definition reads, chosen so
+/// that no class's value depends on itself; the other definitions and loads of a class
+/// are assumed to hold that value: a term built that is one of them, in the entry state,
+/// is that value.
+pub(super) fn proves(src: &Function, tgt: &Function, places: &Places, classes: &[Vec<usize>], choose: &dyn Fn(&[usize]) -> Vec<Option<(usize, Vec<usize>)>>, limit: usize) -> bool {
     // The blocks correspond (as the caller checked; again here, since a proof rests on
     // it), and the return types are one.
     if !super::simulate::corresponds(src, tgt) || src.ret != tgt.ret || classes.len() != src.layout.len() {
@@ -93,6 +94,9 @@ pub(super) fn proves(src: &Function, tgt: &Function, places: &Places, classes: &
     let position = |b: Block| src.layout.iter().position(|&x| x == b);
     let added = |b: Block| position(b).is_none();
     let mut classes = classes.to_vec();
+    let parts = places.parts();
+    // Per block, the slots of its classes of two or more (`None`: to be found again).
+    let mut joined: Vec<Option<Vec<usize>>> = vec![None; classes.len()];
     let mut terms = Terms::default();
     let mut entered = vec![false; src.layout.len()];
     let Some(first) = position(entry) else { return false };
@@ -105,7 +109,8 @@ pub(super) fn proves(src: &Function, tgt: &Function, places: &Places, classes: &
         let (s_in, t_in) = if b == entry {
             (terms.initial(src), terms.initial(tgt))
         } else {
-            let Some(states) = terms.entry(src, tgt, places, &classes[k], &choose(&classes[k]), limit) else { return false };
+            let members = joined[k].get_or_insert_with(|| joined_slots(&classes[k]));
+            let Some(states) = terms.entry(src, tgt, places, &parts, &classes[k], members, &choose(&classes[k]), limit) else { return false };
             states
         };
         let Ok((mut xs, assumed)) = step(&mut terms, src, b, s_in, &|_| false, Validity::Assumed, limit) else { return false };
@@ -126,9 +131,11 @@ pub(super) fn proves(src: &Function, tgt: &Function, places: &Places, classes: &
                     // The relation at `t` keeps of each class the members that hold one
                     // term here: a weaker relation, assumed at `t` from then on, so `t`
                     // runs again.
-                    let Some(refined) = refine(&mut terms, [src, tgt], places, &classes[j], [&x.st, &y.st], limit) else { return false };
-                    if refined != classes[j] {
+                    let members = joined[j].get_or_insert_with(|| joined_slots(&classes[j]));
+                    let Some(refined) = refine(&mut terms, [src, tgt], places, &parts, &classes[j], members, [&x.st, &y.st], limit) else { return false };
+                    if let Some(refined) = refined {
                         classes[j] = refined;
+                        joined[j] = None;
                         work.insert(j);
                     }
                     if !entered[j] {
@@ -147,35 +154,53 @@ pub(super) fn proves(src: &Function, tgt: &Function, places: &Places, classes: &
     true
 }
 
+/// The slots of `classes` (each slot's class by its first slot) whose class has two or
+/// more: those [`refine`] may split.
+fn joined_slots(classes: &[usize]) -> Vec<usize> {
+    let size = super::simulate::sizes(classes);
+    (0..classes.len()).filter(|&i| size[classes[i]] > 1).collect()
+}
+
 /// `classes` with each class split by the terms its members hold in the two states
 /// entering its block (a class whose members hold one term stays whole; a definition's or
 /// a load's term is its tree's in its side's state); each class named by its first slot.
-/// `None` past the limit.
-fn refine(terms: &mut Terms, fs: [&Function; 2], places: &Places, classes: &[usize], states: [&St; 2], limit: usize) -> Option<Vec<usize>> {
-    let mut held: Vec<Option<T>> = vec![None; classes.len()];
-    for (side, st) in states.into_iter().enumerate() {
-        let parts = places.locals[side].iter().zip(&st.locals).chain(places.cfs[side].iter().zip(&st.cfs)).chain([(&places.heap[side], &st.heap)]);
-        for (slot, &v) in parts {
-            if let Some(i) = *slot {
-                held[i] = Some(v);
-            }
-        }
-    }
-    // A class of one slot cannot split: its derived slot's value is not needed.
-    let size = super::simulate::sizes(classes);
+/// Only the slots of classes of two or more (`joined`, [`joined_slots`]) are looked at.
+/// `Some(None)` where no class splits; `None` past the limit.
+#[allow(clippy::too_many_arguments)]
+fn refine(terms: &mut Terms, fs: [&Function; 2], places: &Places, parts: &[Option<(usize, Part)>], classes: &[usize], joined: &[usize], states: [&St; 2], limit: usize) -> Option<Option<Vec<usize>>> {
     let mut scratch = [None, None];
-    for (i, value) in held.iter_mut().enumerate() {
-        if size[classes[i]] < 2 {
-            continue;
+    // Each slot's term (`NONE`: a slot that is neither a part nor derived), in `joined`'s
+    // order; whether some member's differs from its class's first slot's.
+    let mut held = Vec::with_capacity(joined.len());
+    let mut first_held = vec![NONE; classes.len()];
+    let mut splits = false;
+    for &i in joined {
+        let h = match (parts[i], places.derived(i)) {
+            (Some((side, part)), _) => states[side].part(part),
+            (None, Some(d)) => {
+                let bytes = Bytes::Of(states[1 - d.side].heap);
+                let st = scratch[d.side].get_or_insert_with(|| states[d.side].clone());
+                terms.derived(fs[d.side], &d, st, bytes, limit)?
+            }
+            (None, None) => NONE,
+        };
+        // The class's first slot comes first in `joined`.
+        if classes[i] == i {
+            first_held[i] = h;
+        } else {
+            splits |= first_held[classes[i]] != h;
         }
-        if let Some(d) = places.derived(i) {
-            let bytes = Bytes::Of(states[1 - d.side].heap);
-            let st = scratch[d.side].get_or_insert_with(|| states[d.side].clone());
-            *value = Some(terms.derived(fs[d.side], &d, st, bytes, limit)?);
-        }
+        held.push(h);
     }
-    let mut first: HashMap<(usize, Option<T>), usize> = HashMap::default();
-    Some((0..classes.len()).map(|i| if size[classes[i]] < 2 { classes[i] } else { *first.entry((classes[i], held[i])).or_insert(i) }).collect())
+    if !splits {
+        return Some(None);
+    }
+    let mut refined = classes.to_vec();
+    let mut first: HashMap<(usize, T), usize> = HashMap::with_capacity_and_hasher(joined.len(), Default::default());
+    for (&i, h) in joined.iter().zip(held) {
+        refined[i] = *first.entry((classes[i], h)).or_insert(i);
+    }
+    Some(Some(refined))
 }
 
 /// A term: an index into [`Terms::nodes`].
@@ -966,46 +991,50 @@ impl Terms {
 
     /// The two entry states of a block whose relation is `classes` (each class by its
     /// first slot): each part of a state its class's value, or a symbol of its own; a
-    /// class's value is the value of its `chosen` definition in the states (those it
-    /// reads resolved first), else a symbol. The class's other definitions and loads are
-    /// assumed equal to it ([`Terms::rewrite`]: their terms in these states, where not
-    /// numerals). `None` past the limit.
-    fn entry(&mut self, src: &Function, tgt: &Function, places: &Places, classes: &[usize], chosen: &[Option<usize>], limit: usize) -> Option<(St, St)> {
+    /// class's value is the value of its `chosen` definition in the states (once the
+    /// classes it reads have theirs), else a symbol. The class's other definitions and
+    /// loads are assumed equal to it ([`Terms::rewrite`]: their terms in these states,
+    /// where not numerals); `joined` is the slots of the classes of two or more
+    /// ([`joined_slots`]). `None` past the limit.
+    #[allow(clippy::too_many_arguments)]
+    fn entry(&mut self, src: &Function, tgt: &Function, places: &Places, parts: &[Option<(usize, Part)>], classes: &[usize], joined: &[usize], chosen: &[Option<(usize, Vec<usize>)>], limit: usize) -> Option<(St, St)> {
         let fs = [src, tgt];
         let mut val: Vec<Option<T>> = (0..classes.len()).map(|r| (classes[r] == r && chosen[r].is_none()).then(|| self.class_sym(r))).collect();
         let mut states = self.states(fs, places, classes, &val);
         // The classes with a definition, a round at a time: those whose definitions read
         // only classes with values (the choice is acyclic, so each round resolves some),
-        // evaluated in the states of the rounds before, which are then made again.
-        // A pending store's class reads its side's heap too, and its value takes fresh
-        // bytes where the store's are the other side's (that side's heap is what the class
-        // defines).
-        let mut unresolved: Vec<(usize, Derived)> = (0..classes.len()).filter_map(|r| Some((r, chosen[r]?))).map(|(r, i)| Some((r, places.derived(i)?))).collect::<Option<_>>()?;
+        // evaluated in the states of the rounds before, whose parts of those classes then
+        // take their values. A pending store's class reads its side's heap too, and its
+        // value takes fresh bytes where the store's are the other side's (that side's heap
+        // is what the class defines).
+        let mut unresolved: Vec<(usize, &[usize], Derived)> = chosen.iter().enumerate().filter_map(|(r, c)| c.as_ref().map(|(i, reads)| Some((r, &reads[..], places.derived(*i)?)))).collect::<Option<_>>()?;
+        // The parts of the classes with a definition (each of two or more), by class.
+        let mut members: Vec<(usize, usize, Part)> = joined.iter().filter(|&&i| chosen[classes[i]].is_some()).filter_map(|&i| parts[i].map(|(side, part)| (classes[i], side, part))).collect();
+        members.sort_unstable_by_key(|m| m.0);
         while !unresolved.is_empty() {
-            let resolved = |(_, d): &(usize, Derived)| {
-                let read = |e: Expr| reads_resolved(fs[d.side], e, d.side, places, classes, &val);
-                match (d.ty, &fs[d.side].exprs[d.e]) {
-                    (Some(_), _) => read(d.e),
-                    (None, &ExprData::Store { addr, value, .. }) => places.heap[d.side].is_none_or(|i| val[classes[i]].is_some()) && read(addr) && (d.other_bytes || read(value)),
-                    (None, _) => false,
-                }
-            };
-            let (ready, rest): (Vec<_>, Vec<_>) = unresolved.into_iter().partition(resolved);
+            let (ready, rest): (Vec<_>, Vec<_>) = unresolved.into_iter().partition(|(_, reads, _)| reads.iter().all(|&c| val[c].is_some()));
             if ready.is_empty() {
                 return None;
             }
-            for (r, d) in ready {
-                val[r] = Some(self.derived(fs[d.side], &d, &mut states[d.side], Bytes::Sym(r), limit)?);
+            let mut done = Vec::with_capacity(ready.len());
+            for (r, _, d) in ready {
+                let v = self.derived(fs[d.side], &d, &mut states[d.side], Bytes::Sym(r), limit)?;
+                val[r] = Some(v);
+                done.push((r, v));
             }
-            states = self.states(fs, places, classes, &val);
+            for (r, v) in done {
+                let from = members.partition_point(|m| m.0 < r);
+                for &(_, side, part) in members[from..].iter().take_while(|m| m.0 == r) {
+                    states[side].set(part, v);
+                }
+            }
             unresolved = rest;
         }
         // The assumptions: every other definition or load of a class of two or more.
-        let size = super::simulate::sizes(classes);
         let mut assumed = vec![];
-        for (m, tree) in places.trees.iter().enumerate() {
-            let (r, Some((side, ty, e))) = (classes[m], *tree) else { continue };
-            if size[r] < 2 || chosen[r] == Some(m) {
+        for &m in joined {
+            let (r, Some((side, ty, e))) = (classes[m], places.trees[m]) else { continue };
+            if chosen[r].as_ref().is_some_and(|(i, _)| *i == m) {
                 continue;
             }
             let v = val[r].expect("every class has a value");
@@ -1030,7 +1059,30 @@ struct Derived {
     other_bytes: bool,
 }
 
+/// A part of a side's state.
+#[derive(Clone, Copy)]
+enum Part {
+    Local(usize),
+    Cf(usize),
+    Heap,
+}
+
 impl Places {
+    /// Per slot, the side and part of a state it is, where it is one.
+    fn parts(&self) -> Vec<Option<(usize, Part)>> {
+        let mut parts = vec![None; self.trees.len()];
+        for side in 0..2 {
+            let locals = self.locals[side].iter().enumerate().map(|(k, &i)| (i, Part::Local(k)));
+            let cfs = self.cfs[side].iter().enumerate().map(|(k, &i)| (i, Part::Cf(k)));
+            for (i, part) in locals.chain(cfs).chain([(self.heap[side], Part::Heap)]) {
+                if let Some(i) = i {
+                    parts[i] = Some((side, part));
+                }
+            }
+        }
+        parts
+    }
+
     /// What slot `i` stands for, where it is derived (a definition, a load or a pending
     /// store) and not a part of a state.
     fn derived(&self, i: usize) -> Option<Derived> {
@@ -1040,22 +1092,6 @@ impl Places {
             _ => None,
         }
     }
-}
-
-/// Whether every local, callframe variable and heap the tree at `e` of side `side` reads
-/// has its class's value (or has no slot, and so its own symbol).
-fn reads_resolved(f: &Function, e: Expr, side: usize, places: &Places, classes: &[usize], val: &[Option<T>]) -> bool {
-    let mut ok = true;
-    f.visit_postorder(e, &mut |n| {
-        let slot = match &f.exprs[n] {
-            ExprData::Local(l) => places.locals[side][l.index()],
-            ExprData::CfRead(v) => places.cfs[side][v.index()],
-            ExprData::Load { .. } => places.heap[side],
-            _ => None,
-        };
-        ok &= slot.is_none_or(|i| val[classes[i]].is_some());
-    });
-    ok
 }
 
 /// A side's state: its locals, callframe variables, heap, and the trace of the step so far.
@@ -1068,6 +1104,22 @@ struct St {
 }
 
 impl St {
+    fn part(&self, part: Part) -> T {
+        match part {
+            Part::Local(k) => self.locals[k],
+            Part::Cf(k) => self.cfs[k],
+            Part::Heap => self.heap,
+        }
+    }
+
+    fn set(&mut self, part: Part, v: T) {
+        match part {
+            Part::Local(k) => self.locals[k] = v,
+            Part::Cf(k) => self.cfs[k] = v,
+            Part::Heap => self.heap = v,
+        }
+    }
+
     /// No state: what a run's state is left as once moved out.
     fn none() -> St {
         St { locals: vec![], cfs: vec![], heap: NONE, trace: NONE }

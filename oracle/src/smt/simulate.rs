@@ -476,6 +476,10 @@ struct Pair<'a> {
     symbols: std::cell::RefCell<Vec<Option<Val>>>,
     /// Per side (source first), where each part of its state is in `slots`.
     places: [Places; 2],
+    /// Per slot, what [`Pair::slot_reads`] found, once found: every block's choice of
+    /// definitions asks it of every derived slot, and walking each tree again was a
+    /// tenth of the check by term identity.
+    reads_of: Vec<std::cell::OnceCell<Option<Vec<usize>>>>,
 }
 
 /// Where the slot of each part of one side's state is in [`Pair::slots`], if it has one:
@@ -517,7 +521,8 @@ impl<'a> Pair<'a> {
         // and the two heaps: the order [`Pair::symbol`] numbers them in.
         let roles = slots.len() + src.locals.len() + tgt.locals.len() + src.cfvars.len() + tgt.cfvars.len() + 2;
         let places = [Places::of(src, Side::Src, &index), Places::of(tgt, Side::Tgt, &index)];
-        Pair { src, tgt, slots, index, symbols: std::cell::RefCell::new(vec![None; roles]), places }
+        let reads_of = vec![std::cell::OnceCell::new(); slots.len()];
+        Pair { src, tgt, slots, index, symbols: std::cell::RefCell::new(vec![None; roles]), places, reads_of }
     }
 
     fn side(&self, s: Side) -> &Function {
@@ -561,10 +566,14 @@ impl<'a> Pair<'a> {
         self.tree(slot).is_some() || matches!(slot, Slot::Pending(..))
     }
 
-    /// The slots a derived slot's value reads (for a pending store whose bytes come from
-    /// the source's heap, only those of the address and the target's heap: its entry
+    /// The slots the value of derived slot `i` reads (for a pending store whose bytes come
+    /// from the source's heap, only those of the address and the target's heap: its entry
     /// value takes fresh bytes, [`Pair::entry_value`]); `None` when one is not a slot.
-    fn slot_reads(&self, slot: Slot) -> Option<Vec<usize>> {
+    fn slot_reads(&self, i: usize) -> Option<&[usize]> {
+        self.reads_of[i].get_or_init(|| self.reads_of_slot(self.slots[i])).as_deref()
+    }
+
+    fn reads_of_slot(&self, slot: Slot) -> Option<Vec<usize>> {
         if let Some((side, _, e)) = self.tree(slot) {
             return self.reads(side, e);
         }
@@ -2113,8 +2122,8 @@ fn choose_definitions(p: &Pair, class: &[usize]) -> Vec<Option<(usize, Vec<usize
         if size[r] < 2 || p.derived(p.slots[r]) || chosen[r].is_some() {
             continue;
         }
-        let Some(reads) = p.slot_reads(slot) else { continue };
-        let reads: Vec<usize> = reads.into_iter().map(|k| class[k]).collect();
+        let Some(reads) = p.slot_reads(i) else { continue };
+        let reads: Vec<usize> = reads.iter().map(|&k| class[k]).collect();
         // A path from a read class back to `r` through the chosen definitions is a cycle.
         let mut stack = reads.clone();
         let mut seen = HashSet::default();
@@ -2560,7 +2569,7 @@ fn proved_by_terms(src: &Function, tgt: &Function, (slots, first): &(Vec<Slot>, 
         trees: slots.iter().map(|&x| p.tree(x).map(|(side, ty, e)| (side as usize, ty, e))).collect(),
         pending: slots.iter().map(|&x| if let Slot::Pending(side, e, exact) = x { Some((side as usize, e, exact)) } else { None }).collect(),
     };
-    let choose = |class: &[usize]| choose_definitions(&p, class).into_iter().map(|c| c.map(|(i, _)| i)).collect();
+    let choose = |class: &[usize]| choose_definitions(&p, class);
     super::identity::proves(src, tgt, &places, first, &choose, limit)
 }
 
