@@ -2069,7 +2069,7 @@ fn entry_states(p: &Pair, class: Option<&[usize]>, trace: usize, limit: usize) -
     let Some(class) = class else {
         return initial_states(p, trace);
     };
-    let mut chosen = choose_definitions(p, class);
+    let mut chosen = choose_definitions(p, class, false);
     let (s, t, val) = class_values(p, class, &mut chosen, trace, limit);
     let size = sizes(class);
     let mut assumed = vec![];
@@ -2109,8 +2109,10 @@ fn initial_states(p: &Pair, trace: usize) -> (State, State, Vec<Bool>) {
 }
 
 /// Per class (by its first slot), the definition whose value it takes, with the classes
-/// that definition reads; chosen so that no class's value depends on itself.
-fn choose_definitions(p: &Pair, class: &[usize]) -> Vec<Option<(usize, Vec<usize>)>> {
+/// that definition reads; chosen so that no class's value depends on itself. A class
+/// whose first slot is derived (definitions and loads alone) takes none, and so a symbol
+/// of its own, unless `derived_classes` ([`proved_by_terms`]).
+fn choose_definitions(p: &Pair, class: &[usize], derived_classes: bool) -> Vec<Option<(usize, Vec<usize>)>> {
     let n = p.slots.len();
     let size = sizes(class);
     let mut chosen: Vec<Option<(usize, Vec<usize>)>> = vec![None; n];
@@ -2119,7 +2121,7 @@ fn choose_definitions(p: &Pair, class: &[usize]) -> Vec<Option<(usize, Vec<usize
             continue;
         }
         let r = class[i];
-        if size[r] < 2 || p.derived(p.slots[r]) || chosen[r].is_some() {
+        if size[r] < 2 || (!derived_classes && p.derived(p.slots[r])) || chosen[r].is_some() {
             continue;
         }
         let Some(reads) = p.slot_reads(i) else { continue };
@@ -2558,7 +2560,13 @@ fn prove_past_may_alias(src: &Function, tgt: &Function, first: (Vec<Slot>, Vec<V
 /// The check of a first partition by term identity ([`super::identity`]), without Z3:
 /// the relation read as [`prove_from`] reads it (each part of a state in the slot
 /// [`Pair::new`] indexes, each class's value the definition [`choose_definitions`]
-/// chooses).
+/// chooses). A class of definitions and loads alone takes one of their values too
+/// rather than a symbol of its own (the solver's check gives it a symbol): a load's
+/// value then reads on as its bytes (memopt's `trunc(%p0)` for the source's
+/// `load.i32(A)`, whose low byte the source loads as `load.i32.s8(A)` and the target
+/// takes as `ashr(shl(trunc(%p0), 24), 24)`: loops seed 20151). Where that relation is
+/// not proved, the one with the symbols is tried too (memory seed 1767's memopt, whose
+/// target builds a member's tree on another value than the one chosen).
 fn proved_by_terms(src: &Function, tgt: &Function, (slots, first): &(Vec<Slot>, Vec<Vec<usize>>), limit: usize) -> bool {
     let p = Pair::new(src, tgt, slots.clone());
     let [s, t] = &p.places;
@@ -2569,8 +2577,14 @@ fn proved_by_terms(src: &Function, tgt: &Function, (slots, first): &(Vec<Slot>, 
         trees: slots.iter().map(|&x| p.tree(x).map(|(side, ty, e)| (side as usize, ty, e))).collect(),
         pending: slots.iter().map(|&x| if let Slot::Pending(side, e, exact) = x { Some((side as usize, e, exact)) } else { None }).collect(),
     };
-    let choose = |class: &[usize]| choose_definitions(&p, class);
-    super::identity::proves(src, tgt, &places, first, &choose, limit)
+    // Whether a class of definitions alone took a value: else the two relations are one.
+    let valued = std::cell::Cell::new(false);
+    let choose = |class: &[usize]| {
+        let chosen = choose_definitions(&p, class, true);
+        valued.set(valued.get() || chosen.iter().enumerate().any(|(r, c)| c.is_some() && p.derived(p.slots[r])));
+        chosen
+    };
+    super::identity::proves(src, tgt, &places, first, &choose, limit) || (valued.get() && super::identity::proves(src, tgt, &places, first, &|class: &[usize]| choose_definitions(&p, class, false), limit))
 }
 
 /// Whether every local of `tgt` has the base name of a local of `src` (`%i.3` of `%i`):
