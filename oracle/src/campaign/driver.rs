@@ -128,41 +128,43 @@ pub struct Campaign {
 
 /// The default [`Campaign::verify_permille`] of a campaign on `profile`: the largest share
 /// that keeps the validator's time within the time of execution, which differs more than
-/// tenfold between profiles. Measured at `966278c` with the self-check on one validated
-/// seed in [`SELF_CHECK_ONE_IN`], one job, per seed (execution: `tandem fuzz --count
-/// 2000 --jobs 1 --verify-permille 0 --seed 20000`, 4,000 for small; validation: the CPU
-/// time of `tandem verify --generated --seed 1000 --count 1000 --bound 2`, 500 for small,
-/// which has the campaign's budgets, plus a sixteenth of `tandem verify --self-check
-/// --generated --seed 30000 --count 200 --bound 2`):
+/// twofold between profiles. Measured at `e4f8429` with the campaign itself, one job, two
+/// profiles at a time, per seed: execution, the wall time of `tandem fuzz --seed 20000
+/// --count 2000 --jobs 1 --verify-permille 0` over 2,000; validation, that of the same
+/// campaign's first 1,000 seeds with `--verify-permille 1000` (every pass of every seed
+/// at [`VALIDATOR_OPTIONS`] in the validator's child, the self-check on one seed in
+/// [`SELF_CHECK_ONE_IN`]) over 1,000, less the execution:
 ///
-/// | profile | execution | validation | self-check | share |
-/// |---|---|---|---|---|
-/// | small | 0.87 ms | 2.3 ms | 121 ms | 89‰ |
-/// | default | 3.2 ms | 128 ms | 200 ms | 23‰ |
-/// | loops | 4.5 ms | 273 ms | 170 ms | 16‰ |
-/// | memory | 2.6 ms | 239 ms | 430 ms | 9.8‰ |
-/// | ssa | 4.2 ms | 189 ms | (as default) | 21‰ |
+/// | profile | execution | validation | share |
+/// |---|---|---|---|
+/// | small | 1.2 ms | 15 ms | 80‰ |
+/// | default | 4.9 ms | 54 ms | 89‰ |
+/// | loops | 6.2 ms | 144 ms | 42‰ |
+/// | memory | 4.0 ms | 135 ms | 29‰ |
+/// | ssa | 6.0 ms | 71 ms | 84‰ |
+/// | mix | 4.2 ms | 74 ms | 57‰ |
 ///
-/// Each rounded down; a mix campaign (each profile a fifth of the seeds) 15‰, its mean
-/// execution (3.1 ms) over its mean validation (0.18 s). Before the check by term identity
-/// proved memopt's pairs and before the self-check was sampled, a validated default seed
-/// cost 0.37 s and every profile had 8‰.
+/// Each rounded down. Most of a validated seed's time is the few pairs the check by term
+/// identity does not prove (0.7-1.2% of changed pairs), which go to Z3. The same
+/// measurement at `9f24b25` gave 79, 83, 41, 29, 78 and 61‰. At `966278c` (validation
+/// then the CPU time of `tandem verify` per seed, before most of the identity check's
+/// rules) a validated seed cost 128-273 ms and the shares were 9-23‰ (small 89‰).
 pub fn default_verify_permille(profile: &ProfileChoice) -> u32 {
     match profile {
         ProfileChoice::One(Profile::Small) => 80,
-        ProfileChoice::One(Profile::Default) => 20,
-        ProfileChoice::One(Profile::Loops) => 15,
-        ProfileChoice::One(Profile::Memory) => 9,
-        ProfileChoice::One(Profile::Ssa) => 20,
-        ProfileChoice::Mix => 15,
+        ProfileChoice::One(Profile::Default) => 89,
+        ProfileChoice::One(Profile::Loops) => 42,
+        ProfileChoice::One(Profile::Memory) => 29,
+        ProfileChoice::One(Profile::Ssa) => 84,
+        ProfileChoice::Mix => 57,
     }
 }
 
-/// The validator's bound and resource budget in campaigns: the resource budget and
-/// encoding cap of `tandem verify`, at bound 2. With a tenth of the budget and a quarter of
-/// the cap (2,000,000 units, 50,000 nodes), the simulation check ran out on most
-/// functions of any size and the bounded check then took the rest: on the same 80
-/// validated seeds (the command above), 376 of 503 answers of the default profile were
+/// The validator's bound and resource budget in campaigns: the encoding cap of `tandem
+/// verify` and a third of its resource budget (60,000,000 units), at bound 2. With a
+/// tenth of this budget and a quarter of the cap (2,000,000 units, 50,000 nodes), the
+/// simulation check ran out on most functions of any size and the bounded check then
+/// took the rest: on 80 validated seeds, 376 of 503 answers of the default profile were
 /// proofs for every run (82 bounded, 17 vacuous, 28 unknown) and 285 of 516 of the loops
 /// profile; with these budgets 497 and 507, for 30% and 4% more CPU time.
 pub const VALIDATOR_OPTIONS: crate::smt::Options = crate::smt::Options { bound: 2, rlimit: 20_000_000, max_nodes: 200_000 };
