@@ -1841,11 +1841,7 @@ fn term_identity_assumes_the_source_valid_where_every_run_that_is_not_faults() {
 #[test]
 fn term_identity_gives_a_class_of_definitions_one_of_their_values() {
     use crate::gen::Profile;
-    for (profile, seed) in [(Profile::Loops, 20151), (Profile::Memory, 1767)] {
-        let (_, before, after) = generated_pairs_of(profile, seed).into_iter().find(|(p, ..)| p == "memopt").expect("memopt runs");
-        assert!(simulate::proved_by_identity(&before, &after, &opts()), "{profile:?} seed {seed}");
-        assert_eq!(proved_in_z3(&before, &after), Ok(true), "{profile:?} seed {seed}");
-    }
+    assert_memopt_proved_by_identity_and_in_z3(&[(Profile::Loops, 20151), (Profile::Memory, 1767)]);
     let (_, before, after) = generated_pairs_of(Profile::Loops, 20151).into_iter().find(|(p, ..)| p == "memopt").expect("memopt runs");
     let mut module = crate::gen::generate(20151, &Profile::Loops.config()).case.module;
     module.functions[0] = after;
@@ -1864,8 +1860,12 @@ fn term_identity_gives_a_class_of_definitions_one_of_their_values() {
 /// 1073's are proved so (and by the solver's check alone).
 #[test]
 fn term_identity_tries_each_class_s_last_definition_too() {
-    use crate::gen::Profile;
-    for (profile, seed) in [(Profile::Default, 1508), (Profile::Loops, 1073)] {
+    assert_memopt_proved_by_identity_and_in_z3(&[(crate::gen::Profile::Default, 1508), (crate::gen::Profile::Loops, 1073)]);
+}
+
+/// Each seed's memopt pair is proved by term identity, and by the solver's check alone.
+fn assert_memopt_proved_by_identity_and_in_z3(cases: &[(crate::gen::Profile, u64)]) {
+    for &(profile, seed) in cases {
         let (_, before, after) = generated_pairs_of(profile, seed).into_iter().find(|(p, ..)| p == "memopt").expect("memopt runs");
         assert!(simulate::proved_by_identity(&before, &after, &opts()), "{profile:?} seed {seed}");
         assert_eq!(proved_in_z3(&before, &after), Ok(true), "{profile:?} seed {seed}");
