@@ -1200,12 +1200,21 @@ impl<'a> Frg<'a> {
                     f.blocks[b].stmts[at] = def;
                 }
                 _ => {
-                    let at = if in_term {
+                    let mut at = if in_term {
                         f.blocks[b].stmts.len()
                     } else {
                         f.blocks[b].stmts.iter().position(|&r| r == root).expect("a statement root")
                     };
+                    // Before the saves already hoisted out of this statement whose
+                    // occurrences it evaluated later: a save of an expression the worklist
+                    // holds later is otherwise placed after a save that reads it, when
+                    // that save's tree held its later occurrence (loops seed 34562:
+                    // `xor(neg(%p2), neg(comma((%v0 = neg(%p2)), %v0)))`).
+                    while at > 0 && changed.hoisted.get(&f.blocks[b].stmts[at - 1]).is_some_and(|&pos| pos > occ.pos) {
+                        at -= 1;
+                    }
                     f.blocks[b].stmts.insert(at, def);
+                    changed.hoisted.insert(def, occ.pos);
                 }
             }
         }

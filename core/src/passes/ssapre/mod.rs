@@ -98,7 +98,7 @@ pub fn run(f: &mut Function) -> Stats {
         };
         let an = analyses.as_ref().expect("computed by the scan");
         let mut changed = false;
-        let mut blocks_changed = Changed { blocks: vec![false; f.blocks.len()], roots: vec![] };
+        let mut blocks_changed = Changed { blocks: vec![false; f.blocks.len()], roots: vec![], hoisted: HashMap::default() };
         for k in 0..init.worklist.len() {
             // After the first round only expressions over the last round's temporaries
             // are new; the others were done.
@@ -162,6 +162,11 @@ pub struct Temporaries {
 pub struct Changed {
     pub blocks: Vec<bool>,
     pub roots: Vec<Expr>,
+    /// The saves hoisted out of their statements this round (see `frg::save`), each with
+    /// the position its occurrence had in its block's evaluation order: saves hoisted
+    /// out of one statement go before it in that order, whatever the order of their
+    /// expressions on the worklist.
+    pub hoisted: HashMap<Expr, u32>,
 }
 
 /// The original of every local, kept from round to round: the rounds only add locals
