@@ -1640,13 +1640,9 @@ fn term_identity_hoists_a_load_only_where_every_address_is_inside() {
 /// dropping it is not proved; a counterexample shows it.
 #[test]
 fn term_identity_drops_a_division_only_where_it_cannot_trap() {
-    let dropped = |div: &str| {
-        let before = one_block(&format!("    %x = {div}\n    call @log(1, 2)\n    ret 0\n"));
-        let after = one_block("    call @log(1, 2)\n    ret 0\n");
-        (simulate::proved_by_identity(&before, &after, &opts()), before, after)
-    };
+    let dropped = |div: &&str| (one_block(&format!("    %x = {div}\n    call @log(1, 2)\n    ret 0\n")), one_block("    call @log(1, 2)\n    ret 0\n"));
     // The generator's guarded divisors too: a select that rules out the values that trap.
-    for safe in [
+    let safe = [
         "srem(%a, add(and(%b, 15), 1))",
         "udiv(%a, add(and(%b, 255), 3))",
         "sdiv(%a, add(lshr(%b, 1), 1))",
@@ -1660,11 +1656,9 @@ fn term_identity_drops_a_division_only_where_it_cannot_trap() {
         "udiv(%a, or(4, %b))",
         "srem(-1, or(not(%b), 1))",
         "sdiv(and(%a, 255), or(%b, 1))",
-    ] {
-        assert!(dropped(safe).0, "{safe}");
-    }
+    ];
     // The last may be -1 (`%b` = -2), which traps a signed division of `MIN`.
-    for trapping in [
+    let trapping = [
         "srem(%a, and(%b, 15))",
         "udiv(%a, sub(and(%b, 15), 1))",
         "sdiv(%a, add(%b, 1))",
@@ -1680,10 +1674,22 @@ fn term_identity_drops_a_division_only_where_it_cannot_trap() {
         "sdiv(or(%a, -2147483648), or(%b, 1))",
         "srem(-2147483648, or(%b, 1))",
         "urem(%a, or(%b, 0))",
-    ] {
-        let (proved, before, after) = dropped(trapping);
-        assert!(!proved, "{trapping}");
-        counterexample(validate(&before, &after, "dce", &opts()));
+    ];
+    identity_proves_only("dce", dropped, &safe, &trapping);
+}
+
+/// The pairs `pair` makes of `proved` and of `refuted`: the term-identity check proves
+/// each of the first and none of the second, each of which the solver refutes (as pass
+/// `pass`) with a counterexample the interpreter replays.
+fn identity_proves_only<S: std::fmt::Debug>(pass: &str, pair: impl Fn(&S) -> (Function, Function), proved: &[S], refuted: &[S]) {
+    for x in proved {
+        let (before, after) = pair(x);
+        assert!(simulate::proved_by_identity(&before, &after, &opts()), "{x:?}");
+    }
+    for x in refuted {
+        let (before, after) = pair(x);
+        assert!(!simulate::proved_by_identity(&before, &after, &opts()), "{x:?}");
+        counterexample(validate(&before, &after, pass, &opts()));
     }
 }
 
@@ -1746,34 +1752,27 @@ fn term_identity_folds_and_stores_as_the_interpreter_does() {
 /// not prove it, and the solver's answer replays a counterexample.
 #[test]
 fn term_identity_bounds_an_index_by_the_check_above_it() {
-    let added = |body: &str| {
+    let added = |body: &String| {
         let before = one_block(&format!("{}    call @log(1, 2)\n    ret 0\n", body.lines().filter(|l| !l.contains("%x =")).map(|l| format!("{l}\n")).collect::<String>()));
-        let after = one_block(&format!("{body}    call @log(1, 2)\n    ret 0\n"));
-        (simulate::proved_by_identity(&before, &after, &opts()), before, after)
+        (before, one_block(&format!("{body}    call @log(1, 2)\n    ret 0\n")))
     };
     let load = "    %x = load.i32.u8(add(1052656, and(%b, 31)))\n";
-    for safe in [
+    let safe = [
         format!("    trapif(ugt(and(%b, 31), 15), 97)\n{load}"),
         format!("    trapif(uge(and(%b, 31), 16), 97)\n{load}"),
         format!("    trapif(ult(15, and(%b, 31)), 97)\n{load}"),
         format!("    trapif(ule(16, and(%b, 31)), 97)\n{load}"),
         format!("    trapif(uge(and(%b, 31), 16), 97)\n    trapif(eq(%a, 3), 5)\n{load}"),
         "    trapif(ugt(and(%b, 31), 14), 97)\n    %x = load.i32.u16(add(1052656, and(%b, 31)))\n".to_string(),
-    ] {
-        assert!(added(&safe).0, "{safe}");
-    }
-    for faulting in [
+    ];
+    let faulting = [
         format!("    trapif(ugt(and(%b, 31), 16), 97)\n{load}"),
         format!("    trapif(ugt(and(%a, 31), 15), 97)\n{load}"),
         format!("    trapif(ult(and(%b, 31), 16), 97)\n{load}"),
         format!("{load}    trapif(ugt(and(%b, 31), 15), 97)\n"),
         "    trapif(ugt(and(%b, 31), 15), 97)\n    %x = load.i32.u16(add(1052656, and(%b, 31)))\n".to_string(),
-    ] {
-        let (proved, before, after) = added(&faulting);
-        assert!(!proved, "{faulting}");
-        let answer = validate(&before, &after, "dce", &opts());
-        assert!(matches!(answer, Answer::Counterexample(_)), "{faulting}: {answer}");
-    }
+    ];
+    identity_proves_only("dce", added, &safe, &faulting);
 }
 
 /// A store of the bytes a load read before other stores is no store when every store
@@ -1782,19 +1781,13 @@ fn term_identity_bounds_an_index_by_the_check_above_it() {
 /// are no longer the heap's, and the check neither proves it nor does the solver.
 #[test]
 fn term_identity_drops_a_store_of_bytes_loaded_before_stores_apart_from_them() {
-    let removed = |between: &str| {
+    let removed = |between: &&str| {
         let before = one_block(&format!("    %x = load.i32(1050000)\n{between}    store.32(1050000, %x)\n    ret 0\n"));
-        let after = one_block(&format!("    %x = load.i32(1050000)\n{between}    ret 0\n"));
-        (simulate::proved_by_identity(&before, &after, &opts()), before, after)
+        (before, one_block(&format!("    %x = load.i32(1050000)\n{between}    ret 0\n")))
     };
-    for apart in ["    store.8(1048928, %a)\n", "    store.32(1050004, %a)\n    store.16(1049998, %b)\n", "    store.8(add(add(1050000, and(%b, 0)), 4), %a)\n"] {
-        assert!(removed(apart).0, "{apart}");
-    }
-    for overlapping in ["    store.8(1050003, %a)\n", "    store.8(1048928, %a)\n    store.16(1049999, %b)\n", "    store.8(add(1050000, and(%b, 3)), %a)\n"] {
-        let (proved, before, after) = removed(overlapping);
-        assert!(!proved, "{overlapping}");
-        counterexample(validate(&before, &after, "memopt", &opts()));
-    }
+    let apart = ["    store.8(1048928, %a)\n", "    store.32(1050004, %a)\n    store.16(1049998, %b)\n", "    store.8(add(add(1050000, and(%b, 0)), 4), %a)\n"];
+    let overlapping = ["    store.8(1050003, %a)\n", "    store.8(1048928, %a)\n    store.16(1049999, %b)\n", "    store.8(add(1050000, and(%b, 3)), %a)\n"];
+    identity_proves_only("memopt", removed, &apart, &overlapping);
 }
 
 /// A load that may fault, removed (`dce`'s dead loads): the source is invalid where it
@@ -1807,26 +1800,18 @@ fn term_identity_drops_a_store_of_bytes_loaded_before_stores_apart_from_them() {
 #[test]
 fn term_identity_assumes_the_source_valid_where_every_run_that_is_not_faults() {
     let a = "add(1052656, and(%b, 31))";
-    let pair = |before: &str, after: &str| {
-        let (before, after) = (one_block(&format!("{before}    ret 0\n")), one_block(&format!("{after}    ret 0\n")));
-        (simulate::proved_by_identity(&before, &after, &opts()), before, after)
-    };
-    for (before, after) in [
+    let pair = |(before, after): &(String, String)| (one_block(&format!("{before}    ret 0\n")), one_block(&format!("{after}    ret 0\n")));
+    let removed = [
         (format!("    %x = load.i32({a})\n    call @log(1, 2)\n"), "    call @log(1, 2)\n".to_string()),
         (format!("    %x = load.i32.u8(%a)\n    %x = load.i32({a})\n    call @log(%a, 2)\n"), "    call @log(%a, 2)\n".to_string()),
         (format!("    %x = load.i32({a})\n    call @log(1, 2)\n    store.32({a}, %a)\n"), format!("    call @log(1, 2)\n    store.32({a}, %a)\n")),
-    ] {
-        assert!(pair(&before, &after).0, "{before}");
-    }
-    for (before, after) in [
+    ];
+    let faulting = [
         (format!("    trapif(eq(%a, 3), 5)\n    %x = load.i32({a})\n    call @log(%x, 2)\n"), format!("    %x = load.i32({a})\n    trapif(eq(%a, 3), 5)\n    call @log(%x, 2)\n")),
         (format!("    %x = load.i32.u8({a})\n    call @log(1, 2)\n"), format!("    %x = load.i32({a})\n    call @log(1, 2)\n")),
         (format!("    %x = load.i32({a})\n    call @log(1, 2)\n"), format!("    call @log(1, 2)\n    %x = load.i32(add({a}, 1))\n")),
-    ] {
-        let (proved, before, after) = pair(&before, &after);
-        assert!(!proved, "{before}");
-        counterexample(validate(&before, &after, "dce", &opts()));
-    }
+    ];
+    identity_proves_only("dce", pair, &removed, &faulting);
 }
 
 /// A class of definitions and loads alone (memopt's `trunc(%p0)` in the target, the
