@@ -53,6 +53,7 @@
 //! every other local 0). Blocks the target added on an edge are run through
 //! (stuttering), as in [`super::encode`].
 
+use super::simulate::Chosen;
 use crate::exec::interp::{self, mask};
 use cranelift_entity::EntityRef;
 use tandem_core::hash::HashMap;
@@ -84,7 +85,7 @@ pub(super) struct Places {
 /// that no class's value depends on itself; the other definitions and loads of a class
 /// are assumed to hold that value: a term built that is one of them, in the entry state,
 /// is that value.
-pub(super) fn proves(src: &Function, tgt: &Function, places: &Places, classes: &[Vec<usize>], choose: &dyn Fn(&[usize]) -> Vec<Option<(usize, Vec<usize>)>>, limit: usize) -> bool {
+pub(super) fn proves(src: &Function, tgt: &Function, places: &Places, classes: &[Vec<usize>], choose: &dyn Fn(&[usize]) -> Vec<Chosen>, limit: usize) -> bool {
     // The blocks correspond (as the caller checked; again here, since a proof rests on
     // it), and the return types are one.
     if !super::simulate::corresponds(src, tgt) || src.ret != tgt.ret || classes.len() != src.layout.len() {
@@ -997,7 +998,7 @@ impl Terms {
     /// where not numerals); `joined` is the slots of the classes of two or more
     /// ([`joined_slots`]). `None` past the limit.
     #[allow(clippy::too_many_arguments)]
-    fn entry(&mut self, src: &Function, tgt: &Function, places: &Places, parts: &[Option<(usize, Part)>], classes: &[usize], joined: &[usize], chosen: &[Option<(usize, Vec<usize>)>], limit: usize) -> Option<(St, St)> {
+    fn entry(&mut self, src: &Function, tgt: &Function, places: &Places, parts: &[Option<(usize, Part)>], classes: &[usize], joined: &[usize], chosen: &[Chosen], limit: usize) -> Option<(St, St)> {
         let fs = [src, tgt];
         let mut val: Vec<Option<T>> = (0..classes.len()).map(|r| (classes[r] == r && chosen[r].is_none()).then(|| self.class_sym(r))).collect();
         let mut states = self.states(fs, places, classes, &val);
@@ -1193,14 +1194,11 @@ impl Run<'_> {
     /// (so that every entry state that breaks the condition reaches it, and is invalid),
     /// the condition that it is inside, assumed from then on.
     fn invalid_if(&mut self, outside: T) {
-        if self.alive == TRUE && outside != FALSE && !self.facts.contains(&self.terms.not(outside)) {
-            if let Some(assumed) = &mut self.assumed {
-                let inside = self.terms.not(outside);
-                assumed.push(inside);
-                self.facts.insert(inside);
-                self.learn(inside);
-                return;
-            }
+        let inside = self.terms.not(outside);
+        if let (true, Some(assumed)) = (self.alive == TRUE && inside != TRUE && !self.facts.contains(&inside), &mut self.assumed) {
+            assumed.push(inside);
+            self.facts.insert(inside);
+            return;
         }
         self.stop_if(outside, End::Invalid);
     }
@@ -1469,12 +1467,9 @@ fn step(terms: &mut Terms, f: &Function, b: Block, st: St, through: &dyn Fn(Bloc
             Validity::Assumed => (Default::default(), (depth == 0).then(Vec::new)),
             Validity::Given(given) => (given.iter().copied().collect(), None),
         };
+        // The given conditions are accesses' bounds, from which [`Run::learn`] learns no
+        // index's bound: facts only.
         let mut run = Run { f, terms: &mut *terms, st, alive, facts, known: Default::default(), exits: vec![], assumed: assuming, work, limit };
-        if let Validity::Given(given) = validity {
-            for &g in given {
-                run.learn(g);
-            }
-        }
         let edges = run.block(blk)?;
         work = run.work;
         exits.extend(run.exits);

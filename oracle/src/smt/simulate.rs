@@ -2108,22 +2108,26 @@ fn initial_states(p: &Pair, trace: usize) -> (State, State, Vec<Bool>) {
     (init(p.src), init(p.tgt), vec![])
 }
 
+/// Per class (by its first slot), the slot of the definition whose value it takes, with
+/// the classes that definition reads ([`choose_definitions`]).
+pub(super) type Chosen = Option<(usize, Vec<usize>)>;
+
 /// Per class (by its first slot), the definition whose value it takes, with the classes
 /// that definition reads; chosen so that no class's value depends on itself. A class
 /// whose first slot is derived (definitions and loads alone) takes none, and so a symbol
 /// of its own, unless `derived_classes` ([`proved_by_terms`]).
-fn choose_definitions(p: &Pair, class: &[usize], derived_classes: bool) -> Vec<Option<(usize, Vec<usize>)>> {
+fn choose_definitions(p: &Pair, class: &[usize], derived_classes: bool) -> Vec<Chosen> {
     choose_definitions_in(p, class, derived_classes, false)
 }
 
 /// [`choose_definitions`], each class taking its first definition in the slots' order
 /// that keeps the choice acyclic, or its last (`reverse`).
-fn choose_definitions_in(p: &Pair, class: &[usize], derived_classes: bool, reverse: bool) -> Vec<Option<(usize, Vec<usize>)>> {
+fn choose_definitions_in(p: &Pair, class: &[usize], derived_classes: bool, reverse: bool) -> Vec<Chosen> {
     let n = p.slots.len();
     let size = sizes(class);
-    let mut chosen: Vec<Option<(usize, Vec<usize>)>> = vec![None; n];
-    let order: Box<dyn Iterator<Item = usize>> = if reverse { Box::new((0..n).rev()) } else { Box::new(0..n) };
-    for i in order {
+    let mut chosen: Vec<Chosen> = vec![None; n];
+    for k in 0..n {
+        let i = if reverse { n - 1 - k } else { k };
         let slot = p.slots[i];
         if !p.derived(slot) {
             continue;
@@ -2157,7 +2161,7 @@ fn choose_definitions_in(p: &Pair, class: &[usize], derived_classes: bool, rever
 /// The value of every class and the two entry states holding them: fresh symbols for the
 /// classes without a chosen definition, then the definitions in dependency order (a
 /// definition too large to evaluate is dropped from `chosen` and its class gets a symbol).
-fn class_values(p: &Pair, class: &[usize], chosen: &mut [Option<(usize, Vec<usize>)>], trace: usize, limit: usize) -> (State, State, Vec<Option<Val>>) {
+fn class_values(p: &Pair, class: &[usize], chosen: &mut [Chosen], trace: usize, limit: usize) -> (State, State, Vec<Option<Val>>) {
     let n = p.slots.len();
     let fresh = |r: usize| p.symbol(Role::Class(r));
     let mut val: Vec<Option<Val>> = vec![None; n];
@@ -2590,14 +2594,15 @@ fn proved_by_terms(src: &Function, tgt: &Function, (slots, first): &(Vec<Slot>, 
         trees: slots.iter().map(|&x| p.tree(x).map(|(side, ty, e)| (side as usize, ty, e))).collect(),
         pending: slots.iter().map(|&x| if let Slot::Pending(side, e, exact) = x { Some((side as usize, e, exact)) } else { None }).collect(),
     };
+    let proves = |choose: &dyn Fn(&[usize]) -> Vec<Chosen>| super::identity::proves(src, tgt, &places, first, choose, limit);
     // Whether a class of definitions alone took a value: else the two relations are one.
     let valued = std::cell::Cell::new(false);
-    let choose = |class: &[usize]| {
+    let with_values = |class: &[usize]| {
         let chosen = choose_definitions(&p, class, true);
         valued.set(valued.get() || chosen.iter().enumerate().any(|(r, c)| c.is_some() && p.derived(p.slots[r])));
         chosen
     };
-    super::identity::proves(src, tgt, &places, first, &choose, limit) || (valued.get() && super::identity::proves(src, tgt, &places, first, &|class: &[usize]| choose_definitions(&p, class, false), limit)) || super::identity::proves(src, tgt, &places, first, &|class: &[usize]| choose_definitions_in(&p, class, true, true), limit)
+    proves(&with_values) || (valued.get() && proves(&|class| choose_definitions(&p, class, false))) || proves(&|class| choose_definitions_in(&p, class, true, true))
 }
 
 /// Whether every local of `tgt` has the base name of a local of `src` (`%i.3` of `%i`):
